@@ -1,0 +1,170 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * profile/: the data model. Pure functions over data: no BPF, no /proc, never prints.
+ *
+ *  - hc_stacktab: interns variable-length keys of u64 words (raw stacks plus identity)
+ *    and accumulates struct hc_weights per key. The sampler side feeds it while capturing.
+ *  - hc_tree: the merged on/off-CPU flame graph: root -> process -> thread -> user frames
+ *    (outermost first) -> kernel frames. Values are inclusive, in nanoseconds.
+ *  - struct hc_profile: one `hotcold-profile/1` document; encoders to JSON and folded stacks.
+ *
+ * Strings passed in are copied (interned) by the callee; returned pointers are borrowed and
+ * live as long as the object that returned them.
+ */
+#ifndef HOTCOLD_PROFILE_H
+#define HOTCOLD_PROFILE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <jansson.h>
+
+#define HC_PROFILE_SCHEMA "hotcold-profile/1"
+
+/* ---- weights: one unit, nanoseconds ---- */
+
+struct hc_weights {
+	uint64_t on_cpu_ns;   /* samples x period_ns */
+	uint64_t off_cpu_ns;  /* blocked (measured) */
+	uint64_t runqueue_ns; /* runnable, waiting for a CPU (measured) */
+	uint64_t samples;     /* on-CPU samples behind on_cpu_ns */
+};
+
+static inline uint64_t hc_weights__value(const struct hc_weights *w)
+{
+	return w->on_cpu_ns + w->off_cpu_ns + w->runqueue_ns;
+}
+
+void hc_weights__add(struct hc_weights *dst, const struct hc_weights *src);
+
+/* ---- stack table: key (u64 words) -> index, weights ---- */
+
+struct hc_stacktab;
+
+struct hc_stacktab *hc_stacktab__new(void);
+void hc_stacktab__free(struct hc_stacktab *tab);
+/* Intern a key of n words (n may be 0). Returns its index (>= 0), or -ENOMEM. */
+int64_t hc_stacktab__intern(struct hc_stacktab *tab, const uint64_t *key, size_t n);
+size_t hc_stacktab__count(const struct hc_stacktab *tab);
+/* Borrowed, valid until the next intern (the table may grow). */
+const uint64_t *hc_stacktab__key(const struct hc_stacktab *tab, size_t idx, size_t *n);
+struct hc_weights *hc_stacktab__weights(struct hc_stacktab *tab, size_t idx);
+/* Bytes of heap the table holds (for RSS accounting and docs). */
+size_t hc_stacktab__memory_bytes(const struct hc_stacktab *tab);
+
+/* ---- the flame graph tree ---- */
+
+enum hc_node_kind {
+	HC_NODE_ROOT = 0,
+	HC_NODE_PROCESS, /* name = process comm, id = pid (tgid) */
+	HC_NODE_THREAD,  /* name = thread comm, id = tid */
+	HC_NODE_USER,    /* a user frame */
+	HC_NODE_KERNEL,  /* a kernel frame */
+};
+
+/* JSON `kind` strings: "root", "process", "thread", "user", "kernel". */
+const char *hc_node_kind__name(enum hc_node_kind kind);
+
+/* One step of a path from the root. Two steps name the same node when kind, name, module,
+ * id and offset are all equal. */
+struct hc_path_elem {
+	enum hc_node_kind kind;
+	const char *name;   /* never NULL: unresolved frames are named "[unknown]" */
+	const char *module; /* NULL when none (e.g. vmlinux, process/thread nodes) */
+	uint64_t id;        /* process: pid; thread: tid; frames: 0 */
+	int64_t offset;     /* unresolved user frames: offset into module; otherwise -1 */
+};
+
+struct hc_node; /* opaque */
+struct hc_tree;
+
+struct hc_tree *hc_tree__new(void);
+void hc_tree__free(struct hc_tree *tree);
+/* Add w to the root and to every node on the path (creating nodes as needed). -ENOMEM. */
+int hc_tree__add_path(struct hc_tree *tree, const struct hc_path_elem *path, size_t n,
+		      const struct hc_weights *w);
+size_t hc_tree__node_count(const struct hc_tree *tree); /* including the root */
+const struct hc_node *hc_tree__root(const struct hc_tree *tree);
+
+/* Read-only traversal. Children are in insertion order until hc_tree__sort() is called. */
+enum hc_node_kind hc_node__kind(const struct hc_node *node);
+const char *hc_node__name(const struct hc_node *node);
+const char *hc_node__module(const struct hc_node *node);
+uint64_t hc_node__id(const struct hc_node *node);
+int64_t hc_node__offset(const struct hc_node *node);
+const struct hc_weights *hc_node__weights(const struct hc_node *node);
+size_t hc_node__child_count(const struct hc_node *node);
+const struct hc_node *hc_node__child(const struct hc_node *node, size_t i);
+/* Sort every node's children by value, descending, ties by name: deterministic output. */
+void hc_tree__sort(struct hc_tree *tree);
+
+/* ---- the profile document ---- */
+
+struct hc_cpu_samples {
+	uint32_t cpu;
+	uint64_t expected; /* frequency x duration */
+	uint64_t samples;  /* cpu-clock samples the BPF program saw on this CPU (idle included) */
+};
+
+struct hc_count {
+	char *name; /* owned */
+	uint64_t count;
+};
+
+struct hc_profile {
+	char *host;              /* owned; uname nodename */
+	char *kernel;            /* owned; uname release */
+	int64_t started_at_ns;   /* CLOCK_REALTIME, ns since the epoch */
+	uint64_t duration_ns;
+
+	struct {
+		double frequency_hz;
+		uint64_t period_ns;
+		uint32_t cpus;
+		uint64_t expected_samples;
+		uint64_t samples;      /* delivered, idle included */
+		uint64_t idle_samples; /* samples of the idle task: in totals, not in the tree */
+		struct hc_cpu_samples *per_cpu; /* owned array */
+		size_t n_per_cpu;
+		struct hc_count *lost;  /* owned array: reason -> samples not delivered */
+		size_t n_lost;
+	} sampling;
+
+	struct {
+		uint64_t on_cpu_ns;
+		uint64_t off_cpu_ns;
+		uint64_t runqueue_ns;
+		uint64_t idle_ns;
+		uint64_t kernel_samples; /* samples with arg0 != 0 (kernel PC) */
+		uint64_t user_samples;   /* samples with arg1 != 0 (user PC) */
+	} totals;
+
+	struct hc_count *symbolize; /* owned array: symbolization counters by name */
+	size_t n_symbolize;
+
+	struct hc_tree *tree;  /* owned */
+	json_t *histograms;    /* owned reference; an empty object until the off-CPU issue */
+};
+
+/* A zeroed profile with an empty tree and histograms object. NULL + errno on failure. */
+struct hc_profile *hc_profile__new(void);
+void hc_profile__free(struct hc_profile *p);
+/* Append a counter to p->sampling.lost (or p->symbolize). -ENOMEM. */
+int hc_profile__add_lost(struct hc_profile *p, const char *reason, uint64_t count);
+int hc_profile__add_symbolize(struct hc_profile *p, const char *name, uint64_t count);
+
+/* Encoders. to_json returns a new reference (NULL + errno on failure). */
+json_t *hc_profile__to_json(const struct hc_profile *p);
+int hc_profile__write_json(const struct hc_profile *p, FILE *out);
+/*
+ * flamegraph.pl folded stacks, one line per distinct path with self time:
+ * `process;frame;frame VALUE`, VALUE in nanoseconds (pass `--countname=ns` to flamegraph.pl).
+ * Threads are merged into their process (as stackcollapse-perf does). Kernel frames get the
+ * suffix `_[k]`; ';' and newlines inside names become '_'. Unresolved frames print as
+ * `[unknown]` (user frames: `[unknown module+0xOFF]`). Lines sorted for stable output.
+ */
+int hc_profile__write_folded(const struct hc_profile *p, FILE *out);
+
+#endif

@@ -1,0 +1,91 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * symbolize/: addresses -> names. A library: no BPF, no HTTP, never prints.
+ *
+ * Flow used by the sampler side:
+ *   1. hc_symbolizer__add_process(tgid) on a process's first sample or exec, while it lives:
+ *      snapshots /proc/PID/maps and opens each mapped file (via /proc/PID/map_files or
+ *      /proc/PID/root/PATH, so other mount namespaces and deleted files work) once per
+ *      (dev, inode). Cheap when the process is already known.
+ *   2. hc_symbolizer__normalize(tgid, ip) -> a location {object id, file offset}, stable
+ *      across processes: interning stacks by location merges identical code in many processes.
+ *   3. At the end, hc_symbolizer__resolve_user(loc) / __resolve_kernel(ip) -> names. ELF files
+ *      are parsed lazily, once per object, cached by build-id (or dev+inode).
+ *
+ * Every function returns 0 or -errno; constructors return NULL and set errno.
+ * Strings returned in struct hc_frame_info are owned by the symbolizer and stay valid
+ * until hc_symbolizer__free().
+ */
+#ifndef HOTCOLD_SYMBOLIZER_H
+#define HOTCOLD_SYMBOLIZER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct hc_symbolizer_opts {
+	const char *proc_root;   /* "/proc" when NULL */
+	const char *kallsyms;    /* "/proc/kallsyms" when NULL */
+	const char *debug_root;  /* "/usr/lib/debug" when NULL: .build-id/xx/yyyy.debug lives here */
+	const char *perfmap_dir; /* "/tmp" when NULL: JIT maps perf-PID.map */
+	bool no_demangle;        /* keep C++/Rust names mangled */
+};
+
+/* Object id 0: the address fell in no known mapping; off is then the raw address. */
+#define HC_OBJ_UNKNOWN 0u
+
+struct hc_uloc {
+	uint32_t obj;  /* interned object id (file by dev+inode, or a process's JIT map) */
+	uint64_t off;  /* file offset within obj (absolute address for JIT/anon and unknown) */
+};
+
+struct hc_frame_info {
+	const char *name;   /* function name (demangled), or NULL when unresolved */
+	const char *module; /* user: basename of the object ("libc.so.6");
+			     * kernel: module name ("ext4"), NULL for vmlinux itself */
+	uint64_t offset;    /* resolved: offset into the function; unresolved: offset into module
+			     * (user frames only: never a raw kernel address) */
+};
+
+struct hc_symbolizer_stats {
+	uint64_t processes;        /* maps snapshots taken */
+	uint64_t process_gone;     /* add_process on a process that had already exited */
+	uint64_t objects;          /* distinct objects opened */
+	uint64_t object_open_err;  /* mapped file could not be opened */
+	uint64_t elf_err;          /* object opened but not parseable as ELF */
+	uint64_t no_symbols;       /* ELF without .symtab/.dynsym/.gnu_debugdata/debuginfo */
+	uint64_t user_unresolved;  /* resolve_user calls that found no symbol */
+	uint64_t kernel_unresolved;
+};
+
+struct hc_symbolizer;
+
+struct hc_symbolizer *hc_symbolizer__new(const struct hc_symbolizer_opts *opts);
+void hc_symbolizer__free(struct hc_symbolizer *sym);
+
+/* Read kallsyms (vmlinux and modules), sorted once. -EPERM when addresses are hidden. */
+int hc_symbolizer__load_kernel(struct hc_symbolizer *sym);
+
+/* Snapshot tgid's mappings now. 0 if done or already known; -ESRCH if the process is gone. */
+int hc_symbolizer__add_process(struct hc_symbolizer *sym, uint32_t tgid);
+/* tgid exec'd (or its maps changed): the next add_process re-reads its mappings. */
+void hc_symbolizer__forget_process(struct hc_symbolizer *sym, uint32_t tgid);
+
+/*
+ * User address of tgid -> location. If ip is in no known mapping and the process still lives,
+ * the maps are re-read once (dlopen, late mmap) before giving up with obj = HC_OBJ_UNKNOWN.
+ * Returns 0 (also for unknown) or -errno on allocation failure.
+ */
+int hc_symbolizer__normalize(struct hc_symbolizer *sym, uint32_t tgid, uint64_t ip,
+			     struct hc_uloc *out);
+
+/* Location -> frame. Returns 0 when resolved, -ENOENT when not (out->name NULL, module/offset
+ * still filled in as far as known). */
+int hc_symbolizer__resolve_user(struct hc_symbolizer *sym, const struct hc_uloc *loc,
+				struct hc_frame_info *out);
+int hc_symbolizer__resolve_kernel(struct hc_symbolizer *sym, uint64_t ip,
+				  struct hc_frame_info *out);
+
+void hc_symbolizer__stats(const struct hc_symbolizer *sym, struct hc_symbolizer_stats *out);
+
+#endif
