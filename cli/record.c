@@ -1,0 +1,550 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* hotcold record: sample every CPU for a while, write one hotcold-profile/1 document. */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <libgen.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <sysexits.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "cli/timespec.h"
+#include "profile/profile.h"
+#include "sampler/aggregate.h"
+#include "sampler/sampler.h"
+#include "symbolize/symbolizer.h"
+
+enum format { FORMAT_JSON, FORMAT_FOLDED };
+
+struct record_cfg {
+	struct hc_rate rate;
+	uint64_t duration_ns;
+	uint32_t *tgids;
+	size_t n_tgids;
+	const char *output; /* NULL: stdout */
+	enum format format;
+	bool verbose;
+	bool no_demangle;
+};
+
+/* Output staged in a temporary file next to the target, renamed into place when complete,
+ * so an interrupted or failed capture never leaves a half-written profile under its name. */
+struct output {
+	char *tmp_path;
+	FILE *f;
+};
+
+static volatile sig_atomic_t stop_requested;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	stop_requested = 1;
+}
+
+static void usage(FILE *out)
+{
+	fprintf(out,
+		"usage: hotcold record [-F SPEC] [-d DURATION] [-p PID]... [-o FILE] "
+		"[--format json|folded]\n"
+		"\n"
+		"Sample every CPU (or only -p processes) with kernel and user stacks, then write a\n"
+		"hotcold-profile/1 JSON document (docs/profile-schema.md) or folded stacks.\n"
+		"\n"
+		"  -F, --frequency SPEC  sampling rate, DTrace profile-n style: a number with an\n"
+		"                        optional unit: hz (rate; the default for a bare number) or\n"
+		"                        ns|nsec, us|usec, ms|msec, s|sec, m|min, h|hour, d|day\n"
+		"                        (interval). Default 99 (Hz): not 100, so sampling does not\n"
+		"                        run in lockstep with timers at 100 Hz and their multiples,\n"
+		"                        which would hide or exaggerate periodic work. Intervals under\n"
+		"                        200us (rates above 5000hz) are refused.\n"
+		"  -d, --duration DUR    how long to sample: 500ms, 10s, 2m (bare number: seconds).\n"
+		"                        Default 10s. SIGINT/SIGTERM end the capture early; the\n"
+		"                        profile is still written complete.\n"
+		"  -p, --pid PID         only these processes (repeat, or a comma list). The capture\n"
+		"                        ends early when all of them have exited.\n"
+		"  -o, --output FILE     write here (atomically: temp file + rename); default stdout.\n"
+		"                        Nothing is printed on success.\n"
+		"      --format FMT      json (default) or folded (flamegraph.pl; values in ns)\n"
+		"      --no-demangle     keep C++/Rust symbol names mangled\n"
+		"  -v, --verbose         libbpf warnings and a summary on stderr\n"
+		"  -h, --help            this text\n"
+		"\n"
+		"Exit codes: 0 ok, 64 usage, 66 no such process, 69 BPF/BTF/perf unavailable,\n"
+		"70 internal error, 71 system error, 73 cannot create output, 74 write error,\n"
+		"77 not privileged (needs root or CAP_BPF+CAP_PERFMON).\n");
+}
+
+static int parse_pids(struct record_cfg *cfg, const char *arg)
+{
+	char *dup = strdup(arg), *save = NULL, *tok;
+	int rc = 0;
+
+	if (!dup)
+		return EX_OSERR;
+	for (tok = strtok_r(dup, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		char *end;
+		unsigned long v;
+		uint32_t *nt;
+
+		errno = 0;
+		v = strtoul(tok, &end, 10);
+		if (errno || end == tok || *end || tok[0] == '-' || v == 0 || v > INT_MAX) {
+			hc_err("-p %s: '%s' is not a process id", arg, tok);
+			rc = EX_USAGE;
+			break;
+		}
+		if (cfg->n_tgids >= 1024) {
+			hc_err("-p: at most 1024 processes");
+			rc = EX_USAGE;
+			break;
+		}
+		nt = realloc(cfg->tgids, (cfg->n_tgids + 1) * sizeof(*nt));
+		if (!nt) {
+			rc = EX_OSERR;
+			break;
+		}
+		cfg->tgids = nt;
+		cfg->tgids[cfg->n_tgids++] = (uint32_t)v;
+	}
+	free(dup);
+	return rc;
+}
+
+static uint64_t read_u64_file(const char *path)
+{
+	unsigned long long v = 0;
+	FILE *f = fopen(path, "re");
+
+	if (!f)
+		return 0;
+	if (fscanf(f, "%llu", &v) != 1)
+		v = 0;
+	fclose(f);
+	return v;
+}
+
+/* Returns 0 or an exit code; prints the reason. */
+static int parse_args(int argc, char **argv, struct record_cfg *cfg)
+{
+	enum { OPT_FORMAT = 256, OPT_NO_DEMANGLE };
+	static const struct option opts[] = {
+		{ "frequency", required_argument, NULL, 'F' },
+		{ "duration", required_argument, NULL, 'd' },
+		{ "pid", required_argument, NULL, 'p' },
+		{ "output", required_argument, NULL, 'o' },
+		{ "format", required_argument, NULL, OPT_FORMAT },
+		{ "no-demangle", no_argument, NULL, OPT_NO_DEMANGLE },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	char why[256];
+	int c, rc;
+
+	hc_rate__parse("99", &cfg->rate, why, sizeof(why));
+	cfg->duration_ns = 10ull * 1000000000ull;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "F:d:p:o:vh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'F':
+			if (hc_rate__parse(optarg, &cfg->rate, why, sizeof(why))) {
+				hc_err("-F %s: %s", optarg, why);
+				return EX_USAGE;
+			}
+			break;
+		case 'd':
+			if (hc_duration__parse(optarg, &cfg->duration_ns, why, sizeof(why))) {
+				hc_err("-d %s: %s", optarg, why);
+				return EX_USAGE;
+			}
+			break;
+		case 'p':
+			rc = parse_pids(cfg, optarg);
+			if (rc)
+				return rc;
+			break;
+		case 'o':
+			if (!*optarg) {
+				hc_err("-o: empty file name");
+				return EX_USAGE;
+			}
+			cfg->output = optarg;
+			break;
+		case OPT_FORMAT:
+			if (!strcmp(optarg, "json")) {
+				cfg->format = FORMAT_JSON;
+			} else if (!strcmp(optarg, "folded")) {
+				cfg->format = FORMAT_FOLDED;
+			} else {
+				hc_err("--format %s: use json or folded", optarg);
+				return EX_USAGE;
+			}
+			break;
+		case OPT_NO_DEMANGLE:
+			cfg->no_demangle = true;
+			break;
+		case 'v':
+			cfg->verbose = true;
+			break;
+		case 'h':
+			usage(stdout);
+			exit(0);
+		default:
+			usage(stderr);
+			return EX_USAGE;
+		}
+	}
+	if (optind < argc) {
+		hc_err("unexpected argument '%s' (see hotcold record --help)", argv[optind]);
+		return EX_USAGE;
+	}
+	if (hc_rate__check_kernel_max(&cfg->rate,
+				      read_u64_file("/proc/sys/kernel/perf_event_max_sample_rate"),
+				      why, sizeof(why))) {
+		hc_err("-F: %s", why);
+		return EX_USAGE;
+	}
+	return 0;
+}
+
+static int output_open(struct output *o, const char *path)
+{
+	char *dup, *dir;
+	int fd;
+
+	if (!path) {
+		o->f = stdout;
+		return 0;
+	}
+	dup = strdup(path);
+	if (!dup)
+		return EX_OSERR;
+	dir = dirname(dup);
+	if (asprintf(&o->tmp_path, "%s/.hotcold-record.XXXXXX", dir) < 0) {
+		o->tmp_path = NULL;
+		free(dup);
+		return EX_OSERR;
+	}
+	free(dup);
+	fd = mkostemp(o->tmp_path, O_CLOEXEC);
+	if (fd < 0) {
+		hc_err("cannot create %s: %s", path, strerror(errno));
+		free(o->tmp_path);
+		o->tmp_path = NULL;
+		return EX_CANTCREAT;
+	}
+	fchmod(fd, 0644);
+	o->f = fdopen(fd, "w");
+	if (!o->f) {
+		close(fd);
+		unlink(o->tmp_path);
+		return EX_OSERR;
+	}
+	return 0;
+}
+
+/* Flush, fsync and rename into place; on failure remove the temp file. */
+static int output_commit(struct output *o, const char *path)
+{
+	int rc = 0;
+
+	if (!o->tmp_path) {
+		if (fflush(o->f) != 0) {
+			hc_err("writing the profile to stdout: %s", strerror(errno));
+			return EX_IOERR;
+		}
+		return 0;
+	}
+	if (fflush(o->f) != 0 || fsync(fileno(o->f)) != 0) {
+		hc_err("writing %s: %s", path, strerror(errno));
+		rc = EX_IOERR;
+	}
+	if (fclose(o->f) != 0 && !rc) {
+		hc_err("writing %s: %s", path, strerror(errno));
+		rc = EX_IOERR;
+	}
+	o->f = NULL;
+	if (!rc && rename(o->tmp_path, path) != 0) {
+		hc_err("cannot rename the profile into %s: %s", path, strerror(errno));
+		rc = EX_CANTCREAT;
+	}
+	if (rc)
+		unlink(o->tmp_path);
+	free(o->tmp_path);
+	o->tmp_path = NULL;
+	return rc;
+}
+
+static void output_abort(struct output *o)
+{
+	if (!o->tmp_path)
+		return;
+	if (o->f)
+		fclose(o->f);
+	unlink(o->tmp_path);
+	free(o->tmp_path);
+	o->tmp_path = NULL;
+}
+
+static int on_sample(void *ctx, const struct hc_sample_event *e, size_t size)
+{
+	return hc_agg__sample(ctx, e, size);
+}
+
+static int on_exec(void *ctx, const struct hc_exec_event *e)
+{
+	return hc_agg__exec(ctx, e);
+}
+
+static uint64_t now_ns(clockid_t clk)
+{
+	struct timespec ts;
+
+	clock_gettime(clk, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static bool any_alive(const struct record_cfg *cfg)
+{
+	for (size_t i = 0; i < cfg->n_tgids; i++)
+		if (kill((pid_t)cfg->tgids[i], 0) == 0 || errno == EPERM)
+			return true;
+	return false;
+}
+
+static const char *const lost_names[HC_CNT_MAX] = {
+	[HC_CNT_RINGBUF_FULL] = "ringbuf_full",
+	[HC_CNT_KSTACK_ERR] = "kstack_error",
+	[HC_CNT_USTACK_ERR] = "ustack_error",
+	[HC_CNT_EXEC_LOST] = "exec_lost",
+};
+
+static int fill_profile(struct hc_profile *p, const struct record_cfg *cfg,
+			struct hc_sampler_counts *cnt, struct hc_agg *agg, struct hc_symbolizer *sym,
+			int64_t started_at_ns, uint64_t duration_ns)
+{
+	struct hc_symbolizer_stats ss;
+	struct hc_agg_stats as;
+	struct utsname u;
+	int err = 0;
+
+	if (uname(&u) == 0) {
+		p->host = strdup(u.nodename);
+		p->kernel = strdup(u.release);
+	}
+	p->started_at_ns = started_at_ns;
+	p->duration_ns = duration_ns;
+	p->sampling.frequency_hz = cfg->rate.hz;
+	p->sampling.period_ns = cfg->rate.period_ns;
+	p->sampling.cpus = cnt->n_cpus;
+	p->sampling.per_cpu = calloc(cnt->n_cpus, sizeof(*p->sampling.per_cpu));
+	if (!p->sampling.per_cpu || !p->host || !p->kernel)
+		return -ENOMEM;
+	p->sampling.n_per_cpu = cnt->n_cpus;
+	for (uint32_t i = 0; i < cnt->n_cpus; i++) {
+		uint64_t expected = duration_ns / cfg->rate.period_ns;
+
+		p->sampling.per_cpu[i].cpu = cnt->cpus[i];
+		p->sampling.per_cpu[i].expected = expected;
+		p->sampling.per_cpu[i].samples = cnt->per_cpu[(size_t)i * HC_CNT_MAX + HC_CNT_SEEN];
+		p->sampling.expected_samples += expected;
+	}
+	p->sampling.samples = cnt->total[HC_CNT_SEEN];
+	p->sampling.idle_samples = cnt->total[HC_CNT_IDLE];
+
+	for (int k = 0; k < HC_CNT_MAX && !err; k++)
+		if (lost_names[k])
+			err = hc_profile__add_lost(p, lost_names[k], cnt->total[k]);
+	hc_agg__stats(agg, &as);
+	if (!err)
+		err = hc_profile__add_lost(p, "decode_error", cnt->decode_errors);
+	if (!err)
+		err = hc_profile__add_lost(p, "ingest_error", as.ingest_errors);
+	if (err)
+		return err;
+
+	p->totals.on_cpu_ns = as.samples * cfg->rate.period_ns;
+	p->totals.kernel_samples = as.kernel_samples;
+	p->totals.user_samples = as.user_samples;
+
+	hc_symbolizer__stats(sym, &ss);
+	{
+		const struct hc_count sc[] = {
+			{ "processes", ss.processes },
+			{ "process_gone", ss.process_gone },
+			{ "objects", ss.objects },
+			{ "object_open_err", ss.object_open_err },
+			{ "elf_err", ss.elf_err },
+			{ "no_symbols", ss.no_symbols },
+			{ "user_unresolved", ss.user_unresolved },
+			{ "kernel_unresolved", ss.kernel_unresolved },
+			{ "truncated_user_stacks", as.truncated_ustacks },
+			{ "truncated_kernel_stacks", as.truncated_kstacks },
+		};
+
+		for (size_t i = 0; i < sizeof(sc) / sizeof(sc[0]) && !err; i++)
+			err = hc_profile__add_symbolize(p, sc[i].name, sc[i].count);
+	}
+	return err;
+}
+
+int cmd_record(int argc, char **argv)
+{
+	struct record_cfg cfg = { 0 };
+	struct hc_symbolizer_opts sopts = { 0 };
+	struct hc_sampler_opts popts = { 0 };
+	struct hc_sampler_counts cnt = { 0 };
+	struct hc_sampler_callbacks cb;
+	struct hc_symbolizer *sym = NULL;
+	struct hc_sampler *sampler = NULL;
+	struct hc_profile *prof = NULL;
+	struct output out = { 0 };
+	struct hc_agg *agg = NULL;
+	struct sigaction sa = { 0 };
+	uint64_t t0, t1, deadline;
+	int64_t started_at;
+	int rc, err;
+
+	rc = parse_args(argc, argv, &cfg);
+	if (rc)
+		goto out;
+	hc_libbpf_verbose(cfg.verbose);
+	for (size_t i = 0; i < cfg.n_tgids; i++) {
+		if (kill((pid_t)cfg.tgids[i], 0) != 0 && errno == ESRCH) {
+			hc_err("-p %u: no such process", cfg.tgids[i]);
+			rc = EX_NOINPUT;
+			goto out;
+		}
+	}
+	/* Create the output first: a bad path fails now, not after the capture. */
+	rc = output_open(&out, cfg.output);
+	if (rc)
+		goto out;
+
+	sopts.no_demangle = cfg.no_demangle;
+	sym = hc_symbolizer__new(&sopts);
+	if (!sym) {
+		rc = EX_OSERR;
+		goto out;
+	}
+	err = hc_symbolizer__load_kernel(sym);
+	if (err && cfg.verbose)
+		hc_err("warning: kernel symbols unavailable (%s): kernel frames stay [unknown]",
+		       strerror(-err));
+	agg = hc_agg__new(sym, cfg.rate.period_ns);
+	if (!agg) {
+		rc = EX_OSERR;
+		goto out;
+	}
+	/* Snapshot the -p processes now, before any sample. */
+	for (size_t i = 0; i < cfg.n_tgids; i++)
+		hc_symbolizer__add_process(sym, cfg.tgids[i]);
+
+	cb = (struct hc_sampler_callbacks){ .sample = on_sample, .exec = on_exec, .ctx = agg };
+	popts.period_ns = cfg.rate.period_ns;
+	popts.tgids = cfg.tgids;
+	popts.n_tgids = cfg.n_tgids;
+	sampler = hc_sampler__new(&popts, &cb);
+	if (!sampler) {
+		err = errno;
+		hc_err("%s: %s", hc_sampler__last_error(), strerror(err));
+		rc = (err == EPERM || err == EACCES) ? EX_NOPERM : EX_UNAVAILABLE;
+		goto out;
+	}
+
+	sa.sa_handler = on_signal; /* no SA_RESTART: poll returns EINTR at once */
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+
+	started_at = (int64_t)now_ns(CLOCK_REALTIME);
+	t0 = now_ns(CLOCK_MONOTONIC);
+	err = hc_sampler__start(sampler);
+	if (err) {
+		hc_err("cannot enable the perf events: %s", strerror(-err));
+		rc = EX_UNAVAILABLE;
+		goto out;
+	}
+	deadline = t0 + cfg.duration_ns;
+	while (!stop_requested) {
+		uint64_t now = now_ns(CLOCK_MONOTONIC);
+		int64_t left_ms;
+
+		if (now >= deadline)
+			break;
+		left_ms = (int64_t)((deadline - now + 999999) / 1000000);
+		err = hc_sampler__poll(sampler, left_ms < 100 ? (int)left_ms : 100);
+		if (err < 0 && err != -EINTR) {
+			hc_err("reading the ring buffer: %s", strerror(-err));
+			rc = EX_OSERR;
+			goto out;
+		}
+		if (cfg.n_tgids && !any_alive(&cfg))
+			break;
+	}
+	err = hc_sampler__stop(sampler);
+	t1 = now_ns(CLOCK_MONOTONIC);
+	if (err)
+		hc_err("warning: stopping the sampler: %s", strerror(-err));
+	err = hc_sampler__counts(sampler, &cnt);
+	if (err) {
+		hc_err("reading the BPF counters: %s", strerror(-err));
+		rc = EX_OSERR;
+		goto out;
+	}
+	/* BPF is no longer needed: release programs, links and perf events before the
+	 * (possibly slow) symbolization. */
+	hc_sampler__free(sampler);
+	sampler = NULL;
+
+	prof = hc_profile__new();
+	if (!prof) {
+		rc = EX_OSERR;
+		goto out;
+	}
+	err = fill_profile(prof, &cfg, &cnt, agg, sym, started_at, t1 - t0);
+	if (!err)
+		err = hc_agg__build_tree(agg, prof->tree);
+	if (err) {
+		hc_err("building the profile: %s", strerror(-err));
+		rc = EX_OSERR;
+		goto out;
+	}
+	hc_tree__sort(prof->tree);
+	err = cfg.format == FORMAT_JSON ? hc_profile__write_json(prof, out.f)
+					: hc_profile__write_folded(prof, out.f);
+	if (err) {
+		hc_err("writing the profile: %s", strerror(-err));
+		rc = EX_IOERR;
+		goto out;
+	}
+	rc = output_commit(&out, cfg.output);
+	if (!rc && cfg.verbose) {
+		fprintf(stderr,
+			"hotcold: %llu samples (%llu idle) on %u CPUs in %.3f s, expected %llu; "
+			"%zu distinct stacks, %zu nodes; written %.1f ms after the window closed\n",
+			(unsigned long long)prof->sampling.samples,
+			(unsigned long long)prof->sampling.idle_samples, prof->sampling.cpus,
+			(double)(t1 - t0) / 1e9, (unsigned long long)prof->sampling.expected_samples,
+			hc_agg__stack_count(agg), hc_tree__node_count(prof->tree),
+			(double)(now_ns(CLOCK_MONOTONIC) - t1) / 1e6);
+	}
+out:
+	output_abort(&out);
+	hc_profile__free(prof);
+	hc_sampler_counts__release(&cnt);
+	hc_sampler__free(sampler);
+	hc_agg__free(agg);
+	hc_symbolizer__free(sym);
+	free(cfg.tgids);
+	return rc;
+}

@@ -1,0 +1,208 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * flamegraph.pl folded stacks (see profile.h and docs/profile-schema.md).
+ *
+ * Gather, then render: walk the tree once, building one (path, self value) line per node with
+ * self time; thread nodes add nothing to the path, so threads of one process, and processes of
+ * the same name, produce equal lines; sort the lines and sum equal neighbours; print.
+ *
+ * The walk recurses once per tree level (paths are ~260 levels deep at most); trees deeper
+ * than HC_FOLDED_MAX_TREE_DEPTH are refused with -EOVERFLOW, which bounds the C stack use.
+ * Name bytes other than ';', '\n' and '\r' are written as they are (no UTF-8 repair).
+ * The root's own self time (paths of length 0) has no name to print and is left out.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "profile/profile.h"
+
+#define HC_FOLDED_MAX_TREE_DEPTH 1000
+
+struct sbuf {
+	char *s;
+	size_t len;
+	size_t cap;
+};
+
+struct folded_line {
+	char *text;
+	uint64_t value;
+};
+
+struct folded {
+	struct sbuf path;
+	struct folded_line *lines;
+	size_t n_lines;
+	size_t cap_lines;
+};
+
+static int sbuf_reserve(struct sbuf *b, size_t more)
+{
+	size_t cap;
+	char *s;
+
+	if (b->len + more + 1 <= b->cap)
+		return 0;
+	cap = b->cap ? b->cap : 256;
+	while (cap < b->len + more + 1)
+		cap *= 2;
+	s = realloc(b->s, cap);
+	if (!s)
+		return -ENOMEM;
+	b->s = s;
+	b->cap = cap;
+	return 0;
+}
+
+/* Appends s with ';', '\n' and '\r' replaced by '_'. */
+static int sbuf_add_name(struct sbuf *b, const char *s)
+{
+	size_t n = strlen(s);
+
+	if (sbuf_reserve(b, n))
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		char c = s[i];
+
+		b->s[b->len++] = (c == ';' || c == '\n' || c == '\r') ? '_' : c;
+	}
+	b->s[b->len] = '\0';
+	return 0;
+}
+
+static int sbuf_add_raw(struct sbuf *b, const char *s)
+{
+	size_t n = strlen(s);
+
+	if (sbuf_reserve(b, n))
+		return -ENOMEM;
+	memcpy(b->s + b->len, s, n + 1);
+	b->len += n;
+	return 0;
+}
+
+static int add_frame(struct sbuf *b, const struct hc_node *n)
+{
+	const char *name = hc_node__name(n), *module = hc_node__module(n);
+	int64_t offset = hc_node__offset(n);
+	char hex[32];
+
+	if (b->len && sbuf_add_raw(b, ";"))
+		return -ENOMEM;
+	switch (hc_node__kind(n)) {
+	case HC_NODE_KERNEL:
+		if (sbuf_add_name(b, name) || sbuf_add_raw(b, "_[k]"))
+			return -ENOMEM;
+		return 0;
+	case HC_NODE_USER:
+		if (strcmp(name, "[unknown]") == 0 && module && offset >= 0) {
+			snprintf(hex, sizeof(hex), "+0x%" PRIx64 "]", (uint64_t)offset);
+			if (sbuf_add_raw(b, "[unknown ") || sbuf_add_name(b, module) ||
+			    sbuf_add_raw(b, hex))
+				return -ENOMEM;
+			return 0;
+		}
+		return sbuf_add_name(b, name);
+	default:
+		return sbuf_add_name(b, name);
+	}
+}
+
+static int add_line(struct folded *f, uint64_t value)
+{
+	struct folded_line *l;
+
+	if (f->n_lines == f->cap_lines) {
+		size_t cap = f->cap_lines ? f->cap_lines * 2 : 256;
+
+		l = realloc(f->lines, cap * sizeof(*l));
+		if (!l)
+			return -ENOMEM;
+		f->lines = l;
+		f->cap_lines = cap;
+	}
+	l = &f->lines[f->n_lines];
+	l->text = strndup(f->path.s ? f->path.s : "", f->path.len);
+	if (!l->text)
+		return -ENOMEM;
+	l->value = value;
+	f->n_lines++;
+	return 0;
+}
+
+static int walk(struct folded *f, const struct hc_node *n, unsigned int depth)
+{
+	size_t saved_len = f->path.len, nc = hc_node__child_count(n);
+	uint64_t self = hc_weights__value(hc_node__weights(n)), kids = 0;
+	enum hc_node_kind kind = hc_node__kind(n);
+	int err = 0;
+
+	if (depth > HC_FOLDED_MAX_TREE_DEPTH)
+		return -EOVERFLOW;
+	if (kind == HC_NODE_PROCESS || kind == HC_NODE_USER || kind == HC_NODE_KERNEL) {
+		err = add_frame(&f->path, n);
+		if (err)
+			goto out_restore;
+	}
+	for (size_t i = 0; i < nc; i++) {
+		const struct hc_node *c = hc_node__child(n, i);
+
+		kids += hc_weights__value(hc_node__weights(c));
+		err = walk(f, c, depth + 1);
+		if (err)
+			goto out_restore;
+	}
+	/* values are inclusive, so kids <= self; saturate rather than wrap if that broke */
+	self = self > kids ? self - kids : 0;
+	if (self && kind != HC_NODE_ROOT)
+		err = add_line(f, self);
+
+out_restore:
+	f->path.len = saved_len;
+	if (f->path.s)
+		f->path.s[saved_len] = '\0';
+	return err;
+}
+
+static int line_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct folded_line *)a)->text, ((const struct folded_line *)b)->text);
+}
+
+int hc_profile__write_folded(const struct hc_profile *p, FILE *out)
+{
+	struct folded f = { 0 };
+	size_t i, j;
+	int err;
+
+	if (!p || !p->tree)
+		return -EINVAL;
+	err = walk(&f, hc_tree__root(p->tree), 0);
+	if (err)
+		goto out_free;
+
+	if (f.n_lines > 1)
+		qsort(f.lines, f.n_lines, sizeof(*f.lines), line_cmp);
+	errno = 0;
+	for (i = 0; i < f.n_lines; i = j) {
+		uint64_t sum = f.lines[i].value;
+
+		for (j = i + 1; j < f.n_lines && strcmp(f.lines[i].text, f.lines[j].text) == 0; j++)
+			sum += f.lines[j].value;
+		if (fprintf(out, "%s %" PRIu64 "\n", f.lines[i].text, sum) < 0) {
+			err = errno ? -errno : -EIO;
+			goto out_free;
+		}
+	}
+	if (fflush(out) || ferror(out))
+		err = errno ? -errno : -EIO;
+
+out_free:
+	for (i = 0; i < f.n_lines; i++)
+		free(f.lines[i].text);
+	free(f.lines);
+	free(f.path.s);
+	return err;
+}

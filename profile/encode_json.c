@@ -1,0 +1,407 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * `hotcold-profile/1` JSON encoder (docs/profile-schema.md). Gather, then render: the whole
+ * document is built as a jansson tree, then dumped compact with keys in insertion order.
+ *
+ * Strings from the system (comms, symbols, module paths, counter names) may hold any bytes;
+ * jansson refuses invalid UTF-8, so every string goes through utf8_sanitize(), which replaces
+ * each byte that does not start a well-formed UTF-8 sequence with U+FFFD.
+ *
+ * The flame graph is encoded recursively, one C frame per tree level. Paths are
+ * process + thread + at most ~127 user + ~127 kernel frames deep (~260 levels), and each tree
+ * level is two JSON levels (node object, children array); jansson's own parser refuses
+ * documents nested deeper than 2048, so trees deeper than HC_JSON_MAX_TREE_DEPTH are refused
+ * (EOVERFLOW) rather than written unreadable. That also bounds our recursion.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "profile/profile.h"
+#include "profile/profile_internal.h"
+
+/* Every tree level is 2 JSON levels; 1000 levels leave room for jansson's 2048 limit. */
+#define HC_JSON_MAX_TREE_DEPTH 1000
+
+/* Length of the well-formed UTF-8 sequence at s (n bytes available), 0 if ill-formed. */
+static size_t utf8_seq_len(const unsigned char *s, size_t n)
+{
+	unsigned char c = s[0];
+
+	if (c < 0x80)
+		return 1;
+	if (c >= 0xC2 && c <= 0xDF)
+		return n >= 2 && (s[1] & 0xC0) == 0x80 ? 2 : 0;
+	if (c >= 0xE0 && c <= 0xEF) {
+		unsigned char lo = 0x80, hi = 0xBF;
+
+		if (c == 0xE0)
+			lo = 0xA0; /* overlong */
+		else if (c == 0xED)
+			hi = 0x9F; /* UTF-16 surrogates */
+		if (n < 3 || s[1] < lo || s[1] > hi || (s[2] & 0xC0) != 0x80)
+			return 0;
+		return 3;
+	}
+	if (c >= 0xF0 && c <= 0xF4) {
+		unsigned char lo = 0x80, hi = 0xBF;
+
+		if (c == 0xF0)
+			lo = 0x90; /* overlong */
+		else if (c == 0xF4)
+			hi = 0x8F; /* > U+10FFFF */
+		if (n < 4 || s[1] < lo || s[1] > hi || (s[2] & 0xC0) != 0x80 ||
+		    (s[3] & 0xC0) != 0x80)
+			return 0;
+		return 4;
+	}
+	return 0; /* continuation byte, 0xC0, 0xC1, 0xF5..0xFF */
+}
+
+/*
+ * Returns s itself when it is valid UTF-8, else a malloc'ed copy with every invalid byte
+ * replaced by U+FFFD (EF BF BD); *len gets the length. NULL (ENOMEM) on failure.
+ */
+static char *utf8_sanitize(const char *s, size_t *len)
+{
+	const unsigned char *u = (const unsigned char *)s;
+	size_t n = strlen(s), i = 0, bad = 0, o = 0;
+	char *out;
+
+	while (i < n) {
+		size_t l = utf8_seq_len(u + i, n - i);
+
+		if (!l) {
+			bad++;
+			l = 1;
+		}
+		i += l;
+	}
+	*len = n;
+	if (!bad)
+		return (char *)s;
+
+	out = malloc(n + 2 * bad + 1);
+	if (!out)
+		return NULL;
+	for (i = 0; i < n;) {
+		size_t l = utf8_seq_len(u + i, n - i);
+
+		if (l) {
+			memcpy(out + o, s + i, l);
+			o += l;
+			i += l;
+		} else {
+			memcpy(out + o, "\xEF\xBF\xBD", 3);
+			o += 3;
+			i++;
+		}
+	}
+	out[o] = '\0';
+	*len = o;
+	return out;
+}
+
+static json_t *jstr(const char *s)
+{
+	size_t len;
+	char *valid;
+	json_t *j;
+
+	if (!s)
+		return json_null();
+	valid = utf8_sanitize(s, &len);
+	if (!valid)
+		return NULL;
+	j = json_stringn_nocheck(valid, len);
+	if (valid != s)
+		free(valid);
+	return j;
+}
+
+/* json_int_t is signed 64-bit: larger values (never reached by ns counters) become reals. */
+static json_t *ju64(uint64_t v)
+{
+	if (v > (uint64_t)INT64_MAX)
+		return json_real((double)v);
+	return json_integer((json_int_t)v);
+}
+
+/* Steals val. -ENOMEM when val is NULL (a failed constructor) or the insert fails. */
+static int jset(json_t *obj, const char *key, json_t *val)
+{
+	if (!val)
+		return -ENOMEM;
+	return json_object_set_new_nocheck(obj, key, val) ? -ENOMEM : 0;
+}
+
+/* Adds count under a key from outside (sanitized); repeated keys are summed. */
+static int jadd_count(json_t *obj, const char *key, uint64_t count)
+{
+	json_t *old, *val;
+	size_t len;
+	char *valid;
+	int err;
+
+	valid = utf8_sanitize(key, &len);
+	if (!valid)
+		return -ENOMEM;
+	old = json_object_get(obj, valid);
+	if (old && json_is_integer(old))
+		count += (uint64_t)json_integer_value(old);
+	val = ju64(count);
+	err = jset(obj, valid, val);
+	if (valid != key)
+		free(valid);
+	return err;
+}
+
+static json_t *counts_to_json(const struct hc_count *c, size_t n)
+{
+	json_t *obj = json_object();
+
+	if (!obj)
+		return NULL;
+	for (size_t i = 0; i < n; i++) {
+		if (jadd_count(obj, c[i].name ? c[i].name : "", c[i].count))
+			goto err_decref;
+	}
+	return obj;
+
+err_decref:
+	json_decref(obj);
+	return NULL;
+}
+
+/* RFC 3339, UTC, milliseconds (truncated): 2026-11-22T08:01:02.345Z */
+static json_t *rfc3339_ms(int64_t ns)
+{
+	int64_t sec = ns / 1000000000, rem = ns % 1000000000;
+	char buf[64];
+	struct tm tm;
+	time_t t;
+
+	if (rem < 0) {
+		rem += 1000000000;
+		sec--;
+	}
+	t = (time_t)sec;
+	if (!gmtime_r(&t, &tm))
+		return json_null();
+	snprintf(buf, sizeof(buf), "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
+		 tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (int)(rem / 1000000));
+	return json_string(buf);
+}
+
+/* An integral frequency prints as an integer (99, not 99.0); NaN/inf as null. */
+static json_t *jnumber(double v)
+{
+	if (!isfinite(v))
+		return json_null();
+	if (v == floor(v) && fabs(v) < 9007199254740992.0) /* 2^53: exact as an integer */
+		return json_integer((json_int_t)v);
+	return json_real(v);
+}
+
+static json_t *node_to_json(const struct hc_node *n, unsigned int depth)
+{
+	const struct hc_weights *w = hc_node__weights(n);
+	size_t nc = hc_node__child_count(n);
+	const struct hc_node **sorted = NULL;
+	json_t *obj, *children;
+	int saved_errno;
+	char hex[32];
+
+	if (depth > HC_JSON_MAX_TREE_DEPTH) {
+		errno = EOVERFLOW;
+		return NULL;
+	}
+	obj = json_object();
+	if (!obj)
+		goto err_nomem;
+	if (jset(obj, "name", jstr(hc_node__name(n))) ||
+	    jset(obj, "kind", json_string(hc_node_kind__name(hc_node__kind(n)))))
+		goto err_decref;
+	switch (hc_node__kind(n)) {
+	case HC_NODE_PROCESS:
+		if (jset(obj, "pid", ju64(hc_node__id(n))))
+			goto err_decref;
+		break;
+	case HC_NODE_THREAD:
+		if (jset(obj, "tid", ju64(hc_node__id(n))))
+			goto err_decref;
+		break;
+	case HC_NODE_USER:
+	case HC_NODE_KERNEL:
+		if (hc_node__module(n) && jset(obj, "module", jstr(hc_node__module(n))))
+			goto err_decref;
+		if (hc_node__offset(n) >= 0) {
+			snprintf(hex, sizeof(hex), "0x%" PRIx64, (uint64_t)hc_node__offset(n));
+			if (jset(obj, "offset", json_string(hex)))
+				goto err_decref;
+		}
+		break;
+	case HC_NODE_ROOT:
+		break;
+	}
+	if (jset(obj, "value", ju64(hc_weights__value(w))) ||
+	    jset(obj, "on_cpu_ns", ju64(w->on_cpu_ns)) ||
+	    jset(obj, "off_cpu_ns", ju64(w->off_cpu_ns)) ||
+	    jset(obj, "runqueue_ns", ju64(w->runqueue_ns)) ||
+	    jset(obj, "samples", ju64(w->samples)))
+		goto err_decref;
+
+	children = json_array();
+	if (jset(obj, "children", children))
+		goto err_decref;
+	if (!nc)
+		return obj;
+
+	/* the tree may not have been sorted: sort a copy, the profile is const */
+	sorted = malloc(nc * sizeof(*sorted));
+	if (!sorted)
+		goto err_decref;
+	for (size_t i = 0; i < nc; i++)
+		sorted[i] = hc_node__child(n, i);
+	qsort(sorted, nc, sizeof(*sorted), hc__node_ptr_cmp);
+	for (size_t i = 0; i < nc; i++) {
+		json_t *c = node_to_json(sorted[i], depth + 1);
+
+		if (!c)
+			goto err_free_sorted; /* errno set by the callee */
+		if (json_array_append_new(children, c))
+			goto err_free_sorted_nomem;
+	}
+	free(sorted);
+	return obj;
+
+err_free_sorted_nomem:
+	errno = ENOMEM;
+err_free_sorted:
+	saved_errno = errno;
+	free(sorted);
+	json_decref(obj);
+	errno = saved_errno;
+	return NULL;
+err_decref:
+	json_decref(obj);
+err_nomem:
+	errno = ENOMEM;
+	return NULL;
+}
+
+static json_t *sampling_to_json(const struct hc_profile *p)
+{
+	json_t *s, *per_cpu;
+
+	s = json_object();
+	if (!s)
+		return NULL;
+	if (jset(s, "frequency_hz", jnumber(p->sampling.frequency_hz)) ||
+	    jset(s, "period_ns", ju64(p->sampling.period_ns)) ||
+	    jset(s, "cpus", ju64(p->sampling.cpus)) ||
+	    jset(s, "expected_samples", ju64(p->sampling.expected_samples)) ||
+	    jset(s, "samples", ju64(p->sampling.samples)) ||
+	    jset(s, "idle_samples", ju64(p->sampling.idle_samples)))
+		goto err_decref;
+
+	per_cpu = json_array();
+	if (jset(s, "per_cpu", per_cpu))
+		goto err_decref;
+	for (size_t i = 0; i < p->sampling.n_per_cpu; i++) {
+		const struct hc_cpu_samples *c = &p->sampling.per_cpu[i];
+		json_t *o = json_object();
+
+		if (!o || json_array_append_new(per_cpu, o))
+			goto err_decref;
+		if (jset(o, "cpu", ju64(c->cpu)) || jset(o, "expected", ju64(c->expected)) ||
+		    jset(o, "samples", ju64(c->samples)))
+			goto err_decref;
+	}
+	if (jset(s, "lost", counts_to_json(p->sampling.lost, p->sampling.n_lost)))
+		goto err_decref;
+	return s;
+
+err_decref:
+	json_decref(s);
+	return NULL;
+}
+
+static json_t *totals_to_json(const struct hc_profile *p)
+{
+	json_t *t = json_object();
+
+	if (!t)
+		return NULL;
+	if (jset(t, "on_cpu_ns", ju64(p->totals.on_cpu_ns)) ||
+	    jset(t, "off_cpu_ns", ju64(p->totals.off_cpu_ns)) ||
+	    jset(t, "runqueue_ns", ju64(p->totals.runqueue_ns)) ||
+	    jset(t, "idle_ns", ju64(p->totals.idle_ns)) ||
+	    jset(t, "kernel_samples", ju64(p->totals.kernel_samples)) ||
+	    jset(t, "user_samples", ju64(p->totals.user_samples))) {
+		json_decref(t);
+		return NULL;
+	}
+	return t;
+}
+
+json_t *hc_profile__to_json(const struct hc_profile *p)
+{
+	json_t *doc, *flame;
+	int saved_errno;
+
+	if (!p || !p->tree) {
+		errno = EINVAL;
+		return NULL;
+	}
+	doc = json_object();
+	if (!doc)
+		goto err_nomem;
+	if (jset(doc, "schema", json_string(HC_PROFILE_SCHEMA)) ||
+	    jset(doc, "host", jstr(p->host)) || jset(doc, "kernel", jstr(p->kernel)) ||
+	    jset(doc, "started_at", rfc3339_ms(p->started_at_ns)) ||
+	    jset(doc, "duration_ns", ju64(p->duration_ns)) ||
+	    jset(doc, "sampling", sampling_to_json(p)) ||
+	    jset(doc, "totals", totals_to_json(p)) ||
+	    jset(doc, "symbolize", counts_to_json(p->symbolize, p->n_symbolize)))
+		goto err_decref_nomem;
+
+	flame = node_to_json(hc_tree__root(p->tree), 0);
+	if (!flame)
+		goto err_decref; /* ENOMEM or EOVERFLOW */
+	if (jset(doc, "flamegraph", flame))
+		goto err_decref_nomem;
+	if (jset(doc, "histograms", p->histograms ? json_incref(p->histograms) : json_object()))
+		goto err_decref_nomem;
+	return doc;
+
+err_decref_nomem:
+	errno = ENOMEM;
+err_decref:
+	saved_errno = errno;
+	json_decref(doc);
+	errno = saved_errno;
+	return NULL;
+err_nomem:
+	errno = ENOMEM;
+	return NULL;
+}
+
+int hc_profile__write_json(const struct hc_profile *p, FILE *out)
+{
+	json_t *doc;
+	int err = 0;
+
+	doc = hc_profile__to_json(p);
+	if (!doc)
+		return -errno;
+	errno = 0;
+	if (json_dumpf(doc, out, JSON_COMPACT | JSON_PRESERVE_ORDER) || fputc('\n', out) == EOF ||
+	    fflush(out) || ferror(out))
+		err = errno ? -errno : -EIO;
+	json_decref(doc);
+	return err;
+}

@@ -1,0 +1,25 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* Helpers shared by the files of profile/. Not part of the public API. */
+#ifndef HOTCOLD_PROFILE_INTERNAL_H
+#define HOTCOLD_PROFILE_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "profile/profile.h"
+
+/* xxh64-style hash of n words (stacktab.c). */
+uint64_t hc__hash_words(const uint64_t *key, size_t n, uint64_t seed);
+/* xxh64's final avalanche: a bijective 64-bit mix. */
+uint64_t hc__hash_mix(uint64_t h);
+
+/*
+ * The sibling order of hc_tree__sort() and of the encoders: value descending, then name, id,
+ * kind, module (NULL first), offset. A total order over the children of one node, because
+ * siblings differ in at least one of those fields.
+ */
+int hc__node_cmp(const struct hc_node *a, const struct hc_node *b);
+/* qsort() adapter over an array of `const struct hc_node *`. */
+int hc__node_ptr_cmp(const void *a, const void *b);
+
+#endif

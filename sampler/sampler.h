@@ -1,0 +1,64 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * sampler/: loads the BPF programs, opens one cpu-clock perf_event per online CPU with a
+ * fixed period, attaches, and drains the ring buffer into callbacks. Owns every fd and link
+ * it makes; hc_sampler__free() releases all of them. Never prints: libbpf's own messages go
+ * wherever the caller's libbpf_set_print() sends them.
+ */
+#ifndef HOTCOLD_SAMPLER_H
+#define HOTCOLD_SAMPLER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "bpf/sample.h"
+
+struct hc_sampler_callbacks {
+	/* One sample; `size` is the bytes received (header + ustack_len + kstack_len). */
+	int (*sample)(void *ctx, const struct hc_sample_event *e, size_t size);
+	int (*exec)(void *ctx, const struct hc_exec_event *e);
+	void *ctx;
+};
+
+struct hc_sampler_opts {
+	uint64_t period_ns;     /* cpu-clock period: 1e9 / frequency */
+	const uint32_t *tgids;  /* -p filter; NULL/0: every process */
+	size_t n_tgids;
+	size_t ringbuf_bytes;   /* 0: sized from period and CPUs */
+};
+
+/* Counters summed over the capture: enum hc_counter values, per CPU. */
+struct hc_sampler_counts {
+	uint32_t n_cpus;        /* online CPUs sampled */
+	uint32_t *cpus;         /* malloc'd copy of their numbers: outlives the sampler */
+	uint64_t total[HC_CNT_MAX];
+	uint64_t *per_cpu;      /* malloc'd: per_cpu[i * HC_CNT_MAX + counter], i indexes cpus[] */
+	uint64_t decode_errors; /* records user space could not parse (dropped, counted) */
+	uint64_t callback_errors;
+};
+
+struct hc_sampler;
+
+/*
+ * Open and load the BPF object and create (disabled) perf events on every online CPU.
+ * NULL + errno: ENOTSUP without kernel BTF, EPERM/EACCES without privileges, others from
+ * the kernel. A reason string for the error is available from hc_sampler__last_error().
+ */
+struct hc_sampler *hc_sampler__new(const struct hc_sampler_opts *opts,
+				   const struct hc_sampler_callbacks *cb);
+void hc_sampler__free(struct hc_sampler *s);
+/* What failed in the last hc_sampler__new() of this thread: a static, human string. */
+const char *hc_sampler__last_error(void);
+
+int hc_sampler__start(struct hc_sampler *s);
+/* Wait up to timeout_ms for data and drain it into the callbacks. Returns records handled,
+ * or -errno (-EINTR when a signal arrived). */
+int hc_sampler__poll(struct hc_sampler *s, int timeout_ms);
+/* Disable the perf events, then drain what is left. */
+int hc_sampler__stop(struct hc_sampler *s);
+/* Read the in-kernel counters. Free with hc_sampler_counts__release(). */
+int hc_sampler__counts(struct hc_sampler *s, struct hc_sampler_counts *out);
+size_t hc_sampler__ringbuf_bytes(const struct hc_sampler *s);
+void hc_sampler_counts__release(struct hc_sampler_counts *c);
+
+#endif

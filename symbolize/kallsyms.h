@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * /proc/kallsyms -> sorted table of kernel function symbols (vmlinux and modules).
+ *
+ * Only function symbols (types t, T, w, W) are returned by lookups. Every other symbol still
+ * ends the function before it, so an address in data after the last function of .text does
+ * not resolve to that function.
+ */
+#ifndef HOTCOLD_SYMBOLIZE_KALLSYMS_H
+#define HOTCOLD_SYMBOLIZE_KALLSYMS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/*
+ * A function followed by nothing (the highest symbol) or by another module's symbol has no
+ * known end; it is assumed to be at most this long. Kernel functions are far shorter.
+ */
+#define HC_KSYM_MAX_TAIL_BYTES (64u * 1024u)
+
+struct hc_kallsyms;
+
+struct hc_ksym {
+	const char *name;   /* borrowed: valid until hc_kallsyms__free() */
+	const char *module; /* "ext4", "bpf"; NULL for vmlinux. Borrowed likewise. */
+	uint64_t offset;    /* addr - symbol start */
+};
+
+/*
+ * Parse kallsyms text (need not be NUL-terminated). Malformed lines are skipped and counted.
+ * NULL + errno: EPERM when every address is zero (kptr_restrict hides them), EINVAL when no
+ * line parsed, ENOMEM.
+ */
+struct hc_kallsyms *hc_kallsyms__parse(const char *buf, size_t len);
+/* Read and parse a file (normally "/proc/kallsyms"). NULL + errno as above or from open(). */
+struct hc_kallsyms *hc_kallsyms__load(const char *path);
+void hc_kallsyms__free(struct hc_kallsyms *ks);
+
+/* 0 and *out filled, or -ENOENT (before the first function, in data, past the last one). */
+int hc_kallsyms__lookup(const struct hc_kallsyms *ks, uint64_t addr, struct hc_ksym *out);
+
+size_t hc_kallsyms__nr_funcs(const struct hc_kallsyms *ks);
+size_t hc_kallsyms__bad_lines(const struct hc_kallsyms *ks);
+
+#endif

@@ -1,0 +1,868 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * The symbolizer façade: processes -> mapping snapshots -> objects -> parsed symbol tables.
+ *
+ * Objects are files keyed by (dev, inode) as /proc/PID/maps reports them, so one library mapped
+ * by a thousand processes is opened once and parsed once; their ids are what stacks get
+ * interned by. A process's anonymous executable memory is its own "JIT" object, resolved with
+ * its perf-PID.map. The fd of a file object is opened while its process is alive (at snapshot
+ * time) because afterwards the file may be unreachable (deleted, other mount namespace); it is
+ * parsed, and closed, at the first resolve.
+ */
+#include "symbolize/symbolizer.h"
+#include "symbolize/demangle.h"
+#include "symbolize/elfsym.h"
+#include "symbolize/kallsyms.h"
+#include "symbolize/perfmap.h"
+#include "symbolize/procmaps.h"
+#include "symbolize/util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+/*
+ * An address in no known mapping re-reads the process's maps (it may have dlopen'd or mmap'd
+ * since the snapshot), but at most once per this interval per process: a stream of addresses
+ * that are truly unknown must not turn into a stream of /proc reads.
+ */
+#define MAPS_REREAD_MIN_INTERVAL_NS (100ull * 1000 * 1000)
+
+/* Demangled C++ names can be long (templates); longer ones stay mangled. */
+#define DEMANGLE_MAX_BYTES 4096
+
+#define MODULE_UNKNOWN "[unknown]"
+#define MODULE_KERNEL "[kernel]"
+#define MODULE_JIT "[jit]"
+#define MODULE_VDSO "[vdso]"
+
+enum obj_kind {
+	OBJ_FILE,    /* an ELF file, by (dev, inode) */
+	OBJ_JIT,     /* one process's anonymous executable memory; off = absolute address */
+	OBJ_SPECIAL, /* [vdso], [vsyscall], ...: by (name, size); off = ip - mapping start */
+};
+
+enum obj_state {
+	OBJ_UNPARSED,
+	OBJ_PARSED,
+	OBJ_FAILED,
+};
+
+struct object {
+	enum obj_kind kind;
+	enum obj_state state;
+	int fd;		    /* OBJ_FILE until parsed, else -1 */
+	bool open_err;	    /* counted in stats.object_open_err already */
+	const char *module; /* interned: basename, "[jit]", "[vdso]" */
+	uint32_t symtab;    /* index + 1 into symtabs[], 0: none */
+	uint64_t size;	    /* OBJ_SPECIAL: mapping size */
+	/* OBJ_JIT: */
+	uint32_t tgid;
+	struct hc_perfmap *perfmap;
+	struct stat perfmap_st; /* of the file perfmap was read from, to notice rewrites */
+	bool perfmap_read;
+};
+
+/* One parsed ELF symbol table, shared by all objects with its build-id. */
+struct symtab {
+	struct hc_elfsym *es;
+	const char **display; /* per symbol: demangled name, filled at first use */
+	uint8_t build_id[HC_BUILD_ID_MAX];
+	size_t build_id_len;
+};
+
+struct proc {
+	uint32_t tgid;
+	bool stale; /* forgotten (exec): next add_process re-reads */
+	bool gone;  /* maps could not be read any more */
+	struct hc_procmaps *maps;
+	uint32_t *map_obj; /* object id per mapping, parallel to maps->maps; 0: none yet */
+	uint32_t jit_obj;
+	uint64_t last_reread_ns;
+};
+
+struct hc_symbolizer {
+	char *proc_root;
+	char *kallsyms_path;
+	char *debug_root;
+	char *perfmap_dir;
+	bool no_demangle;
+
+	struct hc_kallsyms *kallsyms;
+	bool kernel_tried;
+
+	struct proc *procs;
+	size_t nr_procs, cap_procs;
+	struct hc_keymap proc_idx; /* tgid -> index into procs[] */
+
+	struct object *objs; /* object id N is objs[N - 1] */
+	size_t nr_objs, cap_objs;
+	struct hc_keymap file_ids;    /* (dev, inode) -> object id */
+	struct hc_keymap special_ids; /* (interned name, mapping size) -> object id */
+
+	struct symtab *symtabs;
+	size_t nr_symtabs, cap_symtabs;
+	struct hc_keymap build_ids; /* first 16 bytes of a build-id -> index into symtabs[] */
+
+	/* Our own vdso, parsed once: the same kernel maps the same image into every process. */
+	struct hc_elfsym *vdso;
+	uint64_t vdso_size;
+	bool vdso_tried;
+
+	struct hc_interner strings;
+	struct hc_symbolizer_stats stats;
+};
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static char *dup_or_default(const char *s, const char *def)
+{
+	return strdup(s ? s : def);
+}
+
+struct hc_symbolizer *hc_symbolizer__new(const struct hc_symbolizer_opts *opts)
+{
+	const struct hc_symbolizer_opts none = { 0 };
+	struct hc_symbolizer *sym;
+
+	if (!opts)
+		opts = &none;
+	sym = calloc(1, sizeof(*sym));
+	if (!sym)
+		goto err_out;
+	sym->proc_root = dup_or_default(opts->proc_root, "/proc");
+	sym->kallsyms_path = dup_or_default(opts->kallsyms, "/proc/kallsyms");
+	sym->debug_root = dup_or_default(opts->debug_root, "/usr/lib/debug");
+	sym->perfmap_dir = dup_or_default(opts->perfmap_dir, "/tmp");
+	if (!sym->proc_root || !sym->kallsyms_path || !sym->debug_root || !sym->perfmap_dir)
+		goto err_free;
+	sym->no_demangle = opts->no_demangle;
+	return sym;
+
+err_free:
+	hc_symbolizer__free(sym);
+err_out:
+	errno = ENOMEM;
+	return NULL;
+}
+
+void hc_symbolizer__free(struct hc_symbolizer *sym)
+{
+	size_t i;
+
+	if (!sym)
+		return;
+	for (i = 0; i < sym->nr_procs; i++) {
+		hc_procmaps__free(sym->procs[i].maps);
+		free(sym->procs[i].map_obj);
+	}
+	free(sym->procs);
+	for (i = 0; i < sym->nr_objs; i++) {
+		if (sym->objs[i].fd >= 0)
+			close(sym->objs[i].fd);
+		hc_perfmap__free(sym->objs[i].perfmap);
+	}
+	free(sym->objs);
+	for (i = 0; i < sym->nr_symtabs; i++) {
+		hc_elfsym__free(sym->symtabs[i].es);
+		free(sym->symtabs[i].display);
+	}
+	free(sym->symtabs);
+	hc_keymap__release(&sym->proc_idx);
+	hc_keymap__release(&sym->file_ids);
+	hc_keymap__release(&sym->special_ids);
+	hc_keymap__release(&sym->build_ids);
+	hc_elfsym__free(sym->vdso);
+	hc_kallsyms__free(sym->kallsyms);
+	hc_interner__release(&sym->strings);
+	free(sym->proc_root);
+	free(sym->kallsyms_path);
+	free(sym->debug_root);
+	free(sym->perfmap_dir);
+	free(sym);
+}
+
+static const char *intern(struct hc_symbolizer *sym, const char *s)
+{
+	return hc_interner__add(&sym->strings, s, strlen(s));
+}
+
+/* ---- kernel ---- */
+
+int hc_symbolizer__load_kernel(struct hc_symbolizer *sym)
+{
+	sym->kernel_tried = true;
+	/* Already loaded: keep it, names handed out earlier point into it. */
+	if (sym->kallsyms)
+		return 0;
+	sym->kallsyms = hc_kallsyms__load(sym->kallsyms_path);
+	return sym->kallsyms ? 0 : -errno;
+}
+
+int hc_symbolizer__resolve_kernel(struct hc_symbolizer *sym, uint64_t ip,
+				  struct hc_frame_info *out)
+{
+	struct hc_ksym ks;
+
+	if (!sym->kernel_tried)
+		hc_symbolizer__load_kernel(sym); /* failure shows as unresolved frames + stats */
+	if (sym->kallsyms && !hc_kallsyms__lookup(sym->kallsyms, ip, &ks)) {
+		out->name = ks.name;
+		out->module = ks.module;
+		out->offset = ks.offset;
+		return 0;
+	}
+	/* Never a raw kernel address: it would defeat KASLR for whoever reads the profile. */
+	sym->stats.kernel_unresolved++;
+	out->name = NULL;
+	out->module = MODULE_KERNEL;
+	out->offset = 0;
+	return -ENOENT;
+}
+
+/* ---- objects ---- */
+
+static int new_object(struct hc_symbolizer *sym, enum obj_kind kind, const char *module,
+		      uint32_t *id)
+{
+	struct object *o;
+
+	if (sym->nr_objs >= UINT32_MAX - 1)
+		return -E2BIG;
+	if (sym->nr_objs == sym->cap_objs) {
+		size_t cap = sym->cap_objs ? sym->cap_objs * 2 : 64;
+		struct object *n = realloc(sym->objs, cap * sizeof(*n));
+
+		if (!n)
+			return -ENOMEM;
+		sym->objs = n;
+		sym->cap_objs = cap;
+	}
+	o = &sym->objs[sym->nr_objs];
+	memset(o, 0, sizeof(*o));
+	o->kind = kind;
+	o->fd = -1;
+	o->module = intern(sym, module);
+	if (!o->module)
+		return -ENOMEM;
+	*id = (uint32_t)++sym->nr_objs;
+	return 0;
+}
+
+static struct object *get_object(struct hc_symbolizer *sym, uint32_t id)
+{
+	if (id == HC_OBJ_UNKNOWN || id > sym->nr_objs)
+		return NULL;
+	return &sym->objs[id - 1];
+}
+
+/*
+ * Open the file behind mapping m of tgid. /proc/PID/map_files/ gives the mapped file itself,
+ * even deleted or in another mount namespace (needs CAP_SYS_ADMIN or CAP_CHECKPOINT_RESTORE);
+ * /proc/PID/root/PATH follows the process's mount namespace; PATH is the last resort, and must
+ * then still be the same inode.
+ */
+static int open_mapping(struct hc_symbolizer *sym, uint32_t tgid, const struct hc_mapping *m)
+{
+	char path[PATH_MAX];
+	struct stat st;
+	int fd, n;
+
+	n = snprintf(path, sizeof(path), "%s/%u/map_files/%llx-%llx", sym->proc_root, tgid,
+		     (unsigned long long)m->start, (unsigned long long)m->end);
+	if (n > 0 && (size_t)n < sizeof(path)) {
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd >= 0)
+			return fd;
+	}
+	/* A deleted file's path names nothing, or worse, its replacement. */
+	if (m->deleted)
+		return -ENOENT;
+	n = snprintf(path, sizeof(path), "%s/%u/root%s", sym->proc_root, tgid, m->path);
+	if (n > 0 && (size_t)n < sizeof(path)) {
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd >= 0)
+			return fd;
+	}
+	fd = open(m->path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) || st.st_ino != m->inode) {
+		close(fd);
+		return -ESTALE;
+	}
+	return fd;
+}
+
+static const char *basename_of(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+
+	return slash ? slash + 1 : path;
+}
+
+static int file_object(struct hc_symbolizer *sym, uint32_t tgid, const struct hc_mapping *m,
+		       uint32_t *id)
+{
+	uint64_t dev = ((uint64_t)m->dev_major << 32) | m->dev_minor;
+	struct object *o;
+	int err, fd;
+
+	if (!hc_keymap__get(&sym->file_ids, dev, m->inode, id)) {
+		o = get_object(sym, *id);
+		/* The process that first mapped it may have died before we could open it. */
+		if (o->fd < 0 && o->state == OBJ_UNPARSED && o->open_err) {
+			fd = open_mapping(sym, tgid, m);
+			if (fd >= 0)
+				o->fd = fd;
+		}
+		return 0;
+	}
+	err = new_object(sym, OBJ_FILE, basename_of(m->path), id);
+	if (err)
+		return err;
+	err = hc_keymap__put(&sym->file_ids, dev, m->inode, *id);
+	if (err) {
+		sym->nr_objs--;
+		return err;
+	}
+	o = get_object(sym, *id);
+	sym->stats.objects++;
+	fd = open_mapping(sym, tgid, m);
+	if (fd >= 0) {
+		o->fd = fd;
+	} else {
+		o->open_err = true;
+		sym->stats.object_open_err++;
+	}
+	return 0;
+}
+
+static int special_object(struct hc_symbolizer *sym, const struct hc_mapping *m, uint32_t *id)
+{
+	const char *name = intern(sym, m->path);
+	uint64_t size = m->end - m->start;
+	int err;
+
+	if (!name)
+		return -ENOMEM;
+	if (!hc_keymap__get(&sym->special_ids, (uintptr_t)name, size, id))
+		return 0;
+	err = new_object(sym, OBJ_SPECIAL, name, id);
+	if (err)
+		return err;
+	get_object(sym, *id)->size = size;
+	err = hc_keymap__put(&sym->special_ids, (uintptr_t)name, size, *id);
+	if (err)
+		sym->nr_objs--;
+	return err;
+}
+
+static void perfmap_path(const struct hc_symbolizer *sym, uint32_t tgid, char *buf, size_t size)
+{
+	snprintf(buf, size, "%s/perf-%u.map", sym->perfmap_dir, tgid);
+}
+
+/*
+ * (Re)read a JIT object's perf-PID.map if it changed since the last read. Names handed out
+ * earlier are interned copies, so the old table can go.
+ */
+static void refresh_perfmap(struct hc_symbolizer *sym, struct object *o)
+{
+	struct hc_perfmap *pm;
+	char path[PATH_MAX];
+	struct stat st;
+
+	perfmap_path(sym, o->tgid, path, sizeof(path));
+	if (stat(path, &st))
+		return;
+	if (o->perfmap_read && st.st_size == o->perfmap_st.st_size &&
+	    st.st_mtim.tv_sec == o->perfmap_st.st_mtim.tv_sec &&
+	    st.st_mtim.tv_nsec == o->perfmap_st.st_mtim.tv_nsec && st.st_ino == o->perfmap_st.st_ino)
+		return;
+	pm = hc_perfmap__load(path);
+	if (!pm)
+		return;
+	hc_perfmap__free(o->perfmap);
+	o->perfmap = pm;
+	o->perfmap_st = st;
+	o->perfmap_read = true;
+}
+
+static int jit_object(struct hc_symbolizer *sym, struct proc *p, uint32_t *id)
+{
+	struct object *o;
+	int err;
+
+	if (p->jit_obj) {
+		*id = p->jit_obj;
+		return 0;
+	}
+	err = new_object(sym, OBJ_JIT, MODULE_JIT, id);
+	if (err)
+		return err;
+	o = get_object(sym, *id);
+	o->tgid = p->tgid;
+	p->jit_obj = *id;
+	/* Read while the process lives; a runtime may remove its map at exit. */
+	refresh_perfmap(sym, o);
+	return 0;
+}
+
+static bool is_special(const char *path)
+{
+	return !strcmp(path, "[vdso]") || !strcmp(path, "[vsyscall]") || !strcmp(path, "[vvar]") ||
+	       !strcmp(path, "[uprobes]");
+}
+
+/* The object behind mapping m of process p. 0 with *id (0 if none), or -ENOMEM/-E2BIG. */
+static int mapping_object(struct hc_symbolizer *sym, struct proc *p, const struct hc_mapping *m,
+			  uint32_t *id)
+{
+	*id = HC_OBJ_UNKNOWN;
+	if (hc_mapping__is_file(m))
+		return file_object(sym, p->tgid, m, id);
+	if (m->path && is_special(m->path))
+		return special_object(sym, m, id);
+	/* Anonymous, [heap], [stack], [anon:name], memory of odd filesystems: JIT code, if any. */
+	return jit_object(sym, p, id);
+}
+
+/* ---- processes ---- */
+
+static struct proc *find_proc(struct hc_symbolizer *sym, uint32_t tgid)
+{
+	uint32_t idx;
+
+	if (hc_keymap__get(&sym->proc_idx, tgid, 0, &idx))
+		return NULL;
+	return &sym->procs[idx];
+}
+
+static int new_proc(struct hc_symbolizer *sym, uint32_t tgid, struct proc **out)
+{
+	struct proc *p;
+	int err;
+
+	if (sym->nr_procs == sym->cap_procs) {
+		size_t cap = sym->cap_procs ? sym->cap_procs * 2 : 64;
+		struct proc *n = realloc(sym->procs, cap * sizeof(*n));
+
+		if (!n)
+			return -ENOMEM;
+		sym->procs = n;
+		sym->cap_procs = cap;
+	}
+	err = hc_keymap__put(&sym->proc_idx, tgid, 0, (uint32_t)sym->nr_procs);
+	if (err)
+		return err;
+	p = &sym->procs[sym->nr_procs++];
+	memset(p, 0, sizeof(*p));
+	p->tgid = tgid;
+	*out = p;
+	return 0;
+}
+
+/* Read p's maps now and open the objects of its executable mappings. 0, -ESRCH, -errno. */
+static int snapshot(struct hc_symbolizer *sym, struct proc *p)
+{
+	struct hc_procmaps *maps;
+	char path[PATH_MAX];
+	uint32_t *ids;
+	size_t i;
+	int err;
+
+	snprintf(path, sizeof(path), "%s/%u/maps", sym->proc_root, p->tgid);
+	maps = hc_procmaps__load(path);
+	if (!maps) {
+		err = -errno;
+		if (err == -ENOENT || err == -ESRCH) {
+			/* A known process that is gone keeps its last snapshot for normalize. */
+			p->gone = true;
+			p->stale = false;
+			sym->stats.process_gone++;
+			return -ESRCH;
+		}
+		return err;
+	}
+	ids = calloc(maps->nr ? maps->nr : 1, sizeof(*ids));
+	if (!ids) {
+		hc_procmaps__free(maps);
+		return -ENOMEM;
+	}
+	for (i = 0; i < maps->nr; i++) {
+		if (!(maps->maps[i].perms & HC_MAP_X))
+			continue; /* non-executable ones get an object on demand in normalize */
+		err = mapping_object(sym, p, &maps->maps[i], &ids[i]);
+		if (err)
+			goto err_free;
+	}
+	hc_procmaps__free(p->maps);
+	free(p->map_obj);
+	p->maps = maps;
+	p->map_obj = ids;
+	p->stale = false;
+	p->gone = false;
+	sym->stats.processes++;
+	return 0;
+
+err_free:
+	free(ids);
+	hc_procmaps__free(maps);
+	return err;
+}
+
+int hc_symbolizer__add_process(struct hc_symbolizer *sym, uint32_t tgid)
+{
+	struct proc *p = find_proc(sym, tgid);
+	int err;
+
+	if (p && !p->stale)
+		return p->gone ? -ESRCH : 0;
+	if (!p) {
+		err = new_proc(sym, tgid, &p);
+		if (err)
+			return err;
+	}
+	return snapshot(sym, p);
+}
+
+void hc_symbolizer__forget_process(struct hc_symbolizer *sym, uint32_t tgid)
+{
+	struct proc *p = find_proc(sym, tgid);
+
+	/* Keep the old snapshot until the re-read: samples taken before exec still need it. */
+	if (p) {
+		p->stale = true;
+		p->gone = false;
+	}
+}
+
+int hc_symbolizer__normalize(struct hc_symbolizer *sym, uint32_t tgid, uint64_t ip,
+			     struct hc_uloc *out)
+{
+	const struct hc_mapping *m;
+	struct proc *p;
+	uint32_t id;
+	size_t idx;
+	int err;
+
+	out->obj = HC_OBJ_UNKNOWN;
+	out->off = ip;
+	p = find_proc(sym, tgid);
+	if (!p || p->stale) {
+		err = hc_symbolizer__add_process(sym, tgid);
+		if (err == -ENOMEM || err == -E2BIG)
+			return err;
+		p = find_proc(sym, tgid);
+		if (!p)
+			return 0;
+	}
+	m = hc_procmaps__find(p->maps, ip);
+	if (!m && !p->gone) {
+		uint64_t now = now_ns();
+
+		if (!p->last_reread_ns || now - p->last_reread_ns >= MAPS_REREAD_MIN_INTERVAL_NS) {
+			p->last_reread_ns = now;
+			err = snapshot(sym, p);
+			if (err == -ENOMEM || err == -E2BIG)
+				return err;
+			m = hc_procmaps__find(p->maps, ip);
+		}
+	}
+	if (!m)
+		return 0;
+	idx = (size_t)(m - p->maps->maps);
+	id = p->map_obj[idx];
+	if (id == HC_OBJ_UNKNOWN) {
+		err = mapping_object(sym, p, m, &id);
+		if (err)
+			return err;
+		p->map_obj[idx] = id;
+	}
+	switch (get_object(sym, id)->kind) {
+	case OBJ_FILE:
+		out->off = ip - m->start + m->pgoff;
+		break;
+	case OBJ_SPECIAL:
+		out->off = ip - m->start;
+		break;
+	case OBJ_JIT:
+		out->off = ip;
+		break;
+	}
+	out->obj = id;
+	return 0;
+}
+
+/* ---- ELF objects ---- */
+
+static int build_id_key(const uint8_t *id, size_t len, uint64_t *a, uint64_t *b)
+{
+	uint8_t k[16] = { 0 };
+
+	if (len < 2)
+		return -ENOENT;
+	memcpy(k, id, len < sizeof(k) ? len : sizeof(k));
+	memcpy(a, k, 8);
+	memcpy(b, k + 8, 8);
+	return 0;
+}
+
+static int find_symtab(struct hc_symbolizer *sym, const uint8_t *id, size_t len, uint32_t *idx)
+{
+	const struct symtab *st;
+	uint64_t a, b;
+
+	if (build_id_key(id, len, &a, &b) || hc_keymap__get(&sym->build_ids, a, b, idx))
+		return -ENOENT;
+	st = &sym->symtabs[*idx];
+	if (st->build_id_len != len || memcmp(st->build_id, id, len))
+		return -ENOENT;
+	return 0;
+}
+
+/* Takes ownership of es. 0 with *idx, or -ENOMEM (es freed). */
+static int add_symtab(struct hc_symbolizer *sym, struct hc_elfsym *es, uint32_t *idx)
+{
+	const uint8_t *id;
+	struct symtab *st;
+	size_t len;
+	uint64_t a, b;
+
+	if (sym->nr_symtabs == sym->cap_symtabs) {
+		size_t cap = sym->cap_symtabs ? sym->cap_symtabs * 2 : 32;
+		struct symtab *n = realloc(sym->symtabs, cap * sizeof(*n));
+
+		if (!n)
+			goto err_free;
+		sym->symtabs = n;
+		sym->cap_symtabs = cap;
+	}
+	st = &sym->symtabs[sym->nr_symtabs];
+	memset(st, 0, sizeof(*st));
+	st->display = calloc(hc_elfsym__nr(es) ? hc_elfsym__nr(es) : 1, sizeof(*st->display));
+	if (!st->display)
+		goto err_free;
+	len = hc_elfsym__build_id(es, &id);
+	memcpy(st->build_id, id, len);
+	st->build_id_len = len;
+	st->es = es;
+	*idx = (uint32_t)sym->nr_symtabs++;
+	/* Sharing is an optimization: failing to index it only costs a re-parse later. */
+	if (!build_id_key(id, len, &a, &b))
+		hc_keymap__put(&sym->build_ids, a, b, *idx);
+	return 0;
+
+err_free:
+	hc_elfsym__free(es);
+	return -ENOMEM;
+}
+
+/* A stripped object's .symtab may live in <debug_root>/.build-id/xx/yyyy.debug. */
+static void add_debuginfo(struct hc_symbolizer *sym, struct hc_elfsym *es)
+{
+	char path[PATH_MAX];
+	int fd;
+
+	if (hc_elfsym__debuginfo_path(es, sym->debug_root, path, sizeof(path)))
+		return;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	/* Not there, not ELF, or another build: the object's own symbols are all we have. */
+	hc_elfsym__add_debuginfo_fd(es, fd);
+	close(fd);
+}
+
+/* Parse o's ELF file once; afterwards o->state is PARSED or FAILED and its fd is closed. */
+static int parse_object(struct hc_symbolizer *sym, struct object *o)
+{
+	uint8_t id[HC_BUILD_ID_MAX];
+	struct hc_elfsym *es;
+	size_t id_len = 0;
+	uint32_t idx;
+	int err = 0;
+
+	if (o->state != OBJ_UNPARSED)
+		return 0;
+	o->state = OBJ_FAILED;
+	if (o->fd < 0)
+		return 0; /* counted as object_open_err when the open failed */
+	if (hc_elfsym__read_build_id_fd(o->fd, id, &id_len)) {
+		sym->stats.elf_err++;
+		goto out_close;
+	}
+	if (!find_symtab(sym, id, id_len, &idx)) {
+		o->symtab = idx + 1;
+		o->state = OBJ_PARSED;
+		goto out_close;
+	}
+	es = hc_elfsym__from_fd(o->fd);
+	if (!es) {
+		if (errno == ENOMEM)
+			err = -ENOMEM;
+		else
+			sym->stats.elf_err++;
+		goto out_close;
+	}
+	if (!(hc_elfsym__sources(es) & HC_ELFSYM_SYMTAB))
+		add_debuginfo(sym, es);
+	if (!hc_elfsym__nr(es))
+		sym->stats.no_symbols++;
+	err = add_symtab(sym, es, &idx);
+	if (err)
+		goto out_close;
+	o->symtab = idx + 1;
+	o->state = OBJ_PARSED;
+
+out_close:
+	close(o->fd);
+	o->fd = -1;
+	return err;
+}
+
+/* Demangled (unless no_demangle) name of symbol idx, computed once per symbol. */
+static const char *display_name(struct hc_symbolizer *sym, struct symtab *st, size_t idx)
+{
+	const char *raw = hc_elfsym__name(st->es, idx);
+	char buf[DEMANGLE_MAX_BYTES];
+	const char *name = NULL;
+
+	if (st->display[idx])
+		return st->display[idx];
+	if (!sym->no_demangle && !hc_demangle(raw, buf, sizeof(buf)))
+		name = intern(sym, buf);
+	/* Raw names live in the symbol table until hc_symbolizer__free(). */
+	st->display[idx] = name ? name : raw;
+	return st->display[idx];
+}
+
+static int resolve_elf(struct hc_symbolizer *sym, struct symtab *st, uint64_t file_off,
+		       struct hc_frame_info *out)
+{
+	uint64_t vaddr, offset;
+	size_t idx;
+
+	if (hc_elfsym__off_to_vaddr(st->es, file_off, &vaddr) ||
+	    hc_elfsym__lookup(st->es, vaddr, &idx, &offset))
+		return -ENOENT;
+	out->name = display_name(sym, st, idx);
+	out->offset = offset;
+	return 0;
+}
+
+/* Parse our own vdso once (see struct hc_symbolizer). */
+static void load_vdso(struct hc_symbolizer *sym)
+{
+	const struct hc_mapping *m = NULL;
+	struct hc_procmaps *maps;
+	size_t i;
+
+	sym->vdso_tried = true;
+	maps = hc_procmaps__load("/proc/self/maps");
+	if (!maps)
+		return;
+	for (i = 0; i < maps->nr && !m; i++) {
+		if (maps->maps[i].path && !strcmp(maps->maps[i].path, "[vdso]"))
+			m = &maps->maps[i];
+	}
+	if (m) {
+		sym->vdso = hc_elfsym__from_mem((const void *)(uintptr_t)m->start,
+						(size_t)(m->end - m->start));
+		sym->vdso_size = m->end - m->start;
+	}
+	hc_procmaps__free(maps);
+}
+
+static int resolve_vdso(struct hc_symbolizer *sym, const struct object *o, uint64_t off,
+			struct hc_frame_info *out)
+{
+	uint64_t vaddr, offset;
+	size_t idx;
+
+	if (!sym->vdso_tried)
+		load_vdso(sym);
+	/* A different size is a different image (a 32-bit process's vdso): do not guess. */
+	if (!sym->vdso || o->size != sym->vdso_size)
+		return -ENOENT;
+	if (hc_elfsym__off_to_vaddr(sym->vdso, off, &vaddr) ||
+	    hc_elfsym__lookup(sym->vdso, vaddr, &idx, &offset))
+		return -ENOENT;
+	out->name = intern(sym, hc_elfsym__name(sym->vdso, idx));
+	out->offset = offset;
+	return out->name ? 0 : -ENOENT;
+}
+
+static int resolve_jit(struct hc_symbolizer *sym, struct object *o, uint64_t addr,
+		       struct hc_frame_info *out)
+{
+	const char *name;
+	uint64_t offset;
+
+	if (hc_perfmap__lookup(o->perfmap, addr, &name, &offset)) {
+		/* The runtime appends as it compiles: a newer map may know this address. */
+		refresh_perfmap(sym, o);
+		if (hc_perfmap__lookup(o->perfmap, addr, &name, &offset))
+			return -ENOENT;
+	}
+	/* Interned: a later refresh frees the table name points into. */
+	out->name = intern(sym, name);
+	out->offset = offset;
+	return out->name ? 0 : -ENOENT;
+}
+
+int hc_symbolizer__resolve_user(struct hc_symbolizer *sym, const struct hc_uloc *loc,
+				struct hc_frame_info *out)
+{
+	struct object *o = get_object(sym, loc->obj);
+	int err = -ENOENT;
+
+	out->name = NULL;
+	out->module = MODULE_UNKNOWN;
+	out->offset = loc->off;
+	if (!o)
+		goto out_unresolved;
+	out->module = o->module;
+	switch (o->kind) {
+	case OBJ_FILE:
+		err = parse_object(sym, o);
+		if (err)
+			return err;
+		err = o->symtab ? resolve_elf(sym, &sym->symtabs[o->symtab - 1], loc->off, out) :
+				  -ENOENT;
+		break;
+	case OBJ_SPECIAL:
+		if (!strcmp(o->module, MODULE_VDSO))
+			err = resolve_vdso(sym, o, loc->off, out);
+		break;
+	case OBJ_JIT:
+		err = resolve_jit(sym, o, loc->off, out);
+		break;
+	}
+	if (!err)
+		return 0;
+
+out_unresolved:
+	out->name = NULL;
+	out->offset = loc->off;
+	sym->stats.user_unresolved++;
+	return -ENOENT;
+}
+
+void hc_symbolizer__stats(const struct hc_symbolizer *sym, struct hc_symbolizer_stats *out)
+{
+	*out = sym->stats;
+}

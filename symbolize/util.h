@@ -1,0 +1,69 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * Helpers internal to symbolize/.
+ *
+ * hc_strpool: append-only string storage; strings are referenced by a 32-bit offset so that
+ * growing the pool (realloc) never invalidates what callers stored.
+ */
+#ifndef HOTCOLD_SYMBOLIZE_UTIL_H
+#define HOTCOLD_SYMBOLIZE_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct hc_strpool {
+	char *buf;
+	size_t len;
+	size_t cap;
+};
+
+/* Copies s[0..len) plus a NUL; returns the offset in *off. 0 or -ENOMEM / -E2BIG. */
+int hc_strpool__add(struct hc_strpool *p, const char *s, size_t len, uint32_t *off);
+
+static inline const char *hc_strpool__get(const struct hc_strpool *p, uint32_t off)
+{
+	return p->buf + off;
+}
+
+/* Give back unused capacity once parsing is done. */
+void hc_strpool__shrink(struct hc_strpool *p);
+void hc_strpool__release(struct hc_strpool *p);
+
+/*
+ * Read a whole file (procfs files report st_size 0, so read until EOF) into a malloc'd,
+ * NUL-terminated buffer. Fails with -EFBIG beyond max_bytes. 0 or -errno.
+ */
+int hc_read_file(const char *path, size_t max_bytes, char **buf, size_t *len);
+
+/* Open-addressing map from a 128-bit key (a, b) to a 32-bit value. Zeroed struct = empty map. */
+struct hc_keymap_slot;
+struct hc_keymap {
+	struct hc_keymap_slot *slots;
+	size_t cap; /* power of two, or 0 */
+	size_t nr;
+};
+
+/* Insert or overwrite. 0 or -ENOMEM. */
+int hc_keymap__put(struct hc_keymap *m, uint64_t a, uint64_t b, uint32_t val);
+/* 0 and *val, or -ENOENT. */
+int hc_keymap__get(const struct hc_keymap *m, uint64_t a, uint64_t b, uint32_t *val);
+void hc_keymap__release(struct hc_keymap *m);
+
+/*
+ * String interner: equal strings share one copy that never moves and lives until
+ * hc_interner__release(). Zeroed struct = empty.
+ */
+struct hc_interner {
+	char **chunks;
+	size_t nr_chunks;
+	char *cur;	 /* free space in the newest chunk */
+	size_t cur_left;
+	const char **slots;
+	size_t cap, nr;
+};
+
+/* The interned copy of s[0..len), or NULL on allocation failure. */
+const char *hc_interner__add(struct hc_interner *in, const char *s, size_t len);
+void hc_interner__release(struct hc_interner *in);
+
+#endif

@@ -1,0 +1,242 @@
+// SPDX-License-Identifier: GPL-2.0-only
+#include "e2e.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+void e2e_require_root(void)
+{
+	const char *ci = getenv("CI");
+
+	if (geteuid() == 0)
+		return;
+	if (ci && !strcmp(ci, "true")) {
+		fprintf(stderr, "FAIL: this test needs root for BPF, and CI=true forbids skipping\n");
+		exit(1);
+	}
+	fprintf(stderr, "SKIP: needs root (BPF programs and perf events); run as root\n");
+	exit(77);
+}
+
+const char *e2e_env(const char *name)
+{
+	const char *v = getenv(name);
+
+	if (!v || !*v) {
+		fprintf(stderr, "FAIL: environment variable %s is not set (run through meson test)\n",
+			name);
+		exit(1);
+	}
+	return v;
+}
+
+pid_t e2e_spawn(char *const argv[], int *out_fd, const char *stderr_path)
+{
+	int p[2] = { -1, -1 };
+	pid_t pid;
+
+	if (out_fd && pipe2(p, O_CLOEXEC) != 0)
+		return -1;
+	pid = fork();
+	if (pid == 0) {
+		if (out_fd)
+			dup2(p[1], 1);
+		if (stderr_path) {
+			int fd = open(stderr_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+			if (fd >= 0)
+				dup2(fd, 2);
+		}
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	if (out_fd) {
+		close(p[1]);
+		*out_fd = p[0];
+	}
+	return pid;
+}
+
+int e2e_wait(pid_t pid, int timeout_ms)
+{
+	struct timespec ts = { 0, 10 * 1000 * 1000 };
+	int status;
+
+	for (int waited = 0; waited <= timeout_ms; waited += 10) {
+		pid_t r = waitpid(pid, &status, WNOHANG);
+
+		if (r == pid) {
+			if (WIFEXITED(status))
+				return WEXITSTATUS(status);
+			return 128 + WTERMSIG(status);
+		}
+		nanosleep(&ts, NULL);
+	}
+	kill(pid, SIGKILL);
+	waitpid(pid, &status, 0);
+	return -1;
+}
+
+pid_t e2e_read_pid(int fd)
+{
+	char buf[32];
+	ssize_t n = 0, r;
+
+	while (n < (ssize_t)sizeof(buf) - 1) {
+		r = read(fd, buf + n, 1);
+		if (r <= 0 || buf[n] == '\n')
+			break;
+		n++;
+	}
+	buf[n] = '\0';
+	return (pid_t)atoi(buf);
+}
+
+int e2e_run(char *const argv[], const char *stderr_path, int timeout_ms)
+{
+	pid_t pid = e2e_spawn(argv, NULL, stderr_path);
+
+	if (pid < 0)
+		return -1;
+	return e2e_wait(pid, timeout_ms);
+}
+
+json_t *e2e_load_json(const char *path)
+{
+	json_error_t err;
+	json_t *j = json_load_file(path, 0, &err);
+
+	if (!j)
+		fprintf(stderr, "cannot parse %s: %s (line %d)\n", path, err.text, err.line);
+	return j;
+}
+
+static const char *str(json_t *o, const char *k)
+{
+	return json_string_value(json_object_get(o, k));
+}
+
+static uint64_t sum_frames(json_t *node, const char *name)
+{
+	json_t *children = json_object_get(node, "children"), *c;
+	const char *kind = str(node, "kind");
+	size_t i;
+	uint64_t sum = 0;
+
+	if (kind && (!strcmp(kind, "user") || !strcmp(kind, "kernel")) &&
+	    !strcmp(str(node, "name"), name))
+		/* Inclusive value: count the outermost occurrence only. */
+		return (uint64_t)json_integer_value(json_object_get(node, "on_cpu_ns"));
+	json_array_foreach(children, i, c)
+		sum += sum_frames(c, name);
+	return sum;
+}
+
+json_t *e2e_process_node(json_t *root, uint32_t pid)
+{
+	json_t *fg = json_object_get(root, "flamegraph"), *c;
+	size_t i;
+
+	json_array_foreach(json_object_get(fg, "children"), i, c)
+		if ((uint32_t)json_integer_value(json_object_get(c, "pid")) == pid)
+			return c;
+	return NULL;
+}
+
+uint64_t e2e_sum_frames(json_t *root, uint32_t pid, const char *comm, const char *name)
+{
+	json_t *fg = json_object_get(root, "flamegraph"), *c;
+	uint64_t sum = 0;
+	size_t i;
+
+	json_array_foreach(json_object_get(fg, "children"), i, c) {
+		if (pid && (uint32_t)json_integer_value(json_object_get(c, "pid")) != pid)
+			continue;
+		if (!pid && comm && strcmp(str(c, "name"), comm))
+			continue;
+		sum += sum_frames(c, name);
+	}
+	return sum;
+}
+
+static bool chain_from(json_t *node, const char *const chain[], int n)
+{
+	json_t *c;
+	size_t i;
+
+	if (strcmp(str(node, "name"), chain[0]))
+		return false;
+	if (n == 1)
+		return true;
+	json_array_foreach(json_object_get(node, "children"), i, c)
+		if (chain_from(c, chain + 1, n - 1))
+			return true;
+	return false;
+}
+
+static bool chain_any(json_t *node, const char *const chain[], int n)
+{
+	json_t *c;
+	size_t i;
+
+	if (chain_from(node, chain, n))
+		return true;
+	json_array_foreach(json_object_get(node, "children"), i, c)
+		if (chain_any(c, chain, n))
+			return true;
+	return false;
+}
+
+bool e2e_has_chain(json_t *root, uint32_t pid, const char *const chain[], int n)
+{
+	json_t *p = e2e_process_node(root, pid);
+
+	return p && chain_any(p, chain, n);
+}
+
+uint64_t e2e_u64(json_t *obj, const char *path)
+{
+	char buf[256], *save = NULL, *tok;
+
+	snprintf(buf, sizeof(buf), "%s", path);
+	for (tok = strtok_r(buf, ".", &save); tok && obj; tok = strtok_r(NULL, ".", &save))
+		obj = json_object_get(obj, tok);
+	return obj ? (uint64_t)json_integer_value(obj) : UINT64_MAX;
+}
+
+char *e2e_read_file(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	char *buf = NULL;
+	size_t cap = 0, n = 0, r;
+
+	if (!f)
+		return NULL;
+	do {
+		if (n + 65536 > cap) {
+			cap = cap ? cap * 2 : 131072;
+			buf = realloc(buf, cap + 1);
+		}
+		r = fread(buf + n, 1, cap - n, f);
+		n += r;
+	} while (r > 0);
+	fclose(f);
+	buf[n] = '\0';
+	if (len)
+		*len = n;
+	return buf;
+}
+
+char *e2e_tmpdir(void)
+{
+	char *d = strdup("/tmp/hotcold-e2e.XXXXXX");
+
+	return mkdtemp(d);
+}

@@ -1,0 +1,37 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* Helpers shared by the end-to-end tests: run hotcold and workloads, walk profiles. */
+#ifndef HOTCOLD_E2E_H
+#define HOTCOLD_E2E_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <jansson.h>
+
+/* Exit 77 (skip) with a reason unless root; under CI=true a skip is a failure (exit 1). */
+void e2e_require_root(void);
+const char *e2e_env(const char *name); /* aborts when unset */
+
+/* Start argv[0] with stdout to a pipe; returns pid, *out_fd the read end. */
+pid_t e2e_spawn(char *const argv[], int *out_fd, const char *stderr_path);
+/* Wait up to timeout_ms; returns the exit status (0-255), 128+sig when killed, -1 on
+ * timeout (the child is then killed). */
+int e2e_wait(pid_t pid, int timeout_ms);
+/* Read the workload's first line (its pid). */
+pid_t e2e_read_pid(int fd);
+/* Run to completion; returns exit status as e2e_wait. */
+int e2e_run(char *const argv[], const char *stderr_path, int timeout_ms);
+
+json_t *e2e_load_json(const char *path);
+/* Sum of on_cpu_ns over nodes named `name` (kind user/kernel) under the process `pid`
+ * (pid 0: any process whose name is `comm`, or any when comm is NULL). */
+uint64_t e2e_sum_frames(json_t *root, uint32_t pid, const char *comm, const char *name);
+/* True when a chain a -> b -> c (consecutive frames) exists under pid. */
+bool e2e_has_chain(json_t *root, uint32_t pid, const char *const chain[], int n);
+json_t *e2e_process_node(json_t *root, uint32_t pid);
+uint64_t e2e_u64(json_t *obj, const char *path); /* "a.b.c" */
+char *e2e_read_file(const char *path, size_t *len);
+char *e2e_tmpdir(void);
+
+#endif

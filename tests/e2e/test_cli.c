@@ -1,0 +1,203 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Bad input to `hotcold record`: a documented exit code, exactly one line on stderr saying
+ * why, and nothing written. Runs the real binary; needs no root (refused before BPF).
+ */
+#include <dirent.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "e2e.h"
+
+static const char *hotcold;
+
+struct bad_case {
+	const char *args[6];
+	int exit_code;
+	const char *why; /* substring of the one stderr line */
+};
+
+static const struct bad_case cases[] = {
+	{ { "-F", "6000hz" }, 64, "200 us" },
+	{ { "-F", "5001" }, 64, "200 us" },
+	{ { "-F", "199us" }, 64, "200 us" },
+	{ { "-F", "0" }, 64, "zero" },
+	{ { "-F", "-5" }, 64, "negative" },
+	{ { "-F", "abc" }, 64, "not a number" },
+	{ { "-F", "10parsecs" }, 64, "unknown unit" },
+	{ { "-F", "99999999999999999999999" }, 64, "too large" },
+	{ { "-d", "0" }, 64, "zero" },
+	{ { "-d", "soon" }, 64, "not a number" },
+	{ { "-d", "5hz" }, 64, "unknown unit" },
+	{ { "--format", "xml" }, 64, "json or folded" },
+	{ { "-p", "abc" }, 64, "not a process id" },
+	{ { "-p", "0" }, 64, "not a process id" },
+	{ { "-p", "-3" }, 64, "not a process id" },
+	{ { "-p", "2147483647" }, 66, "no such process" },
+	{ { "--bogus" }, 64, "" },
+	{ { "extra-arg" }, 64, "unexpected argument" },
+};
+
+static int count_entries(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	int n = 0;
+
+	assert_non_null(d);
+	while ((e = readdir(d)))
+		if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
+			n++;
+	closedir(d);
+	return n;
+}
+
+static int run_case(const char *const args[], const char *out_dir, const char *err_path,
+		    char **err_text)
+{
+	char out[512], *argv[16];
+	int n = 0, rc;
+
+	snprintf(out, sizeof(out), "%s/out.json", out_dir);
+	argv[n++] = (char *)hotcold;
+	argv[n++] = "record";
+	for (int i = 0; args[i]; i++)
+		argv[n++] = (char *)args[i];
+	argv[n++] = "-o";
+	argv[n++] = out;
+	argv[n] = NULL;
+	rc = e2e_run(argv, err_path, 20000);
+	*err_text = e2e_read_file(err_path, NULL);
+	return rc;
+}
+
+static void test_bad_input(void **state)
+{
+	char *dir = e2e_tmpdir(), *outdir, err_path[512];
+
+	(void)state;
+	assert_non_null(dir);
+	assert_true(asprintf(&outdir, "%s/out", dir) > 0);
+	assert_int_equal(mkdir(outdir, 0755), 0);
+	snprintf(err_path, sizeof(err_path), "%s/stderr", dir);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const struct bad_case *c = &cases[i];
+		char *text = NULL;
+		int rc = run_case(c->args, outdir, err_path, &text), lines = 0;
+
+		for (char *p = text; p && *p; p++)
+			lines += *p == '\n';
+		print_message("record %s %s -> %d: %s", c->args[0], c->args[1] ? c->args[1] : "", rc,
+			      text ? text : "(none)\n");
+		assert_int_equal(rc, c->exit_code);
+		assert_non_null(text);
+		assert_non_null(strstr(text, c->why));
+		/* getopt's own complaint plus our usage are fine for unknown options */
+		if (strcmp(c->args[0], "--bogus"))
+			assert_int_equal(lines, 1);
+		/* Nothing written: not the output, not a temp file. */
+		assert_int_equal(count_entries(outdir), 0);
+		free(text);
+	}
+	rmdir(outdir);
+	unlink(err_path);
+	rmdir(dir);
+	free(outdir);
+	free(dir);
+}
+
+static void test_unwritable_output(void **state)
+{
+	char *text = NULL, *dir = e2e_tmpdir(), err_path[512];
+	char *argv[] = { (char *)hotcold, "record", "-d", "1s", "-o", "/nonexistent/dir/x.json",
+			 NULL };
+	int rc;
+
+	(void)state;
+	snprintf(err_path, sizeof(err_path), "%s/stderr", dir);
+	rc = e2e_run(argv, err_path, 20000);
+	text = e2e_read_file(err_path, NULL);
+	print_message("-o /nonexistent/dir/x.json -> %d: %s", rc, text);
+	assert_int_equal(rc, 73);
+	assert_non_null(strstr(text, "/nonexistent/dir/x.json"));
+	free(text);
+	unlink(err_path);
+	rmdir(dir);
+	free(dir);
+}
+
+static void test_unknown_command(void **state)
+{
+	char *argv[] = { (char *)hotcold, "frobnicate", NULL };
+
+	(void)state;
+	assert_int_equal(e2e_run(argv, "/dev/null", 20000), 64);
+}
+
+/* A rate above kernel.perf_event_max_sample_rate: refused naming the sysctl and its value.
+ * Needs root to lower the sysctl for the test; restored afterwards. */
+static void test_kernel_max_rate(void **state)
+{
+	const char *path = "/proc/sys/kernel/perf_event_max_sample_rate";
+	static const char *const args[] = { "-F", "2000hz", NULL };
+	char *dir, *text = NULL, err_path[512], saved[64] = "";
+	FILE *f;
+	int rc;
+
+	(void)state;
+	if (geteuid() != 0) {
+		const char *ci = getenv("CI");
+
+		if (ci && !strcmp(ci, "true"))
+			fail_msg("CI=true: this case needs root to lower %s", path);
+		skip();
+	}
+	f = fopen(path, "r");
+	assert_non_null(f);
+	assert_non_null(fgets(saved, sizeof(saved), f));
+	fclose(f);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs("1000\n", f);
+	assert_int_equal(fclose(f), 0);
+
+	dir = e2e_tmpdir();
+	snprintf(err_path, sizeof(err_path), "%s/stderr", dir);
+	rc = run_case(args, dir, err_path, &text);
+
+	f = fopen(path, "w");
+	if (f) {
+		fputs(saved, f);
+		fclose(f);
+	}
+	print_message("-F 2000hz with max 1000 -> %d: %s", rc, text);
+	assert_int_equal(rc, 64);
+	assert_non_null(strstr(text, "perf_event_max_sample_rate"));
+	assert_non_null(strstr(text, "1000"));
+	unlink(err_path);
+	assert_int_equal(count_entries(dir), 0);
+	rmdir(dir);
+	free(text);
+	free(dir);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_bad_input),
+		cmocka_unit_test(test_unwritable_output),
+		cmocka_unit_test(test_unknown_command),
+		cmocka_unit_test(test_kernel_max_rate),
+	};
+
+	hotcold = e2e_env("HOTCOLD");
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

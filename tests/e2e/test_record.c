@@ -1,0 +1,342 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * hotcold record end to end, as root with real BPF: known CPU shares and symbolized chains,
+ * kernel frames, short-lived processes, SIGTERM mid-capture, folded output.
+ */
+#include <errno.h>
+#include <math.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "e2e.h"
+
+static const char *hotcold, *workload;
+
+struct run {
+	char *dir;
+	char out[512];
+	char err[512];
+};
+
+static void run_init(struct run *r, const char *name)
+{
+	r->dir = e2e_tmpdir();
+	assert_non_null(r->dir);
+	snprintf(r->out, sizeof(r->out), "%s/%s", r->dir, name);
+	snprintf(r->err, sizeof(r->err), "%s/stderr", r->dir);
+}
+
+static void run_fini(struct run *r)
+{
+	char cmd[600];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", r->dir);
+	if (system(cmd) != 0)
+		fprintf(stderr, "warning: could not remove %s\n", r->dir);
+	free(r->dir);
+}
+
+static void dump_stderr(const struct run *r)
+{
+	char *s = e2e_read_file(r->err, NULL);
+
+	if (s && *s)
+		fprintf(stderr, "hotcold stderr:\n%s\n", s);
+	free(s);
+}
+
+/* Start a workload; returns its pid (it has printed it, so it runs). */
+static pid_t start_workload(const char *mode, const char *arg, pid_t *child)
+{
+	char *argv[] = { (char *)workload, (char *)mode, (char *)arg, NULL };
+	int fd;
+	pid_t pid;
+
+	*child = e2e_spawn(argv, &fd, NULL);
+	assert_true(*child > 0);
+	pid = e2e_read_pid(fd);
+	close(fd);
+	assert_int_equal(pid, *child);
+	return pid;
+}
+
+static void common_checks(json_t *j, double hz_expected)
+{
+	json_t *s = json_object_get(j, "sampling"), *lost;
+	double hz = json_number_value(json_object_get(s, "frequency_hz"));
+
+	assert_string_equal(json_string_value(json_object_get(j, "schema")), "hotcold-profile/1");
+	assert_true(fabs(hz - hz_expected) < 0.01 * hz_expected);
+	assert_int_equal(json_array_size(json_object_get(s, "per_cpu")), sysconf(_SC_NPROCESSORS_ONLN));
+	lost = json_object_get(s, "lost");
+	assert_non_null(json_object_get(lost, "ringbuf_full"));
+	assert_non_null(json_object_get(lost, "kstack_error"));
+	assert_non_null(json_object_get(lost, "ustack_error"));
+	assert_int_equal(e2e_u64(j, "sampling.lost.ringbuf_full"), 0);
+	assert_true(e2e_u64(j, "sampling.samples") > 0);
+	/* value = on + off + runqueue at the root */
+	assert_int_equal(e2e_u64(j, "flamegraph.value"),
+			 e2e_u64(j, "flamegraph.on_cpu_ns") + e2e_u64(j, "flamegraph.off_cpu_ns") +
+				 e2e_u64(j, "flamegraph.runqueue_ns"));
+}
+
+static void test_cpu_shares_and_chain(void **state)
+{
+	static const char *const chain_a[] = { "main", "hc_work_loop", "hc_burn_a" };
+	static const char *const chain_b[] = { "main", "hc_work_loop", "hc_burn_b" };
+	struct run r;
+	pid_t child, pid;
+	char pidbuf[16];
+	json_t *j;
+	uint64_t a, b, c, total, proc_on;
+	double sa, sb, sc;
+	int rc;
+
+	(void)state;
+	run_init(&r, "cpu.json");
+	pid = start_workload("cpu", "6", &child);
+	snprintf(pidbuf, sizeof(pidbuf), "%d", pid);
+	{
+		char *argv[] = { (char *)hotcold, "record", "-F", "999", "-d", "3s", "-p", pidbuf,
+				 "-o", r.out, NULL };
+
+		rc = e2e_run(argv, r.err, 30000);
+	}
+	kill(child, SIGKILL);
+	e2e_wait(child, 5000);
+	if (rc)
+		dump_stderr(&r);
+	assert_int_equal(rc, 0);
+	j = e2e_load_json(r.out);
+	assert_non_null(j);
+	common_checks(j, 999);
+
+	a = e2e_sum_frames(j, (uint32_t)pid, NULL, "hc_burn_a");
+	b = e2e_sum_frames(j, (uint32_t)pid, NULL, "hc_burn_b");
+	c = e2e_sum_frames(j, (uint32_t)pid, NULL, "hc_burn_c");
+	total = a + b + c;
+	proc_on = (uint64_t)json_integer_value(
+		json_object_get(e2e_process_node(j, (uint32_t)pid), "on_cpu_ns"));
+	sa = 100.0 * (double)a / (double)total;
+	sb = 100.0 * (double)b / (double)total;
+	sc = 100.0 * (double)c / (double)total;
+	print_message("shares a=%.1f%% b=%.1f%% c=%.1f%% (of %llu ns; process %llu ns)\n", sa, sb,
+		      sc, (unsigned long long)total, (unsigned long long)proc_on);
+	/* ~3 s of one busy thread at 999 Hz: about 3000 samples. */
+	assert_true(total > 2000ull * 1001001ull);
+	assert_true(fabs(sa - 60) <= 5 && fabs(sb - 30) <= 5 && fabs(sc - 10) <= 5);
+	/* Nearly all of the process's time is in the burners, i.e. symbolized. */
+	assert_true((double)total >= 0.9 * (double)proc_on);
+	assert_true(e2e_has_chain(j, (uint32_t)pid, chain_a, 3));
+	assert_true(e2e_has_chain(j, (uint32_t)pid, chain_b, 3));
+	/* The burners are user frames in our executable. */
+	{
+		char *text = e2e_read_file(r.out, NULL);
+
+		assert_non_null(strstr(text, "\"module\":\"hc-workload\""));
+		free(text);
+	}
+	json_decref(j);
+	run_fini(&r);
+}
+
+static void test_kernel_frames(void **state)
+{
+	static const char *const chain[] = { "main", "hc_syscall_loop" };
+	struct run r;
+	pid_t child, pid;
+	char pidbuf[16], *text;
+	json_t *j, *proc;
+	uint64_t ks, us;
+	int rc;
+
+	(void)state;
+	run_init(&r, "sys.json");
+	pid = start_workload("syscall", "5", &child);
+	snprintf(pidbuf, sizeof(pidbuf), "%d", pid);
+	{
+		char *argv[] = { (char *)hotcold, "record", "-F", "499", "-d", "2s", "-p", pidbuf,
+				 "-o", r.out, NULL };
+
+		rc = e2e_run(argv, r.err, 30000);
+	}
+	kill(child, SIGKILL);
+	e2e_wait(child, 5000);
+	if (rc)
+		dump_stderr(&r);
+	assert_int_equal(rc, 0);
+	j = e2e_load_json(r.out);
+	assert_non_null(j);
+	common_checks(j, 499);
+	ks = e2e_u64(j, "totals.kernel_samples");
+	us = e2e_u64(j, "totals.user_samples");
+	print_message("kernel samples %llu, user samples %llu\n", (unsigned long long)ks,
+		      (unsigned long long)us);
+	/* getppid+write of 4 KiB to /dev/null spend most time in the kernel. */
+	assert_true(ks > us);
+	proc = e2e_process_node(j, (uint32_t)pid);
+	assert_non_null(proc);
+	assert_true(e2e_has_chain(j, (uint32_t)pid, chain, 2));
+	/* Some syscall entry frame, named: the kernel stack is symbolized. */
+	assert_true(e2e_sum_frames(j, (uint32_t)pid, NULL, "entry_SYSCALL_64") > 0 ||
+		    e2e_sum_frames(j, (uint32_t)pid, NULL, "do_syscall_64") > 0);
+	assert_true(e2e_sum_frames(j, (uint32_t)pid, NULL, "ksys_write") > 0 ||
+		    e2e_sum_frames(j, (uint32_t)pid, NULL, "vfs_write") > 0);
+	/* KASLR: no raw kernel address anywhere in the output. */
+	text = e2e_read_file(r.out, NULL);
+	assert_null(strstr(text, "0xffff"));
+	assert_null(strstr(text, "ffffffff"));
+	free(text);
+	json_decref(j);
+	run_fini(&r);
+}
+
+static void test_short_lived(void **state)
+{
+	struct run r;
+	pid_t rec, kids[10];
+	json_t *j;
+	uint64_t named;
+	int rc;
+
+	(void)state;
+	run_init(&r, "short.json");
+	{
+		char *argv[] = { (char *)hotcold, "record", "-F", "999", "-d", "4s", "-o", r.out,
+				 NULL };
+
+		rec = e2e_spawn(argv, NULL, r.err);
+	}
+	assert_true(rec > 0);
+	sleep(1); /* sampling has started */
+	for (int i = 0; i < 10; i++) {
+		pid_t child;
+
+		/* Each lives ~40 ms, burning CPU in hc_short_burn. */
+		start_workload("short", "40", &child);
+		kids[i] = child;
+		assert_int_equal(e2e_wait(child, 5000), 0);
+	}
+	rc = e2e_wait(rec, 30000);
+	if (rc)
+		dump_stderr(&r);
+	assert_int_equal(rc, 0);
+	j = e2e_load_json(r.out);
+	assert_non_null(j);
+	common_checks(j, 999);
+	named = 0;
+	for (int i = 0; i < 10; i++) {
+		uint64_t v = e2e_sum_frames(j, (uint32_t)kids[i], NULL, "hc_short_burn");
+		json_t *p = e2e_process_node(j, (uint32_t)kids[i]);
+		uint64_t on = p ? (uint64_t)json_integer_value(json_object_get(p, "on_cpu_ns")) : 0;
+
+		print_message("pid %d: %llu ns of %llu ns in hc_short_burn\n", kids[i],
+			      (unsigned long long)v, (unsigned long long)on);
+		if (p && v >= on / 2)
+			named++;
+	}
+	/* Every short-lived process that was sampled is symbolized, after it exited. */
+	assert_true(named >= 8);
+	json_decref(j);
+	run_fini(&r);
+}
+
+static void test_sigterm_mid_capture(void **state)
+{
+	struct run r;
+	struct timespec t0, t1;
+	pid_t rec;
+	json_t *j;
+	double elapsed;
+	int rc;
+
+	(void)state;
+	run_init(&r, "term.json");
+	{
+		char *argv[] = { (char *)hotcold, "record", "-d", "60s", "-o", r.out, NULL };
+
+		rec = e2e_spawn(argv, NULL, r.err);
+	}
+	sleep(1);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	kill(rec, SIGTERM);
+	rc = e2e_wait(rec, 10000);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	elapsed = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+	print_message("exit %d, %.3f s after SIGTERM\n", rc, elapsed);
+	if (rc)
+		dump_stderr(&r);
+	assert_int_equal(rc, 0);
+	assert_true(elapsed < 2.0);
+	j = e2e_load_json(r.out);
+	assert_non_null(j);
+	assert_true(e2e_u64(j, "duration_ns") < 5000000000ull);
+	assert_true(e2e_u64(j, "duration_ns") > 500000000ull);
+	json_decref(j);
+	run_fini(&r);
+}
+
+static void test_folded(void **state)
+{
+	struct run r;
+	pid_t child, pid;
+	char pidbuf[16], *text, *line;
+	unsigned long long a = 0, all = 0;
+	int rc;
+
+	(void)state;
+	run_init(&r, "cpu.folded");
+	pid = start_workload("cpu", "4", &child);
+	snprintf(pidbuf, sizeof(pidbuf), "%d", pid);
+	{
+		char *argv[] = { (char *)hotcold, "record", "-F", "999", "-d", "2s", "-p", pidbuf,
+				 "--format", "folded", "-o", r.out, NULL };
+
+		rc = e2e_run(argv, r.err, 30000);
+	}
+	kill(child, SIGKILL);
+	e2e_wait(child, 5000);
+	assert_int_equal(rc, 0);
+	text = e2e_read_file(r.out, NULL);
+	assert_non_null(text);
+	for (line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
+		char *sp = strrchr(line, ' ');
+
+		assert_non_null(sp);
+		assert_true(strncmp(line, "hc-workload;", 12) == 0);
+		all += strtoull(sp + 1, NULL, 10);
+		if (strstr(line, ";main;hc_work_loop;hc_burn_a "))
+			a += strtoull(sp + 1, NULL, 10);
+	}
+	print_message("folded: hc_burn_a %llu of %llu ns\n", a, all);
+	assert_true(all > 0);
+	assert_true((double)a / (double)all > 0.5 && (double)a / (double)all < 0.7);
+	free(text);
+	run_fini(&r);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_cpu_shares_and_chain),
+		cmocka_unit_test(test_kernel_frames),
+		cmocka_unit_test(test_short_lived),
+		cmocka_unit_test(test_sigterm_mid_capture),
+		cmocka_unit_test(test_folded),
+	};
+
+	e2e_require_root();
+	hotcold = e2e_env("HOTCOLD");
+	workload = e2e_env("HC_WORKLOAD");
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,1415 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * symbolize/ unit tests. One binary, one group per concern, chosen by argv[1]:
+ *   kallsyms procmaps perfmap elf hostile facade
+ * Inputs: text fixtures in $HC_FIXTURES, ELF fixtures built by meson ($HC_FIX_*), and live
+ * fixture processes we spawn (our own, so no root is needed).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "symbolize/demangle.h"
+#include "symbolize/elfsym.h"
+#include "symbolize/kallsyms.h"
+#include "symbolize/perfmap.h"
+#include "symbolize/procmaps.h"
+#include "symbolize/symbolizer.h"
+#include "symbolize/util.h"
+
+/* ---- helpers ---- */
+
+static const char *env_path(const char *name)
+{
+	const char *v = getenv(name);
+
+	if (!v) {
+		fail_msg("%s not set: run through meson test", name);
+		return NULL;
+	}
+	return v;
+}
+
+static char *fixture_text(const char *rel, size_t *len)
+{
+	char path[4096];
+	char *buf;
+
+	snprintf(path, sizeof(path), "%s/%s", env_path("HC_FIXTURES"), rel);
+	assert_int_equal(hc_read_file(path, 1 << 24, &buf, len), 0);
+	return buf;
+}
+
+static void *read_all(const char *path, size_t *len)
+{
+	char *buf;
+
+	assert_int_equal(hc_read_file(path, 1 << 28, &buf, len), 0);
+	return buf;
+}
+
+/* ---- kallsyms ---- */
+
+struct ksym_case {
+	uint64_t addr;
+	const char *name; /* NULL: -ENOENT expected */
+	const char *module;
+	uint64_t offset;
+};
+
+static void test_kallsyms_table(void **state)
+{
+	static const struct ksym_case cases[] = {
+		{ 0xffffffff80000000ull, NULL, NULL, 0 },		 /* before the first symbol */
+		{ 0xffffffff81000000ull, "_stext", NULL, 0 },		 /* alias: first listed wins */
+		{ 0xffffffff81000abcull, "_stext", NULL, 0xabc },
+		{ 0xffffffff81001008ull, "__pfx_do_one_initcall", NULL, 8 },
+		{ 0xffffffff81001050ull, "do_one_initcall", NULL, 0x40 }, /* mid-function */
+		{ 0xffffffff81001210ull, "trace_initcall_start_cb", NULL, 0x10 },
+		{ 0xffffffff81001300ull, "arch_cpu_idle", NULL, 0 },	 /* weak */
+		{ 0xffffffff81001401ull, "_etext", NULL, 1 },
+		{ 0xffffffff81e00010ull, NULL, NULL, 0 },		 /* data ends the text */
+		{ 0xffffffff82000000ull, NULL, NULL, 0 },
+		{ 0xffffffffc0a00100ull, "ext4_fill_super", "ext4", 0x100 },
+		{ 0xffffffffc0a00810ull, "ext4_sync_fs", "ext4", 0x10 },
+		{ 0xffffffffc0a01010ull, NULL, NULL, 0 },		 /* module data */
+		{ 0xffffffffc0a02040ull, "xfs_inactive", "xfs", 0x40 },
+		/* Last function of a module, next symbol far away in another module: bounded. */
+		{ 0xffffffffc0a02000ull + HC_KSYM_MAX_TAIL_BYTES, NULL, NULL, 0 },
+		{ 0xffffffffc0b00020ull, "bpf_prog_6deef7357e7b4530_sd_fw_egress", "bpf", 0x20 },
+		/* Above the highest symbol. */
+		{ 0xffffffffc0b00000ull + HC_KSYM_MAX_TAIL_BYTES, NULL, NULL, 0 },
+		{ 0xffffffffffffffffull, NULL, NULL, 0 },
+		{ 0, NULL, NULL, 0 },
+	};
+	struct hc_kallsyms *ks;
+	size_t len, i;
+	char *text;
+
+	(void)state;
+	text = fixture_text("kallsyms.txt", &len);
+	ks = hc_kallsyms__parse(text, len);
+	assert_non_null(ks);
+	assert_int_equal(hc_kallsyms__bad_lines(ks), 0);
+	assert_int_equal(hc_kallsyms__nr_funcs(ks), 11);
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const struct ksym_case *c = &cases[i];
+		struct hc_ksym out;
+		int err = hc_kallsyms__lookup(ks, c->addr, &out);
+
+		if (!c->name) {
+			if (err != -ENOENT)
+				fail_msg("case %zu %#llx: want -ENOENT, got %d (%s)", i,
+					 (unsigned long long)c->addr, err, err ? "" : out.name);
+			continue;
+		}
+		if (err)
+			fail_msg("case %zu %#llx: want %s, got %d", i, (unsigned long long)c->addr,
+				 c->name, err);
+		assert_string_equal(out.name, c->name);
+		if (c->module)
+			assert_string_equal(out.module, c->module);
+		else
+			assert_null(out.module);
+		assert_int_equal(out.offset, c->offset);
+	}
+	hc_kallsyms__free(ks);
+	free(text);
+}
+
+static void test_kallsyms_eperm(void **state)
+{
+	static const char hidden[] = "0000000000000000 T _stext\n"
+				     "0000000000000000 t do_one_initcall\n"
+				     "0000000000000000 t ext4_fill_super\t[ext4]\n";
+
+	(void)state;
+	errno = 0;
+	assert_null(hc_kallsyms__parse(hidden, sizeof(hidden) - 1));
+	assert_int_equal(errno, EPERM);
+}
+
+static void test_kallsyms_garbage(void **state)
+{
+	static const struct {
+		const char *text;
+		int err;	 /* 0: parses */
+		size_t bad;	 /* bad lines expected when it parses */
+	} cases[] = {
+		{ "", EINVAL, 0 },
+		{ "\n\n\n", EINVAL, 0 },
+		{ "hello world\n", EINVAL, 0 },
+		{ "ffffffff81000000\n", EINVAL, 0 },
+		{ "ffffffff81000000 T\n", EINVAL, 0 },
+		{ "ffffffff81000000 TT foo\n", EINVAL, 0 },
+		{ "fffffffff81000000f T foo\n", EINVAL, 0 },		 /* 18 digits */
+		{ "ffffffff81000000 T foo [unterminated\n", EINVAL, 0 },
+		{ "ffffffff81000000 T foo []\n", EINVAL, 0 },
+		{ "ffffffff81000000 D only_data\n", EINVAL, 0 },	 /* no functions */
+		{ "\x01\x02\x03\xff\xfe", EINVAL, 0 },
+		{ "ffffffff81000000 T good\nxyz\nffffffff81000100 t also_good\r\n", 0, 1 },
+		{ "ffffffff81000000 T no_newline_at_end", 0, 0 },
+	};
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct hc_kallsyms *ks;
+
+		errno = 0;
+		ks = hc_kallsyms__parse(cases[i].text, strlen(cases[i].text));
+		if (cases[i].err) {
+			if (ks || errno != cases[i].err)
+				fail_msg("case %zu: want errno %d, got %p/%d", i, cases[i].err,
+					 (void *)ks, errno);
+		} else {
+			if (!ks)
+				fail_msg("case %zu: want success, got errno %d", i, errno);
+			assert_int_equal(hc_kallsyms__bad_lines(ks), cases[i].bad);
+		}
+		hc_kallsyms__free(ks);
+	}
+	hc_kallsyms__free(NULL);
+}
+
+/* The real file, when we may read it: "schedule" must resolve to itself. */
+static void test_kallsyms_real(void **state)
+{
+	struct hc_kallsyms *ks;
+	unsigned long long addr = 0;
+	struct hc_ksym out;
+	char line[512];
+	FILE *f;
+
+	(void)state;
+	ks = hc_kallsyms__load("/proc/kallsyms");
+	if (!ks) {
+		assert_true(errno == EPERM || errno == EACCES || errno == ENOENT);
+		skip();
+	}
+	f = fopen("/proc/kallsyms", "r");
+	assert_non_null(f);
+	while (fgets(line, sizeof(line), f)) {
+		char name[256], type;
+
+		if (sscanf(line, "%llx %c %255s", &addr, &type, name) == 3 &&
+		    !strcmp(name, "schedule") && (type == 'T' || type == 't'))
+			break;
+		addr = 0;
+	}
+	fclose(f);
+	assert_true(addr != 0);
+	assert_int_equal(hc_kallsyms__lookup(ks, addr + 1, &out), 0);
+	assert_string_equal(out.name, "schedule");
+	assert_null(out.module);
+	assert_int_equal(out.offset, 1);
+	hc_kallsyms__free(ks);
+}
+
+/* ---- procmaps ---- */
+
+static void test_procmaps_parse(void **state)
+{
+	struct hc_procmaps *pm;
+	const struct hc_mapping *m;
+	size_t len;
+	char *text;
+
+	(void)state;
+	text = fixture_text("maps.txt", &len);
+	pm = hc_procmaps__parse(text, len);
+	assert_non_null(pm);
+	assert_int_equal(pm->nr, 14);
+	assert_int_equal(pm->bad_lines, 0);
+
+	m = &pm->maps[1];
+	assert_int_equal(m->start, 0x55d0c8a02000ull);
+	assert_int_equal(m->end, 0x55d0c8a05000ull);
+	assert_int_equal(m->perms, HC_MAP_R | HC_MAP_X);
+	assert_int_equal(m->pgoff, 0x2000);
+	assert_int_equal(m->dev_major, 0xfd);
+	assert_int_equal(m->dev_minor, 1);
+	assert_int_equal(m->inode, 1048601);
+	assert_string_equal(m->path, "/usr/bin/my prog"); /* spaces kept */
+	assert_false(m->deleted);
+	assert_true(hc_mapping__is_file(m));
+
+	m = &pm->maps[4]; /* anonymous rwx: JIT */
+	assert_null(m->path);
+	assert_int_equal(m->perms, HC_MAP_R | HC_MAP_W | HC_MAP_X);
+	assert_false(hc_mapping__is_file(m));
+
+	assert_string_equal(pm->maps[5].path, "[anon:v8 code]");
+
+	m = &pm->maps[8];
+	assert_string_equal(m->path, "/opt/old lib/libgone.so");
+	assert_true(m->deleted);
+	assert_int_equal(m->dev_major, 8);
+	assert_int_equal(m->dev_minor, 0x10);
+
+	m = &pm->maps[9];
+	assert_int_equal(m->perms, HC_MAP_R | HC_MAP_W | HC_MAP_SHARED);
+	assert_true(m->deleted);
+
+	m = &pm->maps[12];
+	assert_string_equal(m->path, "[vdso]");
+	assert_false(hc_mapping__is_file(m));
+	m = &pm->maps[13];
+	assert_string_equal(m->path, "[vsyscall]");
+	assert_int_equal(m->perms, HC_MAP_X);
+	hc_procmaps__free(pm);
+	free(text);
+}
+
+static void test_procmaps_find(void **state)
+{
+	static const struct {
+		uint64_t addr;
+		int idx; /* -1: none */
+	} cases[] = {
+		{ 0, -1 },
+		{ 0x55d0c8a00000ull, 0 },
+		{ 0x55d0c8a01fffull, 0 },
+		{ 0x55d0c8a02000ull, 1 },
+		{ 0x55d0c8a06000ull, -1 }, /* end is exclusive, gap after */
+		{ 0x7f1200000800ull, 4 },
+		{ 0x7f1200008000ull, -1 },
+		{ 0x7ffd4e600000ull, 12 },
+		{ 0xffffffffff600400ull, 13 },
+		{ 0xffffffffffffffffull, -1 },
+	};
+	struct hc_procmaps *pm;
+	size_t len, i;
+	char *text;
+
+	(void)state;
+	text = fixture_text("maps.txt", &len);
+	pm = hc_procmaps__parse(text, len);
+	assert_non_null(pm);
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const struct hc_mapping *m = hc_procmaps__find(pm, cases[i].addr);
+
+		if (cases[i].idx < 0) {
+			if (m)
+				fail_msg("case %zu: want no mapping", i);
+		} else if (m != &pm->maps[cases[i].idx]) {
+			fail_msg("case %zu: want mapping %d, got %td", i, cases[i].idx,
+				 m ? m - pm->maps : -1);
+		}
+	}
+	hc_procmaps__free(pm);
+	free(text);
+}
+
+static void test_procmaps_garbage(void **state)
+{
+	static const struct {
+		const char *text;
+		int err;
+		size_t nr, bad;
+	} cases[] = {
+		{ "", 0, 0, 0 }, /* kernel thread / zombie */
+		{ "garbage\n", EINVAL, 0, 0 },
+		{ "1000-2000\n", EINVAL, 0, 0 },
+		{ "2000-1000 r-xp 00000000 00:00 0\n", EINVAL, 0, 0 }, /* end before start */
+		{ "1000-2000 rzxp 00000000 00:00 0\n", EINVAL, 0, 0 },
+		{ "1000-2000 r-xq 00000000 00:00 0\n", EINVAL, 0, 0 },
+		{ "1000-2000 r-xp 00000000 00:00\n", EINVAL, 0, 0 },
+		{ "1000-2000 r-xp 00000000 00:00 99999999999999999999999\n", EINVAL, 0, 0 },
+		{ "1000-2000 r-xp 0 0:0 12x /a\n", EINVAL, 0, 0 },
+		{ "\xff\xfe\x00\x01", EINVAL, 0, 0 },
+		{ "1000-2000 r-xp 00000000 00:00 0\nbad line\n3000-4000 r--p 0 1:2 3 /x\n", 0, 2,
+		  1 },
+		/* Out of order input gets sorted. */
+		{ "3000-4000 r--p 0 1:2 3 /x\n1000-2000 r-xp 0 1:2 3 /y", 0, 2, 0 },
+	};
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct hc_procmaps *pm;
+
+		errno = 0;
+		pm = hc_procmaps__parse(cases[i].text, strlen(cases[i].text));
+		if (cases[i].err) {
+			if (pm || errno != cases[i].err)
+				fail_msg("case %zu: want errno %d, got %p/%d", i, cases[i].err,
+					 (void *)pm, errno);
+			continue;
+		}
+		if (!pm)
+			fail_msg("case %zu: want success, got errno %d", i, errno);
+		assert_int_equal(pm->nr, cases[i].nr);
+		assert_int_equal(pm->bad_lines, cases[i].bad);
+		if (pm->nr == 2) {
+			assert_true(pm->maps[0].start < pm->maps[1].start);
+			assert_non_null(hc_procmaps__find(pm, 0x1800));
+			assert_string_equal(hc_procmaps__find(pm, 0x3800)->path, "/x");
+		}
+		hc_procmaps__free(pm);
+	}
+	hc_procmaps__free(NULL);
+}
+
+/* ---- perfmap ---- */
+
+static void test_perfmap_table(void **state)
+{
+	static const struct {
+		uint64_t addr;
+		const char *name;
+		uint64_t offset;
+	} cases[] = {
+		{ 0x7f12000000ffull, NULL, 0 },
+		{ 0x7f1200000100ull, "LazyCompile:~add /srv/app.js:3", 0 },
+		{ 0x7f120000013full, "LazyCompile:~add /srv/app.js:3", 0x3f },
+		{ 0x7f1200000150ull, "Builtin:ArgumentsAdaptorTrampoline", 0x10 }, /* 0x size */
+		{ 0x7f1200000160ull, NULL, 0 },
+		{ 0x7f1200000210ull, "Function:<anonymous> a b c", 0x10 }, /* 0x start */
+		{ 0x7f1200010010ull, "regenerated_later", 0x10 }, /* later line wins */
+		{ 0x7f1200010100ull, "JIT stub [vm]", 0x100 },	  /* only the old one covers */
+		{ 0x7f1200011000ull, NULL, 0 },
+	};
+	struct hc_perfmap *pm;
+	size_t len, i;
+	char *text;
+
+	(void)state;
+	text = fixture_text("perfmap/perf-4242.map", &len);
+	pm = hc_perfmap__parse(text, len);
+	assert_non_null(pm);
+	assert_int_equal(hc_perfmap__nr(pm), 5);
+	assert_int_equal(hc_perfmap__bad_lines(pm), 0);
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const char *name = NULL;
+		uint64_t off = 0;
+		int err = hc_perfmap__lookup(pm, cases[i].addr, &name, &off);
+
+		if (!cases[i].name) {
+			if (err != -ENOENT)
+				fail_msg("case %zu: want -ENOENT, got %d %s", i, err, name);
+			continue;
+		}
+		if (err)
+			fail_msg("case %zu: want %s, got %d", i, cases[i].name, err);
+		assert_string_equal(name, cases[i].name);
+		assert_int_equal(off, cases[i].offset);
+	}
+	hc_perfmap__free(pm);
+	free(text);
+}
+
+static void test_perfmap_garbage(void **state)
+{
+	static const struct {
+		const char *text;
+		int err;
+		size_t nr, bad;
+	} cases[] = {
+		{ "", 0, 0, 0 },
+		{ "nonsense\n", EINVAL, 0, 0 },
+		{ "1000 10\n", EINVAL, 0, 0 },		      /* no name */
+		{ "1000 0 zero_size\n", EINVAL, 0, 0 },
+		{ "ffffffffffffffff 10 wraps\n", EINVAL, 0, 0 },
+		{ "0x 10 nodigits\n", EINVAL, 0, 0 },
+		{ "1000 10 ok\n\x01\x02\nzz 1 x\n2000 20 ok2", 0, 2, 2 },
+	};
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct hc_perfmap *pm;
+
+		errno = 0;
+		pm = hc_perfmap__parse(cases[i].text, strlen(cases[i].text));
+		if (cases[i].err) {
+			if (pm || errno != cases[i].err)
+				fail_msg("case %zu: want errno %d, got %p/%d", i, cases[i].err,
+					 (void *)pm, errno);
+			continue;
+		}
+		if (!pm)
+			fail_msg("case %zu: want success, got errno %d", i, errno);
+		assert_int_equal(hc_perfmap__nr(pm), cases[i].nr);
+		assert_int_equal(hc_perfmap__bad_lines(pm), cases[i].bad);
+		hc_perfmap__free(pm);
+	}
+	hc_perfmap__free(NULL);
+}
+
+/* ---- elf ---- */
+
+static int find_sym(const struct hc_elfsym *es, const char *want, uint64_t *vaddr,
+		    uint64_t *size)
+{
+	size_t i;
+
+	for (i = 0; i < hc_elfsym__nr(es); i++) {
+		const char *name;
+
+		assert_int_equal(hc_elfsym__symbol(es, i, &name, vaddr, size), 0);
+		if (!strcmp(name, want))
+			return 0;
+	}
+	return -ENOENT;
+}
+
+/* Every wanted symbol is present, and an address inside it looks up to it. */
+static void check_symbols(const struct hc_elfsym *es, const char *const *want, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		uint64_t vaddr, size, off;
+		size_t idx;
+
+		if (find_sym(es, want[i], &vaddr, &size))
+			fail_msg("symbol %s missing", want[i]);
+		assert_true(size > 2);
+		assert_int_equal(hc_elfsym__lookup(es, vaddr + 2, &idx, &off), 0);
+		assert_string_equal(hc_elfsym__name(es, idx), want[i]);
+		assert_int_equal(off, 2);
+		/* Just past its end it is not this function any more. */
+		if (!hc_elfsym__lookup(es, vaddr + size, &idx, &off))
+			assert_string_not_equal(hc_elfsym__name(es, idx), want[i]);
+	}
+}
+
+static const char *const main_syms[] = {
+	"hc_fix_alpha",
+	"hc_fix_beta",
+	"hc_fix_local",
+	"_ZN2hc7fixture4spinEi",
+	"_ZN7mycrate4util3bar17h0123456789abcdefE",
+	"main",
+};
+
+static struct hc_elfsym *elf_from_path(const char *path)
+{
+	struct hc_elfsym *es;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	assert_true(fd >= 0);
+	es = hc_elfsym__from_fd(fd);
+	close(fd);
+	return es;
+}
+
+static void test_elf_pie(void **state)
+{
+	struct hc_elfsym *es = elf_from_path(env_path("HC_FIX_PIE"));
+	const uint8_t *id;
+	uint64_t vaddr, size, v;
+
+	(void)state;
+	assert_non_null(es);
+	assert_true(hc_elfsym__sources(es) & HC_ELFSYM_SYMTAB);
+	assert_true(hc_elfsym__sources(es) & HC_ELFSYM_DYNSYM);
+	assert_int_equal(hc_elfsym__build_id(es, &id), 20);
+	check_symbols(es, main_syms, sizeof(main_syms) / sizeof(main_syms[0]));
+	/* PIE text is linked near 0: vaddr and file offset coincide in the first segments. */
+	assert_int_equal(find_sym(es, "hc_fix_alpha", &vaddr, &size), 0);
+	assert_true(vaddr < 0x100000);
+	assert_int_equal(hc_elfsym__off_to_vaddr(es, vaddr, &v), 0);
+	assert_int_equal(v, vaddr);
+	/* Offsets past the file's loaded bytes map nowhere. */
+	assert_int_equal(hc_elfsym__off_to_vaddr(es, 1ull << 40, &v), -ENOENT);
+	hc_elfsym__free(es);
+}
+
+static void test_elf_nopie(void **state)
+{
+	struct hc_elfsym *es = elf_from_path(env_path("HC_FIX_NOPIE"));
+	uint64_t vaddr, size, v;
+
+	(void)state;
+	assert_non_null(es);
+	check_symbols(es, main_syms, sizeof(main_syms) / sizeof(main_syms[0]));
+	/* ET_EXEC at 0x400000: the PT_LOAD mapping turns a file offset into the link address. */
+	assert_int_equal(find_sym(es, "hc_fix_alpha", &vaddr, &size), 0);
+	assert_true(vaddr >= 0x400000);
+	assert_int_equal(hc_elfsym__off_to_vaddr(es, vaddr - 0x400000, &v), 0);
+	assert_int_equal(v, vaddr);
+	hc_elfsym__free(es);
+}
+
+static void test_elf_shlib(void **state)
+{
+	static const char *const want[] = { "hc_fixlib_gamma", "hc_fixlib_delta",
+					    "hc_fixlib_hidden" };
+	struct hc_elfsym *es = elf_from_path(env_path("HC_FIX_LIB"));
+
+	(void)state;
+	assert_non_null(es);
+	check_symbols(es, want, 3);
+	hc_elfsym__free(es);
+}
+
+/* Stripped + .gnu_debugdata: the same names at the same addresses as the unstripped input. */
+static void test_elf_debugdata(void **state)
+{
+	struct hc_elfsym *full = elf_from_path(env_path("HC_FIX_FULL"));
+	struct hc_elfsym *es = elf_from_path(env_path("HC_FIX_DEBUGDATA"));
+	size_t i;
+
+	(void)state;
+	assert_non_null(full);
+	assert_non_null(es);
+	assert_false(hc_elfsym__sources(es) & HC_ELFSYM_SYMTAB);
+	assert_true(hc_elfsym__sources(es) & HC_ELFSYM_DEBUGDATA);
+	check_symbols(es, main_syms, sizeof(main_syms) / sizeof(main_syms[0]));
+	for (i = 0; i < sizeof(main_syms) / sizeof(main_syms[0]); i++) {
+		uint64_t a1, a2, s1, s2;
+
+		assert_int_equal(find_sym(full, main_syms[i], &a1, &s1), 0);
+		assert_int_equal(find_sym(es, main_syms[i], &a2, &s2), 0);
+		assert_int_equal(a1, a2);
+		assert_int_equal(s1, s2);
+	}
+	hc_elfsym__free(es);
+	hc_elfsym__free(full);
+}
+
+static void test_elf_debuginfo(void **state)
+{
+	struct hc_elfsym *es = elf_from_path(env_path("HC_FIX_DEBUGINFO"));
+	struct hc_elfsym *other = elf_from_path(env_path("HC_FIX_PIE"));
+	uint64_t vaddr, size;
+	char path[4096];
+	int fd;
+
+	(void)state;
+	assert_non_null(es);
+	assert_non_null(other);
+	/* Stripped: no .symtab, and the executable's functions are not exported. */
+	assert_false(hc_elfsym__sources(es) & HC_ELFSYM_SYMTAB);
+	assert_int_equal(find_sym(es, "hc_fix_local", &vaddr, &size), -ENOENT);
+	assert_int_equal(hc_elfsym__debuginfo_path(es, env_path("HC_FIX_DEBUG_ROOT"), path,
+						   sizeof(path)), 0);
+	assert_int_equal(hc_elfsym__debuginfo_path(es, "/x", path, 10), -ENAMETOOLONG);
+	assert_int_equal(hc_elfsym__debuginfo_path(es, env_path("HC_FIX_DEBUG_ROOT"), path,
+						   sizeof(path)), 0);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	/* Another binary's debuginfo is refused by build-id. */
+	assert_int_equal(hc_elfsym__add_debuginfo_fd(other, fd), -ESTALE);
+	assert_int_equal(hc_elfsym__add_debuginfo_fd(es, fd), 0);
+	close(fd);
+	assert_true(hc_elfsym__sources(es) & HC_ELFSYM_DEBUGINFO);
+	check_symbols(es, main_syms, sizeof(main_syms) / sizeof(main_syms[0]));
+	hc_elfsym__free(other);
+	hc_elfsym__free(es);
+}
+
+/* from_mem and from_fd see the same symbols. */
+static void test_elf_mem(void **state)
+{
+	size_t len;
+	void *img = read_all(env_path("HC_FIX_DEBUGDATA"), &len);
+	struct hc_elfsym *es = hc_elfsym__from_mem(img, len);
+
+	(void)state;
+	assert_non_null(es);
+	assert_true(hc_elfsym__sources(es) & HC_ELFSYM_DEBUGDATA);
+	check_symbols(es, main_syms, sizeof(main_syms) / sizeof(main_syms[0]));
+	hc_elfsym__free(es);
+	free(img);
+}
+
+static void test_demangle(void **state)
+{
+	static const struct {
+		const char *in;
+		const char *out; /* NULL: not mangled */
+	} cases[] = {
+		{ "_ZN2hc7fixture4spinEi", "hc::fixture::spin(int)" },
+		{ "_Z3fooPKc", "foo(char const*)" },
+		{ "_ZNSt6vectorIiSaIiEE9push_backERKi",
+		  "std::vector<int, std::allocator<int> >::push_back(int const&)" },
+		{ "_ZN4core3fmt5write17h0123456789abcdefE", "core::fmt::write" }, /* Rust legacy */
+		{ "_RNvNtCs1234_7mycrate4util3bar", "mycrate::util::bar" },	/* Rust v0 */
+		{ "main", NULL },
+		{ "_Zgarbage", NULL },
+		{ "_", NULL },
+		{ "", NULL },
+	};
+	char buf[256];
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		int err = hc_demangle(cases[i].in, buf, sizeof(buf));
+
+		if (!cases[i].out) {
+			if (err != -EINVAL)
+				fail_msg("case %s: want -EINVAL, got %d", cases[i].in, err);
+			continue;
+		}
+		if (err)
+			fail_msg("case %s: got %d", cases[i].in, err);
+		assert_string_equal(buf, cases[i].out);
+	}
+	assert_int_equal(hc_demangle("_ZNSt6vectorIiSaIiEE9push_backERKi", buf, 8),
+			 -ENAMETOOLONG);
+}
+
+/* ---- hostile ---- */
+
+/* Whatever libelf makes of img, using the result must stay in bounds (valgrind/ASan watch). */
+static void poke(const void *img, size_t len)
+{
+	struct hc_elfsym *es = hc_elfsym__from_mem(img, len);
+	uint64_t v, off, vaddr, size;
+	const char *name;
+	size_t i, idx;
+
+	if (!es) {
+		assert_true(errno == ENOEXEC);
+		return;
+	}
+	for (i = 0; i < hc_elfsym__nr(es); i++) {
+		assert_int_equal(hc_elfsym__symbol(es, i, &name, &vaddr, &size), 0);
+		assert_non_null(name);
+		(void)strlen(name);
+		if (!hc_elfsym__lookup(es, vaddr, &idx, &off))
+			assert_non_null(hc_elfsym__name(es, idx));
+	}
+	for (off = 0; off < 0x4000; off += 0x400)
+		hc_elfsym__off_to_vaddr(es, off, &v);
+	hc_elfsym__free(es);
+}
+
+static void test_hostile_elf_truncated(void **state)
+{
+	const char *paths[] = { env_path("HC_FIX_PIE"), env_path("HC_FIX_DEBUGDATA"),
+				env_path("HC_FIX_LIB") };
+	size_t p;
+
+	(void)state;
+	for (p = 0; p < 3; p++) {
+		size_t len, cut;
+		uint8_t *img = read_all(paths[p], &len);
+
+		/* Every length near the start (headers), then strides through the rest. */
+		for (cut = 0; cut < 256 && cut < len; cut++)
+			poke(img, cut);
+		for (cut = 256; cut < len; cut += 61)
+			poke(img, cut);
+		free(img);
+	}
+}
+
+static void test_hostile_elf_corrupt(void **state)
+{
+	const char *paths[] = { env_path("HC_FIX_PIE"), env_path("HC_FIX_DEBUGDATA") };
+	size_t p, round;
+	uint32_t seed = 12345;
+
+	(void)state;
+	for (p = 0; p < 2; p++) {
+		size_t len;
+		uint8_t *img = read_all(paths[p], &len);
+		uint8_t *copy = malloc(len);
+
+		assert_non_null(copy);
+		for (round = 0; round < 300; round++) {
+			size_t k;
+
+			memcpy(copy, img, len);
+			/* A few random bytes: headers, section tables, string offsets, xz data. */
+			for (k = 0; k < 8; k++) {
+				seed = seed * 1103515245u + 12345u;
+				/* Half of the flips in the first KB where the headers are. */
+				size_t at = (k & 1) ? (seed >> 8) % (len < 1024 ? len : 1024) :
+						      (seed >> 8) % len;
+				copy[at] ^= (uint8_t)(seed >> 3) | 1;
+			}
+			poke(copy, len);
+		}
+		/* The tail holds the section headers: smash it wholesale. */
+		memcpy(copy, img, len);
+		memset(copy + len - (len > 2048 ? 2048 : len), 0xff, len > 2048 ? 2048 : len);
+		poke(copy, len);
+		free(copy);
+		free(img);
+	}
+}
+
+static void test_hostile_not_elf(void **state)
+{
+	static const char text[] = "#!/bin/sh\necho not an elf\n";
+	uint8_t elfish[64] = { 0x7f, 'E', 'L', 'F', 2, 1, 1 };
+	int fd;
+
+	(void)state;
+	errno = 0;
+	assert_null(hc_elfsym__from_mem(text, sizeof(text)));
+	assert_int_equal(errno, ENOEXEC);
+	assert_null(hc_elfsym__from_mem(NULL, 0));
+	poke(elfish, sizeof(elfish));
+	/* A character device is refused without reading it. */
+	fd = open("/dev/zero", O_RDONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	errno = 0;
+	assert_null(hc_elfsym__from_fd(fd));
+	assert_int_equal(errno, ENOEXEC);
+	close(fd);
+}
+
+/* ---- facade: live fixture processes ---- */
+
+#define MAX_FNS 16
+
+struct fixture_proc {
+	pid_t pid;
+	FILE *out; /* its stdout */
+	int in_fd; /* its stdin */
+	size_t nr;
+	char names[MAX_FNS][64];
+	uint64_t addrs[MAX_FNS];
+};
+
+static void read_fns(struct fixture_proc *fp, const char *until)
+{
+	char line[512];
+
+	while (fgets(line, sizeof(line), fp->out)) {
+		char name[64];
+		unsigned long long addr;
+
+		line[strcspn(line, "\n")] = '\0';
+		if (!strcmp(line, until))
+			return;
+		/* Names may contain spaces ("hc::fixture::spin(int)"): the address is last. */
+		char *sp = strrchr(line, ' ');
+
+		if (!sp || sscanf(sp + 1, "%llx", &addr) != 1)
+			fail_msg("fixture said: %s", line);
+		*sp = '\0';
+		assert_true(strlen(line) < sizeof(name));
+		memcpy(name, line, strlen(line) + 1);
+		assert_true(fp->nr < MAX_FNS);
+		memcpy(fp->names[fp->nr], name, sizeof(name));
+		fp->addrs[fp->nr++] = addr;
+		if (!*until)
+			return;
+	}
+	fail_msg("fixture exited early");
+}
+
+static void spawn(struct fixture_proc *fp, const char *path)
+{
+	int in[2], out[2];
+
+	memset(fp, 0, sizeof(*fp));
+	assert_int_equal(pipe2(in, O_CLOEXEC), 0);
+	assert_int_equal(pipe2(out, O_CLOEXEC), 0);
+	fp->pid = fork();
+	assert_true(fp->pid >= 0);
+	if (fp->pid == 0) {
+		dup2(in[0], 0);
+		dup2(out[1], 1);
+		execl(path, path, (char *)NULL);
+		_exit(127);
+	}
+	close(in[0]);
+	close(out[1]);
+	fp->in_fd = in[1];
+	fp->out = fdopen(out[0], "r");
+	assert_non_null(fp->out);
+	read_fns(fp, "ready");
+}
+
+static void reap(struct fixture_proc *fp)
+{
+	int status;
+
+	close(fp->in_fd); /* EOF: the fixture exits */
+	fclose(fp->out);
+	assert_int_equal(waitpid(fp->pid, &status, 0), fp->pid);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
+/* No debuginfo unless the test says where: fix_debugdata shares fix_debuginfo's build-id. */
+#define NO_DEBUG_ROOT "/nonexistent/debug"
+
+static struct hc_symbolizer *new_sym_debug(bool no_demangle, const char *debug_root)
+{
+	struct hc_symbolizer_opts opts = {
+		.proc_root = "/proc",
+		.debug_root = debug_root,
+		.no_demangle = no_demangle,
+	};
+	struct hc_symbolizer *sym = hc_symbolizer__new(&opts);
+
+	assert_non_null(sym);
+	return sym;
+}
+
+static struct hc_symbolizer *new_sym(bool no_demangle)
+{
+	return new_sym_debug(no_demangle, NO_DEBUG_ROOT);
+}
+
+static const char *base(const char *path)
+{
+	const char *s = strrchr(path, '/');
+
+	return s ? s + 1 : path;
+}
+
+/* Each printed function address goes through normalize + resolve back to its name. */
+static void check_resolves(struct hc_symbolizer *sym, const struct fixture_proc *fp,
+			   const char *exe, struct hc_uloc *locs)
+{
+	size_t i;
+
+	for (i = 0; i < fp->nr; i++) {
+		struct hc_frame_info fi;
+		struct hc_uloc loc;
+
+		assert_int_equal(hc_symbolizer__normalize(sym, (uint32_t)fp->pid, fp->addrs[i],
+							  &loc), 0);
+		assert_int_not_equal(loc.obj, HC_OBJ_UNKNOWN);
+		if (locs)
+			locs[i] = loc;
+		if (hc_symbolizer__resolve_user(sym, &loc, &fi))
+			fail_msg("%s: %s at %#llx (obj %u off %#llx) unresolved (module %s)",
+				 exe, fp->names[i], (unsigned long long)fp->addrs[i], loc.obj,
+				 (unsigned long long)loc.off, fi.module);
+		assert_string_equal(fi.name, fp->names[i]);
+		assert_int_equal(fi.offset, 4); /* the fixture prints function + 4 */
+		if (!strncmp(fp->names[i], "hc_fixlib_", 10))
+			assert_string_equal(fi.module, "libhcfix.so");
+		else
+			assert_string_equal(fi.module, base(exe));
+	}
+}
+
+static void run_and_check(const char *env, size_t want_fns, const char *debug_root)
+{
+	const char *exe = env_path(env);
+	struct hc_symbolizer_stats st;
+	struct hc_symbolizer *sym = new_sym_debug(false, debug_root);
+	struct fixture_proc fp;
+
+	spawn(&fp, exe);
+	assert_int_equal(fp.nr, want_fns);
+	assert_int_equal(hc_symbolizer__add_process(sym, (uint32_t)fp.pid), 0);
+	/* Known now: cheap, no re-read. */
+	assert_int_equal(hc_symbolizer__add_process(sym, (uint32_t)fp.pid), 0);
+	check_resolves(sym, &fp, exe, NULL);
+	hc_symbolizer__stats(sym, &st);
+	assert_int_equal(st.processes, 1);
+	assert_int_equal(st.process_gone, 0);
+	assert_int_equal(st.user_unresolved, 0);
+	assert_int_equal(st.elf_err, 0);
+	assert_true(st.objects >= 3); /* exe, libc, ld.so */
+	reap(&fp);
+	hc_symbolizer__free(sym);
+}
+
+static void test_facade_pie(void **state)
+{
+	(void)state;
+	run_and_check("HC_FIX_PIE", 6, NO_DEBUG_ROOT);
+}
+
+static void test_facade_nopie(void **state)
+{
+	(void)state;
+	run_and_check("HC_FIX_NOPIE", 5, NO_DEBUG_ROOT);
+}
+
+static void test_facade_debugdata(void **state)
+{
+	(void)state;
+	run_and_check("HC_FIX_DEBUGDATA", 5, NO_DEBUG_ROOT);
+}
+
+static void test_facade_debuginfo(void **state)
+{
+	const char *exe = env_path("HC_FIX_DEBUGINFO");
+	struct hc_symbolizer *sym = new_sym(false);
+	struct hc_symbolizer_stats st;
+	struct hc_frame_info fi;
+	struct fixture_proc fp;
+	struct hc_uloc loc;
+	size_t i;
+
+	(void)state;
+	run_and_check("HC_FIX_DEBUGINFO", 5, env_path("HC_FIX_DEBUG_ROOT"));
+
+	/* Without the debug root the stripped executable's functions are unknown. */
+	spawn(&fp, exe);
+	assert_int_equal(hc_symbolizer__add_process(sym, (uint32_t)fp.pid), 0);
+	for (i = 0; i < fp.nr; i++) {
+		assert_int_equal(hc_symbolizer__normalize(sym, (uint32_t)fp.pid, fp.addrs[i],
+							  &loc), 0);
+		assert_int_equal(hc_symbolizer__resolve_user(sym, &loc, &fi), -ENOENT);
+		assert_string_equal(fi.module, "fix_debuginfo");
+		assert_int_equal(fi.offset, loc.off);
+	}
+	hc_symbolizer__stats(sym, &st);
+	assert_int_equal(st.user_unresolved, fp.nr);
+	/* Its .dynsym only imports: no function symbols at all, and stats say so. */
+	assert_int_equal(st.no_symbols, 1);
+	reap(&fp);
+	hc_symbolizer__free(sym);
+}
+
+/* Locations are per object, not per process: two runs of one binary intern identically. */
+static void test_facade_shared_objects(void **state)
+{
+	const char *exe = env_path("HC_FIX_PIE");
+	struct hc_symbolizer *sym = new_sym(false);
+	struct hc_uloc a[MAX_FNS], b[MAX_FNS];
+	struct hc_symbolizer_stats st;
+	struct fixture_proc p1, p2;
+	size_t i;
+
+	(void)state;
+	spawn(&p1, exe);
+	spawn(&p2, exe);
+	assert_int_equal(hc_symbolizer__add_process(sym, (uint32_t)p1.pid), 0);
+	assert_int_equal(hc_symbolizer__add_process(sym, (uint32_t)p2.pid), 0);
+	hc_symbolizer__stats(sym, &st);
+	check_resolves(sym, &p1, exe, a);
+	check_resolves(sym, &p2, exe, b);
+	for (i = 0; i < p1.nr; i++) {
+		assert_int_equal(a[i].obj, b[i].obj);
+		assert_int_equal(a[i].off, b[i].off);
+	}
+	/* The second process added no new objects: same files, same (dev, inode). */
+	{
+		struct hc_symbolizer_stats st2;
+
+		hc_symbolizer__stats(sym, &st2);
+		assert_int_equal(st2.objects, st.objects);
+		assert_int_equal(st2.processes, 2);
+	}
+	reap(&p1);
+	reap(&p2);
+	hc_symbolizer__free(sym);
+}
+
+/* A library dlopen'd after the snapshot is found by re-reading the maps once. */
+static void test_facade_dlopen(void **state)
+{
+	const char *exe = env_path("HC_FIX_NOPIE");
+	struct hc_symbolizer *sym = new_sym(false);
+	struct hc_symbolizer_stats st;
+	struct hc_frame_info fi;
+	struct fixture_proc fp;
+	struct hc_uloc loc;
+	char cmd[4200];
+	ssize_t n;
+
+	(void)state;
+	spawn(&fp, exe);
+	assert_int_equal(hc_symbolizer__add_process(sym, (uint32_t)fp.pid), 0);
+	n = snprintf(cmd, sizeof(cmd), "dlopen %s\n", env_path("HC_FIX_LIB"));
+	assert_int_equal(write(fp.in_fd, cmd, (size_t)n), n);
+	read_fns(&fp, "");
+	assert_string_equal(fp.names[fp.nr - 1], "hc_fixlib_delta");
+	assert_int_equal(hc_symbolizer__normalize(sym, (uint32_t)fp.pid, fp.addrs[fp.nr - 1],
+						  &loc), 0);
+	assert_int_not_equal(loc.obj, HC_OBJ_UNKNOWN);
+	assert_int_equal(hc_symbolizer__resolve_user(sym, &loc, &fi), 0);
+	assert_string_equal(fi.name, "hc_fixlib_delta");
+	assert_string_equal(fi.module, "libhcfix.so");
+	hc_symbolizer__stats(sym, &st);
+	assert_int_equal(st.processes, 2);
+
+	/* Unknown addresses: one more re-read at most within the rate-limit window. */
+	for (int i = 0; i < 100; i++) {
+		assert_int_equal(hc_symbolizer__normalize(sym, (uint32_t)fp.pid, 0x10 + i, &loc),
+				 0);
+		assert_int_equal(loc.obj, HC_OBJ_UNKNOWN);
+		assert_int_equal(loc.off, 0x10 + i);
+	}
+	hc_symbolizer__stats(sym, &st);
+	assert_true(st.processes <= 3);
+	assert_int_equal(hc_symbolizer__resolve_user(sym, &loc, &fi), -ENOENT);
+	assert_null(fi.name);
+	reap(&fp);
+	hc_symbolizer__free(sym);
+}
+
+static void test_facade_no_demangle(void **state)
+{
+	const char *exe = env_path("HC_FIX_NOPIE");
+	struct hc_symbolizer *sym = new_sym(true);
+	struct fixture_proc fp;
+	size_t i, checked = 0;
+
+	(void)state;
+	spawn(&fp, exe);
+	assert_int_equal(hc_symbolizer__add_process(sym, (uint32_t)fp.pid), 0);
+	for (i = 0; i < fp.nr; i++) {
+		struct hc_frame_info fi;
+		struct hc_uloc loc;
+
+		assert_int_equal(hc_symbolizer__normalize(sym, (uint32_t)fp.pid, fp.addrs[i],
+							  &loc), 0);
+		assert_int_equal(hc_symbolizer__resolve_user(sym, &loc, &fi), 0);
+		if (!strcmp(fp.names[i], "hc::fixture::spin(int)")) {
+			assert_string_equal(fi.name, "_ZN2hc7fixture4spinEi");
+			checked++;
+		}
+		if (!strcmp(fp.names[i], "mycrate::util::bar")) {
+			assert_string_equal(fi.name, "_ZN7mycrate4util3bar17h0123456789abcdefE");
+			checked++;
+		}
+	}
+	assert_int_equal(checked, 2);
+	reap(&fp);
+	hc_symbolizer__free(sym);
+}
+
+static void test_facade_gone(void **state)
+{
+	struct hc_symbolizer_stats st;
+	struct hc_symbolizer *sym;
+	struct hc_uloc loc;
+	pid_t pid;
+	int status;
+
+	(void)state;
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0)
+		_exit(0);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	sym = new_sym(false);
+	assert_int_equal(hc_symbolizer__add_process(sym, (uint32_t)pid), -ESRCH);
+	assert_int_equal(hc_symbolizer__add_process(sym, (uint32_t)pid), -ESRCH);
+	assert_int_equal(hc_symbolizer__normalize(sym, (uint32_t)pid, 0x401000, &loc), 0);
+	assert_int_equal(loc.obj, HC_OBJ_UNKNOWN);
+	assert_int_equal(loc.off, 0x401000);
+	hc_symbolizer__stats(sym, &st);
+	assert_int_equal(st.process_gone, 1);
+	assert_int_equal(st.processes, 0);
+	hc_symbolizer__free(sym);
+}
+
+/* Our own JIT region, described by a perf map in a private directory. */
+static void test_facade_jit_self(void **state)
+{
+	char dir[] = "/tmp/hc-symbolize-XXXXXX", path[4200];
+	struct hc_symbolizer_opts opts = { 0 };
+	struct hc_symbolizer *sym;
+	struct hc_frame_info fi;
+	struct hc_uloc loc;
+	uint8_t *code;
+	FILE *f;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	code = mmap(NULL, 8192, PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	assert_true(code != MAP_FAILED);
+	snprintf(path, sizeof(path), "%s/perf-%d.map", dir, getpid());
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fprintf(f, "%lx 100 js:hot_loop app.js:10\n", (unsigned long)(uintptr_t)code);
+	fclose(f);
+
+	opts.perfmap_dir = dir;
+	sym = hc_symbolizer__new(&opts);
+	assert_non_null(sym);
+	assert_int_equal(hc_symbolizer__add_process(sym, (uint32_t)getpid()), 0);
+	assert_int_equal(hc_symbolizer__normalize(sym, (uint32_t)getpid(),
+						  (uintptr_t)code + 0x10, &loc), 0);
+	assert_int_not_equal(loc.obj, HC_OBJ_UNKNOWN);
+	assert_int_equal(loc.off, (uintptr_t)code + 0x10); /* JIT: absolute address */
+	assert_int_equal(hc_symbolizer__resolve_user(sym, &loc, &fi), 0);
+	assert_string_equal(fi.name, "js:hot_loop app.js:10");
+	assert_string_equal(fi.module, "[jit]");
+	assert_int_equal(fi.offset, 0x10);
+
+	/* Code compiled after the snapshot: the map is re-read when an address misses. */
+	assert_int_equal(hc_symbolizer__normalize(sym, (uint32_t)getpid(),
+						  (uintptr_t)code + 0x1010, &loc), 0);
+	assert_int_equal(hc_symbolizer__resolve_user(sym, &loc, &fi), -ENOENT);
+	assert_string_equal(fi.module, "[jit]");
+	f = fopen(path, "a");
+	assert_non_null(f);
+	fprintf(f, "%lx 200 js:compiled_later\n", (unsigned long)(uintptr_t)code + 0x1000);
+	fclose(f);
+	assert_int_equal(hc_symbolizer__resolve_user(sym, &loc, &fi), 0);
+	assert_string_equal(fi.name, "js:compiled_later");
+	assert_int_equal(fi.offset, 0x10);
+
+	hc_symbolizer__free(sym);
+	munmap(code, 8192);
+	unlink(path);
+	rmdir(dir);
+}
+
+/* Our own vdso through the façade: module [vdso], and its clock_gettime resolves. */
+static void test_facade_vdso_self(void **state)
+{
+	struct hc_symbolizer *sym = new_sym(false);
+	const struct hc_mapping *vdso = NULL;
+	uint64_t vaddr = 0, size, v;
+	struct hc_procmaps *pm;
+	struct hc_elfsym *es;
+	struct hc_frame_info fi;
+	struct hc_uloc loc;
+	size_t i;
+
+	(void)state;
+	pm = hc_procmaps__load("/proc/self/maps");
+	assert_non_null(pm);
+	for (i = 0; i < pm->nr; i++)
+		if (pm->maps[i].path && !strcmp(pm->maps[i].path, "[vdso]"))
+			vdso = &pm->maps[i];
+	if (!vdso) {
+		hc_procmaps__free(pm);
+		hc_symbolizer__free(sym);
+		skip();
+	}
+	es = hc_elfsym__from_mem((void *)(uintptr_t)vdso->start, vdso->end - vdso->start);
+	assert_non_null(es);
+	assert_int_equal(find_sym(es, "__vdso_clock_gettime", &vaddr, &size), 0);
+	/* The vdso is linked at 0: its vaddrs are offsets into the mapping. */
+	assert_int_equal(hc_elfsym__off_to_vaddr(es, vaddr, &v), 0);
+	assert_int_equal(v, vaddr);
+
+	assert_int_equal(hc_symbolizer__normalize(sym, (uint32_t)getpid(),
+						  vdso->start + vaddr + 3, &loc), 0);
+	assert_int_equal(loc.off, vaddr + 3);
+	assert_int_equal(hc_symbolizer__resolve_user(sym, &loc, &fi), 0);
+	assert_string_equal(fi.module, "[vdso]");
+	assert_string_equal(fi.name, "__vdso_clock_gettime");
+	assert_int_equal(fi.offset, 3);
+	hc_elfsym__free(es);
+	hc_procmaps__free(pm);
+	hc_symbolizer__free(sym);
+}
+
+/* A fake /proc: files that cannot be opened, anon JIT memory, special mappings, forget. */
+static void test_facade_fake_proc(void **state)
+{
+	char proc_root[4096], perfmap_dir[4096];
+	struct hc_symbolizer_opts opts = { 0 };
+	struct hc_symbolizer_stats st;
+	struct hc_symbolizer *sym;
+	struct hc_frame_info fi;
+	struct hc_uloc loc, loc2;
+
+	(void)state;
+	snprintf(proc_root, sizeof(proc_root), "%s/proc", env_path("HC_FIXTURES"));
+	snprintf(perfmap_dir, sizeof(perfmap_dir), "%s/perfmap", env_path("HC_FIXTURES"));
+	opts.proc_root = proc_root;
+	opts.perfmap_dir = perfmap_dir;
+	opts.kallsyms = "/nonexistent/kallsyms";
+	sym = hc_symbolizer__new(&opts);
+	assert_non_null(sym);
+	assert_int_equal(hc_symbolizer__add_process(sym, 4242), 0);
+	hc_symbolizer__stats(sym, &st);
+	assert_int_equal(st.processes, 1);
+	/* "/usr/bin/my prog", libc (other inode than ours), libgone (deleted). */
+	assert_int_equal(st.objects, 3);
+	assert_int_equal(st.object_open_err, 3);
+
+	/* File mapping: file offset = ip - start + pgoff; unresolved keeps module + offset. */
+	assert_int_equal(hc_symbolizer__normalize(sym, 4242, 0x55d0c8a02010ull, &loc), 0);
+	assert_int_not_equal(loc.obj, HC_OBJ_UNKNOWN);
+	assert_int_equal(loc.off, 0x2010);
+	assert_int_equal(hc_symbolizer__resolve_user(sym, &loc, &fi), -ENOENT);
+	assert_null(fi.name);
+	assert_string_equal(fi.module, "my prog");
+	assert_int_equal(fi.offset, 0x2010);
+	/* The non-executable mapping of the same file is the same object. */
+	assert_int_equal(hc_symbolizer__normalize(sym, 4242, 0x55d0c8a00010ull, &loc2), 0);
+	assert_int_equal(loc2.obj, loc.obj);
+	assert_int_equal(loc2.off, 0x10);
+
+	assert_int_equal(hc_symbolizer__normalize(sym, 4242, 0x7f3a1c300004ull, &loc), 0);
+	assert_int_equal(hc_symbolizer__resolve_user(sym, &loc, &fi), -ENOENT);
+	assert_string_equal(fi.module, "libgone.so");
+	assert_int_equal(fi.offset, 0x1004);
+
+	/* Anonymous rwx and [anon:v8 code]: one JIT object, resolved by perf-4242.map. */
+	assert_int_equal(hc_symbolizer__normalize(sym, 4242, 0x7f1200000110ull, &loc), 0);
+	assert_int_equal(loc.off, 0x7f1200000110ull);
+	assert_int_equal(hc_symbolizer__resolve_user(sym, &loc, &fi), 0);
+	assert_string_equal(fi.name, "LazyCompile:~add /srv/app.js:3");
+	assert_string_equal(fi.module, "[jit]");
+	assert_int_equal(fi.offset, 0x10);
+	assert_int_equal(hc_symbolizer__normalize(sym, 4242, 0x7f1200010100ull, &loc2), 0);
+	assert_int_equal(loc2.obj, loc.obj);
+	assert_int_equal(hc_symbolizer__resolve_user(sym, &loc2, &fi), 0);
+	assert_string_equal(fi.name, "JIT stub [vm]");
+
+	/* [vdso] of another size than ours: module only. [vsyscall]: module only. */
+	assert_int_equal(hc_symbolizer__normalize(sym, 4242, 0x7ffd4e5ff100ull, &loc), 0);
+	assert_int_equal(loc.off, 0x100);
+	hc_symbolizer__resolve_user(sym, &loc, &fi);
+	assert_string_equal(fi.module, "[vdso]");
+	assert_int_equal(hc_symbolizer__normalize(sym, 4242, 0xffffffffff600400ull, &loc), 0);
+	assert_int_equal(hc_symbolizer__resolve_user(sym, &loc, &fi), -ENOENT);
+	assert_string_equal(fi.module, "[vsyscall]");
+	assert_int_equal(fi.offset, 0x400);
+
+	/* In no mapping: one re-read, then unknown with the raw address. */
+	assert_int_equal(hc_symbolizer__normalize(sym, 4242, 0x1000, &loc), 0);
+	assert_int_equal(loc.obj, HC_OBJ_UNKNOWN);
+	assert_int_equal(loc.off, 0x1000);
+	assert_int_equal(hc_symbolizer__resolve_user(sym, &loc, &fi), -ENOENT);
+	assert_null(fi.name);
+	assert_int_equal(fi.offset, 0x1000);
+	hc_symbolizer__stats(sym, &st);
+	assert_int_equal(st.processes, 2);
+
+	/* forget: the next add_process re-reads; objects are reused. */
+	hc_symbolizer__forget_process(sym, 4242);
+	assert_int_equal(hc_symbolizer__add_process(sym, 4242), 0);
+	hc_symbolizer__stats(sym, &st);
+	assert_int_equal(st.processes, 3);
+	assert_int_equal(st.objects, 3);
+	assert_true(st.user_unresolved >= 5);
+
+	/* Unknown ids are unresolved, not a crash. */
+	loc.obj = 9999;
+	loc.off = 0x42;
+	assert_int_equal(hc_symbolizer__resolve_user(sym, &loc, &fi), -ENOENT);
+	assert_int_equal(fi.offset, 0x42);
+
+	/* kallsyms missing: kernel frames unresolved, never showing the address. */
+	assert_int_equal(hc_symbolizer__load_kernel(sym), -ENOENT);
+	assert_int_equal(hc_symbolizer__resolve_kernel(sym, 0xffffffff81001050ull, &fi), -ENOENT);
+	assert_null(fi.name);
+	assert_string_equal(fi.module, "[kernel]");
+	assert_int_equal(fi.offset, 0);
+	hc_symbolizer__free(sym);
+	hc_symbolizer__free(NULL);
+}
+
+static void test_facade_kernel(void **state)
+{
+	struct hc_symbolizer_opts opts = { 0 };
+	char path[4096], dir[] = "/tmp/hc-kallsyms-XXXXXX", zpath[4200];
+	struct hc_symbolizer_stats st;
+	struct hc_symbolizer *sym;
+	struct hc_frame_info fi;
+	FILE *f;
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/kallsyms.txt", env_path("HC_FIXTURES"));
+	opts.kallsyms = path;
+	sym = hc_symbolizer__new(&opts);
+	assert_non_null(sym);
+	assert_int_equal(hc_symbolizer__load_kernel(sym), 0);
+	assert_int_equal(hc_symbolizer__resolve_kernel(sym, 0xffffffff81001050ull, &fi), 0);
+	assert_string_equal(fi.name, "do_one_initcall");
+	assert_null(fi.module);
+	assert_int_equal(fi.offset, 0x40);
+	assert_int_equal(hc_symbolizer__resolve_kernel(sym, 0xffffffffc0a00810ull, &fi), 0);
+	assert_string_equal(fi.name, "ext4_sync_fs");
+	assert_string_equal(fi.module, "ext4");
+	assert_int_equal(hc_symbolizer__resolve_kernel(sym, 0xffffffff81e00010ull, &fi), -ENOENT);
+	assert_null(fi.name);
+	assert_string_equal(fi.module, "[kernel]");
+	assert_int_equal(fi.offset, 0);
+	hc_symbolizer__stats(sym, &st);
+	assert_int_equal(st.kernel_unresolved, 1);
+	hc_symbolizer__free(sym);
+
+	/* kptr_restrict: every address zero. */
+	assert_non_null(mkdtemp(dir));
+	snprintf(zpath, sizeof(zpath), "%s/kallsyms", dir);
+	f = fopen(zpath, "w");
+	assert_non_null(f);
+	fputs("0000000000000000 T _stext\n0000000000000000 t foo\n", f);
+	fclose(f);
+	opts.kallsyms = zpath;
+	sym = hc_symbolizer__new(&opts);
+	assert_non_null(sym);
+	assert_int_equal(hc_symbolizer__load_kernel(sym), -EPERM);
+	assert_int_equal(hc_symbolizer__resolve_kernel(sym, 0xffffffff81001050ull, &fi), -ENOENT);
+	assert_string_equal(fi.module, "[kernel]");
+	hc_symbolizer__free(sym);
+	unlink(zpath);
+	rmdir(dir);
+}
+
+int main(int argc, char **argv)
+{
+	const struct CMUnitTest kallsyms[] = {
+		cmocka_unit_test(test_kallsyms_table),
+		cmocka_unit_test(test_kallsyms_eperm),
+		cmocka_unit_test(test_kallsyms_garbage),
+		cmocka_unit_test(test_kallsyms_real),
+	};
+	const struct CMUnitTest procmaps[] = {
+		cmocka_unit_test(test_procmaps_parse),
+		cmocka_unit_test(test_procmaps_find),
+		cmocka_unit_test(test_procmaps_garbage),
+	};
+	const struct CMUnitTest perfmap[] = {
+		cmocka_unit_test(test_perfmap_table),
+		cmocka_unit_test(test_perfmap_garbage),
+	};
+	const struct CMUnitTest elf[] = {
+		cmocka_unit_test(test_elf_pie),
+		cmocka_unit_test(test_elf_nopie),
+		cmocka_unit_test(test_elf_shlib),
+		cmocka_unit_test(test_elf_debugdata),
+		cmocka_unit_test(test_elf_debuginfo),
+		cmocka_unit_test(test_elf_mem),
+		cmocka_unit_test(test_demangle),
+	};
+	const struct CMUnitTest hostile[] = {
+		cmocka_unit_test(test_hostile_elf_truncated),
+		cmocka_unit_test(test_hostile_elf_corrupt),
+		cmocka_unit_test(test_hostile_not_elf),
+	};
+	const struct CMUnitTest facade[] = {
+		cmocka_unit_test(test_facade_pie),
+		cmocka_unit_test(test_facade_nopie),
+		cmocka_unit_test(test_facade_debugdata),
+		cmocka_unit_test(test_facade_debuginfo),
+		cmocka_unit_test(test_facade_shared_objects),
+		cmocka_unit_test(test_facade_dlopen),
+		cmocka_unit_test(test_facade_no_demangle),
+		cmocka_unit_test(test_facade_gone),
+		cmocka_unit_test(test_facade_jit_self),
+		cmocka_unit_test(test_facade_vdso_self),
+		cmocka_unit_test(test_facade_fake_proc),
+		cmocka_unit_test(test_facade_kernel),
+	};
+	const char *group = argc > 1 ? argv[1] : "all";
+	int fails = 0;
+	bool all = !strcmp(group, "all");
+
+	/* A fixture dying must not kill us through a write to its stdin. */
+	signal(SIGPIPE, SIG_IGN);
+	if (all || !strcmp(group, "kallsyms"))
+		fails += cmocka_run_group_tests_name("kallsyms", kallsyms, NULL, NULL);
+	if (all || !strcmp(group, "procmaps"))
+		fails += cmocka_run_group_tests_name("procmaps", procmaps, NULL, NULL);
+	if (all || !strcmp(group, "perfmap"))
+		fails += cmocka_run_group_tests_name("perfmap", perfmap, NULL, NULL);
+	if (all || !strcmp(group, "elf"))
+		fails += cmocka_run_group_tests_name("elf", elf, NULL, NULL);
+	if (all || !strcmp(group, "hostile"))
+		fails += cmocka_run_group_tests_name("hostile", hostile, NULL, NULL);
+	if (all || !strcmp(group, "facade"))
+		fails += cmocka_run_group_tests_name("facade", facade, NULL, NULL);
+	return fails ? 1 : 0;
+}
