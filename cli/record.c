@@ -410,7 +410,7 @@ int cmd_record(int argc, char **argv)
 	struct output out = { 0 };
 	struct hc_agg *agg = NULL;
 	struct sigaction sa = { 0 };
-	uint64_t t0, t1, deadline;
+	uint64_t t0, t1, t_tree, t_enc, deadline;
 	int64_t started_at;
 	int rc, err;
 
@@ -514,6 +514,7 @@ int cmd_record(int argc, char **argv)
 	err = fill_profile(prof, &cfg, &cnt, agg, sym, started_at, t1 - t0);
 	if (!err)
 		err = hc_agg__build_tree(agg, prof->tree);
+	t_tree = now_ns(CLOCK_MONOTONIC);
 	if (err) {
 		hc_err("building the profile: %s", strerror(-err));
 		rc = EX_OSERR;
@@ -522,6 +523,7 @@ int cmd_record(int argc, char **argv)
 	hc_tree__sort(prof->tree);
 	err = cfg.format == FORMAT_JSON ? hc_profile__write_json(prof, out.f)
 					: hc_profile__write_folded(prof, out.f);
+	t_enc = now_ns(CLOCK_MONOTONIC);
 	if (err) {
 		hc_err("writing the profile: %s", strerror(-err));
 		rc = EX_IOERR;
@@ -531,12 +533,14 @@ int cmd_record(int argc, char **argv)
 	if (!rc && cfg.verbose) {
 		fprintf(stderr,
 			"hotcold: %llu samples (%llu idle) on %u CPUs in %.3f s, expected %llu; "
-			"%zu distinct stacks, %zu nodes; written %.1f ms after the window closed\n",
+			"%zu distinct stacks, %zu nodes; written %.1f ms after the window closed "
+			"(symbolize+tree %.1f ms, encode %.1f ms)\n",
 			(unsigned long long)prof->sampling.samples,
 			(unsigned long long)prof->sampling.idle_samples, prof->sampling.cpus,
 			(double)(t1 - t0) / 1e9, (unsigned long long)prof->sampling.expected_samples,
 			hc_agg__stack_count(agg), hc_tree__node_count(prof->tree),
-			(double)(now_ns(CLOCK_MONOTONIC) - t1) / 1e6);
+			(double)(now_ns(CLOCK_MONOTONIC) - t1) / 1e6, (double)(t_tree - t1) / 1e6,
+			(double)(t_enc - t_tree) / 1e6);
 	}
 out:
 	output_abort(&out);

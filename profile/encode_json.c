@@ -206,22 +206,16 @@ static json_t *jnumber(double v)
 	return json_real(v);
 }
 
-static json_t *node_to_json(const struct hc_node *n, unsigned int depth)
+/* A node's own fields, in schema order, without `children`. */
+static json_t *node_fields_to_json(const struct hc_node *n)
 {
 	const struct hc_weights *w = hc_node__weights(n);
-	size_t nc = hc_node__child_count(n);
-	const struct hc_node **sorted = NULL;
-	json_t *obj, *children;
-	int saved_errno;
+	json_t *obj;
 	char hex[32];
 
-	if (depth > HC_JSON_MAX_TREE_DEPTH) {
-		errno = EOVERFLOW;
-		return NULL;
-	}
 	obj = json_object();
 	if (!obj)
-		goto err_nomem;
+		return NULL;
 	if (jset(obj, "name", jstr(hc_node__name(n))) ||
 	    jset(obj, "kind", json_string(hc_node_kind__name(hc_node__kind(n)))))
 		goto err_decref;
@@ -253,20 +247,48 @@ static json_t *node_to_json(const struct hc_node *n, unsigned int depth)
 	    jset(obj, "runqueue_ns", ju64(w->runqueue_ns)) ||
 	    jset(obj, "samples", ju64(w->samples)))
 		goto err_decref;
+	return obj;
+err_decref:
+	json_decref(obj);
+	return NULL;
+}
 
+/* The tree may not have been sorted: sort a copy, the profile is const. */
+static const struct hc_node **sorted_children(const struct hc_node *n, size_t nc)
+{
+	const struct hc_node **sorted = malloc(nc * sizeof(*sorted));
+
+	if (!sorted)
+		return NULL;
+	for (size_t i = 0; i < nc; i++)
+		sorted[i] = hc_node__child(n, i);
+	qsort(sorted, nc, sizeof(*sorted), hc__node_ptr_cmp);
+	return sorted;
+}
+
+static json_t *node_to_json(const struct hc_node *n, unsigned int depth)
+{
+	size_t nc = hc_node__child_count(n);
+	const struct hc_node **sorted = NULL;
+	json_t *obj, *children;
+	int saved_errno;
+
+	if (depth > HC_JSON_MAX_TREE_DEPTH) {
+		errno = EOVERFLOW;
+		return NULL;
+	}
+	obj = node_fields_to_json(n);
+	if (!obj)
+		goto err_nomem;
 	children = json_array();
 	if (jset(obj, "children", children))
 		goto err_decref;
 	if (!nc)
 		return obj;
 
-	/* the tree may not have been sorted: sort a copy, the profile is const */
-	sorted = malloc(nc * sizeof(*sorted));
+	sorted = sorted_children(n, nc);
 	if (!sorted)
 		goto err_decref;
-	for (size_t i = 0; i < nc; i++)
-		sorted[i] = hc_node__child(n, i);
-	qsort(sorted, nc, sizeof(*sorted), hc__node_ptr_cmp);
 	for (size_t i = 0; i < nc; i++) {
 		json_t *c = node_to_json(sorted[i], depth + 1);
 
@@ -291,6 +313,145 @@ err_decref:
 err_nomem:
 	errno = ENOMEM;
 	return NULL;
+}
+
+/*
+ * Streaming writer for hc_profile__write_json(). Building the whole document in jansson
+ * costs ~1.6 KB and ~10 us per tree node (measured: 580 ms and ~100 MB at 30k nodes), so the
+ * tree is written node by node instead. Every string (names, modules, kinds, offsets) is
+ * still encoded by jansson, so all escaping stays there; what is written here is only the
+ * fixed keys, the punctuation between them and decimal integers. The bytes are identical to
+ * json_dumpf(hc_profile__to_json(p), JSON_COMPACT): tests/profile checks it.
+ */
+struct jstream {
+	FILE *out;
+	char *buf;
+	size_t cap;
+	int err;
+};
+
+static void jstream_raw(struct jstream *js, const char *s, size_t n)
+{
+	if (!js->err && fwrite(s, 1, n, js->out) != n)
+		js->err = -EIO;
+}
+
+#define JSTREAM_LIT(js, lit) jstream_raw((js), (lit), sizeof(lit) - 1)
+
+/* Encode one value with jansson and append it; steals v. */
+static void jstream_value(struct jstream *js, json_t *v)
+{
+	size_t n;
+
+	if (!v) {
+		if (!js->err)
+			js->err = -ENOMEM;
+		return;
+	}
+	for (;;) {
+		n = json_dumpb(v, js->buf, js->cap, JSON_COMPACT | JSON_ENCODE_ANY);
+		if (n == 0 || n <= js->cap)
+			break;
+		free(js->buf);
+		js->cap = n * 2;
+		js->buf = malloc(js->cap);
+		if (!js->buf) {
+			js->cap = 0;
+			n = 0;
+			break;
+		}
+	}
+	json_decref(v);
+	if (n == 0) {
+		if (!js->err)
+			js->err = -ENOMEM;
+		return;
+	}
+	jstream_raw(js, js->buf, n);
+}
+
+/* A u64 as jansson prints it: a plain decimal integer (a real above INT64_MAX, see ju64). */
+static void jstream_u64(struct jstream *js, uint64_t v)
+{
+	char tmp[24];
+	size_t i = sizeof(tmp);
+
+	if (v > (uint64_t)INT64_MAX) {
+		jstream_value(js, ju64(v));
+		return;
+	}
+	do {
+		tmp[--i] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	jstream_raw(js, tmp + i, sizeof(tmp) - i);
+}
+
+static void jstream_node(struct jstream *js, const struct hc_node *n, unsigned int depth)
+{
+	const struct hc_weights *w = hc_node__weights(n);
+	size_t nc = hc_node__child_count(n);
+	const struct hc_node **sorted;
+	char hex[32];
+
+	if (depth > HC_JSON_MAX_TREE_DEPTH) {
+		js->err = -EOVERFLOW;
+		return;
+	}
+	/* Same keys, same order as node_fields_to_json(). */
+	JSTREAM_LIT(js, "{\"name\":");
+	jstream_value(js, jstr(hc_node__name(n)));
+	JSTREAM_LIT(js, ",\"kind\":");
+	jstream_value(js, json_string(hc_node_kind__name(hc_node__kind(n))));
+	switch (hc_node__kind(n)) {
+	case HC_NODE_PROCESS:
+		JSTREAM_LIT(js, ",\"pid\":");
+		jstream_u64(js, hc_node__id(n));
+		break;
+	case HC_NODE_THREAD:
+		JSTREAM_LIT(js, ",\"tid\":");
+		jstream_u64(js, hc_node__id(n));
+		break;
+	case HC_NODE_USER:
+	case HC_NODE_KERNEL:
+		if (hc_node__module(n)) {
+			JSTREAM_LIT(js, ",\"module\":");
+			jstream_value(js, jstr(hc_node__module(n)));
+		}
+		if (hc_node__offset(n) >= 0) {
+			snprintf(hex, sizeof(hex), "0x%" PRIx64, (uint64_t)hc_node__offset(n));
+			JSTREAM_LIT(js, ",\"offset\":");
+			jstream_value(js, json_string(hex));
+		}
+		break;
+	case HC_NODE_ROOT:
+		break;
+	}
+	JSTREAM_LIT(js, ",\"value\":");
+	jstream_u64(js, hc_weights__value(w));
+	JSTREAM_LIT(js, ",\"on_cpu_ns\":");
+	jstream_u64(js, w->on_cpu_ns);
+	JSTREAM_LIT(js, ",\"off_cpu_ns\":");
+	jstream_u64(js, w->off_cpu_ns);
+	JSTREAM_LIT(js, ",\"runqueue_ns\":");
+	jstream_u64(js, w->runqueue_ns);
+	JSTREAM_LIT(js, ",\"samples\":");
+	jstream_u64(js, w->samples);
+	JSTREAM_LIT(js, ",\"children\":[");
+	if (nc && !js->err) {
+		sorted = sorted_children(n, nc);
+		if (!sorted) {
+			js->err = -ENOMEM;
+			return;
+		}
+		for (size_t i = 0; i < nc && !js->err; i++) {
+			if (i)
+				JSTREAM_LIT(js, ",");
+			jstream_node(js, sorted[i], depth + 1);
+		}
+		free(sorted);
+	}
+	JSTREAM_LIT(js, "]}");
 }
 
 static json_t *sampling_to_json(const struct hc_profile *p)
@@ -348,6 +509,26 @@ static json_t *totals_to_json(const struct hc_profile *p)
 	return t;
 }
 
+/* Everything before `flamegraph`, in schema order. */
+static json_t *header_to_json(const struct hc_profile *p)
+{
+	json_t *doc = json_object();
+
+	if (!doc)
+		return NULL;
+	if (jset(doc, "schema", json_string(HC_PROFILE_SCHEMA)) ||
+	    jset(doc, "host", jstr(p->host)) || jset(doc, "kernel", jstr(p->kernel)) ||
+	    jset(doc, "started_at", rfc3339_ms(p->started_at_ns)) ||
+	    jset(doc, "duration_ns", ju64(p->duration_ns)) ||
+	    jset(doc, "sampling", sampling_to_json(p)) ||
+	    jset(doc, "totals", totals_to_json(p)) ||
+	    jset(doc, "symbolize", counts_to_json(p->symbolize, p->n_symbolize))) {
+		json_decref(doc);
+		return NULL;
+	}
+	return doc;
+}
+
 json_t *hc_profile__to_json(const struct hc_profile *p)
 {
 	json_t *doc, *flame;
@@ -357,17 +538,9 @@ json_t *hc_profile__to_json(const struct hc_profile *p)
 		errno = EINVAL;
 		return NULL;
 	}
-	doc = json_object();
+	doc = header_to_json(p);
 	if (!doc)
 		goto err_nomem;
-	if (jset(doc, "schema", json_string(HC_PROFILE_SCHEMA)) ||
-	    jset(doc, "host", jstr(p->host)) || jset(doc, "kernel", jstr(p->kernel)) ||
-	    jset(doc, "started_at", rfc3339_ms(p->started_at_ns)) ||
-	    jset(doc, "duration_ns", ju64(p->duration_ns)) ||
-	    jset(doc, "sampling", sampling_to_json(p)) ||
-	    jset(doc, "totals", totals_to_json(p)) ||
-	    jset(doc, "symbolize", counts_to_json(p->symbolize, p->n_symbolize)))
-		goto err_decref_nomem;
 
 	flame = node_to_json(hc_tree__root(p->tree), 0);
 	if (!flame)
@@ -392,16 +565,41 @@ err_nomem:
 
 int hc_profile__write_json(const struct hc_profile *p, FILE *out)
 {
-	json_t *doc;
-	int err = 0;
+	struct jstream js = { .out = out };
+	json_t *head;
+	size_t n;
 
-	doc = hc_profile__to_json(p);
-	if (!doc)
-		return -errno;
-	errno = 0;
-	if (json_dumpf(doc, out, JSON_COMPACT | JSON_PRESERVE_ORDER) || fputc('\n', out) == EOF ||
-	    fflush(out) || ferror(out))
-		err = errno ? -errno : -EIO;
-	json_decref(doc);
-	return err;
+	if (!p || !p->tree)
+		return -EINVAL;
+	head = header_to_json(p);
+	if (!head)
+		return -ENOMEM;
+	/* The header object without its closing brace; then the tree, the histograms, '}'. */
+	for (;;) {
+		n = json_dumpb(head, js.buf, js.cap, JSON_COMPACT);
+		if (n == 0 || n <= js.cap)
+			break;
+		free(js.buf);
+		js.cap = n * 2;
+		js.buf = malloc(js.cap);
+		if (!js.buf) {
+			n = 0;
+			break;
+		}
+	}
+	json_decref(head);
+	if (n < 3 || js.buf[n - 1] != '}') {
+		free(js.buf);
+		return -ENOMEM;
+	}
+	jstream_raw(&js, js.buf, n - 1);
+	JSTREAM_LIT(&js, ",\"flamegraph\":");
+	jstream_node(&js, hc_tree__root(p->tree), 0);
+	JSTREAM_LIT(&js, ",\"histograms\":");
+	jstream_value(&js, p->histograms ? json_incref(p->histograms) : json_object());
+	JSTREAM_LIT(&js, "}\n");
+	if (!js.err && (fflush(out) || ferror(out)))
+		js.err = errno ? -errno : -EIO;
+	free(js.buf);
+	return js.err;
 }

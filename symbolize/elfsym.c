@@ -449,7 +449,12 @@ static Elf *open_elf_fd(int fd)
 	/* A mapped character device (/dev/zero, DRM) is no ELF and may never hit EOF. */
 	if (fstat(fd, &st) || !S_ISREG(st.st_mode))
 		return NULL;
-	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	/*
+	 * ELF_C_READ, not _MMAP: libelf then pread()s headers and the sections we ask for, and a
+	 * file truncated under us (its owner may do that on purpose) gives a short read, not a
+	 * SIGBUS in a root process.
+	 */
+	elf = elf_begin(fd, ELF_C_READ, NULL);
 	if (elf && elf_kind(elf) != ELF_K_ELF) {
 		elf_end(elf);
 		return NULL;

@@ -390,7 +390,8 @@ static void refresh_perfmap(struct hc_symbolizer *sym, struct object *o)
 		return;
 	if (o->perfmap_read && st.st_size == o->perfmap_st.st_size &&
 	    st.st_mtim.tv_sec == o->perfmap_st.st_mtim.tv_sec &&
-	    st.st_mtim.tv_nsec == o->perfmap_st.st_mtim.tv_nsec && st.st_ino == o->perfmap_st.st_ino)
+	    st.st_mtim.tv_nsec == o->perfmap_st.st_mtim.tv_nsec &&
+	    st.st_ino == o->perfmap_st.st_ino)
 		return;
 	pm = hc_perfmap__load(path);
 	if (!pm)
@@ -495,6 +496,9 @@ static int snapshot(struct hc_symbolizer *sym, struct proc *p)
 			sym->stats.process_gone++;
 			return -ESRCH;
 		}
+		/* EACCES and the like: not known yet, so the next add_process tries again. */
+		if (!p->maps)
+			p->stale = true;
 		return err;
 	}
 	ids = calloc(maps->nr ? maps->nr : 1, sizeof(*ids));

@@ -394,6 +394,21 @@ static void test_json_random_tree(void **state)
 	assert_int_equal(check_node(root), hc_tree__node_count(p->tree));
 	assert_int_equal(json_integer_value(json_object_get(root, "value")),
 			 hc_weights__value(hc_node__weights(hc_tree__root(p->tree))));
+	/* The streaming writer emits exactly the bytes of the whole-document encoder. */
+	{
+		char *direct = json_dumps(doc, JSON_COMPACT | JSON_PRESERVE_ORDER), *streamed;
+		size_t len;
+		int err;
+
+		streamed = encode(p, hc_profile__write_json, &err);
+		assert_int_equal(err, 0);
+		len = strlen(streamed);
+		assert_true(len > 0 && streamed[len - 1] == '\n');
+		streamed[len - 1] = '\0';
+		assert_string_equal(streamed, direct);
+		free(direct);
+		free(streamed);
+	}
 	json_decref(doc);
 	hc_profile__free(p);
 }

@@ -73,8 +73,8 @@ struct ksym_case {
 static void test_kallsyms_table(void **state)
 {
 	static const struct ksym_case cases[] = {
-		{ 0xffffffff80000000ull, NULL, NULL, 0 },		 /* before the first symbol */
-		{ 0xffffffff81000000ull, "_stext", NULL, 0 },		 /* alias: first listed wins */
+		{ 0xffffffff80000000ull, NULL, NULL, 0 }, /* before the first symbol */
+		{ 0xffffffff81000000ull, "_stext", NULL, 0 }, /* alias: first listed wins */
 		{ 0xffffffff81000abcull, "_stext", NULL, 0xabc },
 		{ 0xffffffff81001008ull, "__pfx_do_one_initcall", NULL, 8 },
 		{ 0xffffffff81001050ull, "do_one_initcall", NULL, 0x40 }, /* mid-function */
@@ -787,14 +787,14 @@ static void read_fns(struct fixture_proc *fp, const char *until)
 	char line[512];
 
 	while (fgets(line, sizeof(line), fp->out)) {
-		char name[64];
 		unsigned long long addr;
+		char name[64], *sp;
 
 		line[strcspn(line, "\n")] = '\0';
 		if (!strcmp(line, until))
 			return;
 		/* Names may contain spaces ("hc::fixture::spin(int)"): the address is last. */
-		char *sp = strrchr(line, ' ');
+		sp = strrchr(line, ' ');
 
 		if (!sp || sscanf(sp + 1, "%llx", &addr) != 1)
 			fail_msg("fixture said: %s", line);
@@ -1300,6 +1300,36 @@ static void test_facade_fake_proc(void **state)
 	hc_symbolizer__free(NULL);
 }
 
+/* Maps that cannot be read for a reason other than exit: an error each time, never "known". */
+static void test_facade_unreadable(void **state)
+{
+	char dir[] = "/tmp/hc-proc-XXXXXX", path[4200];
+	struct hc_symbolizer_opts opts = { 0 };
+	struct hc_symbolizer *sym;
+	struct hc_uloc loc;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/77", dir);
+	assert_int_equal(mkdir(path, 0755), 0);
+	snprintf(path, sizeof(path), "%s/77/maps", dir);
+	assert_int_equal(mkdir(path, 0755), 0); /* read() gives EISDIR */
+	opts.proc_root = dir;
+	sym = hc_symbolizer__new(&opts);
+	assert_non_null(sym);
+	assert_int_equal(hc_symbolizer__add_process(sym, 77), -EISDIR);
+	assert_int_equal(hc_symbolizer__add_process(sym, 77), -EISDIR);
+	assert_int_equal(hc_symbolizer__normalize(sym, 77, 0x1234, &loc), 0);
+	assert_int_equal(loc.obj, HC_OBJ_UNKNOWN);
+	/* No such pid at all. */
+	assert_int_equal(hc_symbolizer__add_process(sym, 78), -ESRCH);
+	hc_symbolizer__free(sym);
+	rmdir(path);
+	snprintf(path, sizeof(path), "%s/77", dir);
+	rmdir(path);
+	rmdir(dir);
+}
+
 static void test_facade_kernel(void **state)
 {
 	struct hc_symbolizer_opts opts = { 0 };
@@ -1391,6 +1421,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_facade_jit_self),
 		cmocka_unit_test(test_facade_vdso_self),
 		cmocka_unit_test(test_facade_fake_proc),
+		cmocka_unit_test(test_facade_unreadable),
 		cmocka_unit_test(test_facade_kernel),
 	};
 	const char *group = argc > 1 ? argv[1] : "all";
