@@ -57,12 +57,15 @@ record)
 	  | group_by(.[0][2]) | map(map({(.[0][3]): .[1]}) | add)
 	  | sort_by(-.on_cpu_ns) | .[:8][]
 	  | "  \(.on_cpu_ns / 1e6 | floor) ms  \(.name) [\(.pid)]"' "$out"
+	jq -n -r --stream '[inputs | select(length == 2 and .[0][0] == "sampling"
+	    and (.[0][1] | IN("samples", "expected_samples", "idle_samples", "lost")))
+	    | "\(.[0][1:] | join("."))=\(.[1])"] | "Sampling: " + join(", ")' "$out"
 	echo
 	echo "Look at it:"
-	echo "  jq -n --stream 'first(inputs)' ...  (jq 1.6 needs --stream for deep trees; see docs)"
-	echo "  python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))[\"sampling\"])' $out"
-	echo "  ./build/hotcold record -d 10s --format folded > out.folded"
-	echo "      then open out.folded in speedscope, or: flamegraph.pl --countname=ns out.folded > out.svg"
+	echo "  ./build/hotcold record -d 10s --format folded -o out.folded"
+	echo "      open out.folded in speedscope, or: flamegraph.pl --countname=ns out.folded > out.svg"
+	echo "  jq --stream, or python3 -m json.tool, for the JSON (Debian's jq 1.6 stops at 256"
+	echo "      levels of nesting without --stream: docs/profile-schema.md)"
 	;;
 test)
 	install_deps

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
 #include <sysexits.h>
@@ -305,6 +306,22 @@ static int on_exec(void *ctx, const struct hc_exec_event *e)
 	return hc_agg__exec(ctx, e);
 }
 
+/*
+ * The symbolizer holds one fd per distinct mapped object from a process's first sample until
+ * the object is resolved after the capture; a busy machine maps more than the default soft
+ * limit of 1024. Raise the soft limit to the hard one; a failure shows up as
+ * symbolize.object_open_err, not as a crash.
+ */
+static void raise_nofile_limit(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+}
+
 static uint64_t now_ns(clockid_t clk)
 {
 	struct timespec ts;
@@ -430,6 +447,7 @@ int cmd_record(int argc, char **argv)
 	if (rc)
 		goto out;
 
+	raise_nofile_limit();
 	sopts.no_demangle = cfg.no_demangle;
 	sym = hc_symbolizer__new(&sopts);
 	if (!sym) {
