@@ -7,8 +7,8 @@ set -euo pipefail
 cd "$(dirname "$0")"
 
 # Debian 12 packages: the toolchain, the libraries hotcold links, and what the tests use
-# (objcopy/strip/xz build the ELF fixtures, g++ a C++ fixture for demangling).
-PKGS=(clang llvm bpftool libbpf-dev meson ninja-build pkg-config gcc g++ make binutils xz-utils
+# (objcopy/strip/xz build the ELF fixtures, jq reads the test log).
+PKGS=(clang bpftool libbpf-dev meson ninja-build pkg-config gcc make binutils xz-utils
       libelf-dev libdw-dev liblzma-dev libjansson-dev libcmocka-dev zlib1g-dev libiberty-dev jq)
 
 die() { echo "setup.sh: $*" >&2; exit 1; }

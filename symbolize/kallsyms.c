@@ -48,35 +48,6 @@ void hc_kallsyms__free(struct hc_kallsyms *ks)
 	free(ks);
 }
 
-static int parse_hex(const char **pp, const char *end, uint64_t *out)
-{
-	const char *p = *pp;
-	uint64_t v = 0;
-	int digits = 0;
-
-	while (p < end) {
-		int d;
-
-		if (*p >= '0' && *p <= '9')
-			d = *p - '0';
-		else if (*p >= 'a' && *p <= 'f')
-			d = *p - 'a' + 10;
-		else if (*p >= 'A' && *p <= 'F')
-			d = *p - 'A' + 10;
-		else
-			break;
-		if (++digits > 16)
-			return -EINVAL;
-		v = (v << 4) | (uint64_t)d;
-		p++;
-	}
-	if (!digits)
-		return -EINVAL;
-	*pp = p;
-	*out = v;
-	return 0;
-}
-
 static bool is_blank(char c)
 {
 	return c == ' ' || c == '\t' || c == '\r';
@@ -125,7 +96,7 @@ static int parse_line(struct hc_kallsyms *ks, const char *p, const char *end, bo
 	char type;
 	int err;
 
-	if (parse_hex(&p, end, &addr) || p == end || !is_blank(*p))
+	if (hc_parse_hex(&p, end, false, &addr) || p == end || !is_blank(*p))
 		return -EINVAL;
 	while (p < end && is_blank(*p))
 		p++;

@@ -43,37 +43,6 @@ static bool is_blank(char c)
 	return c == ' ' || c == '\t';
 }
 
-static int parse_hex(const char **pp, const char *end, uint64_t *out)
-{
-	const char *p = *pp;
-	uint64_t v = 0;
-	int digits = 0;
-
-	if (end - p > 2 && p[0] == '0' && (p[1] == 'x' || p[1] == 'X'))
-		p += 2;
-	while (p < end) {
-		int d;
-
-		if (*p >= '0' && *p <= '9')
-			d = *p - '0';
-		else if (*p >= 'a' && *p <= 'f')
-			d = *p - 'a' + 10;
-		else if (*p >= 'A' && *p <= 'F')
-			d = *p - 'A' + 10;
-		else
-			break;
-		if (++digits > 16)
-			return -EINVAL;
-		v = (v << 4) | (uint64_t)d;
-		p++;
-	}
-	if (!digits)
-		return -EINVAL;
-	*pp = p;
-	*out = v;
-	return 0;
-}
-
 static int parse_line(struct hc_perfmap *pm, const char *p, const char *end)
 {
 	uint64_t start, size;
@@ -84,11 +53,11 @@ static int parse_line(struct hc_perfmap *pm, const char *p, const char *end)
 		end--;
 	while (p < end && is_blank(*p))
 		p++;
-	if (parse_hex(&p, end, &start) || p == end || !is_blank(*p))
+	if (hc_parse_hex(&p, end, true, &start) || p == end || !is_blank(*p))
 		return -EINVAL;
 	while (p < end && is_blank(*p))
 		p++;
-	if (parse_hex(&p, end, &size) || p == end || !is_blank(*p))
+	if (hc_parse_hex(&p, end, true, &size) || p == end || !is_blank(*p))
 		return -EINVAL;
 	while (p < end && is_blank(*p))
 		p++;

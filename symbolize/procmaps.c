@@ -22,35 +22,6 @@ void hc_procmaps__free(struct hc_procmaps *pm)
 	free(pm);
 }
 
-static int parse_hex(const char **pp, const char *end, uint64_t *out)
-{
-	const char *p = *pp;
-	uint64_t v = 0;
-	int digits = 0;
-
-	while (p < end) {
-		int d;
-
-		if (*p >= '0' && *p <= '9')
-			d = *p - '0';
-		else if (*p >= 'a' && *p <= 'f')
-			d = *p - 'a' + 10;
-		else if (*p >= 'A' && *p <= 'F')
-			d = *p - 'A' + 10;
-		else
-			break;
-		if (++digits > 16)
-			return -EINVAL;
-		v = (v << 4) | (uint64_t)d;
-		p++;
-	}
-	if (!digits)
-		return -EINVAL;
-	*pp = p;
-	*out = v;
-	return 0;
-}
-
 static int parse_dec(const char **pp, const char *end, uint64_t *out)
 {
 	const char *p = *pp;
@@ -89,8 +60,8 @@ static int parse_line(const char *p, const char *end, struct hc_mapping *m,
 	uint64_t major, minor;
 
 	memset(m, 0, sizeof(*m));
-	if (parse_hex(&p, end, &m->start) || expect(&p, end, '-') ||
-	    parse_hex(&p, end, &m->end) || expect(&p, end, ' '))
+	if (hc_parse_hex(&p, end, false, &m->start) || expect(&p, end, '-') ||
+	    hc_parse_hex(&p, end, false, &m->end) || expect(&p, end, ' '))
 		return -EINVAL;
 	if (m->end <= m->start)
 		return -EINVAL;
@@ -113,9 +84,9 @@ static int parse_line(const char *p, const char *end, struct hc_mapping *m,
 	else if (p[3] != 'p')
 		return -EINVAL;
 	p += 5;
-	if (parse_hex(&p, end, &m->pgoff) || expect(&p, end, ' ') ||
-	    parse_hex(&p, end, &major) || expect(&p, end, ':') ||
-	    parse_hex(&p, end, &minor) || expect(&p, end, ' ') ||
+	if (hc_parse_hex(&p, end, false, &m->pgoff) || expect(&p, end, ' ') ||
+	    hc_parse_hex(&p, end, false, &major) || expect(&p, end, ':') ||
+	    hc_parse_hex(&p, end, false, &minor) || expect(&p, end, ' ') ||
 	    parse_dec(&p, end, &m->inode))
 		return -EINVAL;
 	if (major > UINT32_MAX || minor > UINT32_MAX)

@@ -299,3 +299,34 @@ void hc_interner__release(struct hc_interner *in)
 	free(in->slots);
 	memset(in, 0, sizeof(*in));
 }
+
+int hc_parse_hex(const char **pp, const char *end, bool allow_0x, uint64_t *out)
+{
+	const char *p = *pp;
+	uint64_t v = 0;
+	int digits = 0;
+
+	if (allow_0x && end - p > 2 && p[0] == '0' && (p[1] == 'x' || p[1] == 'X'))
+		p += 2;
+	while (p < end) {
+		int d;
+
+		if (*p >= '0' && *p <= '9')
+			d = *p - '0';
+		else if (*p >= 'a' && *p <= 'f')
+			d = *p - 'a' + 10;
+		else if (*p >= 'A' && *p <= 'F')
+			d = *p - 'A' + 10;
+		else
+			break;
+		if (++digits > 16)
+			return -EINVAL;
+		v = (v << 4) | (uint64_t)d;
+		p++;
+	}
+	if (!digits)
+		return -EINVAL;
+	*pp = p;
+	*out = v;
+	return 0;
+}

@@ -8,6 +8,7 @@
 #ifndef HOTCOLD_SYMBOLIZE_UTIL_H
 #define HOTCOLD_SYMBOLIZE_UTIL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -34,6 +35,12 @@ void hc_strpool__release(struct hc_strpool *p);
  * NUL-terminated buffer. Fails with -EFBIG beyond max_bytes. 0 or -errno.
  */
 int hc_read_file(const char *path, size_t max_bytes, char **buf, size_t *len);
+
+/*
+ * Parse hex digits at *pp (at most 16; with allow_0x an optional 0x/0X prefix) and advance
+ * *pp past them. 0, or -EINVAL when there is no digit or too many.
+ */
+int hc_parse_hex(const char **pp, const char *end, bool allow_0x, uint64_t *out);
 
 /* Open-addressing map from a 128-bit key (a, b) to a 32-bit value. Zeroed struct = empty map. */
 struct hc_keymap_slot;
