@@ -70,6 +70,45 @@ static pid_t start_workload(const char *mode, const char *arg, pid_t *child)
 	return pid;
 }
 
+/*
+ * Start a workload, record it with -p for `dur` at `freq`, stop the workload. Extra record
+ * arguments (e.g. "--format", "folded") end with NULL. Returns hotcold's exit status; *pid is
+ * the workload's pid.
+ */
+static int record_workload(struct run *r, const char *mode, const char *work_s, const char *freq,
+			   const char *dur, pid_t *pid, ...)
+{
+	char pidbuf[16], *argv[16];
+	const char *extra;
+	pid_t child;
+	va_list ap;
+	int n = 0, rc;
+
+	*pid = start_workload(mode, work_s, &child);
+	snprintf(pidbuf, sizeof(pidbuf), "%d", *pid);
+	argv[n++] = (char *)hotcold;
+	argv[n++] = "record";
+	argv[n++] = "-F";
+	argv[n++] = (char *)freq;
+	argv[n++] = "-d";
+	argv[n++] = (char *)dur;
+	argv[n++] = "-p";
+	argv[n++] = pidbuf;
+	va_start(ap, pid);
+	while ((extra = va_arg(ap, const char *)) && n < 12)
+		argv[n++] = (char *)extra;
+	va_end(ap);
+	argv[n++] = "-o";
+	argv[n++] = r->out;
+	argv[n] = NULL;
+	rc = e2e_run(argv, r->err, 30000);
+	kill(child, SIGKILL);
+	e2e_wait(child, 5000);
+	if (rc)
+		dump_stderr(r);
+	return rc;
+}
+
 static void common_checks(json_t *j, double hz_expected)
 {
 	json_t *s = json_object_get(j, "sampling"), *lost;
@@ -95,28 +134,14 @@ static void test_cpu_shares_and_chain(void **state)
 	static const char *const chain_a[] = { "main", "hc_work_loop", "hc_burn_a" };
 	static const char *const chain_b[] = { "main", "hc_work_loop", "hc_burn_b" };
 	struct run r;
-	pid_t child, pid;
-	char pidbuf[16];
+	pid_t pid;
 	json_t *j;
 	uint64_t a, b, c, total, proc_on;
 	double sa, sb, sc;
-	int rc;
 
 	(void)state;
 	run_init(&r, "cpu.json");
-	pid = start_workload("cpu", "6", &child);
-	snprintf(pidbuf, sizeof(pidbuf), "%d", pid);
-	{
-		char *argv[] = { (char *)hotcold, "record", "-F", "999", "-d", "3s", "-p", pidbuf,
-				 "-o", r.out, NULL };
-
-		rc = e2e_run(argv, r.err, 30000);
-	}
-	kill(child, SIGKILL);
-	e2e_wait(child, 5000);
-	if (rc)
-		dump_stderr(&r);
-	assert_int_equal(rc, 0);
+	assert_int_equal(record_workload(&r, "cpu", "6", "999", "3s", &pid, NULL), 0);
 	j = e2e_load_json(r.out);
 	assert_non_null(j);
 	common_checks(j, 999);
@@ -154,27 +179,14 @@ static void test_kernel_frames(void **state)
 {
 	static const char *const chain[] = { "main", "hc_syscall_loop" };
 	struct run r;
-	pid_t child, pid;
-	char pidbuf[16], *text;
+	pid_t pid;
+	char *text;
 	json_t *j, *proc;
 	uint64_t ks, us;
-	int rc;
 
 	(void)state;
 	run_init(&r, "sys.json");
-	pid = start_workload("syscall", "5", &child);
-	snprintf(pidbuf, sizeof(pidbuf), "%d", pid);
-	{
-		char *argv[] = { (char *)hotcold, "record", "-F", "499", "-d", "2s", "-p", pidbuf,
-				 "-o", r.out, NULL };
-
-		rc = e2e_run(argv, r.err, 30000);
-	}
-	kill(child, SIGKILL);
-	e2e_wait(child, 5000);
-	if (rc)
-		dump_stderr(&r);
-	assert_int_equal(rc, 0);
+	assert_int_equal(record_workload(&r, "syscall", "5", "499", "2s", &pid, NULL), 0);
 	j = e2e_load_json(r.out);
 	assert_non_null(j);
 	common_checks(j, 499);
@@ -289,24 +301,15 @@ static void test_sigterm_mid_capture(void **state)
 static void test_folded(void **state)
 {
 	struct run r;
-	pid_t child, pid;
-	char pidbuf[16], *text, *line;
+	pid_t pid;
+	char *text, *line;
 	unsigned long long a = 0, all = 0;
-	int rc;
 
 	(void)state;
 	run_init(&r, "cpu.folded");
-	pid = start_workload("cpu", "4", &child);
-	snprintf(pidbuf, sizeof(pidbuf), "%d", pid);
-	{
-		char *argv[] = { (char *)hotcold, "record", "-F", "999", "-d", "2s", "-p", pidbuf,
-				 "--format", "folded", "-o", r.out, NULL };
-
-		rc = e2e_run(argv, r.err, 30000);
-	}
-	kill(child, SIGKILL);
-	e2e_wait(child, 5000);
-	assert_int_equal(rc, 0);
+	assert_int_equal(record_workload(&r, "cpu", "4", "999", "2s", &pid, "--format", "folded",
+					 NULL),
+			 0);
 	text = e2e_read_file(r.out, NULL);
 	assert_non_null(text);
 	for (line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
