@@ -142,6 +142,43 @@ static void test_unknown_command(void **state)
 	assert_int_equal(e2e_run(argv, "/dev/null", 20000), 64);
 }
 
+/* Without privileges: exit 77 naming what is needed, nothing written. As root, the test
+ * drops to nobody with setpriv (util-linux) to see what an unprivileged user sees. */
+static void test_unprivileged(void **state)
+{
+	char *dir = e2e_tmpdir(), err_path[512], out[512], *text;
+	int rc, lines = 0;
+
+	(void)state;
+	assert_non_null(dir);
+	assert_int_equal(chmod(dir, 0777), 0);
+	snprintf(err_path, sizeof(err_path), "%s/stderr", dir);
+	snprintf(out, sizeof(out), "%s/out.json", dir);
+	if (geteuid() == 0) {
+		char *argv[] = { "/usr/bin/setpriv", "--reuid=65534", "--regid=65534",
+				 "--clear-groups", "--inh-caps=-all", (char *)hotcold, "record",
+				 "-d", "1s", "-o", out, NULL };
+
+		rc = e2e_run(argv, err_path, 20000);
+	} else {
+		char *argv[] = { (char *)hotcold, "record", "-d", "1s", "-o", out, NULL };
+
+		rc = e2e_run(argv, err_path, 20000);
+	}
+	text = e2e_read_file(err_path, NULL);
+	for (char *p = text; p && *p; p++)
+		lines += *p == '\n';
+	print_message("unprivileged -> %d: %s", rc, text);
+	assert_int_equal(rc, 77);
+	assert_int_equal(lines, 1);
+	assert_non_null(strstr(text, "CAP_BPF"));
+	unlink(err_path);
+	assert_int_equal(count_entries(dir), 0);
+	rmdir(dir);
+	free(text);
+	free(dir);
+}
+
 /* A rate above kernel.perf_event_max_sample_rate: refused naming the sysctl and its value.
  * Needs root to lower the sysctl for the test; restored afterwards. */
 static void test_kernel_max_rate(void **state)
@@ -195,6 +232,7 @@ int main(void)
 		cmocka_unit_test(test_bad_input),
 		cmocka_unit_test(test_unwritable_output),
 		cmocka_unit_test(test_unknown_command),
+		cmocka_unit_test(test_unprivileged),
 		cmocka_unit_test(test_kernel_max_rate),
 	};
 
