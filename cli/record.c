@@ -386,6 +386,8 @@ static int fill_profile(struct hc_profile *p, const struct record_cfg *cfg,
 		err = hc_profile__add_lost(p, "decode_error", cnt->decode_errors);
 	if (!err)
 		err = hc_profile__add_lost(p, "ingest_error", as.ingest_errors);
+	if (!err)
+		err = hc_profile__add_lost(p, "histogram_error", as.hist_errors);
 	if (err)
 		return err;
 
@@ -537,6 +539,15 @@ int cmd_record(int argc, char **argv)
 		hc_err("building the profile: %s", strerror(-err));
 		rc = EX_OSERR;
 		goto out;
+	}
+	{
+		json_t *prio = hc_hist__to_json(hc_agg__priority(agg));
+
+		if (!prio || json_object_set_new(prof->histograms, "priority", prio)) {
+			hc_err("building the priority histogram: out of memory");
+			rc = EX_OSERR;
+			goto out;
+		}
 	}
 	hc_tree__sort(prof->tree);
 	err = cfg.format == FORMAT_JSON ? hc_profile__write_json(prof, out.f)

@@ -4,7 +4,7 @@
  * document is built as a jansson tree, then dumped compact with keys in insertion order.
  *
  * Strings from the system (comms, symbols, module paths, counter names) may hold any bytes;
- * jansson refuses invalid UTF-8, so every string goes through utf8_sanitize(), which replaces
+ * jansson refuses invalid UTF-8, so every string goes through hc__utf8_sanitize(), which replaces
  * each byte that does not start a well-formed UTF-8 sequence with U+FFFD.
  *
  * The flame graph is encoded recursively, one C frame per tree level. Paths are
@@ -26,85 +26,6 @@
 /* Every tree level is 2 JSON levels; 1000 levels leave room for jansson's 2048 limit. */
 #define HC_JSON_MAX_TREE_DEPTH 1000
 
-/* Length of the well-formed UTF-8 sequence at s (n bytes available), 0 if ill-formed. */
-static size_t utf8_seq_len(const unsigned char *s, size_t n)
-{
-	unsigned char c = s[0];
-
-	if (c < 0x80)
-		return 1;
-	if (c >= 0xC2 && c <= 0xDF)
-		return n >= 2 && (s[1] & 0xC0) == 0x80 ? 2 : 0;
-	if (c >= 0xE0 && c <= 0xEF) {
-		unsigned char lo = 0x80, hi = 0xBF;
-
-		if (c == 0xE0)
-			lo = 0xA0; /* overlong */
-		else if (c == 0xED)
-			hi = 0x9F; /* UTF-16 surrogates */
-		if (n < 3 || s[1] < lo || s[1] > hi || (s[2] & 0xC0) != 0x80)
-			return 0;
-		return 3;
-	}
-	if (c >= 0xF0 && c <= 0xF4) {
-		unsigned char lo = 0x80, hi = 0xBF;
-
-		if (c == 0xF0)
-			lo = 0x90; /* overlong */
-		else if (c == 0xF4)
-			hi = 0x8F; /* > U+10FFFF */
-		if (n < 4 || s[1] < lo || s[1] > hi || (s[2] & 0xC0) != 0x80 ||
-		    (s[3] & 0xC0) != 0x80)
-			return 0;
-		return 4;
-	}
-	return 0; /* continuation byte, 0xC0, 0xC1, 0xF5..0xFF */
-}
-
-/*
- * Returns s itself when it is valid UTF-8, else a malloc'ed copy with every invalid byte
- * replaced by U+FFFD (EF BF BD); *len gets the length. NULL (ENOMEM) on failure.
- */
-static char *utf8_sanitize(const char *s, size_t *len)
-{
-	const unsigned char *u = (const unsigned char *)s;
-	size_t n = strlen(s), i = 0, bad = 0, o = 0;
-	char *out;
-
-	while (i < n) {
-		size_t l = utf8_seq_len(u + i, n - i);
-
-		if (!l) {
-			bad++;
-			l = 1;
-		}
-		i += l;
-	}
-	*len = n;
-	if (!bad)
-		return (char *)s;
-
-	out = malloc(n + 2 * bad + 1);
-	if (!out)
-		return NULL;
-	for (i = 0; i < n;) {
-		size_t l = utf8_seq_len(u + i, n - i);
-
-		if (l) {
-			memcpy(out + o, s + i, l);
-			o += l;
-			i += l;
-		} else {
-			memcpy(out + o, "\xEF\xBF\xBD", 3);
-			o += 3;
-			i++;
-		}
-	}
-	out[o] = '\0';
-	*len = o;
-	return out;
-}
-
 static json_t *jstr(const char *s)
 {
 	size_t len;
@@ -113,7 +34,7 @@ static json_t *jstr(const char *s)
 
 	if (!s)
 		return json_null();
-	valid = utf8_sanitize(s, &len);
+	valid = hc__utf8_sanitize(s, &len);
 	if (!valid)
 		return NULL;
 	j = json_stringn_nocheck(valid, len);
@@ -146,7 +67,7 @@ static int jadd_count(json_t *obj, const char *key, uint64_t count)
 	char *valid;
 	int err;
 
-	valid = utf8_sanitize(key, &len);
+	valid = hc__utf8_sanitize(key, &len);
 	if (!valid)
 		return -ENOMEM;
 	old = json_object_get(obj, valid);

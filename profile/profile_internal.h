@@ -22,4 +22,10 @@ int hc__node_cmp(const struct hc_node *a, const struct hc_node *b);
 /* qsort() adapter over an array of `const struct hc_node *`. */
 int hc__node_ptr_cmp(const void *a, const void *b);
 
+/* Length of the well-formed UTF-8 sequence at s (n bytes available), 0 if ill-formed. */
+size_t hc__utf8_seq_len(const unsigned char *s, size_t n);
+/* s itself when it is valid UTF-8 (no allocation), else a malloc'ed copy with every invalid
+ * byte replaced by U+FFFD; *len gets the length. NULL (ENOMEM) on failure. */
+char *hc__utf8_sanitize(const char *s, size_t *len);
+
 #endif

@@ -19,6 +19,7 @@ struct hc_agg {
 	uint64_t period_ns;
 	struct hc_stacktab *stacks;
 	struct hc_stacktab *comms;
+	struct hc_hist *priority;
 	struct hc_agg_stats stats;
 	uint64_t key[KEY_MAX];
 };
@@ -33,7 +34,8 @@ struct hc_agg *hc_agg__new(struct hc_symbolizer *sym, uint64_t period_ns)
 	agg->period_ns = period_ns;
 	agg->stacks = hc_stacktab__new();
 	agg->comms = hc_stacktab__new();
-	if (!agg->stacks || !agg->comms) {
+	agg->priority = hc_hist__new_lquantize("prio", 0, 140, 10);
+	if (!agg->stacks || !agg->comms || !agg->priority) {
 		hc_agg__free(agg);
 		errno = ENOMEM;
 		return NULL;
@@ -47,6 +49,7 @@ void hc_agg__free(struct hc_agg *agg)
 		return;
 	hc_stacktab__free(agg->stacks);
 	hc_stacktab__free(agg->comms);
+	hc_hist__free(agg->priority);
 	free(agg);
 }
 
@@ -117,6 +120,14 @@ int hc_agg__sample(struct hc_agg *agg, const struct hc_sample_event *e, size_t s
 	w->samples++;
 	w->on_cpu_ns += agg->period_ns;
 
+	{
+		char pcomm[HC_TASK_COMM_LEN + 1];
+
+		memcpy(pcomm, e->pcomm, HC_TASK_COMM_LEN);
+		pcomm[HC_TASK_COMM_LEN] = '\0';
+		if (hc_hist__add(agg->priority, pcomm, e->prio, 1))
+			agg->stats.hist_errors++;
+	}
 	agg->stats.samples++;
 	if (e->kernel_ip)
 		agg->stats.kernel_samples++;
@@ -257,6 +268,11 @@ out:
 	free(fc.elems);
 	hc_stacktab__free(fc.keys);
 	return err;
+}
+
+const struct hc_hist *hc_agg__priority(const struct hc_agg *agg)
+{
+	return agg->priority;
 }
 
 void hc_agg__stats(const struct hc_agg *agg, struct hc_agg_stats *out)

@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "bpf/sample.h"
+#include "profile/hist.h"
 #include "profile/profile.h"
 #include "symbolize/symbolizer.h"
 
@@ -26,6 +27,7 @@ struct hc_agg_stats {
 	uint64_t ingest_errors;  /* samples dropped in user space (out of memory) */
 	uint64_t truncated_ustacks; /* user stacks that hit HC_MAX_STACK_DEPTH */
 	uint64_t truncated_kstacks;
+	uint64_t hist_errors;    /* samples not counted in a histogram (out of memory, limits) */
 };
 
 struct hc_agg;
@@ -36,6 +38,12 @@ void hc_agg__free(struct hc_agg *agg);
 
 int hc_agg__sample(struct hc_agg *agg, const struct hc_sample_event *e, size_t size);
 int hc_agg__exec(struct hc_agg *agg, const struct hc_exec_event *e);
+
+/*
+ * The `priority` histogram: lquantize(prio, 0, 140, 10) of every on-CPU sample, per process
+ * name (DTrace's profpri.d). Borrowed; lives as long as agg.
+ */
+const struct hc_hist *hc_agg__priority(const struct hc_agg *agg);
 
 /* Resolve every distinct frame and add every stack to tree. */
 int hc_agg__build_tree(struct hc_agg *agg, struct hc_tree *tree);

@@ -328,6 +328,65 @@ static void test_folded(void **state)
 	run_fini(&r);
 }
 
+/* DTrace's profpri.d: lquantize(prio, 0, 140, 10) per process. nice 10 -> prio 130. */
+static void test_priority_histogram(void **state)
+{
+	char *argv_w[] = { "/usr/bin/nice", "-n", "10", (char *)workload, "cpu", "4", NULL };
+	json_t *j, *h, *series, *s, *b;
+	struct run r;
+	char pidbuf[16];
+	uint64_t in130 = 0, other = 0;
+	size_t i, k;
+	pid_t child, pid;
+	int fd, rc;
+
+	(void)state;
+	run_init(&r, "prio.json");
+	child = e2e_spawn(argv_w, &fd, NULL);
+	pid = e2e_read_pid(fd);
+	close(fd);
+	assert_int_equal(pid, child);
+	snprintf(pidbuf, sizeof(pidbuf), "%d", pid);
+	{
+		char *argv[] = { (char *)hotcold, "record", "-F", "499", "-d", "2s", "-p", pidbuf,
+				 "-o", r.out, NULL };
+
+		rc = e2e_run(argv, r.err, 30000);
+	}
+	kill(child, SIGKILL);
+	e2e_wait(child, 5000);
+	assert_int_equal(rc, 0);
+	j = e2e_load_json(r.out);
+	assert_non_null(j);
+	h = json_object_get(json_object_get(j, "histograms"), "priority");
+	assert_non_null(h);
+	assert_string_equal(json_string_value(json_object_get(h, "type")), "lquantize");
+	assert_int_equal(json_integer_value(json_object_get(h, "lower")), 0);
+	assert_int_equal(json_integer_value(json_object_get(h, "upper")), 140);
+	assert_int_equal(json_integer_value(json_object_get(h, "step")), 10);
+	series = json_object_get(h, "series");
+	json_array_foreach(series, i, s) {
+		if (strcmp(json_string_value(json_object_get(s, "key")), "hc-workload"))
+			continue;
+		json_array_foreach(json_object_get(s, "buckets"), k, b) {
+			uint64_t c = (uint64_t)json_integer_value(json_object_get(b, "count"));
+			json_t *min = json_object_get(b, "min");
+
+			if (json_is_integer(min) && json_integer_value(min) == 130)
+				in130 += c;
+			else
+				other += c;
+		}
+	}
+	print_message("priority: %llu samples in [130, 139], %llu elsewhere\n",
+		      (unsigned long long)in130, (unsigned long long)other);
+	/* ~2 s at 499 Hz of one busy thread */
+	assert_true(in130 > 700);
+	assert_int_equal(other, 0);
+	json_decref(j);
+	run_fini(&r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -336,6 +395,7 @@ int main(void)
 		cmocka_unit_test(test_short_lived),
 		cmocka_unit_test(test_sigterm_mid_capture),
 		cmocka_unit_test(test_folded),
+		cmocka_unit_test(test_priority_histogram),
 	};
 
 	e2e_require_root();

@@ -9,5 +9,6 @@ int main(void)
 	failed += run_stacktab_tests();
 	failed += run_tree_tests();
 	failed += run_encode_tests();
+	failed += run_hist_tests();
 	return failed ? 1 : 0;
 }

@@ -36,5 +36,6 @@
 int run_stacktab_tests(void);
 int run_tree_tests(void);
 int run_encode_tests(void);
+int run_hist_tests(void);
 
 #endif
