@@ -238,23 +238,14 @@ err_free:
 	return NULL;
 }
 
+static void *parse_any(const char *buf, size_t len)
+{
+	return hc_kallsyms__parse(buf, len);
+}
+
 struct hc_kallsyms *hc_kallsyms__load(const char *path)
 {
-	struct hc_kallsyms *ks;
-	size_t len;
-	char *buf;
-	int err;
-
-	err = hc_read_file(path, KALLSYMS_MAX_BYTES, &buf, &len);
-	if (err) {
-		errno = -err;
-		return NULL;
-	}
-	ks = hc_kallsyms__parse(buf, len);
-	err = errno;
-	free(buf);
-	errno = err;
-	return ks;
+	return hc_parse_file(path, KALLSYMS_MAX_BYTES, parse_any);
 }
 
 int hc_kallsyms__lookup(const struct hc_kallsyms *ks, uint64_t addr, struct hc_ksym *out)

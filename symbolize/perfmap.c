@@ -135,23 +135,14 @@ err_free:
 	return NULL;
 }
 
+static void *parse_any(const char *buf, size_t len)
+{
+	return hc_perfmap__parse(buf, len);
+}
+
 struct hc_perfmap *hc_perfmap__load(const char *path)
 {
-	struct hc_perfmap *pm;
-	size_t len;
-	char *buf;
-	int err;
-
-	err = hc_read_file(path, PERFMAP_MAX_BYTES, &buf, &len);
-	if (err) {
-		errno = -err;
-		return NULL;
-	}
-	pm = hc_perfmap__parse(buf, len);
-	err = errno;
-	free(buf);
-	errno = err;
-	return pm;
+	return hc_parse_file(path, PERFMAP_MAX_BYTES, parse_any);
 }
 
 int hc_perfmap__lookup(const struct hc_perfmap *pm, uint64_t addr, const char **name,

@@ -188,23 +188,14 @@ err_out:
 	return NULL;
 }
 
+static void *parse_any(const char *buf, size_t len)
+{
+	return hc_procmaps__parse(buf, len);
+}
+
 struct hc_procmaps *hc_procmaps__load(const char *path)
 {
-	struct hc_procmaps *pm;
-	size_t len;
-	char *buf;
-	int err;
-
-	err = hc_read_file(path, MAPS_MAX_BYTES, &buf, &len);
-	if (err) {
-		errno = -err;
-		return NULL;
-	}
-	pm = hc_procmaps__parse(buf, len);
-	err = errno;
-	free(buf);
-	errno = err;
-	return pm;
+	return hc_parse_file(path, MAPS_MAX_BYTES, parse_any);
 }
 
 const struct hc_mapping *hc_procmaps__find(const struct hc_procmaps *pm, uint64_t addr)

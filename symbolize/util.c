@@ -330,3 +330,22 @@ int hc_parse_hex(const char **pp, const char *end, bool allow_0x, uint64_t *out)
 	*out = v;
 	return 0;
 }
+
+void *hc_parse_file(const char *path, size_t max_bytes, void *(*parse)(const char *buf, size_t len))
+{
+	size_t len;
+	char *buf;
+	void *obj;
+	int err;
+
+	err = hc_read_file(path, max_bytes, &buf, &len);
+	if (err) {
+		errno = -err;
+		return NULL;
+	}
+	obj = parse(buf, len);
+	err = errno;
+	free(buf);
+	errno = err;
+	return obj;
+}
