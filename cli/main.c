@@ -44,6 +44,7 @@ static const struct command {
 	const char *help;
 } commands[] = {
 	{ "record", cmd_record, "sample every CPU for a while and write a profile" },
+	{ "report", cmd_report, "print a histogram of a saved profile, DTrace style" },
 };
 
 static void usage(FILE *out)

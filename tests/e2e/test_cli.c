@@ -226,6 +226,143 @@ static void test_kernel_max_rate(void **state)
 	free(dir);
 }
 
+/* Run hotcold with args; capture stdout and stderr. Returns the exit status. */
+static int run_capture(char *const argv[], char **out_text, char **err_text)
+{
+	char *dir = e2e_tmpdir(), err_path[512], buf[4096];
+	size_t len = 0, cap = 0;
+	ssize_t n;
+	int fd, rc;
+	pid_t pid;
+
+	assert_non_null(dir);
+	snprintf(err_path, sizeof(err_path), "%s/stderr", dir);
+	pid = e2e_spawn(argv, &fd, err_path);
+	assert_true(pid > 0);
+	*out_text = NULL;
+	while ((n = read(fd, buf, sizeof(buf))) > 0) {
+		if (len + (size_t)n + 1 > cap) {
+			cap = (len + (size_t)n + 1) * 2;
+			*out_text = realloc(*out_text, cap);
+			assert_non_null(*out_text);
+		}
+		memcpy(*out_text + len, buf, (size_t)n);
+		len += (size_t)n;
+	}
+	close(fd);
+	if (!*out_text)
+		*out_text = calloc(1, 1);
+	else
+		(*out_text)[len] = '\0';
+	rc = e2e_wait(pid, 20000);
+	*err_text = e2e_read_file(err_path, NULL);
+	unlink(err_path);
+	rmdir(dir);
+	free(dir);
+	return rc;
+}
+
+/* report --hist prints DTrace's aggregation layout: compared with a reviewed golden. */
+static void test_report_hist(void **state)
+{
+	const char *fx = e2e_env("HC_FIXTURES");
+	char prof[512], golden[512], *out, *err, *want;
+	int rc;
+
+	(void)state;
+	snprintf(prof, sizeof(prof), "%s/report/prio.json", fx);
+	snprintf(golden, sizeof(golden), "%s/report/prio.txt", fx);
+	{
+		char *argv[] = { (char *)hotcold, "report", "--hist", "priority", prof, NULL };
+
+		rc = run_capture(argv, &out, &err);
+	}
+	want = e2e_read_file(golden, NULL);
+	assert_non_null(want);
+	assert_int_equal(rc, 0);
+	assert_string_equal(err, "");
+	assert_string_equal(out, want);
+	free(out);
+	free(err);
+	/* --key selects one series */
+	{
+		char *argv[] = { (char *)hotcold, "report", "--hist", "priority", "--key", "make",
+				 prof, NULL };
+
+		rc = run_capture(argv, &out, &err);
+	}
+	assert_int_equal(rc, 0);
+	assert_non_null(strstr(out, "make"));
+	assert_null(strstr(out, "pipewire"));
+	assert_non_null(strstr(out, "@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@   95"));
+	free(out);
+	free(err);
+	free(want);
+}
+
+struct report_bad {
+	const char *content; /* written to a temp file; NULL: a path that does not exist */
+	const char *args[4];
+	int exit_code;
+	const char *why;
+};
+
+static void test_report_bad_input(void **state)
+{
+	static const struct report_bad cases[] = {
+		{ NULL, { "--hist", "priority" }, 66, "cannot read" },
+		{ "{", { "--hist", "priority" }, 65, "not valid JSON" },
+		{ "[1,2]", { "--hist", "priority" }, 65, "not a hotcold-profile/1" },
+		{ "{\"schema\":\"other/1\"}", { "--hist", "priority" }, 65, "schema: other/1" },
+		{ "{\"schema\":\"hotcold-profile/1\"}", { "--hist", "priority" }, 65,
+		  "no histograms" },
+		{ "{\"schema\":\"hotcold-profile/1\",\"histograms\":{}}", { "--hist", "prio" }, 64,
+		  "it has: none" },
+		{ "{\"schema\":\"hotcold-profile/1\",\"histograms\":{\"priority\":{\"type\":\"x\"}}}",
+		  { "--hist", "priority" }, 65, "malformed" },
+		{ "{\"schema\":\"hotcold-profile/1\",\"schema\":\"hotcold-profile/1\"}",
+		  { "--hist", "priority" }, 65, "duplicate" },
+		{ "{}", { "--key", "x" }, 64, "--hist NAME is required" },
+	};
+	char *dir = e2e_tmpdir(), path[512];
+
+	(void)state;
+	assert_non_null(dir);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const struct report_bad *c = &cases[i];
+		char *argv[8], *out, *err;
+		int n = 0, rc, lines = 0;
+
+		snprintf(path, sizeof(path), "%s/%s", dir, c->content ? "p.json" : "missing.json");
+		if (c->content) {
+			FILE *f = fopen(path, "w");
+
+			assert_non_null(f);
+			fputs(c->content, f);
+			fclose(f);
+		}
+		argv[n++] = (char *)hotcold;
+		argv[n++] = "report";
+		for (int k = 0; c->args[k]; k++)
+			argv[n++] = (char *)c->args[k];
+		argv[n++] = path;
+		argv[n] = NULL;
+		rc = run_capture(argv, &out, &err);
+		for (char *p = err; *p; p++)
+			lines += *p == '\n';
+		print_message("report case %zu -> %d: %s", i, rc, err);
+		assert_int_equal(rc, c->exit_code);
+		assert_non_null(strstr(err, c->why));
+		assert_int_equal(lines, 1);
+		assert_string_equal(out, "");
+		free(out);
+		free(err);
+		unlink(path);
+	}
+	rmdir(dir);
+	free(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -234,6 +371,8 @@ int main(void)
 		cmocka_unit_test(test_unknown_command),
 		cmocka_unit_test(test_unprivileged),
 		cmocka_unit_test(test_kernel_max_rate),
+		cmocka_unit_test(test_report_hist),
+		cmocka_unit_test(test_report_bad_input),
 	};
 
 	hotcold = e2e_env("HOTCOLD");
