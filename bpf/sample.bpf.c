@@ -16,6 +16,7 @@
 
 char LICENSE[] SEC("license") = "GPL";
 
+
 /* Set by user space before load. */
 const volatile bool filter_tgid = false; /* only tgids in `tgids` are emitted (-p) */
 /* Wake the reader once this many bytes wait; below that it polls on a timer (cheaper). */
@@ -90,6 +91,27 @@ static __always_inline __u64 wakeup_flags(__u32 tgid)
 	return BPF_RB_NO_WAKEUP;
 }
 
+/*
+ * Tasks waiting for this CPU, as bcc's runqlen reads it but over all scheduling classes:
+ * the CPU's rq->nr_running, reached through the current task's cfs_rq (the per-CPU
+ * `runqueues` variable is no ksym on kernels without CONFIG_KALLSYMS_ALL). Without
+ * CONFIG_FAIR_GROUP_SCHED (no cfs_rq->rq) the task's CFS queue is counted instead.
+ * nr_running includes the interrupted task, which is running, not waiting.
+ */
+static __always_inline __u32 runq_len(struct task_struct *task)
+{
+	struct cfs_rq *cfs = BPF_CORE_READ(task, se.cfs_rq);
+	__u32 nr;
+
+	if (bpf_core_field_exists(cfs->rq))
+		nr = BPF_CORE_READ(cfs, rq, nr_running);
+	else if (bpf_core_field_exists(cfs->nr_queued))
+		nr = BPF_CORE_READ(cfs, nr_queued);
+	else
+		nr = BPF_CORE_READ(cfs, nr_running);
+	return nr > 0 ? nr - 1 : 0;
+}
+
 SEC("perf_event")
 int hc_sample(struct bpf_perf_event_data *ctx)
 {
@@ -122,6 +144,8 @@ int hc_sample(struct bpf_perf_event_data *ctx)
 	e->user_ip = in_kernel ? 0 : ctx->regs.ip;
 	e->tgid = tgid;
 	e->tid = tid;
+	e->runq_len = runq_len(task);
+	e->_pad = 0;
 	e->prio = BPF_CORE_READ(task, prio);
 	e->policy = BPF_CORE_READ(task, policy);
 	bpf_get_current_comm(e->comm, sizeof(e->comm));

@@ -52,6 +52,10 @@ struct hc_sample_event {
 	__u32 policy; /* SCHED_OTHER 0, FIFO 1, RR 2, BATCH 3, IDLE 5, DEADLINE 6 */
 	__s32 kstack_len; /* bytes of kernel frames, or -errno from bpf_get_stack */
 	__s32 ustack_len; /* bytes of user frames, or -errno */
+	/* Tasks waiting on this CPU's run queue, the interrupted one excluded: rq->nr_running - 1
+	 * (all scheduling classes). */
+	__u32 runq_len;
+	__u32 _pad;
 	char comm[HC_TASK_COMM_LEN];  /* thread name */
 	char pcomm[HC_TASK_COMM_LEN]; /* process name: the group leader's comm */
 	__u64 stacks[2 * HC_MAX_STACK_DEPTH];

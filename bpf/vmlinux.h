@@ -94,11 +94,27 @@ struct bpf_perf_event_data {
 struct mm_struct {
 } __attribute__((preserve_access_index));
 
+struct rq {
+	unsigned int nr_running;
+} __attribute__((preserve_access_index));
+
+/* cfs_rq.rq exists with CONFIG_FAIR_GROUP_SCHED; nr_running was renamed nr_queued in 6.14. */
+struct cfs_rq {
+	struct rq *rq;
+	unsigned int nr_running;
+	unsigned int nr_queued;
+} __attribute__((preserve_access_index));
+
+struct sched_entity {
+	struct cfs_rq *cfs_rq;
+} __attribute__((preserve_access_index));
+
 struct task_struct {
 	unsigned int __state;
 	unsigned int flags;
 	int prio;
 	unsigned int policy;
+	struct sched_entity se;
 	struct mm_struct *mm;
 	pid_t pid;
 	pid_t tgid;

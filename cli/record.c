@@ -540,11 +540,15 @@ int cmd_record(int argc, char **argv)
 		rc = EX_OSERR;
 		goto out;
 	}
+	for (uint32_t i = 0; i < cnt.n_cpus; i++)
+		hc_agg__idle_samples(agg, cnt.cpus[i], cnt.per_cpu[(size_t)i * HC_CNT_MAX + HC_CNT_IDLE]);
 	{
 		json_t *prio = hc_hist__to_json(hc_agg__priority(agg));
+		json_t *runq = hc_hist__to_json(hc_agg__runqueue_length(agg));
 
-		if (!prio || json_object_set_new(prof->histograms, "priority", prio)) {
-			hc_err("building the priority histogram: out of memory");
+		if (!prio || json_object_set_new(prof->histograms, "priority", prio) || !runq ||
+		    json_object_set_new(prof->histograms, "runqueue_length", runq)) {
+			hc_err("building the histograms: out of memory");
 			rc = EX_OSERR;
 			goto out;
 		}

@@ -2,6 +2,7 @@
 #include "sampler/aggregate.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -20,6 +21,7 @@ struct hc_agg {
 	struct hc_stacktab *stacks;
 	struct hc_stacktab *comms;
 	struct hc_hist *priority;
+	struct hc_hist *runq;
 	struct hc_agg_stats stats;
 	uint64_t key[KEY_MAX];
 };
@@ -35,7 +37,8 @@ struct hc_agg *hc_agg__new(struct hc_symbolizer *sym, uint64_t period_ns)
 	agg->stacks = hc_stacktab__new();
 	agg->comms = hc_stacktab__new();
 	agg->priority = hc_hist__new_lquantize("prio", 0, 140, 10);
-	if (!agg->stacks || !agg->comms || !agg->priority) {
+	agg->runq = hc_hist__new_lquantize("tasks", 0, 32, 1);
+	if (!agg->stacks || !agg->comms || !agg->priority || !agg->runq) {
 		hc_agg__free(agg);
 		errno = ENOMEM;
 		return NULL;
@@ -50,6 +53,7 @@ void hc_agg__free(struct hc_agg *agg)
 	hc_stacktab__free(agg->stacks);
 	hc_stacktab__free(agg->comms);
 	hc_hist__free(agg->priority);
+	hc_hist__free(agg->runq);
 	free(agg);
 }
 
@@ -69,6 +73,14 @@ static void comm_string(const struct hc_agg *agg, uint64_t idx, char out[HC_TASK
 
 	memcpy(out, k, HC_TASK_COMM_LEN);
 	out[HC_TASK_COMM_LEN] = '\0';
+}
+
+static int add_runq(struct hc_agg *agg, uint32_t cpu, int64_t len, uint64_t count)
+{
+	char key[24];
+
+	snprintf(key, sizeof(key), "cpu %u", cpu);
+	return hc_hist__add(agg->runq, key, len, count);
 }
 
 int hc_agg__sample(struct hc_agg *agg, const struct hc_sample_event *e, size_t size)
@@ -128,6 +140,8 @@ int hc_agg__sample(struct hc_agg *agg, const struct hc_sample_event *e, size_t s
 		if (hc_hist__add(agg->priority, pcomm, e->prio, 1))
 			agg->stats.hist_errors++;
 	}
+	if (add_runq(agg, e->cpu, e->runq_len, 1))
+		agg->stats.hist_errors++;
 	agg->stats.samples++;
 	if (e->kernel_ip)
 		agg->stats.kernel_samples++;
@@ -273,6 +287,16 @@ out:
 const struct hc_hist *hc_agg__priority(const struct hc_agg *agg)
 {
 	return agg->priority;
+}
+
+const struct hc_hist *hc_agg__runqueue_length(const struct hc_agg *agg)
+{
+	return agg->runq;
+}
+
+int hc_agg__idle_samples(struct hc_agg *agg, uint32_t cpu, uint64_t count)
+{
+	return add_runq(agg, cpu, 0, count);
 }
 
 void hc_agg__stats(const struct hc_agg *agg, struct hc_agg_stats *out)

@@ -44,6 +44,14 @@ int hc_agg__exec(struct hc_agg *agg, const struct hc_exec_event *e);
  * name (DTrace's profpri.d). Borrowed; lives as long as agg.
  */
 const struct hc_hist *hc_agg__priority(const struct hc_agg *agg);
+/*
+ * The `runqueue_length` histogram: lquantize(len, 0, 32, 1) per CPU ("cpu N"), read at every
+ * on-CPU sample (bcc runqlen, all scheduling classes). Borrowed; lives as long as agg.
+ */
+const struct hc_hist *hc_agg__runqueue_length(const struct hc_agg *agg);
+/* Idle-task samples of one CPU (counted in BPF, never sent): the idle task runs only when
+ * nothing waits, so each is a run-queue length of 0. */
+int hc_agg__idle_samples(struct hc_agg *agg, uint32_t cpu, uint64_t count);
 
 /* Resolve every distinct frame and add every stack to tree. */
 int hc_agg__build_tree(struct hc_agg *agg, struct hc_tree *tree);

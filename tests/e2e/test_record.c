@@ -387,6 +387,63 @@ static void test_priority_histogram(void **state)
 	run_fini(&r);
 }
 
+/* bcc runqlen: 4 busy tasks on 2 CPUs leave 1 waiting per CPU nearly all the time. */
+static void test_runqueue_length(void **state)
+{
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	pid_t kids[16];
+	json_t *j, *h, *s, *b;
+	struct run r;
+	size_t i, k;
+	int rc, n = (int)(2 * ncpu);
+
+	(void)state;
+	assert_true(n <= 16);
+	run_init(&r, "runq.json");
+	for (int w = 0; w < n; w++)
+		start_workload("cpu", "4", &kids[w]);
+	{
+		char *argv[] = { (char *)hotcold, "record", "-F", "499", "-d", "2s", "-o", r.out,
+				 NULL };
+
+		rc = e2e_run(argv, r.err, 30000);
+	}
+	for (int w = 0; w < n; w++) {
+		kill(kids[w], SIGKILL);
+		e2e_wait(kids[w], 5000);
+	}
+	if (rc)
+		dump_stderr(&r);
+	assert_int_equal(rc, 0);
+	j = e2e_load_json(r.out);
+	assert_non_null(j);
+	h = json_object_get(json_object_get(j, "histograms"), "runqueue_length");
+	assert_non_null(h);
+	assert_string_equal(json_string_value(json_object_get(h, "type")), "lquantize");
+	assert_int_equal(json_integer_value(json_object_get(h, "upper")), 32);
+	assert_int_equal(json_array_size(json_object_get(h, "series")), (size_t)ncpu);
+	json_array_foreach(json_object_get(h, "series"), i, s) {
+		uint64_t zero = 0, waiting = 0;
+
+		json_array_foreach(json_object_get(s, "buckets"), k, b) {
+			json_t *min = json_object_get(b, "min");
+			uint64_t c = (uint64_t)json_integer_value(json_object_get(b, "count"));
+
+			if (json_is_integer(min) && json_integer_value(min) == 0)
+				zero += c;
+			else if (json_is_integer(min) && json_integer_value(min) >= 1)
+				waiting += c;
+		}
+		print_message("%s: %llu samples with an empty queue, %llu with tasks waiting\n",
+			      json_string_value(json_object_get(s, "key")),
+			      (unsigned long long)zero, (unsigned long long)waiting);
+		assert_true(waiting + zero > 500);
+		assert_true((double)waiting >= 0.8 * (double)(waiting + zero));
+	}
+	json_decref(j);
+	run_fini(&r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -396,6 +453,7 @@ int main(void)
 		cmocka_unit_test(test_sigterm_mid_capture),
 		cmocka_unit_test(test_folded),
 		cmocka_unit_test(test_priority_histogram),
+		cmocka_unit_test(test_runqueue_length),
 	};
 
 	e2e_require_root();
