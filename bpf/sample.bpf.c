@@ -77,12 +77,16 @@ static __always_inline bool wanted(__u32 tgid)
 	return !filter_tgid || bpf_map_lookup_elem(&tgids, &tgid);
 }
 
-/* BPF_RB_NO_WAKEUP unless the process is new or enough data waits. */
-static __always_inline __u64 wakeup_flags(__u32 tgid)
+/*
+ * BPF_RB_NO_WAKEUP unless the process is new or enough data waits. prev_tgid is the tgid of
+ * this CPU's previous sample: a busy CPU mostly samples one process, and then the LRU lookup
+ * (the dearest step after the stack walk) is skipped.
+ */
+static __always_inline __u64 wakeup_flags(__u32 tgid, __u32 prev_tgid)
 {
 	static const __u8 one = 1;
 
-	if (!bpf_map_lookup_elem(&seen_tgids, &tgid)) {
+	if (tgid != prev_tgid && !bpf_map_lookup_elem(&seen_tgids, &tgid)) {
 		bpf_map_update_elem(&seen_tgids, &tgid, &one, BPF_ANY);
 		return BPF_RB_FORCE_WAKEUP;
 	}
@@ -121,6 +125,7 @@ int hc_sample(struct bpf_perf_event_data *ctx)
 	bool in_kernel = (ctx->regs.cs & 3) == 0;
 	struct hc_sample_event *e;
 	long ulen = 0, klen = 0;
+	__u32 prev_tgid;
 	__u64 size;
 
 	count(HC_CNT_SEEN);
@@ -137,6 +142,8 @@ int hc_sample(struct bpf_perf_event_data *ctx)
 	if (!e)
 		return 0;
 
+	/* The scratch record still holds this CPU's previous sample (tgid 0 before the first). */
+	prev_tgid = e->tgid;
 	e->type = HC_EVENT_SAMPLE;
 	e->cpu = bpf_get_smp_processor_id();
 	e->time_ns = bpf_ktime_get_ns();
@@ -186,7 +193,7 @@ int hc_sample(struct bpf_perf_event_data *ctx)
 	if (klen > STACK_BYTES)
 		klen = STACK_BYTES;
 	size = HC_SAMPLE_HDR_SIZE + ulen + klen;
-	if (bpf_ringbuf_output(&events, e, size, wakeup_flags(tgid)))
+	if (bpf_ringbuf_output(&events, e, size, wakeup_flags(tgid, prev_tgid)))
 		count(HC_CNT_RINGBUF_FULL);
 	return 0;
 }
