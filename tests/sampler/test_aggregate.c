@@ -1,0 +1,259 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * sampler/aggregate: synthetic sample events -> interned stacks -> the flame-graph tree and
+ * histograms. User frames are this test's own functions (its real /proc/self/maps and ELF
+ * symbols); kernel frames resolve against a fixture kallsyms. No root, no BPF.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "sampler/aggregate.h"
+
+#define PERIOD_NS 1001001ull
+
+__attribute__((noinline)) void hc_t_leaf(void)
+{
+	__asm__ volatile("" ::: "memory");
+}
+
+__attribute__((noinline)) void hc_t_mid(void)
+{
+	hc_t_leaf();
+	__asm__ volatile("" ::: "memory");
+}
+
+__attribute__((noinline)) void hc_t_outer(void)
+{
+	hc_t_mid();
+	__asm__ volatile("" ::: "memory");
+}
+
+/* fixtures/symbolize/kallsyms.txt */
+#define K_DO_ONE_INITCALL 0xffffffff81001010ull
+#define K_TRACE_CB 0xffffffff81001200ull /* trace_initcall_start_cb, right after it */
+#define K_EXT4_SYNC_FS 0xffffffffc0a00800ull
+
+struct fixture {
+	struct hc_symbolizer *sym;
+	struct hc_agg *agg;
+};
+
+static int setup(void **state)
+{
+	struct hc_symbolizer_opts opts = { .kallsyms = HC_FIXTURES_DIR "/symbolize/kallsyms.txt" };
+	struct fixture *f = calloc(1, sizeof(*f));
+
+	assert_non_null(f);
+	f->sym = hc_symbolizer__new(&opts);
+	assert_non_null(f->sym);
+	assert_int_equal(hc_symbolizer__load_kernel(f->sym), 0);
+	f->agg = hc_agg__new(f->sym, PERIOD_NS);
+	assert_non_null(f->agg);
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fixture *f = *state;
+
+	hc_agg__free(f->agg);
+	hc_symbolizer__free(f->sym);
+	free(f);
+	return 0;
+}
+
+/* A sample in kernel mode: user stack outer <- mid <- leaf, kernel stack below it. */
+static size_t make_event(struct hc_sample_event *e, const char *pcomm, const char *comm)
+{
+	const uint64_t ustack[] = {
+		(uintptr_t)hc_t_leaf,     /* the leaf: exact PC (gcc makes it a lone ret) */
+		(uintptr_t)hc_t_mid + 5,  /* callers: return addresses, stepped back by 1 */
+		(uintptr_t)hc_t_outer + 5,
+	};
+	const uint64_t kstack[] = {
+		K_TRACE_CB,     /* leaf: exactly the start of trace_initcall_start_cb */
+		K_TRACE_CB,     /* caller: a return address at the end of do_one_initcall */
+		K_EXT4_SYNC_FS + 0x10,
+	};
+
+	memset(e, 0, sizeof(*e));
+	e->type = HC_EVENT_SAMPLE;
+	e->cpu = 1;
+	e->kernel_ip = K_TRACE_CB;
+	e->tgid = (uint32_t)getpid();
+	e->tid = (uint32_t)gettid();
+	e->prio = 120;
+	e->runq_len = 2;
+	memcpy(e->pcomm, pcomm, strnlen(pcomm, sizeof(e->pcomm) - 1));
+	memcpy(e->comm, comm, strnlen(comm, sizeof(e->comm) - 1));
+	memcpy(e->stacks, ustack, sizeof(ustack));
+	memcpy(e->stacks + 3, kstack, sizeof(kstack));
+	e->ustack_len = sizeof(ustack);
+	e->kstack_len = sizeof(kstack);
+	return HC_SAMPLE_HDR_SIZE + sizeof(ustack) + sizeof(kstack);
+}
+
+static const struct hc_node *only_child(const struct hc_node *n, enum hc_node_kind kind,
+					const char *name)
+{
+	const struct hc_node *c;
+
+	assert_int_equal(hc_node__child_count(n), 1);
+	c = hc_node__child(n, 0);
+	assert_int_equal(hc_node__kind(c), kind);
+	assert_string_equal(hc_node__name(c), name);
+	return c;
+}
+
+static void test_tree_order_and_names(void **state)
+{
+	struct fixture *f = *state;
+	struct hc_sample_event e;
+	struct hc_tree *tree = hc_tree__new();
+	const struct hc_node *n;
+	struct hc_agg_stats st;
+	size_t size = make_event(&e, "proc", "thr");
+
+	assert_non_null(tree);
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(hc_agg__sample(f->agg, &e, size), 0);
+	assert_int_equal(hc_agg__stack_count(f->agg), 1);
+	assert_int_equal(hc_agg__build_tree(f->agg, tree), 0);
+
+	n = hc_tree__root(tree);
+	assert_int_equal(hc_node__weights(n)->samples, 3);
+	assert_int_equal(hc_node__weights(n)->on_cpu_ns, 3 * PERIOD_NS);
+	n = only_child(n, HC_NODE_PROCESS, "proc");
+	assert_int_equal(hc_node__id(n), (uint64_t)getpid());
+	n = only_child(n, HC_NODE_THREAD, "thr");
+	assert_int_equal(hc_node__id(n), (uint64_t)gettid());
+	/* user frames, outermost first, in this executable */
+	n = only_child(n, HC_NODE_USER, "hc_t_outer");
+	assert_string_equal(hc_node__module(n), "test-sampler");
+	n = only_child(n, HC_NODE_USER, "hc_t_mid");
+	n = only_child(n, HC_NODE_USER, "hc_t_leaf");
+	/* then kernel frames, outermost first; the caller's return address was stepped back
+	 * into do_one_initcall, the leaf's exact PC was not */
+	n = only_child(n, HC_NODE_KERNEL, "ext4_sync_fs");
+	assert_string_equal(hc_node__module(n), "ext4");
+	n = only_child(n, HC_NODE_KERNEL, "do_one_initcall");
+	assert_null(hc_node__module(n));
+	n = only_child(n, HC_NODE_KERNEL, "trace_initcall_start_cb");
+	assert_int_equal(hc_node__child_count(n), 0);
+	assert_int_equal(hc_node__weights(n)->samples, 3);
+
+	hc_agg__stats(f->agg, &st);
+	assert_int_equal(st.samples, 3);
+	assert_int_equal(st.kernel_samples, 3);
+	assert_int_equal(st.user_samples, 0);
+	assert_int_equal(st.ingest_errors, 0);
+	hc_tree__free(tree);
+}
+
+static void test_identity_splits_stacks(void **state)
+{
+	struct fixture *f = *state;
+	struct hc_sample_event e;
+	struct hc_tree *tree = hc_tree__new();
+	const struct hc_node *proc;
+	size_t size;
+
+	size = make_event(&e, "proc", "thr");
+	assert_int_equal(hc_agg__sample(f->agg, &e, size), 0);
+	/* a renamed thread is a different node; so is a different process name */
+	size = make_event(&e, "proc", "thr2");
+	assert_int_equal(hc_agg__sample(f->agg, &e, size), 0);
+	size = make_event(&e, "other", "thr");
+	assert_int_equal(hc_agg__sample(f->agg, &e, size), 0);
+	assert_int_equal(hc_agg__stack_count(f->agg), 3);
+	assert_int_equal(hc_agg__build_tree(f->agg, tree), 0);
+	assert_int_equal(hc_node__child_count(hc_tree__root(tree)), 2);
+	hc_tree__sort(tree);
+	proc = hc_node__child(hc_tree__root(tree), 0);
+	assert_string_equal(hc_node__name(proc), "proc"); /* 2 samples sort first */
+	assert_int_equal(hc_node__child_count(proc), 2);
+	hc_tree__free(tree);
+}
+
+static void test_unknown_user_frame(void **state)
+{
+	struct fixture *f = *state;
+	struct hc_sample_event e;
+	struct hc_tree *tree = hc_tree__new();
+	const struct hc_node *n;
+	size_t size = make_event(&e, "proc", "thr");
+
+	/* One user frame in no mapping at all: kept, as [unknown] with its address. */
+	e.stacks[0] = 0x10;
+	e.ustack_len = 8;
+	e.kstack_len = 0;
+	e.kernel_ip = 0;
+	e.user_ip = 0x10;
+	size = HC_SAMPLE_HDR_SIZE + 8;
+	assert_int_equal(hc_agg__sample(f->agg, &e, size), 0);
+	assert_int_equal(hc_agg__build_tree(f->agg, tree), 0);
+	n = only_child(hc_tree__root(tree), HC_NODE_PROCESS, "proc");
+	n = only_child(n, HC_NODE_THREAD, "thr");
+	n = only_child(n, HC_NODE_USER, "[unknown]");
+	assert_int_equal(hc_node__offset(n), 0x10);
+	hc_tree__free(tree);
+}
+
+static uint64_t bucket_count(const struct hc_hist *h, const char *key, int64_t value)
+{
+	const uint64_t *c = hc_hist__counts(h, key);
+
+	assert_non_null(c);
+	return c[hc_hist__bucket_index(h, value)];
+}
+
+static void test_histograms(void **state)
+{
+	struct fixture *f = *state;
+	struct hc_sample_event e;
+	size_t size = make_event(&e, "proc", "thr");
+
+	for (int i = 0; i < 4; i++)
+		assert_int_equal(hc_agg__sample(f->agg, &e, size), 0);
+	assert_int_equal(hc_agg__idle_samples(f->agg, 0, 7), 0);
+	/* priority: lquantize(prio, 0, 140, 10) per process */
+	assert_int_equal(bucket_count(hc_agg__priority(f->agg), "proc", 120), 4);
+	assert_int_equal(bucket_count(hc_agg__priority(f->agg), "proc", 110), 0);
+	/* runqueue_length: per CPU; idle samples are length 0 */
+	assert_int_equal(bucket_count(hc_agg__runqueue_length(f->agg), "cpu 1", 2), 4);
+	assert_int_equal(bucket_count(hc_agg__runqueue_length(f->agg), "cpu 0", 0), 7);
+	assert_null(hc_hist__counts(hc_agg__runqueue_length(f->agg), "cpu 2"));
+}
+
+static void test_bad_event(void **state)
+{
+	struct fixture *f = *state;
+	struct hc_sample_event e;
+
+	make_event(&e, "proc", "thr");
+	e.ustack_len = (HC_MAX_STACK_DEPTH + 1) * 8; /* more frames than the ABI allows */
+	assert_int_equal(hc_agg__sample(f->agg, &e, sizeof(e)), -EINVAL);
+	assert_int_equal(hc_agg__stack_count(f->agg), 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_tree_order_and_names, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_identity_splits_stacks, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_unknown_user_frame, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_histograms, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_bad_event, setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
