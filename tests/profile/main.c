@@ -1,6 +1,27 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /* One cmocka binary for profile/: every group runs, the exit status counts the failures. */
+#include <stdio.h>
+#include <string.h>
+
 #include "tests.h"
+
+/* On a mismatch, leave the actual output next to the test for a human to diff and review. */
+void expect_golden_text(const char *actual, const char *expected, const char *name)
+{
+	if (strcmp(actual, expected) != 0) {
+		char path[256];
+		FILE *f;
+
+		snprintf(path, sizeof(path), "%s.actual", name);
+		f = fopen(path, "w");
+		if (f) {
+			fputs(actual, f);
+			fclose(f);
+		}
+		fprintf(stderr, "golden mismatch for %s: actual output in %s\n", name, path);
+	}
+	assert_string_equal(actual, expected);
+}
 
 int main(void)
 {

@@ -42,24 +42,6 @@ static char *encode(const struct hc_profile *p, int (*fn)(const struct hc_profil
 	return buf;
 }
 
-/* On a mismatch, leave the actual output next to the test for a human to diff and review. */
-static void expect_golden(const char *actual, const char *expected, const char *name)
-{
-	if (strcmp(actual, expected) != 0) {
-		char path[256];
-		FILE *f;
-
-		snprintf(path, sizeof(path), "%s.actual", name);
-		f = fopen(path, "w");
-		if (f) {
-			fputs(actual, f);
-			fclose(f);
-		}
-		fprintf(stderr, "golden mismatch for %s: actual output in %s\n", name, path);
-	}
-	assert_string_equal(actual, expected);
-}
-
 /* The hand-built profile behind fixtures/profile/small.{json,folded}. */
 static struct hc_profile *small_profile(void)
 {
@@ -153,7 +135,7 @@ static void test_json_golden(void **state)
 	len = strlen(actual);
 	assert_true(len > 0 && actual[len - 1] == '\n');
 	actual[len - 1] = '\0';
-	expect_golden(actual, expected, "small.json");
+	expect_golden_text(actual, expected, "small.json");
 
 	/* to_json gives the same document, and the profile keeps its histograms reference */
 	doc = hc_profile__to_json(p);
@@ -187,7 +169,7 @@ static void test_folded_golden(void **state)
 	assert_non_null(expected);
 	actual = encode(p, hc_profile__write_folded, &err);
 	assert_int_equal(err, 0);
-	expect_golden(actual, expected, "small.folded");
+	expect_golden_text(actual, expected, "small.folded");
 	/* sorting the tree first changes nothing */
 	hc_tree__sort(p->tree);
 	free(actual);

@@ -60,19 +60,7 @@ static void expect_golden(const struct hc_hist *h, const char *name)
 
 	assert_non_null(want);
 	assert_int_equal(err, 0);
-	if (strcmp(got, want) != 0) {
-		char path[256];
-		FILE *f;
-
-		snprintf(path, sizeof(path), "%s.actual", name);
-		f = fopen(path, "w");
-		if (f) {
-			fputs(got, f);
-			fclose(f);
-		}
-		fprintf(stderr, "golden mismatch for %s: actual output in %s\n", name, path);
-	}
-	assert_string_equal(got, want);
+	expect_golden_text(got, want, name);
 	free(got);
 	free(want);
 }

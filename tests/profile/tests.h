@@ -33,6 +33,10 @@
 		assert_int_equal(hc_tree__add_path((tree), p_, ARRAY_SIZE(p_), &w_), 0);           \
 	} while (0)
 
+/* assert actual == expected; on a mismatch first leave `name`.actual (in the working
+ * directory) for a human to diff and review. */
+void expect_golden_text(const char *actual, const char *expected, const char *name);
+
 int run_stacktab_tests(void);
 int run_tree_tests(void);
 int run_encode_tests(void);
