@@ -152,7 +152,6 @@ int hc_sample(struct bpf_perf_event_data *ctx)
 	e->tgid = tgid;
 	e->tid = tid;
 	e->runq_len = runq_len(task);
-	e->_pad = 0;
 	e->prio = BPF_CORE_READ(task, prio);
 	e->policy = BPF_CORE_READ(task, policy);
 	bpf_get_current_comm(e->comm, sizeof(e->comm));

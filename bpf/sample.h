@@ -55,7 +55,7 @@ struct hc_sample_event {
 	/* Tasks waiting on this CPU's run queue, the interrupted one excluded: rq->nr_running - 1
 	 * (all scheduling classes). */
 	__u32 runq_len;
-	__u32 _pad;
+	__u32 _pad; /* zero: the per-CPU scratch record starts zeroed and nothing writes it */
 	char comm[HC_TASK_COMM_LEN];  /* thread name */
 	char pcomm[HC_TASK_COMM_LEN]; /* process name: the group leader's comm */
 	__u64 stacks[2 * HC_MAX_STACK_DEPTH];

@@ -22,6 +22,8 @@ struct hc_agg {
 	struct hc_stacktab *comms;
 	struct hc_hist *priority;
 	struct hc_hist *runq;
+	char (*cpu_keys)[16]; /* "cpu N" by CPU number, formatted once, not per sample */
+	size_t n_cpu_keys;
 	struct hc_agg_stats stats;
 	uint64_t key[KEY_MAX];
 };
@@ -54,6 +56,7 @@ void hc_agg__free(struct hc_agg *agg)
 	hc_stacktab__free(agg->comms);
 	hc_hist__free(agg->priority);
 	hc_hist__free(agg->runq);
+	free(agg->cpu_keys);
 	free(agg);
 }
 
@@ -75,12 +78,24 @@ static void comm_string(const struct hc_agg *agg, uint64_t idx, char out[HC_TASK
 	out[HC_TASK_COMM_LEN] = '\0';
 }
 
+/* CPU numbers come from the kernel; bound them so a bad record cannot grow the table. */
+#define AGG_MAX_CPU 65536
+
 static int add_runq(struct hc_agg *agg, uint32_t cpu, int64_t len, uint64_t count)
 {
-	char key[24];
+	if (cpu >= AGG_MAX_CPU)
+		return -EINVAL;
+	if (cpu >= agg->n_cpu_keys) {
+		char(*keys)[16] = realloc(agg->cpu_keys, ((size_t)cpu + 1) * sizeof(*keys));
 
-	snprintf(key, sizeof(key), "cpu %u", cpu);
-	return hc_hist__add(agg->runq, key, len, count);
+		if (!keys)
+			return -ENOMEM;
+		for (size_t i = agg->n_cpu_keys; i <= cpu; i++)
+			snprintf(keys[i], sizeof(keys[i]), "cpu %zu", i);
+		agg->cpu_keys = keys;
+		agg->n_cpu_keys = (size_t)cpu + 1;
+	}
+	return hc_hist__add(agg->runq, agg->cpu_keys[cpu], len, count);
 }
 
 int hc_agg__sample(struct hc_agg *agg, const struct hc_sample_event *e, size_t size)
@@ -159,7 +174,6 @@ err_nomem:
 
 int hc_agg__exec(struct hc_agg *agg, const struct hc_exec_event *e)
 {
-	agg->stats.execs++;
 	hc_symbolizer__forget_process(agg->sym, e->tgid);
 	/* The new image and the dynamic loader are mapped now; libraries come later and are
 	 * picked up by normalize()'s re-read on an unknown address. */

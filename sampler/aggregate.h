@@ -23,7 +23,6 @@ struct hc_agg_stats {
 	uint64_t samples;        /* samples ingested (idle never reaches user space) */
 	uint64_t kernel_samples; /* arg0 != 0 */
 	uint64_t user_samples;   /* arg1 != 0 */
-	uint64_t execs;
 	uint64_t ingest_errors;  /* samples dropped in user space (out of memory) */
 	uint64_t truncated_ustacks; /* user stacks that hit HC_MAX_STACK_DEPTH */
 	uint64_t truncated_kstacks;
