@@ -56,13 +56,17 @@ static void dump_stderr(const struct run *r)
 }
 
 /* Start a workload; returns its pid (it has printed it, so it runs). */
-static pid_t start_workload(const char *mode, const char *arg, pid_t *child)
+/* Start a workload, under `nice -n NICE` when nice is not NULL. */
+static pid_t start_workload_nice(const char *mode, const char *arg, const char *nice,
+				 pid_t *child)
 {
-	char *argv[] = { (char *)workload, (char *)mode, (char *)arg, NULL };
+	char *plain[] = { (char *)workload, (char *)mode, (char *)arg, NULL };
+	char *niced[] = { "/usr/bin/nice", "-n", (char *)nice, (char *)workload, (char *)mode,
+			  (char *)arg, NULL };
 	int fd;
 	pid_t pid;
 
-	*child = e2e_spawn(argv, &fd, NULL);
+	*child = e2e_spawn(nice ? niced : plain, &fd, NULL);
 	assert_true(*child > 0);
 	pid = e2e_read_pid(fd);
 	close(fd);
@@ -70,13 +74,18 @@ static pid_t start_workload(const char *mode, const char *arg, pid_t *child)
 	return pid;
 }
 
+static pid_t start_workload(const char *mode, const char *arg, pid_t *child)
+{
+	return start_workload_nice(mode, arg, NULL, child);
+}
+
 /*
- * Start a workload, record it with -p for `dur` at `freq`, stop the workload. Extra record
- * arguments (e.g. "--format", "folded") end with NULL. Returns hotcold's exit status; *pid is
- * the workload's pid.
+ * Start a workload (niced when nice is not NULL), record it with -p for `dur` at `freq`, stop
+ * the workload. Extra record arguments (e.g. "--format", "folded") end with NULL. Returns
+ * hotcold's exit status; *pid is the workload's pid.
  */
-static int record_workload(struct run *r, const char *mode, const char *work_s, const char *freq,
-			   const char *dur, pid_t *pid, ...)
+static int record_workload(struct run *r, const char *nice, const char *mode, const char *work_s,
+			   const char *freq, const char *dur, pid_t *pid, ...)
 {
 	char pidbuf[16], *argv[16];
 	const char *extra;
@@ -84,7 +93,7 @@ static int record_workload(struct run *r, const char *mode, const char *work_s, 
 	va_list ap;
 	int n = 0, rc;
 
-	*pid = start_workload(mode, work_s, &child);
+	*pid = start_workload_nice(mode, work_s, nice, &child);
 	snprintf(pidbuf, sizeof(pidbuf), "%d", *pid);
 	argv[n++] = (char *)hotcold;
 	argv[n++] = "record";
@@ -141,7 +150,7 @@ static void test_cpu_shares_and_chain(void **state)
 
 	(void)state;
 	run_init(&r, "cpu.json");
-	assert_int_equal(record_workload(&r, "cpu", "6", "999", "3s", &pid, NULL), 0);
+	assert_int_equal(record_workload(&r, NULL, "cpu", "6", "999", "3s", &pid, NULL), 0);
 	j = e2e_load_json(r.out);
 	assert_non_null(j);
 	common_checks(j, 999);
@@ -186,7 +195,7 @@ static void test_kernel_frames(void **state)
 
 	(void)state;
 	run_init(&r, "sys.json");
-	assert_int_equal(record_workload(&r, "syscall", "5", "499", "2s", &pid, NULL), 0);
+	assert_int_equal(record_workload(&r, NULL, "syscall", "5", "499", "2s", &pid, NULL), 0);
 	j = e2e_load_json(r.out);
 	assert_non_null(j);
 	common_checks(j, 499);
@@ -307,7 +316,7 @@ static void test_folded(void **state)
 
 	(void)state;
 	run_init(&r, "cpu.folded");
-	assert_int_equal(record_workload(&r, "cpu", "4", "999", "2s", &pid, "--format", "folded",
+	assert_int_equal(record_workload(&r, NULL, "cpu", "4", "999", "2s", &pid, "--format", "folded",
 					 NULL),
 			 0);
 	text = e2e_read_file(r.out, NULL);
@@ -331,31 +340,15 @@ static void test_folded(void **state)
 /* DTrace's profpri.d: lquantize(prio, 0, 140, 10) per process. nice 10 -> prio 130. */
 static void test_priority_histogram(void **state)
 {
-	char *argv_w[] = { "/usr/bin/nice", "-n", "10", (char *)workload, "cpu", "4", NULL };
 	json_t *j, *h, *series, *s, *b;
 	struct run r;
-	char pidbuf[16];
 	uint64_t in130 = 0, other = 0;
 	size_t i, k;
-	pid_t child, pid;
-	int fd, rc;
+	pid_t pid;
 
 	(void)state;
 	run_init(&r, "prio.json");
-	child = e2e_spawn(argv_w, &fd, NULL);
-	pid = e2e_read_pid(fd);
-	close(fd);
-	assert_int_equal(pid, child);
-	snprintf(pidbuf, sizeof(pidbuf), "%d", pid);
-	{
-		char *argv[] = { (char *)hotcold, "record", "-F", "499", "-d", "2s", "-p", pidbuf,
-				 "-o", r.out, NULL };
-
-		rc = e2e_run(argv, r.err, 30000);
-	}
-	kill(child, SIGKILL);
-	e2e_wait(child, 5000);
-	assert_int_equal(rc, 0);
+	assert_int_equal(record_workload(&r, "10", "cpu", "4", "499", "2s", &pid, NULL), 0);
 	j = e2e_load_json(r.out);
 	assert_non_null(j);
 	h = json_object_get(json_object_get(j, "histograms"), "priority");
