@@ -16,9 +16,10 @@
 
 char LICENSE[] SEC("license") = "GPL";
 
-
 /* Set by user space before load. */
 const volatile bool filter_tgid = false; /* only tgids in `tgids` are emitted (-p) */
+const volatile bool filter_comm = false; /* only processes named comm_filter (--comm) */
+const volatile char comm_filter[HC_TASK_COMM_LEN] = {};
 /* Wake the reader once this many bytes wait; below that it polls on a timer (cheaper). */
 const volatile __u64 wakeup_bytes = 1 << 20;
 
@@ -72,9 +73,46 @@ static __always_inline void count(__u32 idx)
 		*v += 1;
 }
 
+/* Per-CPU scheduler state, indexed by CPU number (struct hc_cpu_state). An array, not a
+ * per-CPU array: the cpuunclaimed count at a sample reads every CPU's entry. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, HC_MAX_CPUS);
+	__type(key, __u32);
+	__type(value, struct hc_cpu_state);
+} cpu_state SEC(".maps");
+
+/* Highest possible CPU number + 1 (set by user space): bounds the cpuunclaimed scan. */
+const volatile __u32 nr_cpu_ids = 1;
+
+static __always_inline bool comm_matches(const char *comm)
+{
+	/* Byte-wise up to the first NUL: comm_filter is NUL-padded. */
+	for (int i = 0; i < HC_TASK_COMM_LEN; i++) {
+		if (comm[i] != comm_filter[i])
+			return false;
+		if (!comm[i])
+			break;
+	}
+	return true;
+}
+
 static __always_inline bool wanted(__u32 tgid)
 {
 	return !filter_tgid || bpf_map_lookup_elem(&tgids, &tgid);
+}
+
+/* -p and --comm, for a task given by pointer (the comm filter names the process). */
+static __always_inline bool task_wanted(struct task_struct *t)
+{
+	char pcomm[HC_TASK_COMM_LEN];
+
+	if (!wanted(BPF_CORE_READ(t, tgid)))
+		return false;
+	if (!filter_comm)
+		return true;
+	BPF_CORE_READ_STR_INTO(&pcomm, t, group_leader, comm);
+	return comm_matches(pcomm);
 }
 
 /*
@@ -116,6 +154,48 @@ static __always_inline __u32 runq_len(struct task_struct *task)
 	return nr > 0 ? nr - 1 : 0;
 }
 
+struct unclaimed_ctx {
+	__u32 idle;
+	__u32 queued;
+};
+
+static long unclaimed_cb(__u32 i, struct unclaimed_ctx *c)
+{
+	struct hc_cpu_state *cs = bpf_map_lookup_elem(&cpu_state, &i);
+
+	if (!cs)
+		return 1;
+	if (cs->last_switch_ns && cs->cur_idle)
+		c->idle++;
+	else if (cs->queued)
+		c->queued++;
+	return 0;
+}
+
+/*
+ * cpuunclaimed at this sample: this CPU has tasks waiting; how many CPUs are idle right now
+ * and how many have tasks waiting (from the scheduler tracking: the idle state at each
+ * switch, the queue length at each switch and sample). User space weighs the sample's period
+ * by idle / queued so that CPUs sampling the same instant do not count it twice.
+ */
+static __always_inline void unclaimed(struct hc_sample_event *e)
+{
+	struct unclaimed_ctx c = {0};
+	__u32 cpu = e->cpu;
+	struct hc_cpu_state *cs = bpf_map_lookup_elem(&cpu_state, &cpu);
+
+	e->idle_cpus = 0;
+	e->queued_cpus = 0;
+	if (!cs)
+		return;
+	cs->queued = e->runq_len;
+	if (!e->runq_len || !cs->last_switch_ns)
+		return; /* nothing waits here, or no scheduler tracking (--no-offcpu) */
+	bpf_loop(nr_cpu_ids < HC_MAX_CPUS ? nr_cpu_ids : HC_MAX_CPUS, unclaimed_cb, &c, 0);
+	e->idle_cpus = c.idle;
+	e->queued_cpus = c.queued;
+}
+
 SEC("perf_event")
 int hc_sample(struct bpf_perf_event_data *ctx)
 {
@@ -134,7 +214,7 @@ int hc_sample(struct bpf_perf_event_data *ctx)
 		count(HC_CNT_IDLE);
 		return 0;
 	}
-	if (!wanted(tgid)) {
+	if (!(filter_comm ? task_wanted(task) : wanted(tgid))) {
 		count(HC_CNT_FILTERED);
 		return 0;
 	}
@@ -152,6 +232,7 @@ int hc_sample(struct bpf_perf_event_data *ctx)
 	e->tgid = tgid;
 	e->tid = tid;
 	e->runq_len = runq_len(task);
+	unclaimed(e);
 	e->prio = BPF_CORE_READ(task, prio);
 	e->policy = BPF_CORE_READ(task, policy);
 	bpf_get_current_comm(e->comm, sizeof(e->comm));
@@ -172,7 +253,8 @@ int hc_sample(struct bpf_perf_event_data *ctx)
 	}
 	/* Kernel stack: only when the sample interrupted kernel code. */
 	if (in_kernel) {
-		/* Variable offset, bounded for the verifier: ulen + STACK_BYTES fits in stacks[]. */
+		/* Variable offset, bounded for the verifier: ulen + STACK_BYTES fits in stacks[].
+		 */
 		if (ulen > STACK_BYTES)
 			ulen = STACK_BYTES;
 		klen = bpf_get_stack(ctx, (void *)e->stacks + ulen, STACK_BYTES, 0);
@@ -217,5 +299,686 @@ int BPF_PROG(hc_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm 
 	BPF_CORE_READ_STR_INTO(&e->comm, p, comm);
 	bpf_map_delete_elem(&seen_tgids, &tgid);
 	bpf_ringbuf_submit(e, BPF_RB_FORCE_WAKEUP);
+	return 0;
+}
+
+/* ------------------------------------------------------------------------------------------
+ * Off-CPU time from the scheduler: sched_switch, sched_wakeup(_new), sched_process_exit.
+ *
+ * Per thread, in task-local storage (it lives and dies with the task_struct, so pid reuse
+ * and CPU migration cannot mix two threads' intervals, and lookups cost no hashing):
+ *  - at switch-out (the thread is `current`): the time, whether it went to sleep (blocked) or
+ *    stays runnable (preempted), and its stacks, unless its switch-out context is the same as
+ *    last time (user ip, sp, bp, the word at sp, syscall number, how it left), then the
+ *    stacks it already holds are reused;
+ *  - at wakeup: the time and the waker;
+ *  - at switch-in: the interval closes: blocked = switch-out -> wakeup, run-queue = wakeup (or
+ *    a preempted switch-out) -> switch-in. Times add up in the thread's current "slot" (one
+ *    stack + one waker), which is flushed to user space as one hc_offcpu_event when the stack
+ *    or waker changes, at least once a second, at exit and when the capture ends.
+ * Every switch costs timestamps and a few stores; stacks are taken only when the context
+ * changes, within a per-CPU budget (a token bucket); over budget the interval is kept with
+ * its stack marked "[not captured]", never weighted or dropped.
+ * ------------------------------------------------------------------------------------------ */
+
+#define TASK_RUNNING 0
+#define TASK_DEAD 0x80
+#define SIG_WORDS 5
+
+enum ts_state { TS_NONE = 0, TS_BLOCKED, TS_PREEMPTED, TS_DEAD };
+
+/* Set by user space before load. */
+const volatile __u64 min_block_ns = 0;	       /* --min-block */
+const volatile __u64 stack_cost_ns = 100000;   /* 1e9 / stack captures per second per CPU */
+const volatile __u64 stack_burst_ns = 6400000; /* bucket depth: 64 captures */
+const volatile bool stack_reuse = true;
+const volatile bool capture_wakers = false; /* --wakers */
+const volatile __u64 flush_ns = 1000000000; /* flush a slot at least this often */
+
+/* Set by user space around the window (bpf_ktime_get_ns() clock: CLOCK_MONOTONIC). */
+__u64 window_start_ns = 0;
+__u64 window_end_ns = 0;
+
+struct tstate {
+	__u64 t_out;	       /* switch-out time; 0 while on a CPU (or not tracked yet) */
+	__u64 t_wake;	       /* wakeup time of the current blocked interval; 0: not woken yet */
+	__u32 state;	       /* enum ts_state of the current off-CPU interval */
+	__u32 waker_seq;       /* last hc_waker_event seq of this thread */
+	__u64 sig[SIG_WORDS];  /* switch-out context of the slot's stacks */
+	__u64 wsig[SIG_WORDS]; /* --wakers: context of the last waker stack taken */
+	/* The waker of the current blocked interval, until it closes. */
+	__u32 pend_tgid;
+	__u32 pend_tid;
+	__u32 pend_seq;
+	__u32 hist_dirty;
+	char pend_comm[HC_TASK_COMM_LEN];
+	char pend_pcomm[HC_TASK_COMM_LEN];
+	struct hc_thist_event th;  /* histograms since the last flush */
+	struct hc_offcpu_event ev; /* the slot: accumulated times + its stacks */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct tstate);
+} tstate SEC(".maps");
+
+/* Per-CPU scratch for --wakers records and the end iterator's copy of a slot. */
+struct end_rec {
+	struct hc_thist_event th;
+	struct hc_offcpu_event ev;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct end_rec);
+} end_scratch SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct hc_waker_event);
+} waker_scratch SEC(".maps");
+
+static __always_inline void count_add(__u32 idx, __u64 n)
+{
+	__u64 *v = bpf_map_lookup_elem(&counters, &idx);
+
+	if (v)
+		*v += n;
+}
+
+static __always_inline __u64 rb_flags(void)
+{
+	return bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= wakeup_bytes ? BPF_RB_FORCE_WAKEUP
+									     : BPF_RB_NO_WAKEUP;
+}
+
+/* DTrace quantize() slot of a value: 0 -> 0, [2^(k-1), 2^k) -> k. */
+static __always_inline __u32 qslot(__u64 v)
+{
+	__u32 k = 0;
+
+	if (!v)
+		return 0;
+	/* 1 + floor(log2 v), in at most 6 steps */
+	if (v >> 32) {
+		v >>= 32;
+		k += 32;
+	}
+	if (v >> 16) {
+		v >>= 16;
+		k += 16;
+	}
+	if (v >> 8) {
+		v >>= 8;
+		k += 8;
+	}
+	if (v >> 4) {
+		v >>= 4;
+		k += 4;
+	}
+	if (v >> 2) {
+		v >>= 2;
+		k += 2;
+	}
+	if (v >> 1) {
+		k += 1;
+	}
+	k += 1;
+	return k < HC_QSLOTS ? k : HC_QSLOTS - 1;
+}
+
+static __always_inline void hist_add(struct tstate *ts, __u32 h, __u64 ns)
+{
+	__u32 k = qslot(ns / 1000);
+
+	if (h < HC_TH_MAX && k < HC_QSLOTS) {
+		ts->th.slots[h][k]++;
+		ts->hist_dirty = 1;
+	}
+}
+
+static __always_inline void reset_slot_times(struct hc_offcpu_event *ev)
+{
+	ev->first_ns = 0;
+	ev->last_ns = 0;
+	ev->off_ns = 0;
+	ev->rq_ns = 0;
+	ev->short_off_ns = 0;
+	ev->short_rq_ns = 0;
+	ev->n_blocked = 0;
+	ev->n_preempted = 0;
+}
+
+/* A stack length in bytes, clamped to [0, STACK_BYTES] in a way the verifier can follow
+ * (the barrier keeps clang from folding the clamp into a 32-bit compare). */
+static __always_inline __u64 stack_bytes(__s32 len)
+{
+	__u64 v = len > 0 ? (__u64)len : 0;
+
+	asm volatile("" : "+r"(v));
+	if (v > STACK_BYTES)
+		v = STACK_BYTES;
+	return v;
+}
+
+static __always_inline __u64 slot_size(const struct hc_offcpu_event *ev)
+{
+	return HC_OFFCPU_HDR_SIZE + stack_bytes(ev->ustack_len) + stack_bytes(ev->kstack_len);
+}
+
+/* Send the slot's accumulated times (if any) and start it over. A lost flush is counted
+ * with its nanoseconds. */
+static __always_inline void flush_slot(struct tstate *ts)
+{
+	struct hc_offcpu_event *ev = &ts->ev;
+	__u64 t = ev->off_ns + ev->rq_ns + ev->short_off_ns + ev->short_rq_ns;
+
+	if (!ev->n_blocked && !ev->n_preempted) {
+		return;
+	}
+	ev->type = HC_EVENT_OFFCPU;
+	if (bpf_ringbuf_output(&events, ev, slot_size(ev), rb_flags())) {
+		count(HC_CNT_OFF_RINGBUF_FULL);
+		count_add(HC_CNT_OFF_LOST_NS, t);
+	}
+	reset_slot_times(ev);
+}
+
+static __always_inline void flush_hist(struct tstate *ts)
+{
+	if (!ts->hist_dirty)
+		return;
+	ts->th.type = HC_EVENT_THIST;
+	ts->th.tgid = ts->ev.tgid;
+	ts->th.tid = ts->ev.tid;
+	__builtin_memcpy(ts->th.pcomm, ts->ev.pcomm, HC_TASK_COMM_LEN);
+	if (bpf_ringbuf_output(&events, &ts->th, sizeof(ts->th), rb_flags()))
+		count(HC_CNT_THIST_LOST);
+	else
+		__builtin_memset(ts->th.slots, 0, sizeof(ts->th.slots));
+	ts->hist_dirty = 0;
+}
+
+/* The thread's storage; created (when `create` and the filters want it) on first use. */
+static __always_inline struct tstate *tstate_get(struct task_struct *t, bool create)
+{
+	struct tstate *ts = bpf_task_storage_get(&tstate, t, 0, 0);
+
+	if (ts || !create)
+		return ts;
+	if (!task_wanted(t))
+		return 0;
+	ts = bpf_task_storage_get(&tstate, t, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!ts) {
+		count(HC_CNT_STATE_NOMEM);
+		return 0;
+	}
+	ts->ev.tgid = BPF_CORE_READ(t, tgid);
+	ts->ev.tid = BPF_CORE_READ(t, pid);
+	if (BPF_CORE_READ(t, flags) & PF_KTHREAD)
+		ts->ev.flags = HC_OFF_KTHREAD;
+	return ts;
+}
+
+/* Token bucket per CPU: may a stack be taken now? */
+static __always_inline bool budget_take(struct hc_cpu_state *cs, __u64 now)
+{
+	__u64 credit;
+
+	if (!cs)
+		return true;
+	credit = cs->credit_ns + (now - cs->credit_at_ns);
+	if (credit > stack_burst_ns)
+		credit = stack_burst_ns;
+	cs->credit_at_ns = now;
+	if (credit < stack_cost_ns) {
+		cs->credit_ns = credit;
+		return false;
+	}
+	cs->credit_ns = credit - stack_cost_ns;
+	return true;
+}
+
+/* The switch-out context of `current`: its user registers (where it entered the kernel),
+ * the word at its user stack pointer (the return address of a leaf syscall stub), the
+ * syscall number and how it left the CPU. Kernel threads have none: sig[0] = 0 there, and
+ * their stacks are always taken. */
+static __always_inline void context_sig(struct task_struct *t, __u64 how, __u64 sig[SIG_WORDS])
+{
+	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(t);
+
+	sig[0] = regs->ip;
+	sig[1] = regs->sp;
+	sig[2] = regs->bp;
+	sig[3] = regs->orig_ax ^ (how << 56);
+	sig[4] = 0;
+	bpf_probe_read_user(&sig[4], sizeof(sig[4]), (void *)regs->sp);
+}
+
+static __always_inline bool sig_equal(const __u64 *a, const __u64 *b)
+{
+	return a[0] == b[0] && a[1] == b[1] && a[2] == b[2] && a[3] == b[3] && a[4] == b[4];
+}
+
+/* Stacks of `current` into a buffer of 2 * HC_MAX_STACK_DEPTH words: user frames first. */
+static __always_inline void take_stacks(void *ctx, __u64 *stacks, __s32 *ulen_out, __s32 *klen_out,
+					bool kthread, __u32 uerr, __u32 kerr)
+{
+	long ulen = 0, klen;
+
+	if (!kthread) {
+		ulen = bpf_get_stack(ctx, stacks, STACK_BYTES, BPF_F_USER_STACK);
+		if (ulen < 0)
+			count(uerr);
+	}
+	*ulen_out = ulen;
+	if (ulen < 0)
+		ulen = 0;
+	if (ulen > STACK_BYTES)
+		ulen = STACK_BYTES;
+	/* Skip the BPF program, bpf_trace_run*() and __traceiter_*(): the stack starts at the
+	 * tracepoint's caller (__schedule, try_to_wake_up...). */
+	klen = bpf_get_stack(ctx, (void *)stacks + ulen, STACK_BYTES, 3 & BPF_F_SKIP_FIELD_MASK);
+	if (klen < 0)
+		count(kerr);
+	*klen_out = klen;
+}
+
+/* Close the off-CPU interval of a thread coming back on a CPU at `now`. */
+static __always_inline void close_interval(struct tstate *ts, __u64 now)
+{
+	struct hc_offcpu_event *ev = &ts->ev;
+	__u64 start = ts->t_out, off = 0, rq, wake;
+
+	if (!start || now < start)
+		return;
+	if (ts->state == TS_BLOCKED) {
+		/* A waker change starts a new slot: blocked time is kept per waker. */
+		if (ts->pend_tid != ev->waker_tid || ts->pend_tgid != ev->waker_tgid ||
+		    ts->pend_seq != ev->waker_seq) {
+			flush_slot(ts);
+			ev->waker_tgid = ts->pend_tgid;
+			ev->waker_tid = ts->pend_tid;
+			ev->waker_seq = ts->pend_seq;
+			__builtin_memcpy(ev->waker_comm, ts->pend_comm, HC_TASK_COMM_LEN);
+			__builtin_memcpy(ev->waker_pcomm, ts->pend_pcomm, HC_TASK_COMM_LEN);
+		}
+		wake = ts->t_wake && ts->t_wake <= now ? ts->t_wake : now;
+		if (wake < start)
+			wake = start;
+		off = wake - start;
+		rq = now - wake;
+		if (off < min_block_ns) {
+			ev->short_off_ns += off;
+			ev->short_rq_ns += rq;
+		} else {
+			ev->off_ns += off;
+			ev->rq_ns += rq;
+		}
+		ev->n_blocked++;
+		hist_add(ts, HC_TH_OFF, off);
+	} else {
+		rq = now - start;
+		ev->rq_ns += rq;
+		ev->n_preempted++;
+	}
+	if (ts->state != TS_BLOCKED || ts->t_wake)
+		hist_add(ts, HC_TH_RUNQ, rq);
+	if (!ev->first_ns)
+		ev->first_ns = start;
+	ev->last_ns = now;
+	ts->t_out = 0;
+	ts->t_wake = 0;
+	ts->state = TS_NONE;
+	count(HC_CNT_OFF_INTERVALS);
+	if (now - ev->first_ns >= flush_ns) {
+		flush_slot(ts);
+		flush_hist(ts);
+	}
+}
+
+/* Tasks waiting on this CPU after the switch: the next task's run queue length - 1. */
+static __always_inline __u32 queued_after(struct task_struct *next)
+{
+	return BPF_CORE_READ(next, pid) ? runq_len(next) : 0;
+}
+
+SEC("tp_btf/sched_switch")
+int BPF_PROG(hc_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
+{
+	__u64 now = bpf_ktime_get_ns(), slice_start;
+	__u32 cpu = bpf_get_smp_processor_id();
+	struct hc_cpu_state *cs = bpf_map_lookup_elem(&cpu_state, &cpu);
+	struct tstate *ts;
+	bool prev_idle = prev->pid == 0;
+
+	count(HC_CNT_SWITCHES);
+	if (cs) {
+		slice_start = cs->last_switch_ns ? cs->last_switch_ns : window_start_ns;
+		if (prev_idle && now > slice_start)
+			cs->idle_ns += now - slice_start;
+		cs->last_switch_ns = now;
+		cs->cur_idle = next->pid == 0;
+		cs->queued = queued_after(next);
+	} else {
+		slice_start = now;
+	}
+
+	/* The thread leaving the CPU: it is `current`. */
+	if (!prev_idle) {
+		ts = tstate_get(prev, true);
+		if (ts && ts->state != TS_DEAD) {
+			bool blocked = !preempt && (prev->__state & 0xff) != TASK_RUNNING;
+			bool kthread = ts->ev.flags & HC_OFF_KTHREAD;
+			__u64 sig[SIG_WORDS] = {0};
+
+			if (ts->t_out) {
+				/* It ran without a sched_switch event naming it `next` (seen on
+				 * 6.x kernels, the tracepoint itself does not fire): it was back on
+				 * a CPU by its wakeup, or by the start of this slice. */
+				__u64 in = ts->t_wake ? ts->t_wake : slice_start;
+
+				count(HC_CNT_SWITCHIN_MISSED);
+				close_interval(ts,
+					       in > ts->t_out ? (in < now ? in : now) : ts->t_out);
+			}
+			if (now > slice_start)
+				hist_add(ts, HC_TH_SLICE, now - slice_start);
+			if (!kthread)
+				context_sig(prev, blocked ? 1 : 2, sig);
+			if (stack_reuse && !kthread && sig_equal(sig, ts->sig) &&
+			    !(ts->ev.flags & (HC_OFF_NO_STACK | HC_OFF_START | HC_OFF_NEW))) {
+				count(HC_CNT_STACK_REUSED);
+			} else {
+				/* A new context: what the slot holds belongs to the old stack. */
+				flush_slot(ts);
+				ts->ev.flags &= HC_OFF_KTHREAD;
+				bpf_get_current_comm(ts->ev.comm, sizeof(ts->ev.comm));
+				BPF_CORE_READ_STR_INTO(&ts->ev.pcomm, prev, group_leader, comm);
+				if (budget_take(cs, now)) {
+					take_stacks(ctx, ts->ev.stacks, &ts->ev.ustack_len,
+						    &ts->ev.kstack_len, kthread,
+						    HC_CNT_USTACK_ERR_OFF, HC_CNT_KSTACK_ERR_OFF);
+					count(HC_CNT_STACK_CAPTURED);
+					__builtin_memcpy(ts->sig, sig, sizeof(sig));
+				} else {
+					ts->ev.flags |= HC_OFF_NO_STACK;
+					ts->ev.ustack_len = 0;
+					ts->ev.kstack_len = 0;
+					count(HC_CNT_STACK_BUDGET);
+				}
+			}
+			ts->t_out = now;
+			ts->t_wake = 0;
+			ts->state = blocked ? TS_BLOCKED : TS_PREEMPTED;
+			ts->pend_tgid = 0;
+			ts->pend_tid = 0;
+			ts->pend_comm[0] = 0;
+			ts->pend_seq = 0;
+		}
+	}
+
+	/* The thread coming on: its interval closes. */
+	if (next->pid) {
+		ts = tstate_get(next, false);
+		if (ts)
+			close_interval(ts, now);
+	}
+	return 0;
+}
+
+/* --wakers: the waker's (current's) stacks, sent once per change of its context. */
+static __always_inline __u32 waker_stack(void *ctx, struct tstate *ts, struct task_struct *waker,
+					 __u32 wakee_tid, __u64 now)
+{
+	__u32 zero = 0, cpu = bpf_get_smp_processor_id();
+	struct hc_cpu_state *cs = bpf_map_lookup_elem(&cpu_state, &cpu);
+	bool kthread = BPF_CORE_READ(waker, flags) & PF_KTHREAD;
+	struct hc_waker_event *w;
+	__u64 sig[SIG_WORDS] = {0}, ul, kl;
+
+	if (!kthread)
+		context_sig(waker, 3, sig);
+	if (ts->waker_seq && !kthread && sig_equal(sig, ts->wsig))
+		return ts->waker_seq;
+	if (!budget_take(cs, now)) {
+		count(HC_CNT_WAKER_BUDGET);
+		return 0;
+	}
+	w = bpf_map_lookup_elem(&waker_scratch, &zero);
+	if (!w)
+		return 0;
+	w->type = HC_EVENT_WAKER;
+	w->tid = wakee_tid;
+	w->seq = ts->waker_seq + 1;
+	w->waker_tgid = BPF_CORE_READ(waker, tgid);
+	w->waker_tid = BPF_CORE_READ(waker, pid);
+	take_stacks(ctx, w->stacks, &w->ustack_len, &w->kstack_len, kthread, HC_CNT_USTACK_ERR_OFF,
+		    HC_CNT_KSTACK_ERR_OFF);
+	ul = stack_bytes(w->ustack_len);
+	kl = stack_bytes(w->kstack_len);
+	if (bpf_ringbuf_output(&events, w, HC_WAKER_HDR_SIZE + ul + kl, rb_flags())) {
+		count(HC_CNT_WAKER_LOST);
+		return 0;
+	}
+	ts->waker_seq = w->seq;
+	__builtin_memcpy(ts->wsig, sig, sizeof(sig));
+	return w->seq;
+}
+
+static __always_inline void on_wakeup(void *ctx, struct task_struct *p)
+{
+	struct task_struct *waker = bpf_get_current_task_btf();
+	struct tstate *ts = tstate_get(p, false);
+	__u64 now;
+
+	if (!ts || ts->state != TS_BLOCKED || !ts->t_out || ts->t_wake)
+		return;
+	now = bpf_ktime_get_ns();
+	ts->t_wake = now;
+	ts->pend_tgid = waker->tgid;
+	ts->pend_tid = waker->pid;
+	bpf_get_current_comm(ts->pend_comm, sizeof(ts->pend_comm));
+	BPF_CORE_READ_STR_INTO(&ts->pend_pcomm, waker, group_leader, comm);
+	ts->pend_seq = capture_wakers ? waker_stack(ctx, ts, waker, ts->ev.tid, now) : 0;
+}
+
+SEC("tp_btf/sched_wakeup")
+int BPF_PROG(hc_wakeup, struct task_struct *p)
+{
+	on_wakeup(ctx, p);
+	return 0;
+}
+
+/* A new thread: runnable from its first wakeup until it first runs. */
+SEC("tp_btf/sched_wakeup_new")
+int BPF_PROG(hc_wakeup_new, struct task_struct *p)
+{
+	struct tstate *ts = tstate_get(p, true);
+
+	if (!ts || ts->t_out)
+		return 0;
+	ts->t_out = bpf_ktime_get_ns();
+	ts->state = TS_PREEMPTED;
+	ts->ev.flags = (ts->ev.flags & HC_OFF_KTHREAD) | HC_OFF_NEW;
+	ts->ev.ustack_len = 0;
+	ts->ev.kstack_len = 0;
+	BPF_CORE_READ_STR_INTO(&ts->ev.comm, p, comm);
+	BPF_CORE_READ_STR_INTO(&ts->ev.pcomm, p, group_leader, comm);
+	return 0;
+}
+
+/* A thread exits (it is `current`): send what it holds; its last switch-out starts nothing. */
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(hc_exit, struct task_struct *p)
+{
+	struct tstate *ts = tstate_get(p, false);
+
+	if (!ts)
+		return 0;
+	flush_slot(ts);
+	flush_hist(ts);
+	ts->state = TS_DEAD;
+	ts->t_out = 0;
+	return 0;
+}
+
+/*
+ * Start of the window, over every task (sleepable: it reads other tasks' user stacks).
+ * A task on a CPU is reported (its CPU is not idle). A task off a CPU and not tracked yet
+ * gets an interval open since window_start_ns, with its stacks: the kernel stack from
+ * bpf_get_task_stack(), the user stack by walking its frame pointers from the registers it
+ * entered the kernel with.
+ */
+SEC("iter.s/task")
+int hc_iter_start(struct bpf_iter__task *ctx)
+{
+	struct task_struct *t = ctx->task;
+	struct seq_file *seq = ctx->meta->seq;
+	struct hc_offcpu_event *ev;
+	struct tstate *ts;
+	__u32 state, n = 0;
+	bool kthread;
+	long klen;
+
+	if (!t || t->pid == 0)
+		return 0;
+	if (t->on_cpu) {
+		struct hc_oncpu_event o = { .type = HC_EVENT_ONCPU, .tid = t->pid };
+
+		o.cpu = BPF_CORE_READ(t, thread_info.cpu);
+		bpf_seq_write(seq, &o, sizeof(o));
+		return 0;
+	}
+	state = t->__state;
+	if (state & (TASK_DEAD | 0x10 | 0x20)) /* dead, EXIT_DEAD, EXIT_ZOMBIE */
+		return 0;
+	if (bpf_task_storage_get(&tstate, t, 0, 0))
+		return 0; /* already switched since the programs attached */
+	ts = tstate_get(t, true);
+	if (!ts)
+		return 0;
+	ev = &ts->ev;
+	kthread = ev->flags & HC_OFF_KTHREAD;
+	ev->flags = (ev->flags & HC_OFF_KTHREAD) | HC_OFF_START;
+	BPF_CORE_READ_STR_INTO(&ev->comm, t, comm);
+	BPF_CORE_READ_STR_INTO(&ev->pcomm, t, group_leader, comm);
+	if (!kthread) {
+		struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(t);
+		__u64 bp = regs->bp, fr[2];
+
+		ev->stacks[n++] = regs->ip;
+		for (int i = 0; i < HC_MAX_STACK_DEPTH - 1; i++) {
+			if (!bp || bpf_copy_from_user_task(fr, sizeof(fr), (void *)bp, t, 0))
+				break;
+			if (!fr[1] || n >= HC_MAX_STACK_DEPTH)
+				break;
+			ev->stacks[n++ & (2 * HC_MAX_STACK_DEPTH - 1)] = fr[1];
+			if (fr[0] <= bp)
+				break;
+			bp = fr[0];
+		}
+	}
+	ev->ustack_len = n * 8;
+	klen = bpf_get_task_stack(t, (void *)ev->stacks + (n & 0xff) * 8, STACK_BYTES, 0);
+	ev->kstack_len = klen;
+	ts->state = (state & 0xff) == TASK_RUNNING ? TS_PREEMPTED : TS_BLOCKED;
+	ts->t_out = window_start_ns;
+	ts->t_wake = 0;
+	return 0;
+}
+
+/*
+ * End of the window (the scheduler programs are detached): close every open interval at
+ * window_end_ns and send every thread's slot and histograms through the iterator's output,
+ * one record per thread. The state is reset only when the write succeeded: after an overflow
+ * the iterator visits the task again in the next read().
+ */
+SEC("iter/task")
+int hc_iter_end(struct bpf_iter__task *ctx)
+{
+	struct task_struct *t = ctx->task;
+	struct tstate *ts;
+	struct end_rec *r;
+	__u32 zero = 0;
+	__u64 size;
+
+	if (!t)
+		return 0;
+	ts = bpf_task_storage_get(&tstate, t, 0, 0);
+	r = bpf_map_lookup_elem(&end_scratch, &zero);
+	if (!ts || !r)
+		return 0;
+	if (bpf_probe_read_kernel(r, sizeof(*r), &ts->th))
+		return 0;
+	/* Close the open interval in the copy: nothing in ts changes before the write. */
+	if (ts->t_out && ts->state != TS_DEAD && window_end_ns > ts->t_out) {
+		__u64 start = ts->t_out, end = window_end_ns, wake;
+
+		if (t->on_cpu) {
+			/* Running now, its switch-in unseen (see hc_switch): off until its
+			 * wakeup, or until its CPU's last switch. */
+			__u32 cpu = BPF_CORE_READ(t, thread_info.cpu);
+			struct hc_cpu_state *cs = bpf_map_lookup_elem(&cpu_state, &cpu);
+			__u64 in = ts->t_wake ? ts->t_wake : (cs ? cs->last_switch_ns : 0);
+
+			if (in > start && in < end)
+				end = in;
+		}
+
+		if (ts->state == TS_BLOCKED) {
+			wake = ts->t_wake && ts->t_wake <= end ? ts->t_wake : end;
+			if (ts->pend_tid != r->ev.waker_tid || ts->pend_seq != r->ev.waker_seq) {
+				/* Rare: a different waker for the last, open interval. Attribute it
+				 * to that waker only when the slot holds nothing else. */
+				if (!r->ev.n_blocked && !r->ev.n_preempted) {
+					r->ev.waker_tgid = ts->pend_tgid;
+					r->ev.waker_tid = ts->pend_tid;
+					r->ev.waker_seq = ts->pend_seq;
+					__builtin_memcpy(r->ev.waker_comm, ts->pend_comm,
+							 HC_TASK_COMM_LEN);
+					__builtin_memcpy(r->ev.waker_pcomm, ts->pend_pcomm,
+							 HC_TASK_COMM_LEN);
+				}
+			}
+			if (wake - start < min_block_ns) {
+				r->ev.short_off_ns += wake - start;
+				r->ev.short_rq_ns += end - wake;
+			} else {
+				r->ev.off_ns += wake - start;
+				r->ev.rq_ns += end - wake;
+			}
+			r->ev.n_blocked++;
+		} else {
+			r->ev.rq_ns += end - start;
+			r->ev.n_preempted++;
+		}
+		if (!r->ev.first_ns)
+			r->ev.first_ns = start;
+		r->ev.last_ns = end;
+	}
+	if (!r->ev.n_blocked && !r->ev.n_preempted && !ts->hist_dirty)
+		return 0;
+	r->th.type = HC_EVENT_THIST;
+	r->th.tgid = r->ev.tgid;
+	r->th.tid = r->ev.tid;
+	__builtin_memcpy(r->th.pcomm, r->ev.pcomm, HC_TASK_COMM_LEN);
+	r->ev.type = HC_EVENT_OFFCPU;
+	size = sizeof(r->th) + slot_size(&r->ev);
+	asm volatile("" : "+r"(size));
+	if (size > sizeof(*r))
+		return 0;
+	if (bpf_seq_write(ctx->meta->seq, r, size))
+		return 0;
+	reset_slot_times(&ts->ev);
+	__builtin_memset(ts->th.slots, 0, sizeof(ts->th.slots));
+	ts->hist_dirty = 0;
+	ts->t_out = 0;
 	return 0;
 }

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
- * The BPF <-> user ABI of the on-CPU sampler: fixed-width fields, no pointers.
+ * The BPF <-> user ABI of hotcold's programs (on-CPU sampling, off-CPU tracking from the
+ * scheduler tracepoints, the task iterators): fixed-width fields, no pointers.
  * Included by bpf/sample.bpf.c and by sampler/.
  */
 #ifndef HOTCOLD_BPF_SAMPLE_H
@@ -17,20 +18,42 @@
 enum hc_event_type {
 	HC_EVENT_SAMPLE = 1, /* struct hc_sample_event */
 	HC_EVENT_EXEC = 2,   /* struct hc_exec_event */
+	HC_EVENT_OFFCPU = 3, /* struct hc_offcpu_event */
+	HC_EVENT_THIST = 4,  /* struct hc_thist_event */
+	HC_EVENT_WAKER = 5,  /* struct hc_waker_event (--wakers) */
+	HC_EVENT_ONCPU = 6,  /* struct hc_oncpu_event (start iterator: a task running on a CPU) */
 };
+
+/* Most CPUs the per-CPU scheduler state covers; CPUs above it are not tracked. */
+#define HC_MAX_CPUS 1024
 
 /*
  * Why a sample (or part of one) was not delivered. Counted per CPU in the
  * `counters` map; user space sums and reports each by name.
  */
 enum hc_counter {
-	HC_CNT_SEEN = 0,       /* BPF program ran for a cpu-clock sample */
-	HC_CNT_IDLE,           /* sample hit the idle task (pid 0): counted, not emitted */
-	HC_CNT_FILTERED,       /* sample belonged to a task outside -p: counted, not emitted */
-	HC_CNT_RINGBUF_FULL,   /* bpf_ringbuf_output failed: sample lost */
-	HC_CNT_KSTACK_ERR,     /* bpf_get_stack(kernel) < 0: sample kept, kernel stack empty */
-	HC_CNT_USTACK_ERR,     /* bpf_get_stack(user) < 0: sample kept, user stack empty */
-	HC_CNT_EXEC_LOST,      /* exec notification not delivered (ring buffer full) */
+	HC_CNT_SEEN = 0,     /* BPF program ran for a cpu-clock sample */
+	HC_CNT_IDLE,	     /* sample hit the idle task (pid 0): counted, not emitted */
+	HC_CNT_FILTERED,     /* sample belonged to a task outside -p: counted, not emitted */
+	HC_CNT_RINGBUF_FULL, /* bpf_ringbuf_output failed: sample lost */
+	HC_CNT_KSTACK_ERR,   /* bpf_get_stack(kernel) < 0: sample kept, kernel stack empty */
+	HC_CNT_USTACK_ERR,   /* bpf_get_stack(user) < 0: sample kept, user stack empty */
+	HC_CNT_EXEC_LOST,    /* exec notification not delivered (ring buffer full) */
+	/* Off-CPU tracking (sched_switch and friends) */
+	HC_CNT_SWITCHES,       /* sched_switch events seen */
+	HC_CNT_OFF_INTERVALS,  /* off-CPU intervals closed (blocked or preempted) */
+	HC_CNT_STACK_CAPTURED, /* switch-out stacks taken */
+	HC_CNT_STACK_REUSED,   /* switch-out context unchanged: the thread's last stacks reused */
+	HC_CNT_STACK_BUDGET, /* stack capture over budget: interval kept, stack "[not captured]" */
+	HC_CNT_OFF_RINGBUF_FULL, /* an off-CPU flush not delivered: its time is lost (see _NS) */
+	HC_CNT_OFF_LOST_NS,	 /* ns of off-CPU + run-queue time in flushes that were lost */
+	HC_CNT_THIST_LOST,	 /* a thread's histogram flush not delivered */
+	HC_CNT_WAKER_LOST,	 /* a --wakers record not delivered (waker shown without stack) */
+	HC_CNT_WAKER_BUDGET,	 /* waker stack not taken: over budget */
+	HC_CNT_STATE_NOMEM,	 /* no task storage for a thread: its intervals are not tracked */
+	HC_CNT_KSTACK_ERR_OFF,	 /* switch-out kernel stack failed */
+	HC_CNT_USTACK_ERR_OFF,	 /* switch-out user stack failed */
+	HC_CNT_SWITCHIN_MISSED,	 /* a thread switched out whose switch-in had no event */
 	HC_CNT_MAX,
 };
 
@@ -48,14 +71,18 @@ struct hc_sample_event {
 	__u64 user_ip;
 	__u32 tgid;
 	__u32 tid;
-	__s32 prio;   /* task_struct.prio: 0..99 RT, 100..139 normal (120 = nice 0) */
-	__u32 policy; /* SCHED_OTHER 0, FIFO 1, RR 2, BATCH 3, IDLE 5, DEADLINE 6 */
+	__s32 prio;	  /* task_struct.prio: 0..99 RT, 100..139 normal (120 = nice 0) */
+	__u32 policy;	  /* SCHED_OTHER 0, FIFO 1, RR 2, BATCH 3, IDLE 5, DEADLINE 6 */
 	__s32 kstack_len; /* bytes of kernel frames, or -errno from bpf_get_stack */
 	__s32 ustack_len; /* bytes of user frames, or -errno */
 	/* Tasks waiting on this CPU's run queue, the interrupted one excluded: rq->nr_running - 1
 	 * (all scheduling classes). */
 	__u32 runq_len;
-	__u32 _pad; /* zero: the per-CPU scratch record starts zeroed and nothing writes it */
+	/* cpuunclaimed: when runq_len > 0, CPUs idle at this instant and CPUs with tasks waiting
+	 * (this one included), from the scheduler state; both 0 when not known. */
+	__u32 idle_cpus;
+	__u32 queued_cpus;
+	__u32 _pad;		      /* zero */
 	char comm[HC_TASK_COMM_LEN];  /* thread name */
 	char pcomm[HC_TASK_COMM_LEN]; /* process name: the group leader's comm */
 	__u64 stacks[2 * HC_MAX_STACK_DEPTH];
@@ -70,6 +97,93 @@ struct hc_exec_event {
 	__u32 tgid;
 	__u64 time_ns;
 	char comm[HC_TASK_COMM_LEN];
+};
+
+/*
+ * One thread's off-CPU time accumulated on one switch-out context and flushed: when the
+ * context (stack or waker) changes, at least once a second, at thread exit, and when the
+ * capture ends. Times are exact sums of intervals; the stack was taken at the switch-out
+ * that started them (or reused: the context signature did not change).
+ */
+#define HC_OFF_NO_STACK 0x1 /* stack not captured (over budget): "[not captured]" */
+#define HC_OFF_START 0x2    /* stack taken by the start iterator (asleep before the window) */
+#define HC_OFF_KTHREAD 0x4
+#define HC_OFF_NEW 0x8 /* a new thread that has not run yet: no stack */
+
+struct hc_offcpu_event {
+	__u32 type; /* HC_EVENT_OFFCPU */
+	__u32 flags;
+	__u32 tgid;
+	__u32 tid;
+	__u64 first_ns; /* earliest interval start in this flush */
+	__u64 last_ns;	/* latest interval end */
+	__u64 off_ns;	/* blocked: switch-out asleep -> wakeup (or -> switch-in, no wakeup seen) */
+	__u64 rq_ns;	/* runnable: preempted switch-out or wakeup -> switch-in */
+	__u64 short_off_ns; /* blocked time of blocks shorter than --min-block (not in off_ns) */
+	__u64 short_rq_ns;  /* their run-queue time (not in rq_ns) */
+	__u32 n_blocked;
+	__u32 n_preempted;
+	__u32 waker_tgid; /* who woke the blocked intervals (0: none seen) */
+	__u32 waker_tid;
+	__u32 waker_seq; /* --wakers: the hc_waker_event of this thread with that seq; 0: none */
+	__u32 _pad;
+	char comm[HC_TASK_COMM_LEN];
+	char pcomm[HC_TASK_COMM_LEN];
+	char waker_comm[HC_TASK_COMM_LEN];
+	char waker_pcomm[HC_TASK_COMM_LEN];
+	__s32 kstack_len; /* bytes, or -errno */
+	__s32 ustack_len;
+	__u64 stacks[2 * HC_MAX_STACK_DEPTH]; /* user frames, then kernel frames, leaf first */
+};
+
+#define HC_OFFCPU_HDR_SIZE ((unsigned long)&((struct hc_offcpu_event *)0)->stacks)
+
+/* quantize() buckets as DTrace: slot 0 holds value 0, slot k >= 1 holds [2^(k-1), 2^k). */
+#define HC_QSLOTS 40
+enum hc_thist { HC_TH_SLICE = 0, HC_TH_OFF, HC_TH_RUNQ, HC_TH_MAX };
+
+/* A thread's scheduler histograms in microseconds, flushed with its off-CPU time. */
+struct hc_thist_event {
+	__u32 type; /* HC_EVENT_THIST */
+	__u32 tgid;
+	__u32 tid;
+	__u32 _pad;
+	char pcomm[HC_TASK_COMM_LEN];
+	__u32 slots[HC_TH_MAX][HC_QSLOTS];
+};
+
+/* --wakers: the stack of the task that woke thread `tid`; referenced by waker_seq. */
+struct hc_waker_event {
+	__u32 type; /* HC_EVENT_WAKER */
+	__u32 tid;  /* the woken thread */
+	__u32 seq;
+	__u32 waker_tgid;
+	__u32 waker_tid;
+	__s32 kstack_len;
+	__s32 ustack_len;
+	__u32 _pad;
+	__u64 stacks[2 * HC_MAX_STACK_DEPTH];
+};
+
+#define HC_WAKER_HDR_SIZE ((unsigned long)&((struct hc_waker_event *)0)->stacks)
+
+/* Start iterator: a task was on a CPU when the window opened (the CPU was not idle). */
+struct hc_oncpu_event {
+	__u32 type; /* HC_EVENT_ONCPU */
+	__u32 cpu;
+	__u32 tid;
+	__u32 _pad;
+};
+
+/* Per-CPU scheduler state, one cache line per CPU; read back by user space at the end. */
+struct hc_cpu_state {
+	__u64 last_switch_ns; /* 0: no switch seen on this CPU yet */
+	__u64 idle_ns;	      /* idle task's time, closed intervals */
+	__u64 credit_ns;      /* stack-capture budget (token bucket, in ns of credit) */
+	__u64 credit_at_ns;
+	__u32 cur_idle; /* the idle task runs now (valid once last_switch_ns != 0) */
+	__u32 queued;	/* tasks waiting, at the last switch or sample */
+	__u64 _pad[3];
 };
 
 #endif

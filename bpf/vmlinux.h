@@ -36,6 +36,15 @@ enum bpf_map_type {
 	BPF_MAP_TYPE_PERCPU_ARRAY = 6,
 	BPF_MAP_TYPE_LRU_HASH = 9,
 	BPF_MAP_TYPE_RINGBUF = 27,
+	BPF_MAP_TYPE_TASK_STORAGE = 29,
+};
+
+enum {
+	BPF_F_NO_PREALLOC = (1U << 0),
+};
+
+enum {
+	BPF_LOCAL_STORAGE_GET_F_CREATE = (1ULL << 0),
 };
 
 enum {
@@ -109,8 +118,15 @@ struct sched_entity {
 	struct cfs_rq *cfs_rq;
 } __attribute__((preserve_access_index));
 
+/* x86-64: the CPU moved back into thread_info in 5.16. */
+struct thread_info {
+	unsigned int cpu;
+} __attribute__((preserve_access_index));
+
 struct task_struct {
+	struct thread_info thread_info;
 	unsigned int __state;
+	int on_cpu;
 	unsigned int flags;
 	int prio;
 	unsigned int policy;
@@ -123,6 +139,20 @@ struct task_struct {
 } __attribute__((preserve_access_index));
 
 struct linux_binprm {
+} __attribute__((preserve_access_index));
+
+/* BPF iterator contexts (matched by name against the kernel's BTF). */
+struct seq_file;
+
+struct bpf_iter_meta {
+	struct seq_file *seq;
+	__u64 session_id;
+	__u64 seq_num;
+} __attribute__((preserve_access_index));
+
+struct bpf_iter__task {
+	struct bpf_iter_meta *meta;
+	struct task_struct *task;
 } __attribute__((preserve_access_index));
 
 #endif

@@ -34,6 +34,12 @@ struct record_cfg {
 	enum format format;
 	bool verbose;
 	bool no_demangle;
+	const char *comm;
+	bool no_offcpu;
+	uint64_t min_block_ns;
+	bool wakers;
+	bool no_stack_reuse;
+	uint64_t stack_budget;
 };
 
 /* Output staged in a temporary file next to the target, renamed into place when complete,
@@ -57,23 +63,47 @@ static void usage(FILE *out)
 		"usage: hotcold record [-F SPEC] [-d DURATION] [-p PID]... [-o FILE] "
 		"[--format json|folded]\n"
 		"\n"
-		"Sample every CPU (or only -p processes) with kernel and user stacks, then write a\n"
+		"Sample every CPU (or only -p processes) with kernel and user stacks, then write "
+		"a\n"
 		"hotcold-profile/1 JSON document (docs/profile-schema.md) or folded stacks.\n"
 		"\n"
 		"  -F, --frequency SPEC  sampling rate, DTrace profile-n style: a number with an\n"
-		"                        optional unit: hz (rate; the default for a bare number) or\n"
+		"                        optional unit: hz (rate; the default for a bare number) "
+		"or\n"
 		"                        ns|nsec, us|usec, ms|msec, s|sec, m|min, h|hour, d|day\n"
-		"                        (interval). Default 99 (Hz): not 100, so sampling does not\n"
-		"                        run in lockstep with timers at 100 Hz and their multiples,\n"
-		"                        which would hide or exaggerate periodic work. Intervals under\n"
+		"                        (interval). Default 99 (Hz): not 100, so sampling does "
+		"not\n"
+		"                        run in lockstep with timers at 100 Hz and their "
+		"multiples,\n"
+		"                        which would hide or exaggerate periodic work. Intervals "
+		"under\n"
 		"                        200us (rates above 5000hz) are refused.\n"
-		"  -d, --duration DUR    how long to sample: 500ms, 10s, 2m (bare number: seconds).\n"
+		"  -d, --duration DUR    how long to sample: 500ms, 10s, 2m (bare number: "
+		"seconds).\n"
 		"                        Default 10s. SIGINT/SIGTERM end the capture early; the\n"
 		"                        profile is still written complete.\n"
-		"  -p, --pid PID         only these processes (repeat, or a comma list). The capture\n"
+		"  -p, --pid PID         only these processes (repeat, or a comma list). The "
+		"capture\n"
 		"                        ends early when all of them have exited.\n"
-		"  -o, --output FILE     write here (atomically: temp file + rename); default stdout.\n"
+		"  -o, --output FILE     write here (atomically: temp file + rename); default "
+		"stdout.\n"
 		"                        Nothing is printed on success.\n"
+		"      --comm NAME       only processes named NAME (the kernel keeps 15 bytes of "
+		"a\n"
+		"                        name; longer names are cut to 15)\n"
+		"      --no-offcpu       on-CPU samples only: no scheduler tracing, no off-CPU or\n"
+		"                        run-queue time, idle time or scheduler histograms\n"
+		"      --min-block DUR   leave blocks shorter than DUR (e.g. 1ms) out of the "
+		"flame\n"
+		"                        graph; their time still counts in totals\n"
+		"      --wakers          also take the waker's stack at each wakeup and show it\n"
+		"                        above the blocked stack (offwaketime); costs more\n"
+		"      --stack-budget N  off-CPU stack captures per second per CPU (default "
+		"10000);\n"
+		"                        beyond it intervals keep their time under [not captured]\n"
+		"      --no-stack-reuse  take the stacks at every switch-out instead of reusing a\n"
+		"                        thread's stacks while its switch-out context is "
+		"unchanged\n"
 		"      --format FMT      json (default) or folded (flamegraph.pl; values in ns)\n"
 		"      --no-demangle     keep C++/Rust symbol names mangled\n"
 		"  -v, --verbose         libbpf warnings and a summary on stderr\n"
@@ -136,17 +166,32 @@ static uint64_t read_u64_file(const char *path)
 /* Returns 0 or an exit code; prints the reason. */
 static int parse_args(int argc, char **argv, struct record_cfg *cfg)
 {
-	enum { OPT_FORMAT = 256, OPT_NO_DEMANGLE };
+	enum {
+		OPT_FORMAT = 256,
+		OPT_NO_DEMANGLE,
+		OPT_COMM,
+		OPT_NO_OFFCPU,
+		OPT_MIN_BLOCK,
+		OPT_WAKERS,
+		OPT_STACK_BUDGET,
+		OPT_NO_STACK_REUSE,
+	};
 	static const struct option opts[] = {
-		{ "frequency", required_argument, NULL, 'F' },
-		{ "duration", required_argument, NULL, 'd' },
-		{ "pid", required_argument, NULL, 'p' },
-		{ "output", required_argument, NULL, 'o' },
-		{ "format", required_argument, NULL, OPT_FORMAT },
-		{ "no-demangle", no_argument, NULL, OPT_NO_DEMANGLE },
-		{ "verbose", no_argument, NULL, 'v' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
+		{"frequency", required_argument, NULL, 'F'},
+		{"duration", required_argument, NULL, 'd'},
+		{"pid", required_argument, NULL, 'p'},
+		{"output", required_argument, NULL, 'o'},
+		{"format", required_argument, NULL, OPT_FORMAT},
+		{"no-demangle", no_argument, NULL, OPT_NO_DEMANGLE},
+		{"comm", required_argument, NULL, OPT_COMM},
+		{"no-offcpu", no_argument, NULL, OPT_NO_OFFCPU},
+		{"min-block", required_argument, NULL, OPT_MIN_BLOCK},
+		{"wakers", no_argument, NULL, OPT_WAKERS},
+		{"stack-budget", required_argument, NULL, OPT_STACK_BUDGET},
+		{"no-stack-reuse", no_argument, NULL, OPT_NO_STACK_REUSE},
+		{"verbose", no_argument, NULL, 'v'},
+		{"help", no_argument, NULL, 'h'},
+		{0},
 	};
 	char why[256];
 	int c, rc;
@@ -193,6 +238,45 @@ static int parse_args(int argc, char **argv, struct record_cfg *cfg)
 		case OPT_NO_DEMANGLE:
 			cfg->no_demangle = true;
 			break;
+		case OPT_COMM:
+			if (!*optarg) {
+				hc_err("--comm: empty process name");
+				return EX_USAGE;
+			}
+			cfg->comm = optarg;
+			break;
+		case OPT_NO_OFFCPU:
+			cfg->no_offcpu = true;
+			break;
+		case OPT_MIN_BLOCK:
+			if (hc_duration__parse(optarg, &cfg->min_block_ns, why, sizeof(why))) {
+				hc_err("--min-block %s: %s", optarg, why);
+				return EX_USAGE;
+			}
+			break;
+		case OPT_WAKERS:
+			cfg->wakers = true;
+			break;
+		case OPT_STACK_BUDGET: {
+			char *end;
+			unsigned long long v;
+
+			errno = 0;
+			v = strtoull(optarg, &end, 10);
+			if (errno || end == optarg || *end || optarg[0] == '-' || v < 1 ||
+			    v > 1000000) {
+				hc_err("--stack-budget %s: a number of stack captures per second "
+				       "per "
+				       "CPU, 1 to 1000000",
+				       optarg);
+				return EX_USAGE;
+			}
+			cfg->stack_budget = v;
+			break;
+		}
+		case OPT_NO_STACK_REUSE:
+			cfg->no_stack_reuse = true;
+			break;
 		case 'v':
 			cfg->verbose = true;
 			break;
@@ -203,6 +287,12 @@ static int parse_args(int argc, char **argv, struct record_cfg *cfg)
 			usage(stderr);
 			return EX_USAGE;
 		}
+	}
+	if (cfg->no_offcpu &&
+	    (cfg->min_block_ns || cfg->wakers || cfg->stack_budget || cfg->no_stack_reuse)) {
+		hc_err("--no-offcpu cannot be combined with --min-block, --wakers, --stack-budget "
+		       "or --no-stack-reuse");
+		return EX_USAGE;
 	}
 	if (optind < argc) {
 		hc_err("unexpected argument '%s' (see hotcold record --help)", argv[optind]);
@@ -306,6 +396,21 @@ static int on_exec(void *ctx, const struct hc_exec_event *e)
 	return hc_agg__exec(ctx, e);
 }
 
+static int on_offcpu(void *ctx, const struct hc_offcpu_event *e, size_t size)
+{
+	return hc_agg__offcpu(ctx, e, size);
+}
+
+static int on_thist(void *ctx, const struct hc_thist_event *e)
+{
+	return hc_agg__thist(ctx, e);
+}
+
+static int on_waker(void *ctx, const struct hc_waker_event *e, size_t size)
+{
+	return hc_agg__waker(ctx, e, size);
+}
+
 /*
  * The symbolizer holds one fd per distinct mapped object from a process's first sample until
  * the object is resolved after the capture; a busy machine maps more than the default soft
@@ -343,11 +448,56 @@ static const char *const lost_names[HC_CNT_MAX] = {
 	[HC_CNT_KSTACK_ERR] = "kstack_error",
 	[HC_CNT_USTACK_ERR] = "ustack_error",
 	[HC_CNT_EXEC_LOST] = "exec_lost",
+	[HC_CNT_OFF_RINGBUF_FULL] = "offcpu_ringbuf_full",
+	[HC_CNT_THIST_LOST] = "sched_hist_lost",
+	[HC_CNT_WAKER_LOST] = "waker_lost",
+	[HC_CNT_STATE_NOMEM] = "task_state_nomem",
+	[HC_CNT_KSTACK_ERR_OFF] = "offcpu_kstack_error",
+	[HC_CNT_USTACK_ERR_OFF] = "offcpu_ustack_error",
 };
 
+/* The `scheduler` section: how off-CPU time was taken and what it cost. */
+static json_t *scheduler_json(const struct record_cfg *cfg, const struct hc_sampler_counts *cnt,
+			      const struct hc_agg *agg, const struct hc_agg_stats *as,
+			      uint64_t duration_ns)
+{
+	const uint64_t *t = cnt->total;
+	double cpu_ns = (double)cnt->n_cpus * (double)duration_ns;
+	size_t nsec;
+	const uint64_t *per_s = hc_agg__unclaimed_per_second(agg, &nsec);
+	json_t *ps = json_array(), *doc;
+
+	if (!ps)
+		return NULL;
+	for (size_t i = 0; i < nsec; i++)
+		if (json_array_append_new(ps, json_integer((json_int_t)per_s[i]))) {
+			json_decref(ps);
+			return NULL;
+		}
+	doc = json_pack(
+		"{s:b, s:I, s:I, s:b, s:b, s:I, s:I, s:{s:I, s:I}, s:{s:I, s:I, s:I}, s:{s:I, s:I},"
+		" s:I, s:I, s:{s:I, s:f, s:o}}",
+		"offcpu", 1, "min_block_ns", (json_int_t)cfg->min_block_ns,
+		"stack_budget_per_cpu_s",
+		(json_int_t)(cfg->stack_budget ? cfg->stack_budget : 10000), "stack_reuse",
+		!cfg->no_stack_reuse, "wakers", cfg->wakers, "switches",
+		(json_int_t)t[HC_CNT_SWITCHES], "switch_in_unseen",
+		(json_int_t)t[HC_CNT_SWITCHIN_MISSED], "intervals", "blocked",
+		(json_int_t)as->blocked_intervals, "preempted", (json_int_t)as->preempted_intervals,
+		"stacks", "captured", (json_int_t)t[HC_CNT_STACK_CAPTURED], "reused",
+		(json_int_t)t[HC_CNT_STACK_REUSED], "not_captured",
+		(json_int_t)t[HC_CNT_STACK_BUDGET], "below_min_block", "off_cpu_ns",
+		(json_int_t)as->short_off_ns, "runqueue_ns", (json_int_t)as->short_rq_ns, "lost_ns",
+		(json_int_t)(t[HC_CNT_OFF_LOST_NS] + as->offcpu_lost_ns), "flushes",
+		(json_int_t)as->offcpu_flushes, "cpu_unclaimed", "unclaimed_ns",
+		(json_int_t)as->unclaimed_ns, "share",
+		cpu_ns > 0 ? (double)as->unclaimed_ns / cpu_ns : 0.0, "per_second_ns", ps);
+	return doc;
+}
+
 static int fill_profile(struct hc_profile *p, const struct record_cfg *cfg,
-			struct hc_sampler_counts *cnt, struct hc_agg *agg, struct hc_symbolizer *sym,
-			int64_t started_at_ns, uint64_t duration_ns)
+			struct hc_sampler_counts *cnt, struct hc_agg *agg,
+			struct hc_symbolizer *sym, int64_t started_at_ns, uint64_t duration_ns)
 {
 	struct hc_symbolizer_stats ss;
 	struct hc_agg_stats as;
@@ -373,6 +523,7 @@ static int fill_profile(struct hc_profile *p, const struct record_cfg *cfg,
 		p->sampling.per_cpu[i].cpu = cnt->cpus[i];
 		p->sampling.per_cpu[i].expected = expected;
 		p->sampling.per_cpu[i].samples = cnt->per_cpu[(size_t)i * HC_CNT_MAX + HC_CNT_SEEN];
+		p->sampling.per_cpu[i].idle_ns = cnt->idle_ns ? cnt->idle_ns[i] : 0;
 		p->sampling.expected_samples += expected;
 	}
 	p->sampling.samples = cnt->total[HC_CNT_SEEN];
@@ -388,8 +539,19 @@ static int fill_profile(struct hc_profile *p, const struct record_cfg *cfg,
 		err = hc_profile__add_lost(p, "ingest_error", as.ingest_errors);
 	if (!err)
 		err = hc_profile__add_lost(p, "histogram_error", as.hist_errors);
+	if (!err && cnt->offcpu)
+		err = hc_profile__add_lost(p, "waker_stack_missing", as.waker_stack_missing);
 	if (err)
 		return err;
+	if (cnt->offcpu) {
+		p->totals.off_cpu_ns = as.off_ns;
+		p->totals.runqueue_ns = as.runqueue_ns;
+		p->totals.idle_ns = cnt->idle_total_ns;
+		p->totals.cpu_unclaimed_ns = as.unclaimed_ns;
+		p->scheduler = scheduler_json(cfg, cnt, agg, &as, duration_ns);
+		if (!p->scheduler)
+			return -ENOMEM;
+	}
 
 	p->totals.on_cpu_ns = as.samples * cfg->rate.period_ns;
 	p->totals.kernel_samples = as.kernel_samples;
@@ -398,16 +560,16 @@ static int fill_profile(struct hc_profile *p, const struct record_cfg *cfg,
 	hc_symbolizer__stats(sym, &ss);
 	{
 		const struct hc_count sc[] = {
-			{ "processes", ss.processes },
-			{ "process_gone", ss.process_gone },
-			{ "objects", ss.objects },
-			{ "object_open_err", ss.object_open_err },
-			{ "elf_err", ss.elf_err },
-			{ "no_symbols", ss.no_symbols },
-			{ "user_unresolved", ss.user_unresolved },
-			{ "kernel_unresolved", ss.kernel_unresolved },
-			{ "truncated_user_stacks", as.truncated_ustacks },
-			{ "truncated_kernel_stacks", as.truncated_kstacks },
+			{"processes", ss.processes},
+			{"process_gone", ss.process_gone},
+			{"objects", ss.objects},
+			{"object_open_err", ss.object_open_err},
+			{"elf_err", ss.elf_err},
+			{"no_symbols", ss.no_symbols},
+			{"user_unresolved", ss.user_unresolved},
+			{"kernel_unresolved", ss.kernel_unresolved},
+			{"truncated_user_stacks", as.truncated_ustacks},
+			{"truncated_kernel_stacks", as.truncated_kstacks},
 		};
 
 		for (size_t i = 0; i < sizeof(sc) / sizeof(sc[0]) && !err; i++)
@@ -418,18 +580,20 @@ static int fill_profile(struct hc_profile *p, const struct record_cfg *cfg,
 
 int cmd_record(int argc, char **argv)
 {
-	struct record_cfg cfg = { 0 };
-	struct hc_symbolizer_opts sopts = { 0 };
-	struct hc_sampler_opts popts = { 0 };
-	struct hc_sampler_counts cnt = { 0 };
+	struct record_cfg cfg = {0};
+	struct hc_symbolizer_opts sopts = {0};
+	struct hc_sampler_opts popts = {0};
+	struct hc_sampler_counts cnt = {0};
 	struct hc_sampler_callbacks cb;
 	struct hc_symbolizer *sym = NULL;
 	struct hc_sampler *sampler = NULL;
 	struct hc_profile *prof = NULL;
-	struct output out = { 0 };
+	struct output out = {0};
 	struct hc_agg *agg = NULL;
-	struct sigaction sa = { 0 };
+	struct sigaction sa = {0};
 	uint64_t t0, t1, t_tree, t_enc, deadline;
+	struct hc_sampler_window win;
+	char comm[HC_TASK_COMM_LEN];
 	int64_t started_at;
 	int rc, err;
 
@@ -469,10 +633,24 @@ int cmd_record(int argc, char **argv)
 	for (size_t i = 0; i < cfg.n_tgids; i++)
 		hc_symbolizer__add_process(sym, cfg.tgids[i]);
 
-	cb = (struct hc_sampler_callbacks){ .sample = on_sample, .exec = on_exec, .ctx = agg };
+	cb = (struct hc_sampler_callbacks){ .sample = on_sample,
+					   .exec = on_exec,
+					   .offcpu = on_offcpu,
+					   .thist = on_thist,
+					   .waker = on_waker,
+					   .ctx = agg};
 	popts.period_ns = cfg.rate.period_ns;
 	popts.tgids = cfg.tgids;
 	popts.n_tgids = cfg.n_tgids;
+	popts.no_offcpu = cfg.no_offcpu;
+	popts.min_block_ns = cfg.min_block_ns;
+	popts.wakers = cfg.wakers;
+	popts.no_stack_reuse = cfg.no_stack_reuse;
+	popts.stack_budget = cfg.stack_budget;
+	if (cfg.comm) {
+		snprintf(comm, sizeof(comm), "%s", cfg.comm); /* the kernel's 15 bytes */
+		popts.comm = comm;
+	}
 	sampler = hc_sampler__new(&popts, &cb);
 	if (!sampler) {
 		err = errno;
@@ -490,10 +668,14 @@ int cmd_record(int argc, char **argv)
 	t0 = now_ns(CLOCK_MONOTONIC);
 	err = hc_sampler__start(sampler);
 	if (err) {
-		hc_err("cannot enable the perf events: %s", strerror(-err));
+		hc_err("cannot start sampling (scheduler tracepoints, task iterator or perf "
+		       "events): %s",
+		       strerror(-err));
 		rc = EX_UNAVAILABLE;
 		goto out;
 	}
+	hc_sampler__window(sampler, &win);
+	hc_agg__set_window_start(agg, win.start_ns);
 	deadline = t0 + cfg.duration_ns;
 	while (!stop_requested) {
 		uint64_t now = now_ns(CLOCK_MONOTONIC);
@@ -515,6 +697,7 @@ int cmd_record(int argc, char **argv)
 	t1 = now_ns(CLOCK_MONOTONIC);
 	if (err)
 		hc_err("warning: stopping the sampler: %s", strerror(-err));
+	hc_sampler__window(sampler, &win);
 	err = hc_sampler__counts(sampler, &cnt);
 	if (err) {
 		hc_err("reading the BPF counters: %s", strerror(-err));
@@ -531,7 +714,10 @@ int cmd_record(int argc, char **argv)
 		rc = EX_OSERR;
 		goto out;
 	}
-	err = fill_profile(prof, &cfg, &cnt, agg, sym, started_at, t1 - t0);
+	/* With off-CPU tracking the window is the scheduler programs' (idle and off-CPU time
+	 * are measured against it); the perf events run inside it. */
+	err = fill_profile(prof, &cfg, &cnt, agg, sym, started_at,
+			   cnt.offcpu ? win.end_ns - win.start_ns : t1 - t0);
 	if (!err)
 		err = hc_agg__build_tree(agg, prof->tree);
 	t_tree = now_ns(CLOCK_MONOTONIC);
@@ -541,13 +727,25 @@ int cmd_record(int argc, char **argv)
 		goto out;
 	}
 	for (uint32_t i = 0; i < cnt.n_cpus; i++)
-		hc_agg__idle_samples(agg, cnt.cpus[i], cnt.per_cpu[(size_t)i * HC_CNT_MAX + HC_CNT_IDLE]);
+		hc_agg__idle_samples(agg, cnt.cpus[i],
+				     cnt.per_cpu[(size_t)i * HC_CNT_MAX + HC_CNT_IDLE]);
 	{
 		json_t *prio = hc_hist__to_json(hc_agg__priority(agg));
 		json_t *runq = hc_hist__to_json(hc_agg__runqueue_length(agg));
+		static const char *const names[HC_TH_MAX] = {
+			[HC_TH_SLICE] = "oncpu_slice_us",
+			[HC_TH_OFF] = "offcpu_us",
+			[HC_TH_RUNQ] = "runqueue_latency_us",
+		};
+		bool bad = !prio || json_object_set_new(prof->histograms, "priority", prio) ||
+			   !runq || json_object_set_new(prof->histograms, "runqueue_length", runq);
 
-		if (!prio || json_object_set_new(prof->histograms, "priority", prio) || !runq ||
-		    json_object_set_new(prof->histograms, "runqueue_length", runq)) {
+		for (int h = 0; h < HC_TH_MAX && !bad && cnt.offcpu; h++) {
+			json_t *j = hc_hist__to_json(hc_agg__sched_hist(agg, (enum hc_thist)h));
+
+			bad = !j || json_object_set_new(prof->histograms, names[h], j);
+		}
+		if (bad) {
 			hc_err("building the histograms: out of memory");
 			rc = EX_OSERR;
 			goto out;
@@ -570,7 +768,8 @@ int cmd_record(int argc, char **argv)
 			"(symbolize+tree %.1f ms, encode %.1f ms)\n",
 			(unsigned long long)prof->sampling.samples,
 			(unsigned long long)prof->sampling.idle_samples, prof->sampling.cpus,
-			(double)(t1 - t0) / 1e9, (unsigned long long)prof->sampling.expected_samples,
+			(double)(t1 - t0) / 1e9,
+			(unsigned long long)prof->sampling.expected_samples,
 			hc_agg__stack_count(agg), hc_tree__node_count(prof->tree),
 			(double)(now_ns(CLOCK_MONOTONIC) - t1) / 1e6, (double)(t_tree - t1) / 1e6,
 			(double)(t_enc - t_tree) / 1e6);

@@ -105,6 +105,11 @@ static int add_frame(struct sbuf *b, const struct hc_node *n)
 			return 0;
 		}
 		return sbuf_add_name(b, name);
+	case HC_NODE_WAKER:
+		/* offwaketime's separator between the blocked stack and its waker */
+		if (sbuf_add_raw(b, "--;") || sbuf_add_name(b, name))
+			return -ENOMEM;
+		return 0;
 	default:
 		return sbuf_add_name(b, name);
 	}
@@ -141,7 +146,8 @@ static int walk(struct folded *f, const struct hc_node *n, unsigned int depth)
 
 	if (depth > HC_FOLDED_MAX_TREE_DEPTH)
 		return -EOVERFLOW;
-	if (kind == HC_NODE_PROCESS || kind == HC_NODE_USER || kind == HC_NODE_KERNEL) {
+	if (kind == HC_NODE_PROCESS || kind == HC_NODE_USER || kind == HC_NODE_KERNEL ||
+	    kind == HC_NODE_WAKER) {
 		err = add_frame(&f->path, n);
 		if (err)
 			goto out_restore;
@@ -173,7 +179,7 @@ static int line_cmp(const void *a, const void *b)
 
 int hc_profile__write_folded(const struct hc_profile *p, FILE *out)
 {
-	struct folded f = { 0 };
+	struct folded f = {0};
 	size_t i, j;
 	int err;
 

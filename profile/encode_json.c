@@ -149,6 +149,11 @@ static json_t *node_fields_to_json(const struct hc_node *n)
 		if (jset(obj, "tid", ju64(hc_node__id(n))))
 			goto err_decref;
 		break;
+	case HC_NODE_WAKER:
+		if (jset(obj, "pid", ju64((uint64_t)hc_node__offset(n))) ||
+		    jset(obj, "tid", ju64(hc_node__id(n))))
+			goto err_decref;
+		break;
 	case HC_NODE_USER:
 	case HC_NODE_KERNEL:
 		if (hc_node__module(n) && jset(obj, "module", jstr(hc_node__module(n))))
@@ -333,6 +338,12 @@ static void jstream_node(struct jstream *js, const struct hc_node *n, unsigned i
 		JSTREAM_LIT(js, ",\"tid\":");
 		jstream_u64(js, hc_node__id(n));
 		break;
+	case HC_NODE_WAKER:
+		JSTREAM_LIT(js, ",\"pid\":");
+		jstream_u64(js, (uint64_t)hc_node__offset(n));
+		JSTREAM_LIT(js, ",\"tid\":");
+		jstream_u64(js, hc_node__id(n));
+		break;
 	case HC_NODE_USER:
 	case HC_NODE_KERNEL:
 		if (hc_node__module(n)) {
@@ -400,7 +411,7 @@ static json_t *sampling_to_json(const struct hc_profile *p)
 		if (!o || json_array_append_new(per_cpu, o))
 			goto err_decref;
 		if (jset(o, "cpu", ju64(c->cpu)) || jset(o, "expected", ju64(c->expected)) ||
-		    jset(o, "samples", ju64(c->samples)))
+		    jset(o, "samples", ju64(c->samples)) || jset(o, "idle_ns", ju64(c->idle_ns)))
 			goto err_decref;
 	}
 	if (jset(s, "lost", counts_to_json(p->sampling.lost, p->sampling.n_lost)))
@@ -422,6 +433,7 @@ static json_t *totals_to_json(const struct hc_profile *p)
 	    jset(t, "off_cpu_ns", ju64(p->totals.off_cpu_ns)) ||
 	    jset(t, "runqueue_ns", ju64(p->totals.runqueue_ns)) ||
 	    jset(t, "idle_ns", ju64(p->totals.idle_ns)) ||
+	    jset(t, "cpu_unclaimed_ns", ju64(p->totals.cpu_unclaimed_ns)) ||
 	    jset(t, "kernel_samples", ju64(p->totals.kernel_samples)) ||
 	    jset(t, "user_samples", ju64(p->totals.user_samples))) {
 		json_decref(t);
@@ -441,9 +453,9 @@ static json_t *header_to_json(const struct hc_profile *p)
 	    jset(doc, "host", jstr(p->host)) || jset(doc, "kernel", jstr(p->kernel)) ||
 	    jset(doc, "started_at", rfc3339_ms(p->started_at_ns)) ||
 	    jset(doc, "duration_ns", ju64(p->duration_ns)) ||
-	    jset(doc, "sampling", sampling_to_json(p)) ||
-	    jset(doc, "totals", totals_to_json(p)) ||
-	    jset(doc, "symbolize", counts_to_json(p->symbolize, p->n_symbolize))) {
+	    jset(doc, "sampling", sampling_to_json(p)) || jset(doc, "totals", totals_to_json(p)) ||
+	    jset(doc, "symbolize", counts_to_json(p->symbolize, p->n_symbolize)) ||
+	    (p->scheduler && jset(doc, "scheduler", json_incref(p->scheduler)))) {
 		json_decref(doc);
 		return NULL;
 	}

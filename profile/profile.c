@@ -27,6 +27,8 @@ const char *hc_node_kind__name(enum hc_node_kind kind)
 		return "user";
 	case HC_NODE_KERNEL:
 		return "kernel";
+	case HC_NODE_WAKER:
+		return "waker";
 	}
 	return "unknown";
 }
@@ -73,6 +75,7 @@ void hc_profile__free(struct hc_profile *p)
 	counts__free(p->symbolize, p->n_symbolize);
 	hc_tree__free(p->tree);
 	json_decref(p->histograms);
+	json_decref(p->scheduler);
 	free(p);
 }
 

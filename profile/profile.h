@@ -59,12 +59,14 @@ size_t hc_stacktab__memory_bytes(const struct hc_stacktab *tab);
 enum hc_node_kind {
 	HC_NODE_ROOT = 0,
 	HC_NODE_PROCESS, /* name = process comm, id = pid (tgid) */
-	HC_NODE_THREAD,  /* name = thread comm, id = tid */
-	HC_NODE_USER,    /* a user frame */
-	HC_NODE_KERNEL,  /* a kernel frame */
+	HC_NODE_THREAD,	 /* name = thread comm, id = tid */
+	HC_NODE_USER,	 /* a user frame */
+	HC_NODE_KERNEL,	 /* a kernel frame */
+	HC_NODE_WAKER,	 /* who woke a blocked path: name = waker thread comm, id = waker tid,
+			  * offset = waker pid (tgid); the waker's frames, if taken, follow */
 };
 
-/* JSON `kind` strings: "root", "process", "thread", "user", "kernel". */
+/* JSON `kind` strings: "root", "process", "thread", "user", "kernel", "waker". */
 const char *hc_node_kind__name(enum hc_node_kind kind);
 
 /* One step of a path from the root. Two steps name the same node when kind, name, module,
@@ -73,8 +75,8 @@ struct hc_path_elem {
 	enum hc_node_kind kind;
 	const char *name;   /* never NULL: unresolved frames are named "[unknown]" */
 	const char *module; /* NULL when none (e.g. vmlinux, process/thread nodes) */
-	uint64_t id;        /* process: pid; thread: tid; frames: 0 */
-	int64_t offset;     /* unresolved user frames: offset into module; otherwise -1 */
+	uint64_t id;	    /* process: pid; thread: tid; frames: 0 */
+	int64_t offset;	    /* unresolved user frames: offset into module; otherwise -1 */
 };
 
 struct hc_node; /* opaque */
@@ -106,6 +108,7 @@ struct hc_cpu_samples {
 	uint32_t cpu;
 	uint64_t expected; /* frequency x duration */
 	uint64_t samples;  /* cpu-clock samples the BPF program saw on this CPU (idle included) */
+	uint64_t idle_ns;  /* idle task's time on this CPU, from the scheduler */
 };
 
 struct hc_count {
@@ -114,9 +117,9 @@ struct hc_count {
 };
 
 struct hc_profile {
-	char *host;              /* owned; uname nodename */
-	char *kernel;            /* owned; uname release */
-	int64_t started_at_ns;   /* CLOCK_REALTIME, ns since the epoch */
+	char *host;	       /* owned; uname nodename */
+	char *kernel;	       /* owned; uname release */
+	int64_t started_at_ns; /* CLOCK_REALTIME, ns since the epoch */
 	uint64_t duration_ns;
 
 	struct {
@@ -128,7 +131,7 @@ struct hc_profile {
 		uint64_t idle_samples; /* samples of the idle task: in totals, not in the tree */
 		struct hc_cpu_samples *per_cpu; /* owned array */
 		size_t n_per_cpu;
-		struct hc_count *lost;  /* owned array: reason -> samples not delivered */
+		struct hc_count *lost; /* owned array: reason -> samples not delivered */
 		size_t n_lost;
 	} sampling;
 
@@ -137,15 +140,17 @@ struct hc_profile {
 		uint64_t off_cpu_ns;
 		uint64_t runqueue_ns;
 		uint64_t idle_ns;
-		uint64_t kernel_samples; /* samples with arg0 != 0 (kernel PC) */
-		uint64_t user_samples;   /* samples with arg1 != 0 (user PC) */
+		uint64_t cpu_unclaimed_ns; /* idle CPU time while tasks waited on another CPU */
+		uint64_t kernel_samples;   /* samples with arg0 != 0 (kernel PC) */
+		uint64_t user_samples;	   /* samples with arg1 != 0 (user PC) */
 	} totals;
 
 	struct hc_count *symbolize; /* owned array: symbolization counters by name */
 	size_t n_symbolize;
 
-	struct hc_tree *tree;  /* owned */
-	json_t *histograms;    /* owned reference; an empty object until the off-CPU issue */
+	json_t *scheduler;    /* owned reference or NULL: off-CPU settings and counters */
+	struct hc_tree *tree; /* owned */
+	json_t *histograms;   /* owned reference; an empty object until the off-CPU issue */
 };
 
 /* A zeroed profile with an empty tree and histograms object. NULL + errno on failure. */

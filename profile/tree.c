@@ -36,7 +36,7 @@ struct hc_node {
 	uint32_t n_children;
 	uint32_t cap_children;
 	uint32_t parent; /* index; the root's is its own (0) */
-	uint32_t hash;   /* low bits of the lookup hash, for rehashing */
+	uint32_t hash;	 /* low bits of the lookup hash, for rehashing */
 	uint8_t kind;
 };
 
@@ -362,7 +362,7 @@ int hc_tree__add_path(struct hc_tree *tree, const struct hc_path_elem *path, siz
 	if (n && !path)
 		return -EINVAL;
 	for (i = 0; i < n; i++) {
-		if (!path[i].name || path[i].kind <= HC_NODE_ROOT || path[i].kind > HC_NODE_KERNEL)
+		if (!path[i].name || path[i].kind <= HC_NODE_ROOT || path[i].kind > HC_NODE_WAKER)
 			return -EINVAL;
 	}
 	if (n > sizeof(stack_refs) / sizeof(stack_refs[0])) {

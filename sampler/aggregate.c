@@ -9,11 +9,18 @@
 /*
  * Stack key layout (u64 words):
  *   [0] tgid  [1] tid  [2] process comm index  [3] thread comm index  [4] n_user  [5] n_kernel
+ *   [6] ext: low 32 bits the waker (index + 1 into `wakers`, 0: none), EXT_* flags above
  *   then n_user pairs {object id, file offset} (leaf first), then n_kernel kernel addresses
  *   (leaf first). Comm indexes point into `comms`, a table keyed by the 16 comm bytes.
+ * On-CPU samples and off-CPU flushes share the table, so one path holds both kinds of time.
+ * A waker is [tgid, tid, thread comm index, process comm index, waker stack index + 1]; a
+ * waker stack is [n_user, n_kernel, frames as above].
  */
-#define KEY_HDR 6
+#define KEY_HDR 7
 #define KEY_MAX (KEY_HDR + 2 * HC_MAX_STACK_DEPTH + HC_MAX_STACK_DEPTH)
+#define EXT_NO_STACK (1ull << 32) /* off-CPU stack not captured (budget) */
+#define EXT_NEW (1ull << 33)	  /* a new thread waiting for its first run: no stack yet */
+#define WAKER_KEY 5
 
 struct hc_agg {
 	struct hc_symbolizer *sym;
@@ -22,6 +29,15 @@ struct hc_agg {
 	struct hc_stacktab *comms;
 	struct hc_hist *priority;
 	struct hc_hist *runq;
+	struct hc_hist *thist[HC_TH_MAX]; /* oncpu_slice_us, offcpu_us, runqueue_latency_us */
+	struct hc_stacktab *wakers;	  /* waker identity (+ stack) */
+	struct hc_stacktab *wstacks;	  /* --wakers stacks, normalized */
+	struct hc_stacktab *wseqs;	  /* [wakee tid, seq] -> index into wseq_stack */
+	uint64_t *wseq_stack;		  /* wstacks index + 1, per wseqs entry */
+	size_t wseq_cap;
+	uint64_t window_start_ns; /* for the per-second cpu_unclaimed series */
+	uint64_t *unclaimed_s;	  /* ns per second of the window */
+	size_t n_unclaimed_s;
 	char (*cpu_keys)[16]; /* "cpu N" by CPU number, formatted once, not per sample */
 	size_t n_cpu_keys;
 	struct hc_agg_stats stats;
@@ -40,7 +56,13 @@ struct hc_agg *hc_agg__new(struct hc_symbolizer *sym, uint64_t period_ns)
 	agg->comms = hc_stacktab__new();
 	agg->priority = hc_hist__new_lquantize("prio", 0, 140, 10);
 	agg->runq = hc_hist__new_lquantize("tasks", 0, 32, 1);
-	if (!agg->stacks || !agg->comms || !agg->priority || !agg->runq) {
+	for (int h = 0; h < HC_TH_MAX; h++)
+		agg->thist[h] = hc_hist__new_quantize("us");
+	agg->wakers = hc_stacktab__new();
+	agg->wstacks = hc_stacktab__new();
+	agg->wseqs = hc_stacktab__new();
+	if (!agg->stacks || !agg->comms || !agg->priority || !agg->runq || !agg->thist[0] ||
+	    !agg->thist[1] || !agg->thist[2] || !agg->wakers || !agg->wstacks || !agg->wseqs) {
 		hc_agg__free(agg);
 		errno = ENOMEM;
 		return NULL;
@@ -56,6 +78,13 @@ void hc_agg__free(struct hc_agg *agg)
 	hc_stacktab__free(agg->comms);
 	hc_hist__free(agg->priority);
 	hc_hist__free(agg->runq);
+	for (int h = 0; h < HC_TH_MAX; h++)
+		hc_hist__free(agg->thist[h]);
+	hc_stacktab__free(agg->wakers);
+	hc_stacktab__free(agg->wstacks);
+	hc_stacktab__free(agg->wseqs);
+	free(agg->wseq_stack);
+	free(agg->unclaimed_s);
 	free(agg->cpu_keys);
 	free(agg);
 }
@@ -98,52 +127,101 @@ static int add_runq(struct hc_agg *agg, uint32_t cpu, int64_t len, uint64_t coun
 	return hc_hist__add(agg->runq, agg->cpu_keys[cpu], len, count);
 }
 
-int hc_agg__sample(struct hc_agg *agg, const struct hc_sample_event *e, size_t size)
+/* Normalize a user stack (leaf first) to {object, offset} pairs at key[*n...]. */
+static int put_user_frames(struct hc_agg *agg, uint32_t tgid, const __u64 *ustack, size_t nu,
+			   uint64_t *key, size_t *n)
 {
-	size_t nu = e->ustack_len > 0 ? (size_t)e->ustack_len / 8 : 0;
-	size_t nk = e->kstack_len > 0 ? (size_t)e->kstack_len / 8 : 0;
-	const __u64 *ustack = e->stacks, *kstack = e->stacks + nu;
-	uint64_t *key = agg->key;
-	struct hc_weights *w;
-	int64_t pc, tc, idx;
-	size_t n = KEY_HDR;
-	int err;
+	if (!nu)
+		return 0;
+	/* Cheap when known; otherwise reads the maps now, while the process lives. */
+	hc_symbolizer__add_process(agg->sym, tgid);
+	for (size_t i = 0; i < nu; i++) {
+		struct hc_uloc loc;
+		/* Callers' frames hold return addresses: step back into the call. */
+		uint64_t ip = i == 0 ? ustack[i] : ustack[i] - 1;
 
-	(void)size; /* validated by the sampler */
-	if (nu > HC_MAX_STACK_DEPTH || nk > HC_MAX_STACK_DEPTH)
-		return -EINVAL;
-	pc = intern_comm(agg, e->pcomm);
-	tc = intern_comm(agg, e->comm);
+		if (hc_symbolizer__normalize(agg->sym, tgid, ip, &loc))
+			return -ENOMEM;
+		key[(*n)++] = loc.obj;
+		key[(*n)++] = loc.off;
+	}
+	return 0;
+}
+
+static void put_kernel_frames(const __u64 *kstack, size_t nk, uint64_t *key, size_t *n)
+{
+	for (size_t i = 0; i < nk; i++)
+		key[(*n)++] = i == 0 ? kstack[i] : kstack[i] - 1;
+}
+
+/* Build the key of a path in agg->key; returns its length, or -ENOMEM. */
+static int64_t build_key(struct hc_agg *agg, uint32_t tgid, uint32_t tid,
+			 const char pcomm[HC_TASK_COMM_LEN], const char comm[HC_TASK_COMM_LEN],
+			 const __u64 *ustack, size_t nu, const __u64 *kstack, size_t nk,
+			 uint64_t ext)
+{
+	uint64_t *key = agg->key;
+	int64_t pc = intern_comm(agg, pcomm), tc = intern_comm(agg, comm);
+	size_t n = KEY_HDR;
+
 	if (pc < 0 || tc < 0)
-		goto err_nomem;
-	key[0] = e->tgid;
-	key[1] = e->tid;
+		return -ENOMEM;
+	key[0] = tgid;
+	key[1] = tid;
 	key[2] = (uint64_t)pc;
 	key[3] = (uint64_t)tc;
 	key[4] = nu;
 	key[5] = nk;
-	if (nu) {
-		/* Cheap when known; otherwise reads the maps now, while the process lives. */
-		hc_symbolizer__add_process(agg->sym, e->tgid);
-		for (size_t i = 0; i < nu; i++) {
-			struct hc_uloc loc;
-			/* Callers' frames hold return addresses: step back into the call. */
-			uint64_t ip = i == 0 ? ustack[i] : ustack[i] - 1;
+	key[6] = ext;
+	if (put_user_frames(agg, tgid, ustack, nu, key, &n))
+		return -ENOMEM;
+	put_kernel_frames(kstack, nk, key, &n);
+	return (int64_t)n;
+}
 
-			err = hc_symbolizer__normalize(agg->sym, e->tgid, ip, &loc);
-			if (err)
-				goto err_nomem;
-			key[n++] = loc.obj;
-			key[n++] = loc.off;
-		}
+static struct hc_weights *weights_of(struct hc_agg *agg, size_t n)
+{
+	int64_t idx = hc_stacktab__intern(agg->stacks, agg->key, n);
+
+	return idx < 0 ? NULL : hc_stacktab__weights(agg->stacks, (size_t)idx);
+}
+
+/* Per-second cpu_unclaimed series: add ns to the second of the window holding t. */
+static int add_unclaimed(struct hc_agg *agg, uint64_t t, uint64_t ns)
+{
+	uint64_t sec = t > agg->window_start_ns ? (t - agg->window_start_ns) / 1000000000ull : 0;
+
+	if (sec >= 1u << 20)
+		return -EINVAL;
+	if (sec >= agg->n_unclaimed_s) {
+		uint64_t *a = realloc(agg->unclaimed_s, (sec + 1) * sizeof(*a));
+
+		if (!a)
+			return -ENOMEM;
+		memset(a + agg->n_unclaimed_s, 0, (sec + 1 - agg->n_unclaimed_s) * sizeof(*a));
+		agg->unclaimed_s = a;
+		agg->n_unclaimed_s = sec + 1;
 	}
-	for (size_t i = 0; i < nk; i++)
-		key[n++] = i == 0 ? kstack[i] : kstack[i] - 1;
+	agg->unclaimed_s[sec] += ns;
+	agg->stats.unclaimed_ns += ns;
+	return 0;
+}
 
-	idx = hc_stacktab__intern(agg->stacks, key, n);
-	if (idx < 0)
+int hc_agg__sample(struct hc_agg *agg, const struct hc_sample_event *e, size_t size)
+{
+	size_t nu = e->ustack_len > 0 ? (size_t)e->ustack_len / 8 : 0;
+	size_t nk = e->kstack_len > 0 ? (size_t)e->kstack_len / 8 : 0;
+	struct hc_weights *w;
+	int64_t n;
+
+	(void)size; /* validated by the sampler */
+	if (nu > HC_MAX_STACK_DEPTH || nk > HC_MAX_STACK_DEPTH)
+		return -EINVAL;
+	n = build_key(agg, e->tgid, e->tid, e->pcomm, e->comm, e->stacks, nu, e->stacks + nu, nk,
+		      0);
+	w = n < 0 ? NULL : weights_of(agg, (size_t)n);
+	if (!w)
 		goto err_nomem;
-	w = hc_stacktab__weights(agg->stacks, (size_t)idx);
 	w->samples++;
 	w->on_cpu_ns += agg->period_ns;
 
@@ -156,6 +234,11 @@ int hc_agg__sample(struct hc_agg *agg, const struct hc_sample_event *e, size_t s
 			agg->stats.hist_errors++;
 	}
 	if (add_runq(agg, e->cpu, e->runq_len, 1))
+		agg->stats.hist_errors++;
+	/* cpuunclaimed: CPUs idle while this one had tasks waiting, shared among the CPUs that
+	 * had tasks waiting at that moment (each of them samples the same instant). */
+	if (e->idle_cpus && e->queued_cpus &&
+	    add_unclaimed(agg, e->time_ns, agg->period_ns * e->idle_cpus / e->queued_cpus))
 		agg->stats.hist_errors++;
 	agg->stats.samples++;
 	if (e->kernel_ip)
@@ -170,6 +253,156 @@ int hc_agg__sample(struct hc_agg *agg, const struct hc_sample_event *e, size_t s
 err_nomem:
 	agg->stats.ingest_errors++;
 	return -ENOMEM;
+}
+
+/* The waker entry (index + 1) for a flush, 0 when no wakeup was seen. */
+static int64_t waker_ref(struct hc_agg *agg, const struct hc_offcpu_event *e)
+{
+	uint64_t k[WAKER_KEY], wstack = 0;
+	int64_t wc, wpc, idx;
+
+	if (!e->n_blocked || !e->waker_comm[0])
+		return 0;
+	if (e->waker_seq) {
+		uint64_t sk[2] = {e->tid, e->waker_seq};
+		size_t before = hc_stacktab__count(agg->wseqs);
+		int64_t si = hc_stacktab__intern(agg->wseqs, sk, 2);
+
+		if (si < 0)
+			return -ENOMEM;
+		if ((size_t)si < before)
+			wstack = agg->wseq_stack[si];
+		else
+			agg->stats.waker_stack_missing++; /* its record was lost */
+	}
+	wc = intern_comm(agg, e->waker_comm);
+	wpc = intern_comm(agg, e->waker_pcomm);
+	if (wc < 0 || wpc < 0)
+		return -ENOMEM;
+	k[0] = e->waker_tgid;
+	k[1] = e->waker_tid;
+	k[2] = (uint64_t)wc;
+	k[3] = (uint64_t)wpc;
+	k[4] = wstack;
+	idx = hc_stacktab__intern(agg->wakers, k, WAKER_KEY);
+	return idx < 0 ? idx : idx + 1;
+}
+
+int hc_agg__offcpu(struct hc_agg *agg, const struct hc_offcpu_event *e, size_t size)
+{
+	size_t nu = e->ustack_len > 0 ? (size_t)e->ustack_len / 8 : 0;
+	size_t nk = e->kstack_len > 0 ? (size_t)e->kstack_len / 8 : 0;
+	uint64_t ext = 0;
+	struct hc_weights *w;
+	int64_t n, wref;
+
+	(void)size;
+	if (nu > HC_MAX_STACK_DEPTH || nk > HC_MAX_STACK_DEPTH)
+		return -EINVAL;
+	agg->stats.off_ns += e->off_ns + e->short_off_ns;
+	agg->stats.runqueue_ns += e->rq_ns + e->short_rq_ns;
+	agg->stats.short_off_ns += e->short_off_ns;
+	agg->stats.short_rq_ns += e->short_rq_ns;
+	agg->stats.blocked_intervals += e->n_blocked;
+	agg->stats.preempted_intervals += e->n_preempted;
+	agg->stats.offcpu_flushes++;
+	if (e->flags & (HC_OFF_NO_STACK | HC_OFF_NEW)) {
+		ext = e->flags & HC_OFF_NEW ? EXT_NEW : EXT_NO_STACK;
+		nu = nk = 0;
+	}
+	/* Run-queue time hangs on the thread's own stack... */
+	if (e->rq_ns) {
+		n = build_key(agg, e->tgid, e->tid, e->pcomm, e->comm, e->stacks, nu,
+			      e->stacks + nu, nk, ext);
+		w = n < 0 ? NULL : weights_of(agg, (size_t)n);
+		if (!w)
+			goto err_nomem;
+		w->runqueue_ns += e->rq_ns;
+	}
+	/* ...blocked time under its waker, when one was seen. */
+	if (e->off_ns) {
+		wref = waker_ref(agg, e);
+		if (wref < 0)
+			goto err_nomem;
+		n = build_key(agg, e->tgid, e->tid, e->pcomm, e->comm, e->stacks, nu,
+			      e->stacks + nu, nk, ext | (uint64_t)wref);
+		w = n < 0 ? NULL : weights_of(agg, (size_t)n);
+		if (!w)
+			goto err_nomem;
+		w->off_cpu_ns += e->off_ns;
+	}
+	return 0;
+err_nomem:
+	agg->stats.ingest_errors++;
+	agg->stats.offcpu_lost_ns += e->off_ns + e->rq_ns;
+	return -ENOMEM;
+}
+
+int hc_agg__waker(struct hc_agg *agg, const struct hc_waker_event *e, size_t size)
+{
+	size_t nu = e->ustack_len > 0 ? (size_t)e->ustack_len / 8 : 0;
+	size_t nk = e->kstack_len > 0 ? (size_t)e->kstack_len / 8 : 0;
+	uint64_t sk[2] = {e->tid, e->seq}, *key = agg->key;
+	int64_t si, wi;
+	size_t n = 2;
+
+	(void)size;
+	if (nu > HC_MAX_STACK_DEPTH || nk > HC_MAX_STACK_DEPTH)
+		return -EINVAL;
+	key[0] = nu;
+	key[1] = nk;
+	if (put_user_frames(agg, e->waker_tgid, e->stacks, nu, key, &n))
+		goto err_nomem;
+	put_kernel_frames(e->stacks + nu, nk, key, &n);
+	wi = hc_stacktab__intern(agg->wstacks, key, n);
+	si = wi < 0 ? wi : hc_stacktab__intern(agg->wseqs, sk, 2);
+	if (si < 0)
+		goto err_nomem;
+	if ((size_t)si >= agg->wseq_cap) {
+		size_t cap = agg->wseq_cap ? agg->wseq_cap * 2 : 256;
+		uint64_t *a = realloc(agg->wseq_stack, cap * sizeof(*a));
+
+		if (!a)
+			goto err_nomem;
+		agg->wseq_stack = a;
+		agg->wseq_cap = cap;
+	}
+	agg->wseq_stack[si] = (uint64_t)wi + 1;
+	return 0;
+err_nomem:
+	agg->stats.ingest_errors++;
+	return -ENOMEM;
+}
+
+int hc_agg__thist(struct hc_agg *agg, const struct hc_thist_event *e)
+{
+	char pcomm[HC_TASK_COMM_LEN + 1];
+
+	memcpy(pcomm, e->pcomm, HC_TASK_COMM_LEN);
+	pcomm[HC_TASK_COMM_LEN] = '\0';
+	for (int h = 0; h < HC_TH_MAX; h++)
+		for (int k = 0; k < HC_QSLOTS; k++)
+			if (e->slots[h][k] &&
+			    hc_hist__add(agg->thist[h], pcomm, k ? (int64_t)1 << (k - 1) : 0,
+					 e->slots[h][k]))
+				agg->stats.hist_errors++;
+	return 0;
+}
+
+void hc_agg__set_window_start(struct hc_agg *agg, uint64_t start_ns)
+{
+	agg->window_start_ns = start_ns;
+}
+
+const struct hc_hist *hc_agg__sched_hist(const struct hc_agg *agg, enum hc_thist which)
+{
+	return which < HC_TH_MAX ? agg->thist[which] : NULL;
+}
+
+const uint64_t *hc_agg__unclaimed_per_second(const struct hc_agg *agg, size_t *n)
+{
+	*n = agg->n_unclaimed_s;
+	return agg->unclaimed_s;
 }
 
 int hc_agg__exec(struct hc_agg *agg, const struct hc_exec_event *e)
@@ -188,11 +421,11 @@ struct frame_cache {
 	size_t cap;
 };
 
-static int frame_cache__get(struct frame_cache *fc, struct hc_agg *agg, bool kernel,
-			    uint64_t a, uint64_t b, struct hc_path_elem *out)
+static int frame_cache__get(struct frame_cache *fc, struct hc_agg *agg, bool kernel, uint64_t a,
+			    uint64_t b, struct hc_path_elem *out)
 {
-	uint64_t k[3] = { kernel, a, b };
-	struct hc_frame_info fi = { 0 };
+	uint64_t k[3] = {kernel, a, b};
+	struct hc_frame_info fi = {0};
 	struct hc_path_elem *el;
 	int64_t idx;
 	size_t before = hc_stacktab__count(fc->keys);
@@ -243,39 +476,81 @@ static int frame_cache__get(struct frame_cache *fc, struct hc_agg *agg, bool ker
 	return 0;
 }
 
+/* The waker node and, with --wakers, the waker's frames (outermost first). */
+static int waker_path(struct hc_agg *agg, struct frame_cache *fc, size_t widx,
+		      char wcomm[HC_TASK_COMM_LEN + 1], struct hc_path_elem *path, size_t *depth)
+{
+	size_t n, sn, nu, nk;
+	const uint64_t *wk = hc_stacktab__key(agg->wakers, widx, &n), *sk;
+	int err;
+
+	if (n != WAKER_KEY)
+		return 0;
+	if (wk[1] == 0)
+		snprintf(wcomm, HC_TASK_COMM_LEN + 1, "[interrupt]"); /* woken from the idle task */
+	else
+		comm_string(agg, wk[2], wcomm);
+	path[(*depth)++] = (struct hc_path_elem){
+		.kind = HC_NODE_WAKER, .name = wcomm, .id = wk[1], .offset = (int64_t)wk[0]};
+	if (!wk[4])
+		return 0;
+	sk = hc_stacktab__key(agg->wstacks, wk[4] - 1, &sn);
+	if (sn < 2)
+		return 0;
+	nu = sk[0];
+	nk = sk[1];
+	if (sn != 2 + 2 * nu + nk)
+		return 0;
+	for (size_t i = nu; i-- > 0;) {
+		err = frame_cache__get(fc, agg, false, sk[2 + 2 * i], sk[2 + 2 * i + 1],
+				       &path[(*depth)++]);
+		if (err)
+			return err;
+	}
+	for (size_t i = nk; i-- > 0;) {
+		err = frame_cache__get(fc, agg, true, sk[2 + 2 * nu + i], 0, &path[(*depth)++]);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
 int hc_agg__build_tree(struct hc_agg *agg, struct hc_tree *tree)
 {
-	struct frame_cache fc = { 0 };
+	struct frame_cache fc = {0};
 	struct hc_path_elem *path;
 	size_t count = hc_stacktab__count(agg->stacks);
 	int err = 0;
 
 	fc.keys = hc_stacktab__new();
-	path = calloc(2 + 2 * HC_MAX_STACK_DEPTH, sizeof(*path));
+	path = calloc(4 + 4 * HC_MAX_STACK_DEPTH, sizeof(*path));
 	if (!fc.keys || !path) {
 		err = -ENOMEM;
 		goto out;
 	}
 	for (size_t s = 0; s < count; s++) {
 		char pcomm[HC_TASK_COMM_LEN + 1], tcomm[HC_TASK_COMM_LEN + 1];
+		char wcomm[HC_TASK_COMM_LEN + 1];
 		const uint64_t *key;
 		size_t n, nu, nk, depth = 0;
+		uint64_t ext;
 
 		key = hc_stacktab__key(agg->stacks, s, &n);
 		if (n < KEY_HDR)
 			continue;
 		nu = key[4];
 		nk = key[5];
+		ext = key[6];
 		comm_string(agg, key[2], pcomm);
 		comm_string(agg, key[3], tcomm);
-		path[depth++] = (struct hc_path_elem){ .kind = HC_NODE_PROCESS, .name = pcomm,
-						       .id = key[0], .offset = -1 };
-		path[depth++] = (struct hc_path_elem){ .kind = HC_NODE_THREAD, .name = tcomm,
-						       .id = key[1], .offset = -1 };
+		path[depth++] = (struct hc_path_elem){
+			.kind = HC_NODE_PROCESS, .name = pcomm, .id = key[0], .offset = -1};
+		path[depth++] = (struct hc_path_elem){
+			.kind = HC_NODE_THREAD, .name = tcomm, .id = key[1], .offset = -1};
 		/* Outermost first: walk user frames from the root end, then kernel frames. */
 		for (size_t i = nu; i-- > 0;) {
-			/* frame_cache__get may grow the stack table only of fc.keys, not agg->stacks,
-			 * so `key` stays valid. */
+			/* frame_cache__get may grow the stack table only of fc.keys, not
+			 * agg->stacks, so `key` stays valid. */
 			err = frame_cache__get(&fc, agg, false, key[KEY_HDR + 2 * i],
 					       key[KEY_HDR + 2 * i + 1], &path[depth++]);
 			if (err)
@@ -284,6 +559,17 @@ int hc_agg__build_tree(struct hc_agg *agg, struct hc_tree *tree)
 		for (size_t i = nk; i-- > 0;) {
 			err = frame_cache__get(&fc, agg, true, key[KEY_HDR + 2 * nu + i], 0,
 					       &path[depth++]);
+			if (err)
+				goto out;
+		}
+		if (ext & (EXT_NO_STACK | EXT_NEW))
+			path[depth++] = (struct hc_path_elem){
+				.kind = HC_NODE_USER,
+				.name = ext & EXT_NEW ? "[new thread, not run yet]"
+						      : "[not captured]",
+				.offset = -1};
+		if ((uint32_t)ext) {
+			err = waker_path(agg, &fc, (uint32_t)ext - 1, wcomm, path, &depth);
 			if (err)
 				goto out;
 		}

@@ -20,13 +20,24 @@
 #include "symbolize/symbolizer.h"
 
 struct hc_agg_stats {
-	uint64_t samples;        /* samples ingested (idle never reaches user space) */
-	uint64_t kernel_samples; /* arg0 != 0 */
-	uint64_t user_samples;   /* arg1 != 0 */
-	uint64_t ingest_errors;  /* samples dropped in user space (out of memory) */
+	uint64_t samples;	    /* samples ingested (idle never reaches user space) */
+	uint64_t kernel_samples;    /* arg0 != 0 */
+	uint64_t user_samples;	    /* arg1 != 0 */
+	uint64_t ingest_errors;	    /* samples dropped in user space (out of memory) */
 	uint64_t truncated_ustacks; /* user stacks that hit HC_MAX_STACK_DEPTH */
 	uint64_t truncated_kstacks;
-	uint64_t hist_errors;    /* samples not counted in a histogram (out of memory, limits) */
+	uint64_t hist_errors; /* samples not counted in a histogram (out of memory, limits) */
+	/* Off-CPU flushes */
+	uint64_t off_ns;       /* blocked, all of it (short blocks included) */
+	uint64_t runqueue_ns;  /* runnable waiting, all of it */
+	uint64_t short_off_ns; /* blocked time of blocks under --min-block: not in the tree */
+	uint64_t short_rq_ns;  /* their run-queue time: not in the tree */
+	uint64_t blocked_intervals;
+	uint64_t preempted_intervals;
+	uint64_t offcpu_flushes;
+	uint64_t offcpu_lost_ns;      /* off-CPU time dropped in user space (out of memory) */
+	uint64_t waker_stack_missing; /* flushes naming a --wakers record that never arrived */
+	uint64_t unclaimed_ns;	      /* cpuunclaimed: CPU time idle while tasks waited elsewhere */
 };
 
 struct hc_agg;
@@ -37,6 +48,19 @@ void hc_agg__free(struct hc_agg *agg);
 
 int hc_agg__sample(struct hc_agg *agg, const struct hc_sample_event *e, size_t size);
 int hc_agg__exec(struct hc_agg *agg, const struct hc_exec_event *e);
+/* One off-CPU flush: run-queue time on the thread's switch-out stack, blocked time under its
+ * waker (and the waker's stack, when a --wakers record of that seq arrived before). */
+int hc_agg__offcpu(struct hc_agg *agg, const struct hc_offcpu_event *e, size_t size);
+int hc_agg__waker(struct hc_agg *agg, const struct hc_waker_event *e, size_t size);
+/* One thread's scheduler histograms, added to the per-process series. */
+int hc_agg__thist(struct hc_agg *agg, const struct hc_thist_event *e);
+/* bpf_ktime_get_ns() at the window's start: second 0 of the cpu_unclaimed series. */
+void hc_agg__set_window_start(struct hc_agg *agg, uint64_t start_ns);
+/* quantize() of the on-CPU slices (HC_TH_SLICE), blocked intervals (HC_TH_OFF) and run-queue
+ * waits (HC_TH_RUNQ) in microseconds, per process name. Borrowed. */
+const struct hc_hist *hc_agg__sched_hist(const struct hc_agg *agg, enum hc_thist which);
+/* cpuunclaimed ns per second of the window (index = second). Borrowed. */
+const uint64_t *hc_agg__unclaimed_per_second(const struct hc_agg *agg, size_t *n);
 
 /*
  * The `priority` histogram: lquantize(prio, 0, 140, 10) of every on-CPU sample, per process

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <bpf/bpf.h>
@@ -22,11 +23,19 @@ struct hc_sampler {
 	struct hc_sampler_callbacks cb;
 	uint32_t *cpus;
 	int n_cpus;
-	int *pfds;                  /* perf event fd per online CPU, -1 if not opened */
-	struct bpf_link **links;    /* BPF link per perf event */
+	int *pfds;		 /* perf event fd per online CPU, -1 if not opened */
+	struct bpf_link **links; /* BPF link per perf event */
 	size_t ringbuf_bytes;
 	uint64_t decode_errors;
 	uint64_t callback_errors;
+	/* Off-CPU */
+	bool offcpu;
+	struct bpf_link *exec_link;
+	struct bpf_link *sched_links[4]; /* switch, wakeup, wakeup_new, exit */
+	struct hc_sampler_window window;
+	bool *busy_at_start; /* per cpus[] index: a task ran there when the window opened */
+	uint64_t *idle_ns;   /* per cpus[] index, computed at stop */
+	uint64_t iter_records;
 };
 
 static __thread const char *last_error = "no error";
@@ -62,6 +71,12 @@ static size_t auto_ringbuf_bytes(uint64_t period_ns, int n_cpus)
 	return roundup_pow2((size_t)want);
 }
 
+/* Bytes of a stack from its (possibly negative: an error) length. */
+static size_t stack_len(int32_t len)
+{
+	return len > 0 ? (size_t)len : 0;
+}
+
 static int handle_event(void *ctx, void *data, size_t size)
 {
 	struct hc_sampler *s = ctx;
@@ -93,6 +108,40 @@ static int handle_event(void *ctx, void *data, size_t size)
 		if (s->cb.exec)
 			err = s->cb.exec(s->cb.ctx, data);
 		break;
+	case HC_EVENT_OFFCPU: {
+		const struct hc_offcpu_event *o = data;
+
+		if (size < HC_OFFCPU_HDR_SIZE || size < HC_OFFCPU_HDR_SIZE +
+								 stack_len(o->ustack_len) +
+								 stack_len(o->kstack_len)) {
+			s->decode_errors++;
+			return 0;
+		}
+		if (s->cb.offcpu)
+			err = s->cb.offcpu(s->cb.ctx, o, size);
+		break;
+	}
+	case HC_EVENT_THIST:
+		if (size < sizeof(struct hc_thist_event)) {
+			s->decode_errors++;
+			return 0;
+		}
+		if (s->cb.thist)
+			err = s->cb.thist(s->cb.ctx, data);
+		break;
+	case HC_EVENT_WAKER: {
+		const struct hc_waker_event *w = data;
+
+		if (size < HC_WAKER_HDR_SIZE || size < HC_WAKER_HDR_SIZE +
+								stack_len(w->ustack_len) +
+								stack_len(w->kstack_len)) {
+			s->decode_errors++;
+			return 0;
+		}
+		if (s->cb.waker)
+			err = s->cb.waker(s->cb.ctx, w, size);
+		break;
+	}
 	default:
 		s->decode_errors++;
 		return 0;
@@ -130,8 +179,9 @@ struct hc_sampler *hc_sampler__new(const struct hc_sampler_opts *opts,
 		return NULL;
 	}
 	if (access("/sys/kernel/btf/vmlinux", R_OK) != 0) {
-		last_error = "this kernel has no BTF (/sys/kernel/btf/vmlinux): hotcold's CO-RE BPF "
-			     "programs need a kernel built with CONFIG_DEBUG_INFO_BTF=y";
+		last_error =
+			"this kernel has no BTF (/sys/kernel/btf/vmlinux): hotcold's CO-RE BPF "
+			"programs need a kernel built with CONFIG_DEBUG_INFO_BTF=y";
 		errno = ENOTSUP;
 		return NULL;
 	}
@@ -167,6 +217,42 @@ struct hc_sampler *hc_sampler__new(const struct hc_sampler_opts *opts,
 		goto err_free;
 	}
 	s->skel->rodata->filter_tgid = opts->n_tgids > 0;
+	if (opts->comm) {
+		size_t len = strlen(opts->comm);
+
+		if (len == 0 || len >= HC_TASK_COMM_LEN) {
+			err = -EINVAL;
+			last_error = "a process name (--comm) has 1 to 15 bytes";
+			goto err_free;
+		}
+		s->skel->rodata->filter_comm = true;
+		memcpy((char *)s->skel->rodata->comm_filter, opts->comm, len);
+	}
+	{
+		int ncpu = libbpf_num_possible_cpus();
+
+		s->skel->rodata->nr_cpu_ids = ncpu > 0 ? (__u32)ncpu : 1;
+	}
+	s->offcpu = !opts->no_offcpu;
+	s->skel->rodata->min_block_ns = opts->min_block_ns;
+	s->skel->rodata->stack_reuse = !opts->no_stack_reuse;
+	s->skel->rodata->capture_wakers = opts->wakers;
+	{
+		uint64_t budget = opts->stack_budget ? opts->stack_budget : 10000;
+
+		s->skel->rodata->stack_cost_ns = 1000000000ull / budget;
+		s->skel->rodata->stack_burst_ns = 64 * s->skel->rodata->stack_cost_ns;
+	}
+	if (!s->offcpu) {
+		struct bpf_program *progs[] = {
+			s->skel->progs.hc_switch,     s->skel->progs.hc_wakeup,
+			s->skel->progs.hc_wakeup_new, s->skel->progs.hc_exit,
+			s->skel->progs.hc_iter_start, s->skel->progs.hc_iter_end,
+		};
+
+		for (size_t k = 0; k < sizeof(progs) / sizeof(progs[0]); k++)
+			bpf_program__set_autoload(progs[k], false);
+	}
 	s->ringbuf_bytes = opts->ringbuf_bytes ? roundup_pow2(opts->ringbuf_bytes)
 					       : auto_ringbuf_bytes(opts->period_ns, s->n_cpus);
 	/* Wake the reader when a quarter of the buffer is full; otherwise it polls every 100 ms. */
@@ -196,8 +282,9 @@ struct hc_sampler *hc_sampler__new(const struct hc_sampler_opts *opts,
 		s->pfds[i] = perf_event_open_cpu(opts->period_ns, s->cpus[i]);
 		if (s->pfds[i] < 0) {
 			err = -errno;
-			last_error = "perf_event_open(cpu-clock) failed (kernel.perf_event_paranoid, "
-				     "or a CPU went offline)";
+			last_error =
+				"perf_event_open(cpu-clock) failed (kernel.perf_event_paranoid, "
+				"or a CPU went offline)";
 			goto err_free;
 		}
 		s->links[i] = bpf_program__attach_perf_event(s->skel->progs.hc_sample, s->pfds[i]);
@@ -207,9 +294,17 @@ struct hc_sampler *hc_sampler__new(const struct hc_sampler_opts *opts,
 			goto err_free;
 		}
 	}
-	err = sample_bpf__attach(s->skel); /* the tp_btf exec program */
-	if (err) {
+	s->exec_link = bpf_program__attach(s->skel->progs.hc_exec);
+	if (!s->exec_link) {
+		err = -errno;
 		last_error = "cannot attach to tp_btf/sched_process_exec";
+		goto err_free;
+	}
+	s->busy_at_start = calloc((size_t)s->n_cpus, sizeof(*s->busy_at_start));
+	s->idle_ns = calloc((size_t)s->n_cpus, sizeof(*s->idle_ns));
+	if (!s->busy_at_start || !s->idle_ns) {
+		err = -ENOMEM;
+		last_error = "out of memory";
 		goto err_free;
 	}
 	s->rb = ring_buffer__new(bpf_map__fd(s->skel->maps.events), handle_event, s, NULL);
@@ -231,6 +326,9 @@ void hc_sampler__free(struct hc_sampler *s)
 	if (!s)
 		return;
 	ring_buffer__free(s->rb);
+	bpf_link__destroy(s->exec_link);
+	for (size_t i = 0; i < sizeof(s->sched_links) / sizeof(s->sched_links[0]); i++)
+		bpf_link__destroy(s->sched_links[i]);
 	for (int i = 0; s->links && i < s->n_cpus; i++)
 		bpf_link__destroy(s->links[i]);
 	for (int i = 0; s->pfds && i < s->n_cpus; i++)
@@ -238,6 +336,8 @@ void hc_sampler__free(struct hc_sampler *s)
 			close(s->pfds[i]);
 	sample_bpf__destroy(s->skel);
 	free(s->links);
+	free(s->busy_at_start);
+	free(s->idle_ns);
 	free(s->pfds);
 	free(s->cpus);
 	free(s);
@@ -253,8 +353,152 @@ static int set_enabled(struct hc_sampler *s, bool on)
 	return 0;
 }
 
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Run a task iterator to its end; *out holds everything it wrote (malloc'd). */
+static int run_iter(struct bpf_program *prog, char **out, size_t *len)
+{
+	struct bpf_link *link = bpf_program__attach_iter(prog, NULL);
+	size_t cap = 1 << 16, n = 0;
+	char *buf = NULL;
+	int fd, err = 0;
+
+	*out = NULL;
+	*len = 0;
+	if (!link)
+		return -errno;
+	fd = bpf_iter_create(bpf_link__fd(link));
+	if (fd < 0) {
+		err = -errno;
+		goto out;
+	}
+	buf = malloc(cap);
+	if (!buf) {
+		err = -ENOMEM;
+		goto out;
+	}
+	for (;;) {
+		ssize_t r;
+
+		if (cap - n < (1 << 15)) {
+			char *nb = realloc(buf, cap * 2);
+
+			if (!nb) {
+				err = -ENOMEM;
+				goto out;
+			}
+			buf = nb;
+			cap *= 2;
+		}
+		r = read(fd, buf + n, cap - n);
+		if (r < 0) {
+			if (errno == EINTR || errno == EAGAIN)
+				continue;
+			err = -errno;
+			goto out;
+		}
+		if (r == 0)
+			break;
+		n += (size_t)r;
+	}
+	*out = buf;
+	*len = n;
+	buf = NULL;
+out:
+	if (fd >= 0)
+		close(fd);
+	free(buf);
+	bpf_link__destroy(link);
+	return err;
+}
+
+/* Records the iterators write, one after another: hand each to handle_event(). */
+static void parse_iter_records(struct hc_sampler *s, char *buf, size_t len)
+{
+	size_t off = 0;
+
+	while (off + sizeof(__u32) <= len) {
+		__u32 type;
+		size_t size;
+
+		memcpy(&type, buf + off, sizeof(type));
+		switch (type) {
+		case HC_EVENT_ONCPU: {
+			struct hc_oncpu_event o;
+
+			if (off + sizeof(o) > len)
+				goto bad;
+			memcpy(&o, buf + off, sizeof(o));
+			for (int i = 0; i < s->n_cpus; i++)
+				if (s->cpus[i] == o.cpu)
+					s->busy_at_start[i] = true;
+			size = sizeof(o);
+			break;
+		}
+		case HC_EVENT_THIST:
+			size = sizeof(struct hc_thist_event);
+			if (off + size > len)
+				goto bad;
+			handle_event(s, buf + off, size);
+			break;
+		case HC_EVENT_OFFCPU: {
+			struct hc_offcpu_event h;
+
+			if (off + HC_OFFCPU_HDR_SIZE > len)
+				goto bad;
+			memcpy(&h, buf + off, HC_OFFCPU_HDR_SIZE);
+			size = HC_OFFCPU_HDR_SIZE + stack_len(h.ustack_len) +
+			       stack_len(h.kstack_len);
+			if (size > sizeof(h) || off + size > len)
+				goto bad;
+			handle_event(s, buf + off, size);
+			break;
+		}
+		default:
+			goto bad;
+		}
+		s->iter_records++;
+		off += size;
+	}
+	if (off == len)
+		return;
+bad:
+	/* A record we cannot frame: the rest of the stream is unreadable. */
+	s->decode_errors++;
+}
+
 int hc_sampler__start(struct hc_sampler *s)
 {
+	if (s->offcpu) {
+		struct bpf_program *progs[] = {s->skel->progs.hc_switch, s->skel->progs.hc_wakeup,
+					       s->skel->progs.hc_wakeup_new,
+					       s->skel->progs.hc_exit};
+		char *buf;
+		size_t len;
+		int err;
+
+		/* Idle and slices count from here; tasks asleep now are caught by the iterator. */
+		s->window.start_ns = mono_ns();
+		s->skel->bss->window_start_ns = s->window.start_ns;
+		for (size_t i = 0; i < sizeof(progs) / sizeof(progs[0]); i++) {
+			s->sched_links[i] = bpf_program__attach(progs[i]);
+			if (!s->sched_links[i])
+				return -errno;
+		}
+		err = run_iter(s->skel->progs.hc_iter_start, &buf, &len);
+		if (err)
+			return err;
+		parse_iter_records(s, buf, len);
+		free(buf);
+	}
+	if (!s->window.start_ns)
+		s->window.start_ns = mono_ns();
 	return set_enabled(s, true);
 }
 
@@ -263,15 +507,68 @@ int hc_sampler__poll(struct hc_sampler *s, int timeout_ms)
 	return ring_buffer__poll(s->rb, timeout_ms);
 }
 
+/* Idle time per CPU: closed idle intervals, the open one, and CPUs that never switched. */
+static int compute_idle(struct hc_sampler *s)
+{
+	uint64_t win = s->window.end_ns - s->window.start_ns;
+
+	for (int i = 0; i < s->n_cpus; i++) {
+		struct hc_cpu_state cs;
+		__u32 cpu = s->cpus[i];
+		int err;
+
+		if (cpu >= HC_MAX_CPUS)
+			continue;
+		err = bpf_map__lookup_elem(s->skel->maps.cpu_state, &cpu, sizeof(cpu), &cs,
+					   sizeof(cs), 0);
+		if (err)
+			return err;
+		if (!cs.last_switch_ns)
+			s->idle_ns[i] = s->busy_at_start[i] ? 0 : win;
+		else
+			s->idle_ns[i] =
+				cs.idle_ns + (cs.cur_idle && s->window.end_ns > cs.last_switch_ns
+						      ? s->window.end_ns - cs.last_switch_ns
+						      : 0);
+		if (s->idle_ns[i] > win)
+			s->idle_ns[i] = win;
+	}
+	return 0;
+}
+
 int hc_sampler__stop(struct hc_sampler *s)
 {
-	int err = set_enabled(s, false), n;
+	int err = set_enabled(s, false), n, e2 = 0;
 
+	for (size_t i = 0; i < sizeof(s->sched_links) / sizeof(s->sched_links[0]); i++) {
+		bpf_link__destroy(s->sched_links[i]);
+		s->sched_links[i] = NULL;
+	}
+	s->window.end_ns = mono_ns();
 	/* Events are disabled: what is in the buffer now is all there will be. */
 	n = ring_buffer__consume(s->rb);
+	if (s->offcpu) {
+		char *buf;
+		size_t len;
+
+		s->skel->bss->window_end_ns = s->window.end_ns;
+		e2 = run_iter(s->skel->progs.hc_iter_end, &buf, &len);
+		if (!e2) {
+			parse_iter_records(s, buf, len);
+			free(buf);
+			e2 = compute_idle(s);
+		}
+	}
 	if (err)
 		return err;
+	if (e2)
+		return e2;
 	return n < 0 ? n : 0;
+}
+
+void hc_sampler__window(const struct hc_sampler *s, struct hc_sampler_window *w)
+{
+	*w = s->window;
 }
 
 int hc_sampler__counts(struct hc_sampler *s, struct hc_sampler_counts *out)
@@ -307,6 +604,17 @@ int hc_sampler__counts(struct hc_sampler *s, struct hc_sampler_counts *out)
 	}
 	out->decode_errors = s->decode_errors;
 	out->callback_errors = s->callback_errors;
+	out->offcpu = s->offcpu;
+	out->iter_records = s->iter_records;
+	out->idle_ns = calloc((size_t)s->n_cpus, sizeof(*out->idle_ns));
+	if (!out->idle_ns) {
+		err = -ENOMEM;
+		goto out;
+	}
+	for (int i = 0; i < s->n_cpus; i++) {
+		out->idle_ns[i] = s->idle_ns[i];
+		out->idle_total_ns += s->idle_ns[i];
+	}
 out:
 	free(vals);
 	if (err)
@@ -318,8 +626,10 @@ void hc_sampler_counts__release(struct hc_sampler_counts *c)
 {
 	free(c->per_cpu);
 	free(c->cpus);
+	free(c->idle_ns);
 	c->per_cpu = NULL;
 	c->cpus = NULL;
+	c->idle_ns = NULL;
 }
 
 size_t hc_sampler__ringbuf_bytes(const struct hc_sampler *s)

@@ -8,6 +8,7 @@
 #ifndef HOTCOLD_SAMPLER_H
 #define HOTCOLD_SAMPLER_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -17,24 +18,46 @@ struct hc_sampler_callbacks {
 	/* One sample; `size` is the bytes received (header + ustack_len + kstack_len). */
 	int (*sample)(void *ctx, const struct hc_sample_event *e, size_t size);
 	int (*exec)(void *ctx, const struct hc_exec_event *e);
+	/* Off-CPU: a thread's flushed intervals, its histograms, a --wakers stack. */
+	int (*offcpu)(void *ctx, const struct hc_offcpu_event *e, size_t size);
+	int (*thist)(void *ctx, const struct hc_thist_event *e);
+	int (*waker)(void *ctx, const struct hc_waker_event *e, size_t size);
 	void *ctx;
 };
 
 struct hc_sampler_opts {
-	uint64_t period_ns;     /* cpu-clock period: 1e9 / frequency */
-	const uint32_t *tgids;  /* -p filter; NULL/0: every process */
+	uint64_t period_ns;    /* cpu-clock period: 1e9 / frequency */
+	const uint32_t *tgids; /* -p filter; NULL/0: every process */
 	size_t n_tgids;
-	size_t ringbuf_bytes;   /* 0: sized from period and CPUs */
+	size_t ringbuf_bytes; /* 0: sized from period and CPUs */
+	const char *comm;     /* --comm: only processes with this name; NULL: all */
+	/* Off-CPU tracking from the scheduler tracepoints (on unless no_offcpu) */
+	bool no_offcpu;
+	uint64_t min_block_ns; /* blocks shorter than this: counted, not attributed */
+	bool wakers;	       /* take the waker's stack at each wakeup (offwaketime) */
+	bool no_stack_reuse;   /* take stacks at every switch-out, not only on a new context */
+	uint64_t stack_budget; /* stack captures per second per CPU; 0: the default (10000) */
+};
+
+/* The window as the scheduler programs saw it (bpf_ktime_get_ns(), CLOCK_MONOTONIC). */
+struct hc_sampler_window {
+	uint64_t start_ns;
+	uint64_t end_ns;
 };
 
 /* Counters summed over the capture: enum hc_counter values, per CPU. */
 struct hc_sampler_counts {
-	uint32_t n_cpus;        /* online CPUs sampled */
-	uint32_t *cpus;         /* malloc'd copy of their numbers: outlives the sampler */
+	uint32_t n_cpus; /* online CPUs sampled */
+	uint32_t *cpus;	 /* malloc'd copy of their numbers: outlives the sampler */
 	uint64_t total[HC_CNT_MAX];
-	uint64_t *per_cpu;      /* malloc'd: per_cpu[i * HC_CNT_MAX + counter], i indexes cpus[] */
+	uint64_t *per_cpu;	/* malloc'd: per_cpu[i * HC_CNT_MAX + counter], i indexes cpus[] */
 	uint64_t decode_errors; /* records user space could not parse (dropped, counted) */
 	uint64_t callback_errors;
+	/* Off-CPU tracking (all 0 with no_offcpu) */
+	bool offcpu;
+	uint64_t *idle_ns; /* malloc'd: idle task's time per CPU (index as cpus[]) */
+	uint64_t idle_total_ns;
+	uint64_t iter_records; /* records read from the end-of-window task iterator */
 };
 
 struct hc_sampler;
@@ -50,12 +73,16 @@ void hc_sampler__free(struct hc_sampler *s);
 /* What failed in the last hc_sampler__new() of this thread: a static, human string. */
 const char *hc_sampler__last_error(void);
 
+/* Open the window: scheduler programs, the start-of-window task iterator, then the perf
+ * events. */
 int hc_sampler__start(struct hc_sampler *s);
 /* Wait up to timeout_ms for data and drain it into the callbacks. Returns records handled,
  * or -errno (-EINTR when a signal arrived). */
 int hc_sampler__poll(struct hc_sampler *s, int timeout_ms);
-/* Disable the perf events, then drain what is left. */
+/* Close the window: perf events off, scheduler programs detached, the ring buffer drained,
+ * then every open off-CPU interval closed and sent by the end-of-window task iterator. */
 int hc_sampler__stop(struct hc_sampler *s);
+void hc_sampler__window(const struct hc_sampler *s, struct hc_sampler_window *w);
 /* Read the in-kernel counters. Free with hc_sampler_counts__release(). */
 int hc_sampler__counts(struct hc_sampler *s, struct hc_sampler_counts *out);
 size_t hc_sampler__ringbuf_bytes(const struct hc_sampler *s);

@@ -63,8 +63,10 @@ static struct hc_profile *small_profile(void)
 	p->sampling.idle_samples = 10;
 	cpu = calloc(2, sizeof(*cpu));
 	assert_non_null(cpu);
-	cpu[0] = (struct hc_cpu_samples){ .cpu = 0, .expected = 200, .samples = 15 };
-	cpu[1] = (struct hc_cpu_samples){ .cpu = 1, .expected = 200, .samples = 6 };
+	cpu[0] = (struct hc_cpu_samples){ .cpu = 0, .expected = 200, .samples = 15,
+					  .idle_ns = 40000000 };
+	cpu[1] = (struct hc_cpu_samples){ .cpu = 1, .expected = 200, .samples = 6,
+					  .idle_ns = 60000000 };
 	p->sampling.per_cpu = cpu;
 	p->sampling.n_per_cpu = 2;
 	assert_int_equal(hc_profile__add_lost(p, "ringbuf_full", 3), 0);
@@ -75,6 +77,7 @@ static struct hc_profile *small_profile(void)
 	p->totals.off_cpu_ns = 5000;
 	p->totals.runqueue_ns = 700;
 	p->totals.idle_ns = 100000000;
+	p->totals.cpu_unclaimed_ns = 2000000;
 	p->totals.kernel_samples = 12;
 	p->totals.user_samples = 9;
 	assert_int_equal(hc_profile__add_symbolize(p, "processes", 3), 0);
