@@ -344,7 +344,9 @@ struct tstate {
 	__u64 t_wake;	       /* wakeup time of the current blocked interval; 0: not woken yet */
 	__u32 state;	       /* enum ts_state of the current off-CPU interval */
 	__u32 waker_seq;       /* last hc_waker_event seq of this thread */
-	__u64 sig[SIG_WORDS];  /* switch-out context of the slot's stacks */
+	__u32 cur;    /* slot of the current interval: SLOT_BLOCKED or SLOT_RUNNABLE */
+	__u32 _pad;
+	__u64 sig[2][SIG_WORDS]; /* switch-out context of each slot's stacks */
 	__u64 wsig[SIG_WORDS]; /* --wakers: context of the last waker stack taken */
 	/* The waker of the current blocked interval, until it closes. */
 	__u32 pend_tgid;
@@ -353,9 +355,18 @@ struct tstate {
 	__u32 hist_dirty;
 	char pend_comm[HC_TASK_COMM_LEN];
 	char pend_pcomm[HC_TASK_COMM_LEN];
-	struct hc_thist_event th;  /* histograms since the last flush */
-	struct hc_offcpu_event ev; /* the slot: accumulated times + its stacks */
+	/* The end iterator sends th and both slots as one struct hc_end_event: keep them
+	 * together and in this order. */
+	struct hc_thist_event th; /* histograms since the last flush */
+	/* Two slots, accumulated times + their stacks: one for blocked switch-outs, one for
+	 * preempted ones. A thread often alternates between the two at one call site (a pipe
+	 * writer blocks when the pipe is full, is preempted by the reader it woke otherwise);
+	 * each keeps its own kernel stack, so neither forces a new capture on the other. */
+	struct hc_offcpu_event ev[2];
 };
+
+#define SLOT_BLOCKED 0
+#define SLOT_RUNNABLE 1
 
 struct {
 	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
@@ -364,17 +375,12 @@ struct {
 	__type(value, struct tstate);
 } tstate SEC(".maps");
 
-/* Per-CPU scratch for --wakers records and the end iterator's copy of a slot. */
-struct end_rec {
-	struct hc_thist_event th;
-	struct hc_offcpu_event ev;
-};
-
+/* Per-CPU scratch for the end iterator's copy of a thread's state. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
-	__type(value, struct end_rec);
+	__type(value, struct hc_end_event);
 } end_scratch SEC(".maps");
 
 struct {
@@ -474,9 +480,9 @@ static __always_inline __u64 slot_size(const struct hc_offcpu_event *ev)
 
 /* Send the slot's accumulated times (if any) and start it over. A lost flush is counted
  * with its nanoseconds. */
-static __always_inline void flush_slot(struct tstate *ts)
+static __always_inline void flush_slot(struct tstate *ts, __u32 k)
 {
-	struct hc_offcpu_event *ev = &ts->ev;
+	struct hc_offcpu_event *ev = &ts->ev[k & 1];
 	__u64 t = ev->off_ns + ev->rq_ns + ev->short_off_ns + ev->short_rq_ns;
 
 	if (!ev->n_blocked && !ev->n_preempted) {
@@ -495,9 +501,9 @@ static __always_inline void flush_hist(struct tstate *ts)
 	if (!ts->hist_dirty)
 		return;
 	ts->th.type = HC_EVENT_THIST;
-	ts->th.tgid = ts->ev.tgid;
-	ts->th.tid = ts->ev.tid;
-	__builtin_memcpy(ts->th.pcomm, ts->ev.pcomm, HC_TASK_COMM_LEN);
+	ts->th.tgid = ts->ev[0].tgid;
+	ts->th.tid = ts->ev[0].tid;
+	__builtin_memcpy(ts->th.pcomm, ts->ev[ts->cur & 1].pcomm, HC_TASK_COMM_LEN);
 	if (bpf_ringbuf_output(&events, &ts->th, sizeof(ts->th), rb_flags()))
 		count(HC_CNT_THIST_LOST);
 	else
@@ -519,10 +525,10 @@ static __always_inline struct tstate *tstate_get(struct task_struct *t, bool cre
 		count(HC_CNT_STATE_NOMEM);
 		return 0;
 	}
-	ts->ev.tgid = BPF_CORE_READ(t, tgid);
-	ts->ev.tid = BPF_CORE_READ(t, pid);
+	ts->ev[0].tgid = ts->ev[1].tgid = BPF_CORE_READ(t, tgid);
+	ts->ev[0].tid = ts->ev[1].tid = BPF_CORE_READ(t, pid);
 	if (BPF_CORE_READ(t, flags) & PF_KTHREAD)
-		ts->ev.flags = HC_OFF_KTHREAD;
+		ts->ev[0].flags = ts->ev[1].flags = HC_OFF_KTHREAD;
 	return ts;
 }
 
@@ -547,16 +553,16 @@ static __always_inline bool budget_take(struct hc_cpu_state *cs, __u64 now)
 
 /* The switch-out context of `current`: its user registers (where it entered the kernel),
  * the word at its user stack pointer (the return address of a leaf syscall stub), the
- * syscall number and how it left the CPU. Kernel threads have none: sig[0] = 0 there, and
+ * syscall number (how it left the CPU picks the slot). Kernel threads have none: sig[0] = 0 there, and
  * their stacks are always taken. */
-static __always_inline void context_sig(struct task_struct *t, __u64 how, __u64 sig[SIG_WORDS])
+static __always_inline void context_sig(struct task_struct *t, __u64 sig[SIG_WORDS])
 {
 	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(t);
 
 	sig[0] = regs->ip;
 	sig[1] = regs->sp;
 	sig[2] = regs->bp;
-	sig[3] = regs->orig_ax ^ (how << 56);
+	sig[3] = regs->orig_ax;
 	sig[4] = 0;
 	bpf_probe_read_user(&sig[4], sizeof(sig[4]), (void *)regs->sp);
 }
@@ -593,7 +599,7 @@ static __always_inline void take_stacks(void *ctx, __u64 *stacks, __s32 *ulen_ou
 /* Close the off-CPU interval of a thread coming back on a CPU at `now`. */
 static __always_inline void close_interval(struct tstate *ts, __u64 now)
 {
-	struct hc_offcpu_event *ev = &ts->ev;
+	struct hc_offcpu_event *ev = &ts->ev[ts->cur & 1];
 	__u64 start = ts->t_out, off = 0, rq, wake;
 
 	if (!start || now < start)
@@ -602,7 +608,7 @@ static __always_inline void close_interval(struct tstate *ts, __u64 now)
 		/* A waker change starts a new slot: blocked time is kept per waker. */
 		if (ts->pend_tid != ev->waker_tid || ts->pend_tgid != ev->waker_tgid ||
 		    ts->pend_seq != ev->waker_seq) {
-			flush_slot(ts);
+			flush_slot(ts, SLOT_BLOCKED);
 			ev->waker_tgid = ts->pend_tgid;
 			ev->waker_tid = ts->pend_tid;
 			ev->waker_seq = ts->pend_seq;
@@ -638,7 +644,8 @@ static __always_inline void close_interval(struct tstate *ts, __u64 now)
 	ts->state = TS_NONE;
 	count(HC_CNT_OFF_INTERVALS);
 	if (now - ev->first_ns >= flush_ns) {
-		flush_slot(ts);
+		flush_slot(ts, SLOT_BLOCKED);
+		flush_slot(ts, SLOT_RUNNABLE);
 		flush_hist(ts);
 	}
 }
@@ -675,7 +682,9 @@ int BPF_PROG(hc_switch, bool preempt, struct task_struct *prev, struct task_stru
 		ts = tstate_get(prev, true);
 		if (ts && ts->state != TS_DEAD) {
 			bool blocked = !preempt && (prev->__state & 0xff) != TASK_RUNNING;
-			bool kthread = ts->ev.flags & HC_OFF_KTHREAD;
+			bool kthread = ts->ev[0].flags & HC_OFF_KTHREAD;
+			__u32 k = blocked ? SLOT_BLOCKED : SLOT_RUNNABLE;
+			struct hc_offcpu_event *ev = &ts->ev[k];
 			__u64 sig[SIG_WORDS] = {0};
 
 			if (ts->t_out) {
@@ -691,29 +700,30 @@ int BPF_PROG(hc_switch, bool preempt, struct task_struct *prev, struct task_stru
 			if (now > slice_start)
 				hist_add(ts, HC_TH_SLICE, now - slice_start);
 			if (!kthread)
-				context_sig(prev, blocked ? 1 : 2, sig);
-			if (stack_reuse && !kthread && sig_equal(sig, ts->sig) &&
-			    !(ts->ev.flags & (HC_OFF_NO_STACK | HC_OFF_START | HC_OFF_NEW))) {
+				context_sig(prev, sig);
+			if (stack_reuse && !kthread && sig_equal(sig, ts->sig[k]) &&
+			    !(ev->flags & (HC_OFF_NO_STACK | HC_OFF_START | HC_OFF_NEW))) {
 				count(HC_CNT_STACK_REUSED);
 			} else {
 				/* A new context: what the slot holds belongs to the old stack. */
-				flush_slot(ts);
-				ts->ev.flags &= HC_OFF_KTHREAD;
-				bpf_get_current_comm(ts->ev.comm, sizeof(ts->ev.comm));
-				BPF_CORE_READ_STR_INTO(&ts->ev.pcomm, prev, group_leader, comm);
+				flush_slot(ts, k);
+				ev->flags &= HC_OFF_KTHREAD;
+				bpf_get_current_comm(ev->comm, sizeof(ev->comm));
+				BPF_CORE_READ_STR_INTO(&ev->pcomm, prev, group_leader, comm);
 				if (budget_take(cs, now)) {
-					take_stacks(ctx, ts->ev.stacks, &ts->ev.ustack_len,
-						    &ts->ev.kstack_len, kthread,
-						    HC_CNT_USTACK_ERR_OFF, HC_CNT_KSTACK_ERR_OFF);
+					take_stacks(ctx, ev->stacks, &ev->ustack_len, &ev->kstack_len,
+						    kthread, HC_CNT_USTACK_ERR_OFF,
+						    HC_CNT_KSTACK_ERR_OFF);
 					count(HC_CNT_STACK_CAPTURED);
-					__builtin_memcpy(ts->sig, sig, sizeof(sig));
+					__builtin_memcpy(ts->sig[k], sig, sizeof(sig));
 				} else {
-					ts->ev.flags |= HC_OFF_NO_STACK;
-					ts->ev.ustack_len = 0;
-					ts->ev.kstack_len = 0;
+					ev->flags |= HC_OFF_NO_STACK;
+					ev->ustack_len = 0;
+					ev->kstack_len = 0;
 					count(HC_CNT_STACK_BUDGET);
 				}
 			}
+			ts->cur = k;
 			ts->t_out = now;
 			ts->t_wake = 0;
 			ts->state = blocked ? TS_BLOCKED : TS_PREEMPTED;
@@ -744,7 +754,7 @@ static __always_inline __u32 waker_stack(void *ctx, struct tstate *ts, struct ta
 	__u64 sig[SIG_WORDS] = {0}, ul, kl;
 
 	if (!kthread)
-		context_sig(waker, 3, sig);
+		context_sig(waker, sig);
 	if (ts->waker_seq && !kthread && sig_equal(sig, ts->wsig))
 		return ts->waker_seq;
 	if (!budget_take(cs, now)) {
@@ -786,7 +796,7 @@ static __always_inline void on_wakeup(void *ctx, struct task_struct *p)
 	ts->pend_tid = waker->pid;
 	bpf_get_current_comm(ts->pend_comm, sizeof(ts->pend_comm));
 	BPF_CORE_READ_STR_INTO(&ts->pend_pcomm, waker, group_leader, comm);
-	ts->pend_seq = capture_wakers ? waker_stack(ctx, ts, waker, ts->ev.tid, now) : 0;
+	ts->pend_seq = capture_wakers ? waker_stack(ctx, ts, waker, ts->ev[0].tid, now) : 0;
 }
 
 SEC("tp_btf/sched_wakeup")
@@ -806,11 +816,12 @@ int BPF_PROG(hc_wakeup_new, struct task_struct *p)
 		return 0;
 	ts->t_out = bpf_ktime_get_ns();
 	ts->state = TS_PREEMPTED;
-	ts->ev.flags = (ts->ev.flags & HC_OFF_KTHREAD) | HC_OFF_NEW;
-	ts->ev.ustack_len = 0;
-	ts->ev.kstack_len = 0;
-	BPF_CORE_READ_STR_INTO(&ts->ev.comm, p, comm);
-	BPF_CORE_READ_STR_INTO(&ts->ev.pcomm, p, group_leader, comm);
+	ts->cur = SLOT_RUNNABLE;
+	ts->ev[1].flags = (ts->ev[1].flags & HC_OFF_KTHREAD) | HC_OFF_NEW;
+	ts->ev[1].ustack_len = 0;
+	ts->ev[1].kstack_len = 0;
+	BPF_CORE_READ_STR_INTO(&ts->ev[1].comm, p, comm);
+	BPF_CORE_READ_STR_INTO(&ts->ev[1].pcomm, p, group_leader, comm);
 	return 0;
 }
 
@@ -822,7 +833,8 @@ int BPF_PROG(hc_exit, struct task_struct *p)
 
 	if (!ts)
 		return 0;
-	flush_slot(ts);
+	flush_slot(ts, SLOT_BLOCKED);
+	flush_slot(ts, SLOT_RUNNABLE);
 	flush_hist(ts);
 	ts->state = TS_DEAD;
 	ts->t_out = 0;
@@ -864,7 +876,8 @@ int hc_iter_start(struct bpf_iter__task *ctx)
 	ts = tstate_get(t, true);
 	if (!ts)
 		return 0;
-	ev = &ts->ev;
+	ts->cur = (state & 0xff) == TASK_RUNNING ? SLOT_RUNNABLE : SLOT_BLOCKED;
+	ev = &ts->ev[ts->cur & 1];
 	kthread = ev->flags & HC_OFF_KTHREAD;
 	ev->flags = (ev->flags & HC_OFF_KTHREAD) | HC_OFF_START;
 	BPF_CORE_READ_STR_INTO(&ev->comm, t, comm);
@@ -896,18 +909,18 @@ int hc_iter_start(struct bpf_iter__task *ctx)
 
 /*
  * End of the window (the scheduler programs are detached): close every open interval at
- * window_end_ns and send every thread's slot and histograms through the iterator's output,
- * one record per thread. The state is reset only when the write succeeded: after an overflow
- * the iterator visits the task again in the next read().
+ * window_end_ns and send each thread's histograms and both slots through the iterator's
+ * output, one hc_end_event per thread. The state is reset only when the write succeeded:
+ * after an overflow the iterator visits the task again in the next read().
  */
 SEC("iter/task")
 int hc_iter_end(struct bpf_iter__task *ctx)
 {
 	struct task_struct *t = ctx->task;
+	struct hc_offcpu_event *ev;
+	struct hc_end_event *r;
 	struct tstate *ts;
-	struct end_rec *r;
 	__u32 zero = 0;
-	__u64 size;
 
 	if (!t)
 		return 0;
@@ -915,8 +928,9 @@ int hc_iter_end(struct bpf_iter__task *ctx)
 	r = bpf_map_lookup_elem(&end_scratch, &zero);
 	if (!ts || !r)
 		return 0;
-	if (bpf_probe_read_kernel(r, sizeof(*r), &ts->th))
+	if (bpf_probe_read_kernel(&r->th, sizeof(r->th) + sizeof(r->ev), &ts->th))
 		return 0;
+	ev = &r->ev[ts->cur & 1];
 	/* Close the open interval in the copy: nothing in ts changes before the write. */
 	if (ts->t_out && ts->state != TS_DEAD && window_end_ns > ts->t_out) {
 		__u64 start = ts->t_out, end = window_end_ns, wake;
@@ -931,52 +945,48 @@ int hc_iter_end(struct bpf_iter__task *ctx)
 			if (in > start && in < end)
 				end = in;
 		}
-
 		if (ts->state == TS_BLOCKED) {
 			wake = ts->t_wake && ts->t_wake <= end ? ts->t_wake : end;
-			if (ts->pend_tid != r->ev.waker_tid || ts->pend_seq != r->ev.waker_seq) {
-				/* Rare: a different waker for the last, open interval. Attribute it
-				 * to that waker only when the slot holds nothing else. */
-				if (!r->ev.n_blocked && !r->ev.n_preempted) {
-					r->ev.waker_tgid = ts->pend_tgid;
-					r->ev.waker_tid = ts->pend_tid;
-					r->ev.waker_seq = ts->pend_seq;
-					__builtin_memcpy(r->ev.waker_comm, ts->pend_comm,
-							 HC_TASK_COMM_LEN);
-					__builtin_memcpy(r->ev.waker_pcomm, ts->pend_pcomm,
-							 HC_TASK_COMM_LEN);
-				}
+			/* A different waker for the last, open interval: attribute it to that
+			 * waker only when the slot holds nothing else. */
+			if ((ts->pend_tid != ev->waker_tid || ts->pend_seq != ev->waker_seq) &&
+			    !ev->n_blocked && !ev->n_preempted) {
+				ev->waker_tgid = ts->pend_tgid;
+				ev->waker_tid = ts->pend_tid;
+				ev->waker_seq = ts->pend_seq;
+				__builtin_memcpy(ev->waker_comm, ts->pend_comm, HC_TASK_COMM_LEN);
+				__builtin_memcpy(ev->waker_pcomm, ts->pend_pcomm, HC_TASK_COMM_LEN);
 			}
 			if (wake - start < min_block_ns) {
-				r->ev.short_off_ns += wake - start;
-				r->ev.short_rq_ns += end - wake;
+				ev->short_off_ns += wake - start;
+				ev->short_rq_ns += end - wake;
 			} else {
-				r->ev.off_ns += wake - start;
-				r->ev.rq_ns += end - wake;
+				ev->off_ns += wake - start;
+				ev->rq_ns += end - wake;
 			}
-			r->ev.n_blocked++;
+			ev->n_blocked++;
 		} else {
-			r->ev.rq_ns += end - start;
-			r->ev.n_preempted++;
+			ev->rq_ns += end - start;
+			ev->n_preempted++;
 		}
-		if (!r->ev.first_ns)
-			r->ev.first_ns = start;
-		r->ev.last_ns = end;
+		if (!ev->first_ns)
+			ev->first_ns = start;
+		ev->last_ns = end;
 	}
-	if (!r->ev.n_blocked && !r->ev.n_preempted && !ts->hist_dirty)
+	if (!r->ev[0].n_blocked && !r->ev[0].n_preempted && !r->ev[1].n_blocked &&
+	    !r->ev[1].n_preempted && !ts->hist_dirty)
 		return 0;
+	r->type = HC_EVENT_END;
 	r->th.type = HC_EVENT_THIST;
-	r->th.tgid = r->ev.tgid;
-	r->th.tid = r->ev.tid;
-	__builtin_memcpy(r->th.pcomm, r->ev.pcomm, HC_TASK_COMM_LEN);
-	r->ev.type = HC_EVENT_OFFCPU;
-	size = sizeof(r->th) + slot_size(&r->ev);
-	asm volatile("" : "+r"(size));
-	if (size > sizeof(*r))
+	r->th.tgid = r->ev[0].tgid;
+	r->th.tid = r->ev[0].tid;
+	__builtin_memcpy(r->th.pcomm, r->ev[ts->cur & 1].pcomm, HC_TASK_COMM_LEN);
+	r->ev[0].type = HC_EVENT_OFFCPU;
+	r->ev[1].type = HC_EVENT_OFFCPU;
+	if (bpf_seq_write(ctx->meta->seq, r, sizeof(*r)))
 		return 0;
-	if (bpf_seq_write(ctx->meta->seq, r, size))
-		return 0;
-	reset_slot_times(&ts->ev);
+	reset_slot_times(&ts->ev[0]);
+	reset_slot_times(&ts->ev[1]);
 	__builtin_memset(ts->th.slots, 0, sizeof(ts->th.slots));
 	ts->hist_dirty = 0;
 	ts->t_out = 0;

@@ -22,6 +22,7 @@ enum hc_event_type {
 	HC_EVENT_THIST = 4,  /* struct hc_thist_event */
 	HC_EVENT_WAKER = 5,  /* struct hc_waker_event (--wakers) */
 	HC_EVENT_ONCPU = 6,  /* struct hc_oncpu_event (start iterator: a task running on a CPU) */
+	HC_EVENT_END = 7,    /* struct hc_end_event (end iterator: one thread's last flush) */
 };
 
 /* Most CPUs the per-CPU scheduler state covers; CPUs above it are not tracked. */
@@ -166,6 +167,15 @@ struct hc_waker_event {
 };
 
 #define HC_WAKER_HDR_SIZE ((unsigned long)&((struct hc_waker_event *)0)->stacks)
+
+/* End iterator: a thread's histograms and both of its slots (blocked, runnable), at full
+ * size; a slot with no intervals carries nothing. */
+struct hc_end_event {
+	__u32 type; /* HC_EVENT_END */
+	__u32 _pad;
+	struct hc_thist_event th;
+	struct hc_offcpu_event ev[2];
+};
 
 /* Start iterator: a task was on a CPU when the window opened (the CPU was not idle). */
 struct hc_oncpu_event {

@@ -441,23 +441,16 @@ static void parse_iter_records(struct hc_sampler *s, char *buf, size_t len)
 			size = sizeof(o);
 			break;
 		}
-		case HC_EVENT_THIST:
-			size = sizeof(struct hc_thist_event);
+		case HC_EVENT_END: {
+			const struct hc_end_event *e = (const void *)(buf + off);
+
+			size = sizeof(*e);
 			if (off + size > len)
 				goto bad;
-			handle_event(s, buf + off, size);
-			break;
-		case HC_EVENT_OFFCPU: {
-			struct hc_offcpu_event h;
-
-			if (off + HC_OFFCPU_HDR_SIZE > len)
-				goto bad;
-			memcpy(&h, buf + off, HC_OFFCPU_HDR_SIZE);
-			size = HC_OFFCPU_HDR_SIZE + stack_len(h.ustack_len) +
-			       stack_len(h.kstack_len);
-			if (size > sizeof(h) || off + size > len)
-				goto bad;
-			handle_event(s, buf + off, size);
+			handle_event(s, (void *)&e->th, sizeof(e->th));
+			for (int k = 0; k < 2; k++)
+				if (e->ev[k].n_blocked || e->ev[k].n_preempted)
+					handle_event(s, (void *)&e->ev[k], sizeof(e->ev[k]));
 			break;
 		}
 		default:
