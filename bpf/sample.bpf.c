@@ -799,7 +799,10 @@ static __always_inline void on_wakeup(void *ctx, struct task_struct *p)
 	ts->pend_seq = capture_wakers ? waker_stack(ctx, ts, waker, ts->ev[0].tid, now) : 0;
 }
 
-SEC("tp_btf/sched_wakeup")
+/* sched_waking, not sched_wakeup: it fires in try_to_wake_up() on the waker's CPU, in the
+ * waker's context. sched_wakeup often fires later on the wakee's CPU, from the IPI that
+ * queued remote wakeups are delivered by, where `current` is that CPU's idle task. */
+SEC("tp_btf/sched_waking")
 int BPF_PROG(hc_wakeup, struct task_struct *p)
 {
 	on_wakeup(ctx, p);
@@ -892,7 +895,8 @@ int hc_iter_start(struct bpf_iter__task *ctx)
 				break;
 			if (!fr[1] || n >= HC_MAX_STACK_DEPTH)
 				break;
-			ev->stacks[n++ & (2 * HC_MAX_STACK_DEPTH - 1)] = fr[1];
+			ev->stacks[n & 127] = fr[1]; /* n < 127: the mask is only for the verifier */
+			n++;
 			if (fr[0] <= bp)
 				break;
 			bp = fr[0];

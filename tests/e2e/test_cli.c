@@ -44,6 +44,13 @@ static const struct bad_case cases[] = {
 	{ { "-p", "2147483647" }, 66, "no such process" },
 	{ { "--bogus" }, 64, "" },
 	{ { "extra-arg" }, 64, "unexpected argument" },
+	{ { "--min-block", "soon" }, 64, "not a number" },
+	{ { "--min-block", "0" }, 64, "zero" },
+	{ { "--stack-budget", "0" }, 64, "1 to 1000000" },
+	{ { "--stack-budget", "lots" }, 64, "1 to 1000000" },
+	{ { "--comm", "" }, 64, "empty process name" },
+	{ { "--no-offcpu", "--wakers" }, 64, "cannot be combined" },
+	{ { "--no-offcpu", "--min-block", "1ms" }, 64, "cannot be combined" },
 };
 
 static int count_entries(const char *dir)

@@ -22,6 +22,8 @@
 
 static const char *hotcold, *workload;
 
+static json_t *hist_series(json_t *j, const char *hist, const char *key);
+
 struct run {
 	char *dir;
 	char out[512];
@@ -433,6 +435,329 @@ static void test_runqueue_length(void **state)
 		assert_true(waiting + zero > 500);
 		assert_true((double)waiting >= 0.8 * (double)(waiting + zero));
 	}
+	/* Off-CPU: n busy tasks on ncpu CPUs wait for a CPU (n - ncpu) / n of the time. */
+	{
+		double window = (double)e2e_u64(j, "duration_ns"), rq = 0, share;
+
+		for (int w = 0; w < n; w++) {
+			json_t *p = e2e_process_node(j, (uint32_t)kids[w]);
+
+			assert_non_null(p);
+			rq += (double)json_integer_value(json_object_get(p, "runqueue_ns"));
+		}
+		share = rq / (window * (double)(n - ncpu));
+		print_message("run-queue time of the %d busy tasks: %.3f of (n - CPUs) x window\n", n,
+			      share);
+		assert_true(share > 0.75 && share < 1.1);
+		assert_non_null(hist_series(j, "runqueue_latency_us", "hc-workload"));
+	}
+	json_decref(j);
+	run_fini(&r);
+}
+
+/* ---- off-CPU ---- */
+
+/* The node of `kind` ("thread", "process") whose `key` ("tid", "pid") is id, or NULL. */
+static json_t *find_node(json_t *n, const char *kind, const char *key, json_int_t id)
+{
+	json_t *c, *f;
+	size_t i;
+
+	if (!strcmp(json_string_value(json_object_get(n, "kind")), kind) &&
+	    json_integer_value(json_object_get(n, key)) == id)
+		return n;
+	json_array_foreach(json_object_get(n, "children"), i, c) {
+		f = find_node(c, kind, key, id);
+		if (f)
+			return f;
+	}
+	return NULL;
+}
+
+static uint64_t field(json_t *n, const char *name)
+{
+	return (uint64_t)json_integer_value(json_object_get(n, name));
+}
+
+/* Sum of `what` over the outermost nodes of `kind` named `name` under n. */
+static uint64_t sum_named(json_t *n, const char *kind, const char *name, const char *what)
+{
+	json_t *c;
+	size_t i;
+	uint64_t v = 0;
+
+	if (!strcmp(json_string_value(json_object_get(n, "kind")), kind) &&
+	    !strcmp(json_string_value(json_object_get(n, "name")), name))
+		return field(n, what);
+	json_array_foreach(json_object_get(n, "children"), i, c)
+		v += sum_named(c, kind, name, what);
+	return v;
+}
+
+static json_t *hist_series(json_t *j, const char *hist, const char *key)
+{
+	json_t *s;
+	size_t i;
+
+	json_array_foreach(json_object_get(json_object_get(json_object_get(j, "histograms"), hist),
+					   "series"),
+			   i, s)
+		if (!strcmp(json_string_value(json_object_get(s, "key")), key))
+			return s;
+	return NULL;
+}
+
+/* Count in the bucket starting at `min`, and in all buckets. */
+static void bucket_counts(json_t *series, json_int_t min, uint64_t *in, uint64_t *all)
+{
+	json_t *b;
+	size_t i;
+
+	*in = *all = 0;
+	json_array_foreach(json_object_get(series, "buckets"), i, b) {
+		uint64_t c = field(b, "count");
+
+		*all += c;
+		if (json_integer_value(json_object_get(b, "min")) == min &&
+		    json_is_integer(json_object_get(b, "min")))
+			*in += c;
+	}
+}
+
+/* A thread alternating 20 ms of work and 20 ms of sleep: its on/off shares, the per-thread
+ * identity on + off + run-queue = window, its blocked time under the sleeping function, and
+ * offcpu_us in the [16384, 32767] us bucket. */
+static void test_offcpu_work_sleep(void **state)
+{
+	struct run r;
+	pid_t pid;
+	json_t *j, *t, *s;
+	double window, on, off, rq;
+	uint64_t in, all;
+
+	(void)state;
+	run_init(&r, "worksleep.json");
+	assert_int_equal(record_workload(&r, NULL, "worksleep", "8", "999", "3s", &pid, NULL), 0);
+	j = e2e_load_json(r.out);
+	assert_non_null(j);
+	common_checks(j, 999);
+	window = (double)e2e_u64(j, "duration_ns");
+	t = find_node(json_object_get(j, "flamegraph"), "thread", "tid", pid);
+	assert_non_null(t);
+	on = (double)field(t, "on_cpu_ns") / window;
+	off = (double)field(t, "off_cpu_ns") / window;
+	rq = (double)field(t, "runqueue_ns") / window;
+	print_message("work/sleep thread: on %.3f off %.3f runqueue %.3f, sum %.3f of the window\n",
+		      on, off, rq, on + off + rq);
+	assert_true(fabs(on + off + rq - 1.0) <= 0.05);
+	assert_true(on > 0.35 && on < 0.65);
+	assert_true(off > 0.35 && off < 0.65);
+	/* blocked time sits under the function that slept, with the kernel's nanosleep */
+	assert_true((double)sum_named(t, "user", "hc_sleep_phase", "off_cpu_ns") >=
+		    0.95 * (double)field(t, "off_cpu_ns"));
+	assert_true(sum_named(t, "kernel", "do_nanosleep", "off_cpu_ns") > 0);
+	/* and on-CPU time under the function that worked */
+	assert_true(sum_named(t, "user", "hc_work_phase", "on_cpu_ns") > 0);
+	s = hist_series(j, "offcpu_us", "hc-workload");
+	assert_non_null(s);
+	bucket_counts(s, 16384, &in, &all);
+	print_message("offcpu_us: %llu of %llu blocks in [16384, 32767] us\n",
+		      (unsigned long long)in, (unsigned long long)all);
+	assert_true(all >= 50 && (double)in >= 0.9 * (double)all);
+	s = hist_series(j, "oncpu_slice_us", "hc-workload");
+	assert_non_null(s);
+	bucket_counts(s, 16384, &in, &all);
+	print_message("oncpu_slice_us: %llu of %llu slices in [16384, 32767] us\n",
+		      (unsigned long long)in, (unsigned long long)all);
+	assert_true(all >= 50 && (double)in >= 0.5 * (double)all);
+	assert_non_null(json_object_get(j, "scheduler"));
+	assert_int_equal(e2e_u64(j, "sampling.lost.offcpu_ringbuf_full"), 0);
+	json_decref(j);
+	run_fini(&r);
+}
+
+/* A thread blocked on a pipe since before the capture and through it: all of the window is
+ * off-CPU, under the reading function (stacks taken by the start-of-window iterator). */
+static void test_offcpu_pipe_blocked(void **state)
+{
+	char pidbuf[16];
+	struct run r;
+	pid_t pid, child;
+	json_t *j, *t;
+	double window, off;
+	int rc;
+
+	(void)state;
+	run_init(&r, "pipe.json");
+	pid = start_workload("pipeblock", "0", &child);
+	usleep(300000); /* asleep in read() well before the window opens */
+	snprintf(pidbuf, sizeof(pidbuf), "%d", pid);
+	{
+		char *argv[] = { (char *)hotcold, "record", "-d", "2s", "-p", pidbuf, "-o", r.out,
+				 NULL };
+
+		rc = e2e_run(argv, r.err, 30000);
+	}
+	kill(child, SIGKILL);
+	e2e_wait(child, 5000);
+	if (rc)
+		dump_stderr(&r);
+	assert_int_equal(rc, 0);
+	j = e2e_load_json(r.out);
+	assert_non_null(j);
+	window = (double)e2e_u64(j, "duration_ns");
+	t = find_node(json_object_get(j, "flamegraph"), "thread", "tid", pid);
+	assert_non_null(t);
+	off = (double)field(t, "off_cpu_ns");
+	print_message("pipe-blocked thread: off %.4f of the window, %.4f under hc_pipe_read\n",
+		      off / window, (double)sum_named(t, "user", "hc_pipe_read", "off_cpu_ns") / window);
+	assert_true(off >= 0.99 * window && off <= 1.01 * window);
+	assert_true((double)sum_named(t, "user", "hc_pipe_read", "off_cpu_ns") >= 0.99 * off);
+	/* pipe_read, or anon_pipe_read on 6.16 and later */
+	assert_true((double)(sum_named(t, "kernel", "pipe_read", "off_cpu_ns") +
+			     sum_named(t, "kernel", "anon_pipe_read", "off_cpu_ns")) >= 0.99 * off);
+	json_decref(j);
+	run_fini(&r);
+}
+
+/* The machine: on-CPU (samples) + idle (from the idle task's switches) = CPUs x window. */
+static void test_offcpu_machine_identity(void **state)
+{
+	struct run r;
+	pid_t kid;
+	json_t *j, *c;
+	double window, cpus, ratio;
+	size_t i;
+	int rc;
+
+	(void)state;
+	run_init(&r, "machine.json");
+	start_workload("worksleep", "6", &kid); /* some work, some idle */
+	{
+		char *argv[] = { (char *)hotcold, "record", "-F", "999", "-d", "3s", "-o", r.out,
+				 NULL };
+
+		rc = e2e_run(argv, r.err, 30000);
+	}
+	kill(kid, SIGKILL);
+	e2e_wait(kid, 5000);
+	if (rc)
+		dump_stderr(&r);
+	assert_int_equal(rc, 0);
+	j = e2e_load_json(r.out);
+	assert_non_null(j);
+	window = (double)e2e_u64(j, "duration_ns");
+	cpus = (double)e2e_u64(j, "sampling.cpus");
+	ratio = ((double)e2e_u64(j, "totals.on_cpu_ns") + (double)e2e_u64(j, "totals.idle_ns")) /
+		(cpus * window);
+	print_message("machine: (on_cpu + idle) / (CPUs x window) = %.4f (on %.3f s, idle %.3f s)\n",
+		      ratio, (double)e2e_u64(j, "totals.on_cpu_ns") / 1e9,
+		      (double)e2e_u64(j, "totals.idle_ns") / 1e9);
+	assert_true(fabs(ratio - 1.0) <= 0.05);
+	json_array_foreach(json_object_get(json_object_get(j, "sampling"), "per_cpu"), i, c)
+		assert_true((double)field(c, "idle_ns") <= window);
+	/* the work/sleep thread's identity holds machine-wide too */
+	{
+		json_t *t = find_node(json_object_get(j, "flamegraph"), "thread", "tid", kid);
+
+		assert_non_null(t);
+		assert_true(fabs((double)field(t, "value") / window - 1.0) <= 0.05);
+	}
+	json_decref(j);
+	run_fini(&r);
+}
+
+/* Who woke a blocked thread: hc_pong is woken by hc_ping's process; with --wakers, the
+ * waker's stack (hc_ping) hangs under the waker node. --comm selects both processes. */
+static void test_offcpu_wakers(void **state)
+{
+	struct run r;
+	pid_t pid, child;
+	json_t *j, *root, *p, *c;
+	uint64_t off = 0, under_waker = 0, with_ping = 0;
+	size_t i;
+	int rc;
+
+	(void)state;
+	run_init(&r, "wakers.json");
+	pid = start_workload("pingpong", "6", &child);
+	{
+		char *argv[] = { (char *)hotcold, "record", "-d", "2s", "--comm", "hc-workload",
+				 "--wakers", "-o", r.out, NULL };
+
+		rc = e2e_run(argv, r.err, 30000);
+	}
+	kill(child, SIGKILL);
+	e2e_wait(child, 5000);
+	if (rc)
+		dump_stderr(&r);
+	assert_int_equal(rc, 0);
+	j = e2e_load_json(r.out);
+	assert_non_null(j);
+	root = json_object_get(j, "flamegraph");
+	/* --comm: only our processes */
+	json_array_foreach(json_object_get(root, "children"), i, c)
+		assert_string_equal(json_string_value(json_object_get(c, "name")), "hc-workload");
+	/* the child: the other process */
+	json_array_foreach(json_object_get(root, "children"), i, c) {
+		if (json_integer_value(json_object_get(c, "pid")) == pid)
+			continue;
+		p = c;
+		off += field(p, "off_cpu_ns");
+		under_waker += sum_named(p, "waker", "hc-workload", "off_cpu_ns");
+		with_ping += sum_named(p, "user", "hc_ping", "off_cpu_ns");
+	}
+	print_message("pong: %.3f s blocked, %.3f s under waker hc-workload, %.3f s under the "
+		      "waker's hc_ping\n",
+		      (double)off / 1e9, (double)under_waker / 1e9, (double)with_ping / 1e9);
+	assert_true(off > 0);
+	assert_true((double)under_waker >= 0.8 * (double)off);
+	assert_true((double)with_ping >= 0.5 * (double)off);
+	assert_true(json_is_true(json_object_get(json_object_get(j, "scheduler"), "wakers")));
+	json_decref(j);
+	run_fini(&r);
+}
+
+/* --no-offcpu: no scheduler tracing at all. --min-block: short blocks leave the tree but
+ * not the totals. */
+static void test_offcpu_options(void **state)
+{
+	struct run r;
+	pid_t pid;
+	json_t *j, *t;
+
+	(void)state;
+	run_init(&r, "noff.json");
+	assert_int_equal(record_workload(&r, NULL, "worksleep", "4", "499", "1s", &pid,
+					 "--no-offcpu", NULL),
+			 0);
+	j = e2e_load_json(r.out);
+	assert_non_null(j);
+	assert_int_equal(e2e_u64(j, "totals.off_cpu_ns"), 0);
+	assert_int_equal(e2e_u64(j, "flamegraph.off_cpu_ns"), 0);
+	assert_null(json_object_get(j, "scheduler"));
+	assert_null(json_object_get(json_object_get(j, "histograms"), "offcpu_us"));
+	assert_non_null(json_object_get(json_object_get(j, "histograms"), "priority"));
+	json_decref(j);
+	run_fini(&r);
+
+	run_init(&r, "minblock.json");
+	assert_int_equal(record_workload(&r, NULL, "worksleep", "4", "499", "2s", &pid,
+					 "--min-block", "50ms", NULL),
+			 0);
+	j = e2e_load_json(r.out);
+	assert_non_null(j);
+	t = find_node(json_object_get(j, "flamegraph"), "thread", "tid", pid);
+	assert_non_null(t);
+	print_message("--min-block 50ms: %llu ns blocked in the tree, %llu ns below in totals\n",
+		      (unsigned long long)field(t, "off_cpu_ns"),
+		      (unsigned long long)e2e_u64(j, "scheduler.below_min_block.off_cpu_ns"));
+	/* 20 ms sleeps are all shorter than 50 ms */
+	assert_true((double)field(t, "off_cpu_ns") < 0.05 * (double)e2e_u64(j, "duration_ns"));
+	assert_true(e2e_u64(j, "scheduler.below_min_block.off_cpu_ns") >
+		    e2e_u64(j, "duration_ns") / 4);
+	assert_true(e2e_u64(j, "totals.off_cpu_ns") >=
+		    e2e_u64(j, "scheduler.below_min_block.off_cpu_ns"));
 	json_decref(j);
 	run_fini(&r);
 }
@@ -447,6 +772,11 @@ int main(void)
 		cmocka_unit_test(test_folded),
 		cmocka_unit_test(test_priority_histogram),
 		cmocka_unit_test(test_runqueue_length),
+		cmocka_unit_test(test_offcpu_work_sleep),
+		cmocka_unit_test(test_offcpu_pipe_blocked),
+		cmocka_unit_test(test_offcpu_machine_identity),
+		cmocka_unit_test(test_offcpu_wakers),
+		cmocka_unit_test(test_offcpu_options),
 	};
 
 	e2e_require_root();

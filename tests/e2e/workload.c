@@ -4,9 +4,19 @@
  *   hc-workload cpu SECONDS      main -> hc_work_loop -> hc_burn_a|b|c, 60/30/10 % of CPU
  *   hc-workload syscall SECONDS  main -> hc_syscall_loop: getppid()+write() to /dev/null
  *   hc-workload short MS         main -> hc_short_burn for MS ms, then exit
- * Built with frame pointers so user stacks unwind without DWARF.
+ *   hc-workload worksleep SECONDS  main -> hc_worksleep_loop: 20 ms in hc_work_phase, then
+ *                                20 ms asleep in hc_sleep_phase (nanosleep), repeated
+ *   hc-workload pipeblock SECONDS  main -> hc_pipe_read: blocked reading an empty pipe
+ *   hc-workload pingpong SECONDS   a child (hc_pong) blocks reading a pipe until the parent
+ *                                (hc_ping) writes to it, 1 ms of work apart, back and forth
+ * Built with frame pointers so user stacks unwind without DWARF. The blocking system calls
+ * are made from our own functions (raw `syscall` instructions), not through glibc, whose
+ * wrappers have no frame pointer and would hide their caller from a frame-pointer walk.
  */
 #include <fcntl.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -98,12 +108,118 @@ __attribute__((noinline)) void hc_short_burn(double seconds)
 		BURN(UNIT / 10);
 }
 
+__attribute__((noinline)) static long raw_syscall3(long nr, long a, long b, long c)
+{
+	long ret;
+
+	hc_touch(); /* a call keeps this a non-leaf with its own frame (see hc_touch) */
+	__asm__ volatile("syscall"
+			 : "=a"(ret)
+			 : "0"(nr), "D"(a), "S"(b), "d"(c)
+			 : "rcx", "r11", "memory");
+	return ret;
+}
+
+/* Work for ms milliseconds of wall-clock time. */
+__attribute__((noinline)) void hc_work_phase(double ms)
+{
+	double end = now_s() + ms / 1000.0;
+
+	while (now_s() < end)
+		BURN(UNIT / 20);
+	hc_touch();
+}
+
+__attribute__((noinline)) void hc_sleep_phase(long ms)
+{
+	struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000L };
+
+	raw_syscall3(SYS_nanosleep, (long)&ts, 0, 0);
+	hc_touch();
+}
+
+__attribute__((noinline)) void hc_worksleep_loop(double seconds)
+{
+	double end = now_s() + seconds;
+
+	while (now_s() < end) {
+		hc_work_phase(20);
+		hc_sleep_phase(20);
+	}
+}
+
+__attribute__((noinline)) long hc_pipe_read(int fd, char *buf, long n)
+{
+	long r = raw_syscall3(SYS_read, fd, (long)buf, n);
+
+	hc_touch();
+	return r;
+}
+
+__attribute__((noinline)) void hc_pipe_block(double seconds)
+{
+	int p[2];
+	char c;
+
+	(void)seconds; /* blocks until killed: nothing ever writes */
+	if (pipe(p) != 0)
+		return;
+	hc_pipe_read(p[0], &c, 1);
+}
+
+__attribute__((noinline)) void hc_pong(int in, int out, double seconds)
+{
+	double end = now_s() + seconds;
+	char c;
+
+	while (now_s() < end && hc_pipe_read(in, &c, 1) == 1) {
+		hc_work_phase(1);
+		if (raw_syscall3(SYS_write, out, (long)&c, 1) != 1)
+			break;
+	}
+}
+
+__attribute__((noinline)) void hc_ping(int in, int out, double seconds)
+{
+	double end = now_s() + seconds;
+	char c = 'x';
+
+	while (now_s() < end) {
+		hc_work_phase(1);
+		if (raw_syscall3(SYS_write, out, (long)&c, 1) != 1 || hc_pipe_read(in, &c, 1) != 1)
+			break;
+	}
+}
+
+static void pingpong(double seconds)
+{
+	int to_child[2], to_parent[2];
+	pid_t child;
+
+	if (pipe(to_child) != 0 || pipe(to_parent) != 0)
+		return;
+	child = fork();
+	if (child == 0) {
+		/* Only our ends stay open, so the parent's death ends the read with EOF. */
+		close(to_child[1]);
+		close(to_parent[0]);
+		hc_pong(to_child[0], to_parent[1], seconds + 1);
+		_exit(0);
+	}
+	close(to_child[0]);
+	close(to_parent[1]);
+	hc_ping(to_parent[0], to_child[1], seconds);
+	kill(child, SIGKILL);
+	waitpid(child, NULL, 0);
+}
+
 int main(int argc, char **argv)
 {
 	double arg;
 
 	if (argc != 3) {
-		fprintf(stderr, "usage: hc-workload cpu|syscall SECONDS | short MS\n");
+		fprintf(stderr, "usage: hc-workload cpu|syscall|worksleep|pipeblock|pingpong SECONDS"
+				" | short MS\n");
 		return 64;
 	}
 	arg = atof(argv[2]);
@@ -116,6 +232,12 @@ int main(int argc, char **argv)
 		hc_syscall_loop(arg);
 	else if (!strcmp(argv[1], "short"))
 		hc_short_burn(arg / 1000.0);
+	else if (!strcmp(argv[1], "worksleep"))
+		hc_worksleep_loop(arg);
+	else if (!strcmp(argv[1], "pipeblock"))
+		hc_pipe_block(arg);
+	else if (!strcmp(argv[1], "pingpong"))
+		pingpong(arg);
 	else
 		return 64;
 	return 0;
