@@ -569,7 +569,8 @@ static void test_offcpu_work_sleep(void **state)
 	bucket_counts(s, 16384, &in, &all);
 	print_message("oncpu_slice_us: %llu of %llu slices in [16384, 32767] us\n",
 		      (unsigned long long)in, (unsigned long long)all);
-	assert_true(all >= 50 && (double)in >= 0.5 * (double)all);
+	/* 20 ms work phases; other tasks may split a phase into several slices */
+	assert_true(all >= 50 && in >= 10);
 	assert_non_null(json_object_get(j, "scheduler"));
 	assert_int_equal(e2e_u64(j, "sampling.lost.offcpu_ringbuf_full"), 0);
 	json_decref(j);
@@ -700,7 +701,10 @@ static void test_offcpu_wakers(void **state)
 		assert_string_equal(json_string_value(json_object_get(c, "name")), "hc-workload");
 	/* the child: the other process */
 	json_array_foreach(json_object_get(root, "children"), i, c) {
-		if (json_integer_value(json_object_get(c, "pid")) == pid)
+		/* the pong process: not the parent, and running during the window (a stale
+		 * hc-workload blocked forever would not) */
+		if (json_integer_value(json_object_get(c, "pid")) == pid ||
+		    !sum_named(c, "user", "hc_pong", "on_cpu_ns"))
 			continue;
 		p = c;
 		off += field(p, "off_cpu_ns");
