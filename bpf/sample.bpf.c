@@ -596,49 +596,76 @@ static __always_inline void take_stacks(void *ctx, __u64 *stacks, __s32 *ulen_ou
 	*klen_out = klen;
 }
 
+static __always_inline bool waker_differs(const struct tstate *ts,
+					 const struct hc_offcpu_event *ev)
+{
+	return ts->pend_tid != ev->waker_tid || ts->pend_tgid != ev->waker_tgid ||
+	       ts->pend_seq != ev->waker_seq;
+}
+
+/* The waker of the thread's current blocked interval becomes the slot's. */
+static __always_inline void take_waker(struct hc_offcpu_event *ev, const struct tstate *ts)
+{
+	ev->waker_tgid = ts->pend_tgid;
+	ev->waker_tid = ts->pend_tid;
+	ev->waker_seq = ts->pend_seq;
+	__builtin_memcpy(ev->waker_comm, ts->pend_comm, HC_TASK_COMM_LEN);
+	__builtin_memcpy(ev->waker_pcomm, ts->pend_pcomm, HC_TASK_COMM_LEN);
+}
+
+/*
+ * Add the thread's open interval [ts->t_out, end] to the slot ev (ts's own slot, or the end
+ * iterator's copy of it): blocked until the wakeup (or until end, none seen), then runnable;
+ * blocks under --min-block go to the short_* sums. *off and *rq get the two parts.
+ */
+static __always_inline void add_interval(struct hc_offcpu_event *ev, const struct tstate *ts,
+					 __u64 end, __u64 *off, __u64 *rq)
+{
+	__u64 start = ts->t_out, wake;
+
+	if (ts->state == TS_BLOCKED) {
+		wake = ts->t_wake && ts->t_wake <= end ? ts->t_wake : end;
+		if (wake < start)
+			wake = start;
+		*off = wake - start;
+		*rq = end - wake;
+		if (*off < min_block_ns) {
+			ev->short_off_ns += *off;
+			ev->short_rq_ns += *rq;
+		} else {
+			ev->off_ns += *off;
+			ev->rq_ns += *rq;
+		}
+		ev->n_blocked++;
+	} else {
+		*off = 0;
+		*rq = end - start;
+		ev->rq_ns += *rq;
+		ev->n_preempted++;
+	}
+	if (!ev->first_ns)
+		ev->first_ns = start;
+	ev->last_ns = end;
+}
+
 /* Close the off-CPU interval of a thread coming back on a CPU at `now`. */
 static __always_inline void close_interval(struct tstate *ts, __u64 now)
 {
 	struct hc_offcpu_event *ev = &ts->ev[ts->cur & 1];
-	__u64 start = ts->t_out, off = 0, rq, wake;
+	__u64 off, rq;
 
-	if (!start || now < start)
+	if (!ts->t_out || now < ts->t_out)
 		return;
-	if (ts->state == TS_BLOCKED) {
-		/* A waker change starts a new slot: blocked time is kept per waker. */
-		if (ts->pend_tid != ev->waker_tid || ts->pend_tgid != ev->waker_tgid ||
-		    ts->pend_seq != ev->waker_seq) {
-			flush_slot(ts, SLOT_BLOCKED);
-			ev->waker_tgid = ts->pend_tgid;
-			ev->waker_tid = ts->pend_tid;
-			ev->waker_seq = ts->pend_seq;
-			__builtin_memcpy(ev->waker_comm, ts->pend_comm, HC_TASK_COMM_LEN);
-			__builtin_memcpy(ev->waker_pcomm, ts->pend_pcomm, HC_TASK_COMM_LEN);
-		}
-		wake = ts->t_wake && ts->t_wake <= now ? ts->t_wake : now;
-		if (wake < start)
-			wake = start;
-		off = wake - start;
-		rq = now - wake;
-		if (off < min_block_ns) {
-			ev->short_off_ns += off;
-			ev->short_rq_ns += rq;
-		} else {
-			ev->off_ns += off;
-			ev->rq_ns += rq;
-		}
-		ev->n_blocked++;
-		hist_add(ts, HC_TH_OFF, off);
-	} else {
-		rq = now - start;
-		ev->rq_ns += rq;
-		ev->n_preempted++;
+	/* A waker change starts a new slot: blocked time is kept per waker. */
+	if (ts->state == TS_BLOCKED && waker_differs(ts, ev)) {
+		flush_slot(ts, SLOT_BLOCKED);
+		take_waker(ev, ts);
 	}
+	add_interval(ev, ts, now, &off, &rq);
+	if (ts->state == TS_BLOCKED)
+		hist_add(ts, HC_TH_OFF, off);
 	if (ts->state != TS_BLOCKED || ts->t_wake)
 		hist_add(ts, HC_TH_RUNQ, rq);
-	if (!ev->first_ns)
-		ev->first_ns = start;
-	ev->last_ns = now;
 	ts->t_out = 0;
 	ts->t_wake = 0;
 	ts->state = TS_NONE;
@@ -937,7 +964,7 @@ int hc_iter_end(struct bpf_iter__task *ctx)
 	ev = &r->ev[ts->cur & 1];
 	/* Close the open interval in the copy: nothing in ts changes before the write. */
 	if (ts->t_out && ts->state != TS_DEAD && window_end_ns > ts->t_out) {
-		__u64 start = ts->t_out, end = window_end_ns, wake;
+		__u64 end = window_end_ns, off, rq;
 
 		if (t->on_cpu) {
 			/* Running now, its switch-in unseen (see hc_switch): off until its
@@ -946,36 +973,15 @@ int hc_iter_end(struct bpf_iter__task *ctx)
 			struct hc_cpu_state *cs = bpf_map_lookup_elem(&cpu_state, &cpu);
 			__u64 in = ts->t_wake ? ts->t_wake : (cs ? cs->last_switch_ns : 0);
 
-			if (in > start && in < end)
+			if (in > ts->t_out && in < end)
 				end = in;
 		}
-		if (ts->state == TS_BLOCKED) {
-			wake = ts->t_wake && ts->t_wake <= end ? ts->t_wake : end;
-			/* A different waker for the last, open interval: attribute it to that
-			 * waker only when the slot holds nothing else. */
-			if ((ts->pend_tid != ev->waker_tid || ts->pend_seq != ev->waker_seq) &&
-			    !ev->n_blocked && !ev->n_preempted) {
-				ev->waker_tgid = ts->pend_tgid;
-				ev->waker_tid = ts->pend_tid;
-				ev->waker_seq = ts->pend_seq;
-				__builtin_memcpy(ev->waker_comm, ts->pend_comm, HC_TASK_COMM_LEN);
-				__builtin_memcpy(ev->waker_pcomm, ts->pend_pcomm, HC_TASK_COMM_LEN);
-			}
-			if (wake - start < min_block_ns) {
-				ev->short_off_ns += wake - start;
-				ev->short_rq_ns += end - wake;
-			} else {
-				ev->off_ns += wake - start;
-				ev->rq_ns += end - wake;
-			}
-			ev->n_blocked++;
-		} else {
-			ev->rq_ns += end - start;
-			ev->n_preempted++;
-		}
-		if (!ev->first_ns)
-			ev->first_ns = start;
-		ev->last_ns = end;
+		/* A different waker for the last, open interval: attribute it to that waker
+		 * only when the slot holds nothing else. */
+		if (ts->state == TS_BLOCKED && waker_differs(ts, ev) && !ev->n_blocked &&
+		    !ev->n_preempted)
+			take_waker(ev, ts);
+		add_interval(ev, ts, end, &off, &rq);
 	}
 	if (!r->ev[0].n_blocked && !r->ev[0].n_preempted && !r->ev[1].n_blocked &&
 	    !r->ev[1].n_preempted && !ts->hist_dirty)

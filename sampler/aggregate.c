@@ -97,14 +97,20 @@ static int64_t intern_comm(struct hc_agg *agg, const char comm[HC_TASK_COMM_LEN]
 	return hc_stacktab__intern(agg->comms, k, 2);
 }
 
+/* A kernel comm (up to 16 bytes, NUL-padded or not) as a C string. */
+static void comm_cstr(const char comm[HC_TASK_COMM_LEN], char out[HC_TASK_COMM_LEN + 1])
+{
+	memcpy(out, comm, HC_TASK_COMM_LEN);
+	out[HC_TASK_COMM_LEN] = '\0';
+}
+
 /* Copy a comm key back to a NUL-terminated string. */
 static void comm_string(const struct hc_agg *agg, uint64_t idx, char out[HC_TASK_COMM_LEN + 1])
 {
 	size_t n;
 	const uint64_t *k = hc_stacktab__key(agg->comms, (size_t)idx, &n);
 
-	memcpy(out, k, HC_TASK_COMM_LEN);
-	out[HC_TASK_COMM_LEN] = '\0';
+	comm_cstr((const char *)k, out);
 }
 
 /* CPU numbers come from the kernel; bound them so a bad record cannot grow the table. */
@@ -228,8 +234,7 @@ int hc_agg__sample(struct hc_agg *agg, const struct hc_sample_event *e, size_t s
 	{
 		char pcomm[HC_TASK_COMM_LEN + 1];
 
-		memcpy(pcomm, e->pcomm, HC_TASK_COMM_LEN);
-		pcomm[HC_TASK_COMM_LEN] = '\0';
+		comm_cstr(e->pcomm, pcomm);
 		if (hc_hist__add(agg->priority, pcomm, e->prio, 1))
 			agg->stats.hist_errors++;
 	}
@@ -378,8 +383,7 @@ int hc_agg__thist(struct hc_agg *agg, const struct hc_thist_event *e)
 {
 	char pcomm[HC_TASK_COMM_LEN + 1];
 
-	memcpy(pcomm, e->pcomm, HC_TASK_COMM_LEN);
-	pcomm[HC_TASK_COMM_LEN] = '\0';
+	comm_cstr(e->pcomm, pcomm);
 	for (int h = 0; h < HC_TH_MAX; h++)
 		for (int k = 0; k < HC_QSLOTS; k++)
 			if (e->slots[h][k] &&

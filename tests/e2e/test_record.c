@@ -120,6 +120,27 @@ static int record_workload(struct run *r, const char *nice, const char *mode, co
 	return rc;
 }
 
+/*
+ * Run hotcold with argv (its output goes to r->out) while the workloads kids[] run, then kill
+ * them. Asserts hotcold exited 0 (its stderr is shown otherwise); returns the profile.
+ */
+static json_t *record_beside(struct run *r, char *argv[], const pid_t *kids, int n)
+{
+	int rc = e2e_run(argv, r->err, 30000);
+	json_t *j;
+
+	for (int w = 0; w < n; w++) {
+		kill(kids[w], SIGKILL);
+		e2e_wait(kids[w], 5000);
+	}
+	if (rc)
+		dump_stderr(r);
+	assert_int_equal(rc, 0);
+	j = e2e_load_json(r->out);
+	assert_non_null(j);
+	return j;
+}
+
 static void common_checks(json_t *j, double hz_expected)
 {
 	json_t *s = json_object_get(j, "sampling"), *lost;
@@ -390,7 +411,7 @@ static void test_runqueue_length(void **state)
 	json_t *j, *h, *s, *b;
 	struct run r;
 	size_t i, k;
-	int rc, n = (int)(2 * ncpu);
+	int n = (int)(2 * ncpu);
 
 	(void)state;
 	assert_true(n <= 16);
@@ -401,17 +422,8 @@ static void test_runqueue_length(void **state)
 		char *argv[] = { (char *)hotcold, "record", "-F", "499", "-d", "2s", "-o", r.out,
 				 NULL };
 
-		rc = e2e_run(argv, r.err, 30000);
+		j = record_beside(&r, argv, kids, n);
 	}
-	for (int w = 0; w < n; w++) {
-		kill(kids[w], SIGKILL);
-		e2e_wait(kids[w], 5000);
-	}
-	if (rc)
-		dump_stderr(&r);
-	assert_int_equal(rc, 0);
-	j = e2e_load_json(r.out);
-	assert_non_null(j);
 	h = json_object_get(json_object_get(j, "histograms"), "runqueue_length");
 	assert_non_null(h);
 	assert_string_equal(json_string_value(json_object_get(h, "type")), "lquantize");
@@ -586,7 +598,6 @@ static void test_offcpu_pipe_blocked(void **state)
 	pid_t pid, child;
 	json_t *j, *t;
 	double window, off;
-	int rc;
 
 	(void)state;
 	run_init(&r, "pipe.json");
@@ -597,15 +608,8 @@ static void test_offcpu_pipe_blocked(void **state)
 		char *argv[] = { (char *)hotcold, "record", "-d", "2s", "-p", pidbuf, "-o", r.out,
 				 NULL };
 
-		rc = e2e_run(argv, r.err, 30000);
+		j = record_beside(&r, argv, &child, 1);
 	}
-	kill(child, SIGKILL);
-	e2e_wait(child, 5000);
-	if (rc)
-		dump_stderr(&r);
-	assert_int_equal(rc, 0);
-	j = e2e_load_json(r.out);
-	assert_non_null(j);
 	window = (double)e2e_u64(j, "duration_ns");
 	t = find_node(json_object_get(j, "flamegraph"), "thread", "tid", pid);
 	assert_non_null(t);
@@ -629,7 +633,6 @@ static void test_offcpu_machine_identity(void **state)
 	json_t *j, *c;
 	double window, cpus, ratio;
 	size_t i;
-	int rc;
 
 	(void)state;
 	run_init(&r, "machine.json");
@@ -638,15 +641,8 @@ static void test_offcpu_machine_identity(void **state)
 		char *argv[] = { (char *)hotcold, "record", "-F", "999", "-d", "3s", "-o", r.out,
 				 NULL };
 
-		rc = e2e_run(argv, r.err, 30000);
+		j = record_beside(&r, argv, &kid, 1);
 	}
-	kill(kid, SIGKILL);
-	e2e_wait(kid, 5000);
-	if (rc)
-		dump_stderr(&r);
-	assert_int_equal(rc, 0);
-	j = e2e_load_json(r.out);
-	assert_non_null(j);
 	window = (double)e2e_u64(j, "duration_ns");
 	cpus = (double)e2e_u64(j, "sampling.cpus");
 	ratio = ((double)e2e_u64(j, "totals.on_cpu_ns") + (double)e2e_u64(j, "totals.idle_ns")) /
@@ -677,7 +673,6 @@ static void test_offcpu_wakers(void **state)
 	json_t *j, *root, *p, *c;
 	uint64_t off = 0, under_waker = 0, with_ping = 0;
 	size_t i;
-	int rc;
 
 	(void)state;
 	run_init(&r, "wakers.json");
@@ -686,15 +681,8 @@ static void test_offcpu_wakers(void **state)
 		char *argv[] = { (char *)hotcold, "record", "-d", "2s", "--comm", "hc-workload",
 				 "--wakers", "-o", r.out, NULL };
 
-		rc = e2e_run(argv, r.err, 30000);
+		j = record_beside(&r, argv, &child, 1);
 	}
-	kill(child, SIGKILL);
-	e2e_wait(child, 5000);
-	if (rc)
-		dump_stderr(&r);
-	assert_int_equal(rc, 0);
-	j = e2e_load_json(r.out);
-	assert_non_null(j);
 	root = json_object_get(j, "flamegraph");
 	/* --comm: only our processes */
 	json_array_foreach(json_object_get(root, "children"), i, c)
