@@ -49,14 +49,15 @@ record)
 	./build/hotcold record -d 10s -o "$out"
 	echo
 	echo "Profile written to $PWD/$out (hotcold-profile/1, see docs/profile-schema.md)."
-	echo "Busiest processes (on-CPU ms):"
+	echo "Busiest processes (ms on CPU / blocked / waiting for a CPU):"
 	# --stream: Debian's jq 1.6 refuses documents nested deeper than 256 levels, and a
 	# flame graph of deep stacks is deeper than that.
 	jq -n -r --stream '[inputs | select(length == 2 and (.[0] | length) == 4
-	    and .[0][0] == "flamegraph" and (.[0][3] | IN("name", "pid", "on_cpu_ns")))]
+	    and .[0][0] == "flamegraph"
+	    and (.[0][3] | IN("name", "pid", "on_cpu_ns", "off_cpu_ns", "runqueue_ns")))]
 	  | group_by(.[0][2]) | map(map({(.[0][3]): .[1]}) | add)
-	  | sort_by(-.on_cpu_ns) | .[:8][]
-	  | "  \(.on_cpu_ns / 1e6 | floor) ms  \(.name) [\(.pid)]"' "$out"
+	  | map(select(.on_cpu_ns > 0)) | sort_by(-.on_cpu_ns) | .[:8][]
+	  | "  \(.on_cpu_ns / 1e6 | floor) / \(.off_cpu_ns / 1e6 | floor) / \(.runqueue_ns / 1e6 | floor) ms  \(.name) [\(.pid)]"' "$out"
 	jq -n -r --stream '[inputs | select(length == 2 and .[0][0] == "sampling"
 	    and (.[0][1] | IN("samples", "expected_samples", "idle_samples", "lost")))
 	    | "\(.[0][1:] | join("."))=\(.[1])"] | "Sampling: " + join(", ")' "$out"
