@@ -355,6 +355,7 @@ struct tstate {
 	__u32 hist_dirty;
 	char pend_comm[HC_TASK_COMM_LEN];
 	char pend_pcomm[HC_TASK_COMM_LEN];
+	__u64 hist_first_ns; /* time of the first histogram entry since the last flush */
 	/* The end iterator sends th and both slots as one struct hc_end_event: keep them
 	 * together and in this order. */
 	struct hc_thist_event th; /* histograms since the last flush */
@@ -439,12 +440,14 @@ static __always_inline __u32 qslot(__u64 v)
 	return k < HC_QSLOTS ? k : HC_QSLOTS - 1;
 }
 
-static __always_inline void hist_add(struct tstate *ts, __u32 h, __u64 ns)
+static __always_inline void hist_add(struct tstate *ts, __u32 h, __u64 ns, __u64 now)
 {
 	__u32 k = qslot(ns / 1000);
 
 	if (h < HC_TH_MAX && k < HC_QSLOTS) {
 		ts->th.slots[h][k]++;
+		if (!ts->hist_dirty)
+			ts->hist_first_ns = now;
 		ts->hist_dirty = 1;
 	}
 }
@@ -663,9 +666,9 @@ static __always_inline void close_interval(struct tstate *ts, __u64 now)
 	}
 	add_interval(ev, ts, now, &off, &rq);
 	if (ts->state == TS_BLOCKED)
-		hist_add(ts, HC_TH_OFF, off);
+		hist_add(ts, HC_TH_OFF, off, now);
 	if (ts->state != TS_BLOCKED || ts->t_wake)
-		hist_add(ts, HC_TH_RUNQ, rq);
+		hist_add(ts, HC_TH_RUNQ, rq, now);
 	ts->t_out = 0;
 	ts->t_wake = 0;
 	ts->state = TS_NONE;
@@ -673,8 +676,11 @@ static __always_inline void close_interval(struct tstate *ts, __u64 now)
 	if (now - ev->first_ns >= flush_ns) {
 		flush_slot(ts, SLOT_BLOCKED);
 		flush_slot(ts, SLOT_RUNNABLE);
-		flush_hist(ts);
 	}
+	/* On its own clock: slot flushes on a context change restart first_ns, and serve
+	 * files histogram entries under the second they arrive in. */
+	if (ts->hist_dirty && now - ts->hist_first_ns >= flush_ns)
+		flush_hist(ts);
 }
 
 /* Tasks waiting on this CPU after the switch: the next task's run queue length - 1. */
@@ -725,7 +731,7 @@ int BPF_PROG(hc_switch, bool preempt, struct task_struct *prev, struct task_stru
 					       in > ts->t_out ? (in < now ? in : now) : ts->t_out);
 			}
 			if (now > slice_start)
-				hist_add(ts, HC_TH_SLICE, now - slice_start);
+				hist_add(ts, HC_TH_SLICE, now - slice_start, now);
 			if (!kthread)
 				context_sig(prev, sig);
 			if (stack_reuse && !kthread && sig_equal(sig, ts->sig[k]) &&

@@ -443,18 +443,6 @@ static bool any_alive(const struct record_cfg *cfg)
 	return false;
 }
 
-static const char *const lost_names[HC_CNT_MAX] = {
-	[HC_CNT_RINGBUF_FULL] = "ringbuf_full",
-	[HC_CNT_KSTACK_ERR] = "kstack_error",
-	[HC_CNT_USTACK_ERR] = "ustack_error",
-	[HC_CNT_EXEC_LOST] = "exec_lost",
-	[HC_CNT_OFF_RINGBUF_FULL] = "offcpu_ringbuf_full",
-	[HC_CNT_THIST_LOST] = "sched_hist_lost",
-	[HC_CNT_WAKER_LOST] = "waker_lost",
-	[HC_CNT_STATE_NOMEM] = "task_state_nomem",
-	[HC_CNT_KSTACK_ERR_OFF] = "offcpu_kstack_error",
-	[HC_CNT_USTACK_ERR_OFF] = "offcpu_ustack_error",
-};
 
 /* The `scheduler` section: how off-CPU time was taken and what it cost. */
 static json_t *scheduler_json(const struct record_cfg *cfg, const struct hc_sampler_counts *cnt,
@@ -530,8 +518,8 @@ static int fill_profile(struct hc_profile *p, const struct record_cfg *cfg,
 	p->sampling.idle_samples = cnt->total[HC_CNT_IDLE];
 
 	for (int k = 0; k < HC_CNT_MAX && !err; k++)
-		if (lost_names[k])
-			err = hc_profile__add_lost(p, lost_names[k], cnt->total[k]);
+		if (hc_sampler__lost_name(k))
+			err = hc_profile__add_lost(p, hc_sampler__lost_name(k), cnt->total[k]);
 	hc_agg__stats(agg, &as);
 	if (!err)
 		err = hc_profile__add_lost(p, "decode_error", cnt->decode_errors);

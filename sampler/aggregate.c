@@ -10,13 +10,14 @@
  * Stack key layout (u64 words):
  *   [0] tgid  [1] tid  [2] process comm index  [3] thread comm index  [4] n_user  [5] n_kernel
  *   [6] ext: low 32 bits the waker (index + 1 into `wakers`, 0: none), EXT_* flags above
+ *   [7] time bucket: the unix second the time fell in (serve), 0 (record)
  *   then n_user pairs {object id, file offset} (leaf first), then n_kernel kernel addresses
  *   (leaf first). Comm indexes point into `comms`, a table keyed by the 16 comm bytes.
  * On-CPU samples and off-CPU flushes share the table, so one path holds both kinds of time.
  * A waker is [tgid, tid, thread comm index, process comm index, waker stack index + 1]; a
  * waker stack is [n_user, n_kernel, frames as above].
  */
-#define KEY_HDR 7
+#define KEY_HDR 8
 #define KEY_MAX (KEY_HDR + 2 * HC_MAX_STACK_DEPTH + HC_MAX_STACK_DEPTH)
 #define EXT_NO_STACK (1ull << 32) /* off-CPU stack not captured (budget) */
 #define EXT_NEW (1ull << 33)	  /* a new thread waiting for its first run: no stack yet */
@@ -36,6 +37,9 @@ struct hc_agg {
 	uint64_t *wseq_stack;		  /* wstacks index + 1, per wseqs entry */
 	size_t wseq_cap;
 	uint64_t window_start_ns; /* for the per-second cpu_unclaimed series */
+	bool bucketed;		  /* key time by unix second (hc_agg__set_buckets) */
+	int64_t mono_to_real_ns;  /* CLOCK_REALTIME - CLOCK_MONOTONIC */
+	int64_t oldest_s;	  /* seconds before this one are not kept */
 	uint64_t *unclaimed_s;	  /* ns per second of the window */
 	size_t n_unclaimed_s;
 	char (*cpu_keys)[16]; /* "cpu N" by CPU number, formatted once, not per sample */
@@ -179,6 +183,7 @@ static int64_t build_key(struct hc_agg *agg, uint32_t tgid, uint32_t tid,
 	key[4] = nu;
 	key[5] = nk;
 	key[6] = ext;
+	key[7] = 0;
 	if (put_user_frames(agg, tgid, ustack, nu, key, &n))
 		return -ENOMEM;
 	put_kernel_frames(kstack, nk, key, &n);
@@ -190,6 +195,78 @@ static struct hc_weights *weights_of(struct hc_agg *agg, size_t n)
 	int64_t idx = hc_stacktab__intern(agg->stacks, agg->key, n);
 
 	return idx < 0 ? NULL : hc_stacktab__weights(agg->stacks, (size_t)idx);
+}
+
+static int64_t real_second(const struct hc_agg *agg, uint64_t mono_ns)
+{
+	int64_t real = (int64_t)mono_ns + agg->mono_to_real_ns;
+
+	return real >= 0 ? real / 1000000000ll : 0;
+}
+
+void hc_agg__set_buckets(struct hc_agg *agg, int64_t mono_to_real_ns, int64_t oldest_s)
+{
+	agg->bucketed = true;
+	agg->mono_to_real_ns = mono_to_real_ns;
+	agg->oldest_s = oldest_s;
+}
+
+/*
+ * Add ns of off-CPU (off = true) or run-queue time at the key in agg->key (n words). Bucketed,
+ * the time is spread evenly over the seconds of [first_ns, last_ns] (a flush sums intervals
+ * between those instants; one long block spans many seconds); seconds before oldest_s are
+ * counted, not kept.
+ */
+static int add_offcpu_time(struct hc_agg *agg, size_t n, bool off, uint64_t ns, uint64_t first_ns,
+			   uint64_t last_ns)
+{
+	int64_t a, b, lo, s1, oldest_ns;
+	uint64_t given = 0;
+
+	if (!agg->bucketed) {
+		struct hc_weights *w = weights_of(agg, n);
+
+		if (!w)
+			return -ENOMEM;
+		*(off ? &w->off_cpu_ns : &w->runqueue_ns) += ns;
+		return 0;
+	}
+	b = (int64_t)last_ns + agg->mono_to_real_ns;
+	a = first_ns && first_ns < last_ns ? (int64_t)first_ns + agg->mono_to_real_ns : b;
+	if (a < 0)
+		a = 0;
+	if (b < a)
+		b = a;
+	oldest_ns = agg->oldest_s * 1000000000ll;
+	if (b < oldest_ns) {
+		agg->stats.expired_ns += ns;
+		return 0;
+	}
+	if (a < oldest_ns) { /* the part before the oldest second kept */
+		given = (uint64_t)((unsigned __int128)ns * (uint64_t)(oldest_ns - a) /
+				   (uint64_t)(b - a));
+		agg->stats.expired_ns += given;
+		lo = oldest_ns;
+	} else {
+		lo = a;
+	}
+	s1 = b / 1000000000ll;
+	for (int64_t sec = lo / 1000000000ll; sec <= s1; sec++) {
+		int64_t hi = sec == s1 ? b : (sec + 1) * 1000000000ll;
+		uint64_t part = sec == s1 ? ns - given
+					  : (uint64_t)((unsigned __int128)ns *
+						       (uint64_t)(hi - lo) / (uint64_t)(b - a));
+		struct hc_weights *w;
+
+		given += part;
+		lo = hi;
+		agg->key[7] = (uint64_t)sec;
+		w = weights_of(agg, n);
+		if (!w)
+			return -ENOMEM;
+		*(off ? &w->off_cpu_ns : &w->runqueue_ns) += part;
+	}
+	return 0;
 }
 
 /* Per-second cpu_unclaimed series: add ns to the second of the window holding t. */
@@ -225,6 +302,8 @@ int hc_agg__sample(struct hc_agg *agg, const struct hc_sample_event *e, size_t s
 		return -EINVAL;
 	n = build_key(agg, e->tgid, e->tid, e->pcomm, e->comm, e->stacks, nu, e->stacks + nu, nk,
 		      0);
+	if (n >= 0 && agg->bucketed)
+		agg->key[7] = (uint64_t)real_second(agg, e->time_ns);
 	w = n < 0 ? NULL : weights_of(agg, (size_t)n);
 	if (!w)
 		goto err_nomem;
@@ -298,7 +377,6 @@ int hc_agg__offcpu(struct hc_agg *agg, const struct hc_offcpu_event *e, size_t s
 	size_t nu = e->ustack_len > 0 ? (size_t)e->ustack_len / 8 : 0;
 	size_t nk = e->kstack_len > 0 ? (size_t)e->kstack_len / 8 : 0;
 	uint64_t ext = 0;
-	struct hc_weights *w;
 	int64_t n, wref;
 
 	(void)size;
@@ -319,10 +397,9 @@ int hc_agg__offcpu(struct hc_agg *agg, const struct hc_offcpu_event *e, size_t s
 	if (e->rq_ns) {
 		n = build_key(agg, e->tgid, e->tid, e->pcomm, e->comm, e->stacks, nu,
 			      e->stacks + nu, nk, ext);
-		w = n < 0 ? NULL : weights_of(agg, (size_t)n);
-		if (!w)
+		if (n < 0 || add_offcpu_time(agg, (size_t)n, false, e->rq_ns, e->first_ns,
+					     e->last_ns))
 			goto err_nomem;
-		w->runqueue_ns += e->rq_ns;
 	}
 	/* ...blocked time under its waker, when one was seen. */
 	if (e->off_ns) {
@@ -331,10 +408,9 @@ int hc_agg__offcpu(struct hc_agg *agg, const struct hc_offcpu_event *e, size_t s
 			goto err_nomem;
 		n = build_key(agg, e->tgid, e->tid, e->pcomm, e->comm, e->stacks, nu,
 			      e->stacks + nu, nk, ext | (uint64_t)wref);
-		w = n < 0 ? NULL : weights_of(agg, (size_t)n);
-		if (!w)
+		if (n < 0 || add_offcpu_time(agg, (size_t)n, true, e->off_ns, e->first_ns,
+					     e->last_ns))
 			goto err_nomem;
-		w->off_cpu_ns += e->off_ns;
 	}
 	return 0;
 err_nomem:
@@ -519,7 +595,7 @@ static int waker_path(struct hc_agg *agg, struct frame_cache *fc, size_t widx,
 	return 0;
 }
 
-int hc_agg__build_tree(struct hc_agg *agg, struct hc_tree *tree)
+int hc_agg__for_each_path(struct hc_agg *agg, hc_agg_path_fn fn, void *ctx)
 {
 	struct frame_cache fc = {0};
 	struct hc_path_elem *path;
@@ -577,7 +653,7 @@ int hc_agg__build_tree(struct hc_agg *agg, struct hc_tree *tree)
 			if (err)
 				goto out;
 		}
-		err = hc_tree__add_path(tree, path, depth, hc_stacktab__weights(agg->stacks, s));
+		err = fn(ctx, path, depth, hc_stacktab__weights(agg->stacks, s), (int64_t)key[7]);
 		if (err)
 			goto out;
 	}
@@ -586,6 +662,18 @@ out:
 	free(fc.elems);
 	hc_stacktab__free(fc.keys);
 	return err;
+}
+
+static int add_to_tree(void *ctx, const struct hc_path_elem *path, size_t n,
+		       const struct hc_weights *w, int64_t sec)
+{
+	(void)sec;
+	return hc_tree__add_path(ctx, path, n, w);
+}
+
+int hc_agg__build_tree(struct hc_agg *agg, struct hc_tree *tree)
+{
+	return hc_agg__for_each_path(agg, add_to_tree, tree);
 }
 
 const struct hc_hist *hc_agg__priority(const struct hc_agg *agg)

@@ -38,6 +38,7 @@ struct hc_agg_stats {
 	uint64_t offcpu_lost_ns;      /* off-CPU time dropped in user space (out of memory) */
 	uint64_t waker_stack_missing; /* flushes naming a --wakers record that never arrived */
 	uint64_t unclaimed_ns;	      /* cpuunclaimed: CPU time idle while tasks waited elsewhere */
+	uint64_t expired_ns; /* bucketed: off-CPU time before the oldest second kept */
 };
 
 struct hc_agg;
@@ -76,6 +77,19 @@ const struct hc_hist *hc_agg__runqueue_length(const struct hc_agg *agg);
  * nothing waits, so each is a run-queue length of 0. */
 int hc_agg__idle_samples(struct hc_agg *agg, uint32_t cpu, uint64_t count);
 
+/*
+ * serve: key every path by the unix second its time fell in (samples by their time, off-CPU
+ * flushes spread over the seconds they span); mono_to_real_ns converts bpf_ktime_get_ns()
+ * to CLOCK_REALTIME; time before second oldest_s is counted in expired_ns, not kept.
+ */
+void hc_agg__set_buckets(struct hc_agg *agg, int64_t mono_to_real_ns, int64_t oldest_s);
+
+/* One resolved path (outermost first, the elements valid for the call) with its weights and
+ * its second (0 unless bucketed). Returning non-zero stops the walk with that value. */
+typedef int (*hc_agg_path_fn)(void *ctx, const struct hc_path_elem *path, size_t n,
+			      const struct hc_weights *w, int64_t sec);
+/* Resolve every distinct frame and call fn for every path. */
+int hc_agg__for_each_path(struct hc_agg *agg, hc_agg_path_fn fn, void *ctx);
 /* Resolve every distinct frame and add every stack to tree. */
 int hc_agg__build_tree(struct hc_agg *agg, struct hc_tree *tree);
 void hc_agg__stats(const struct hc_agg *agg, struct hc_agg_stats *out);

@@ -564,6 +564,24 @@ void hc_sampler__window(const struct hc_sampler *s, struct hc_sampler_window *w)
 	*w = s->window;
 }
 
+static const char *const lost_names[HC_CNT_MAX] = {
+	[HC_CNT_RINGBUF_FULL] = "ringbuf_full",
+	[HC_CNT_KSTACK_ERR] = "kstack_error",
+	[HC_CNT_USTACK_ERR] = "ustack_error",
+	[HC_CNT_EXEC_LOST] = "exec_lost",
+	[HC_CNT_OFF_RINGBUF_FULL] = "offcpu_ringbuf_full",
+	[HC_CNT_THIST_LOST] = "sched_hist_lost",
+	[HC_CNT_WAKER_LOST] = "waker_lost",
+	[HC_CNT_STATE_NOMEM] = "task_state_nomem",
+	[HC_CNT_KSTACK_ERR_OFF] = "offcpu_kstack_error",
+	[HC_CNT_USTACK_ERR_OFF] = "offcpu_ustack_error",
+};
+
+const char *hc_sampler__lost_name(int counter)
+{
+	return counter >= 0 && counter < HC_CNT_MAX ? lost_names[counter] : NULL;
+}
+
 int hc_sampler__counts(struct hc_sampler *s, struct hc_sampler_counts *out)
 {
 	int ncpu_possible = libbpf_num_possible_cpus();

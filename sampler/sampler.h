@@ -86,6 +86,9 @@ void hc_sampler__window(const struct hc_sampler *s, struct hc_sampler_window *w)
 /* Read the in-kernel counters. Free with hc_sampler_counts__release(). */
 int hc_sampler__counts(struct hc_sampler *s, struct hc_sampler_counts *out);
 size_t hc_sampler__ringbuf_bytes(const struct hc_sampler *s);
+/* The name a loss counter is reported under (`sampling.lost`, /metrics), NULL for counters
+ * that are not losses. */
+const char *hc_sampler__lost_name(int counter);
 void hc_sampler_counts__release(struct hc_sampler_counts *c);
 
 #endif
