@@ -22,6 +22,18 @@ int hc__node_cmp(const struct hc_node *a, const struct hc_node *b);
 /* qsort() adapter over an array of `const struct hc_node *`. */
 int hc__node_ptr_cmp(const void *a, const void *b);
 
+/*
+ * Tree builder for callers that already know each node's inclusive weights (profile/store.c):
+ * find or create the child of node index `parent` (0: the root) named by e and add w to that
+ * node only, not to its ancestors. Returns the child's index (> 0), -EINVAL (bad parent or
+ * element), -ENOMEM. Children keep the identity rule of hc_tree__add_path(): adding the same
+ * element twice under one parent returns the same node (weights summed).
+ */
+int64_t hc__tree_add_child(struct hc_tree *tree, uint32_t parent, const struct hc_path_elem *e,
+			   const struct hc_weights *w);
+/* Add w to node idx only (0: the root). */
+void hc__tree_add_weights(struct hc_tree *tree, uint32_t idx, const struct hc_weights *w);
+
 /* Length of the well-formed UTF-8 sequence at s (n bytes available), 0 if ill-formed. */
 size_t hc__utf8_seq_len(const unsigned char *s, size_t n);
 /* s itself when it is valid UTF-8 (no allocation), else a malloc'ed copy with every invalid

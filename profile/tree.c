@@ -566,3 +566,60 @@ void hc_tree__sort(struct hc_tree *tree)
 			qsort(n->children, n->n_children, sizeof(*n->children), hc__node_ptr_cmp);
 	}
 }
+
+/* ---- internal builder (profile_internal.h) ---- */
+
+int64_t hc__tree_add_child(struct hc_tree *tree, uint32_t parent, const struct hc_path_elem *e,
+			   const struct hc_weights *w)
+{
+	struct hc_path_elem ie;
+	struct hc_node *node, *p;
+	uint64_t h;
+	uint32_t idx;
+	size_t slot;
+	int err;
+
+	if (parent >= tree->count || !e->name || e->kind <= HC_NODE_ROOT || e->kind > HC_NODE_WAKER)
+		return -EINVAL;
+	ie = *e;
+	ie.name = str_intern(tree, e->name);
+	ie.module = e->module ? str_intern(tree, e->module) : NULL;
+	if (!ie.name || (e->module && !ie.module))
+		return -ENOMEM;
+	h = node_key_hash(parent, &ie);
+	idx = node_find(tree, parent, &ie, h, NULL);
+	if (idx) {
+		hc_weights__add(&node_at(tree, idx)->w, w);
+		return idx;
+	}
+
+	err = reserve_nodes(tree, 1);
+	if (err)
+		return err;
+	p = node_at(tree, parent);
+	err = children_reserve(p, p->n_children + 1);
+	if (err)
+		return err;
+	/* the table may have grown: find the free slot again */
+	node_find(tree, parent, &ie, h, &slot);
+	idx = (uint32_t)tree->count++;
+	node = node_at(tree, idx);
+	memset(node, 0, sizeof(*node));
+	node->kind = (uint8_t)ie.kind;
+	node->name = ie.name;
+	node->module = ie.module;
+	node->id = ie.id;
+	node->offset = ie.offset;
+	node->parent = parent;
+	node->hash = (uint32_t)h;
+	node->w = *w;
+	tree->slots[slot] = idx + 1;
+	p->children[p->n_children++] = node;
+	return idx;
+}
+
+void hc__tree_add_weights(struct hc_tree *tree, uint32_t idx, const struct hc_weights *w)
+{
+	if (idx < tree->count)
+		hc_weights__add(&node_at(tree, idx)->w, w);
+}

@@ -31,5 +31,6 @@ int main(void)
 	failed += run_tree_tests();
 	failed += run_encode_tests();
 	failed += run_hist_tests();
+	failed += run_store_tests();
 	return failed ? 1 : 0;
 }

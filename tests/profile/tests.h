@@ -41,5 +41,6 @@ int run_stacktab_tests(void);
 int run_tree_tests(void);
 int run_encode_tests(void);
 int run_hist_tests(void);
+int run_store_tests(void);
 
 #endif
