@@ -15,6 +15,7 @@
 
 int cmd_record(int argc, char **argv);
 int cmd_report(int argc, char **argv);
+int cmd_serve(int argc, char **argv);
 
 /* One line on stderr, "hotcold: <message>". */
 void hc_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

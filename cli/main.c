@@ -45,6 +45,7 @@ static const struct command {
 } commands[] = {
 	{ "record", cmd_record, "sample every CPU for a while and write a profile" },
 	{ "report", cmd_report, "print a histogram of a saved profile, DTrace style" },
+	{ "serve", cmd_serve, "profile continuously; flame graphs and JSON at http://127.0.0.1:8080" },
 };
 
 static void usage(FILE *out)

@@ -7,6 +7,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -239,4 +243,71 @@ char *e2e_tmpdir(void)
 	char *d = strdup("/tmp/hotcold-e2e.XXXXXX");
 
 	return mkdtemp(d);
+}
+
+/* One HTTP/1.1 request over loopback TCP, Connection: close. */
+int e2e_http(const char *addr, const char *method, const char *path, const char *host,
+	     char **body, size_t *body_len)
+{
+	char req[4096], *resp = NULL, *sep;
+	size_t len = 0, cap = 0;
+	struct sockaddr_in sa = { .sin_family = AF_INET };
+	const char *colon = strrchr(addr, ':');
+	struct timeval tv = { .tv_sec = 20 };
+	int fd, status = -1, n;
+
+	if (body)
+		*body = NULL;
+	if (!colon)
+		return -1;
+	sa.sin_port = htons((uint16_t)atoi(colon + 1));
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -1;
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
+		close(fd);
+		return -1;
+	}
+	n = snprintf(req, sizeof(req), "%s %s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n",
+		     method, path, host ? host : addr);
+	if (n < 0 || (size_t)n >= sizeof(req) || write(fd, req, (size_t)n) != n) {
+		close(fd);
+		return -1;
+	}
+	for (;;) {
+		ssize_t r;
+
+		if (cap - len < 65536) {
+			char *p = realloc(resp, cap + 1024 * 1024);
+
+			if (!p)
+				break;
+			resp = p;
+			cap += 1024 * 1024;
+		}
+		r = read(fd, resp + len, cap - len - 1);
+		if (r <= 0)
+			break;
+		len += (size_t)r;
+	}
+	close(fd);
+	if (!resp)
+		return -1;
+	resp[len] = 0;
+	if (sscanf(resp, "HTTP/1.%*d %d", &status) != 1)
+		status = -1;
+	sep = strstr(resp, "\r\n\r\n");
+	if (body && sep) {
+		size_t hl = (size_t)(sep + 4 - resp);
+
+		memmove(resp, sep + 4, len - hl + 1);
+		*body = resp;
+		if (body_len)
+			*body_len = len - hl;
+		resp = NULL;
+	}
+	free(resp);
+	return status;
 }

@@ -33,5 +33,9 @@ json_t *e2e_process_node(json_t *root, uint32_t pid);
 uint64_t e2e_u64(json_t *obj, const char *path); /* "a.b.c" */
 char *e2e_read_file(const char *path, size_t *len);
 char *e2e_tmpdir(void);
+/* One HTTP/1.1 request to addr ("127.0.0.1:PORT") with Host: host (NULL: addr). Returns the
+ * status (-1 on a transport failure); *body gets the malloc'd body (NUL-ended) when asked. */
+int e2e_http(const char *addr, const char *method, const char *path, const char *host,
+	     char **body, size_t *body_len);
 
 #endif

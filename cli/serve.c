@@ -1,0 +1,404 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * hotcold serve: continuous on/off-CPU profiling of the machine, browsed at localhost.
+ *
+ * Two processes. The collector (this process, privileged) loads BPF, drains, symbolizes and
+ * sends one batch a second over a socketpair. The server (a child forked before any BPF
+ * work, so it never held a BPF fd or a byte of kernel symbol data) drops to an unprivileged
+ * user with no capabilities and NoNewPrivs, holds the store and speaks HTTP. Either side
+ * ending ends the other: the collector sees EPIPE, the server EOF.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <sysexits.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "cli/timespec.h"
+#include "serve/backend.h"
+#include "serve/collector.h"
+#include "serve/privdrop.h"
+#include "web/server.h"
+
+#ifndef HOTCOLD_VERSION
+#define HOTCOLD_VERSION "unknown"
+#endif
+
+struct serve_cfg {
+	struct hc_rate rate;
+	const char *listen;
+	uint64_t retention_s;
+	uint64_t max_store_bytes;
+	const char *user;
+	bool no_offcpu;
+	uint64_t min_block_ns;
+	uint64_t stack_budget;
+	bool no_stack_reuse;
+	bool no_demangle;
+	bool verbose;
+};
+
+static volatile sig_atomic_t stop_requested;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	stop_requested = 1;
+}
+
+static void usage(FILE *out)
+{
+	fprintf(out,
+		"usage: hotcold serve [-F SPEC] [--listen ADDR:PORT] [--retention DUR] [OPTIONS]\n"
+		"\n"
+		"Profile every CPU continuously (on-CPU samples, blocked and run-queue time) and\n"
+		"serve the flame graphs, timeline and histograms at http://ADDR:PORT/ (the viewer)\n"
+		"and as JSON (docs/api.md).\n"
+		"\n"
+		"  -F, --frequency SPEC   sampling rate, as for record (default 99)\n"
+		"  -l, --listen ADDR:PORT where to listen (default 127.0.0.1:8080; [::1]:PORT for\n"
+		"                         IPv6; port 0 picks a free port, printed at start)\n"
+		"      --retention DUR    how much history to keep (default 1h; 10s to 7d)\n"
+		"      --max-store SIZE   memory for that history (default 32M; K, M, G suffixes;\n"
+		"                         beyond it old seconds are merged to 10 s, then dropped)\n"
+		"      --user NAME        the unprivileged user the HTTP server runs as (default\n"
+		"                         nobody)\n"
+		"      --no-offcpu        on-CPU samples only\n"
+		"      --min-block DUR    leave blocks shorter than DUR out of the flame graph\n"
+		"      --stack-budget N   off-CPU stack captures per second per CPU (default 10000)\n"
+		"      --no-stack-reuse   take stacks at every switch-out\n"
+		"      --no-demangle      keep C++/Rust symbol names mangled\n"
+		"  -v, --verbose          libbpf warnings\n"
+		"  -h, --help             this text\n"
+		"\n"
+		"SIGINT or SIGTERM stops both processes (exit 0) and releases every BPF program.\n"
+		"Exit codes: 0 ok, 64 usage, 69 BPF/BTF/perf unavailable, 70 internal error,\n"
+		"71 system error, 73 cannot listen on ADDR:PORT, 77 not privileged.\n");
+}
+
+static int parse_size(const char *s, uint64_t *out)
+{
+	char *end;
+	unsigned long long v;
+
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || end == s || s[0] == '-')
+		return -EINVAL;
+	switch (*end) {
+	case 'G': case 'g': v <<= 10; /* fallthrough */
+	case 'M': case 'm': v <<= 10; /* fallthrough */
+	case 'K': case 'k': v <<= 10; end++; break;
+	case '\0': break;
+	default: return -EINVAL;
+	}
+	if (*end == 'B' || *end == 'b')
+		end++;
+	if (*end)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+static int parse_args(int argc, char **argv, struct serve_cfg *cfg)
+{
+	enum {
+		OPT_RETENTION = 256,
+		OPT_MAX_STORE,
+		OPT_USER,
+		OPT_NO_OFFCPU,
+		OPT_MIN_BLOCK,
+		OPT_STACK_BUDGET,
+		OPT_NO_STACK_REUSE,
+		OPT_NO_DEMANGLE,
+	};
+	static const struct option opts[] = {
+		{"frequency", required_argument, NULL, 'F'},
+		{"listen", required_argument, NULL, 'l'},
+		{"retention", required_argument, NULL, OPT_RETENTION},
+		{"max-store", required_argument, NULL, OPT_MAX_STORE},
+		{"user", required_argument, NULL, OPT_USER},
+		{"no-offcpu", no_argument, NULL, OPT_NO_OFFCPU},
+		{"min-block", required_argument, NULL, OPT_MIN_BLOCK},
+		{"stack-budget", required_argument, NULL, OPT_STACK_BUDGET},
+		{"no-stack-reuse", no_argument, NULL, OPT_NO_STACK_REUSE},
+		{"no-demangle", no_argument, NULL, OPT_NO_DEMANGLE},
+		{"verbose", no_argument, NULL, 'v'},
+		{"help", no_argument, NULL, 'h'},
+		{0},
+	};
+	char why[256];
+	uint64_t ns;
+	int c;
+
+	hc_rate__parse("99", &cfg->rate, why, sizeof(why));
+	cfg->listen = "127.0.0.1:8080";
+	cfg->retention_s = 3600;
+	cfg->max_store_bytes = 32ull << 20;
+	cfg->user = "nobody";
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "F:l:vh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'F':
+			if (hc_rate__parse(optarg, &cfg->rate, why, sizeof(why))) {
+				hc_err("-F %s: %s", optarg, why);
+				return EX_USAGE;
+			}
+			break;
+		case 'l':
+			cfg->listen = optarg;
+			break;
+		case OPT_RETENTION:
+			if (hc_duration__parse(optarg, &ns, why, sizeof(why))) {
+				hc_err("--retention %s: %s", optarg, why);
+				return EX_USAGE;
+			}
+			if (ns < 10 * 1000000000ull || ns > 7 * 86400 * 1000000000ull) {
+				hc_err("--retention %s: between 10s and 7d", optarg);
+				return EX_USAGE;
+			}
+			cfg->retention_s = ns / 1000000000ull;
+			break;
+		case OPT_MAX_STORE:
+			if (parse_size(optarg, &cfg->max_store_bytes) ||
+			    cfg->max_store_bytes < (1ull << 20) || cfg->max_store_bytes > (64ull << 30)) {
+				hc_err("--max-store %s: a size from 1M to 64G (e.g. 32M)", optarg);
+				return EX_USAGE;
+			}
+			break;
+		case OPT_USER:
+			if (!*optarg) {
+				hc_err("--user: empty user name");
+				return EX_USAGE;
+			}
+			cfg->user = optarg;
+			break;
+		case OPT_NO_OFFCPU:
+			cfg->no_offcpu = true;
+			break;
+		case OPT_MIN_BLOCK:
+			if (hc_duration__parse(optarg, &cfg->min_block_ns, why, sizeof(why))) {
+				hc_err("--min-block %s: %s", optarg, why);
+				return EX_USAGE;
+			}
+			break;
+		case OPT_STACK_BUDGET: {
+			char *end;
+			unsigned long long v;
+
+			errno = 0;
+			v = strtoull(optarg, &end, 10);
+			if (errno || end == optarg || *end || optarg[0] == '-' || v < 1 ||
+			    v > 1000000) {
+				hc_err("--stack-budget %s: a number of stack captures per second "
+				       "per CPU, 1 to 1000000",
+				       optarg);
+				return EX_USAGE;
+			}
+			cfg->stack_budget = v;
+			break;
+		}
+		case OPT_NO_STACK_REUSE:
+			cfg->no_stack_reuse = true;
+			break;
+		case OPT_NO_DEMANGLE:
+			cfg->no_demangle = true;
+			break;
+		case 'v':
+			cfg->verbose = true;
+			break;
+		case 'h':
+			usage(stdout);
+			exit(0);
+		default:
+			usage(stderr);
+			return EX_USAGE;
+		}
+	}
+	if (optind < argc) {
+		hc_err("unexpected argument '%s' (see hotcold serve --help)", argv[optind]);
+		return EX_USAGE;
+	}
+	if (cfg->no_offcpu && (cfg->min_block_ns || cfg->stack_budget || cfg->no_stack_reuse)) {
+		hc_err("--no-offcpu cannot be combined with --min-block, --stack-budget or "
+		       "--no-stack-reuse");
+		return EX_USAGE;
+	}
+	return 0;
+}
+
+/* The server process: unprivileged, the store and HTTP. Returns its exit code. */
+static int run_server(const struct serve_cfg *cfg, int sock, struct hc_listen *l)
+{
+	struct hc_backend_opts bopts = {
+		.store = { .retention_s = cfg->retention_s,
+			   .max_bytes = (size_t)cfg->max_store_bytes,
+			   .period_ns = cfg->rate.period_ns },
+		.version = HOTCOLD_VERSION,
+	};
+	struct hc_server_opts sopts = { .listen_fd = l->fd, .listen_addr = l->addr };
+	struct hc_api_backend api;
+	struct hc_backend *b = NULL;
+	struct hc_server *srv = NULL;
+	char why[256];
+	int err, rc = 0;
+
+	err = hc_privdrop(cfg->user, why, sizeof(why));
+	if (err) {
+		hc_err("server: %s", why);
+		return EX_NOPERM;
+	}
+	b = hc_backend__new(&bopts);
+	if (!b) {
+		hc_err("server: creating the store: %s", strerror(errno));
+		return EX_OSERR;
+	}
+	hc_backend__api(b, &api);
+	srv = hc_server__new(&sopts, &api);
+	if (!srv) {
+		hc_err("server: starting the HTTP server: %s", strerror(errno));
+		hc_listen__close(l);
+		hc_backend__free(b);
+		return EX_SOFTWARE;
+	}
+	while (!stop_requested) {
+		struct pollfd p = { .fd = sock, .events = POLLIN };
+
+		err = poll(&p, 1, 250);
+		if (err < 0 && errno != EINTR) {
+			rc = EX_OSERR;
+			break;
+		}
+		if (err <= 0)
+			continue;
+		err = hc_backend__ingest(b, sock);
+		if (err == 0)
+			break; /* the collector is gone: so are we */
+		if (err < 0) {
+			hc_err("server: reading from the collector: %s", strerror(-err));
+			rc = EX_SOFTWARE;
+			break;
+		}
+	}
+	hc_server__free(srv);
+	hc_backend__free(b);
+	return rc;
+}
+
+/* Wait for the server up to timeout_ms, then kill it. Its exit status, or -1. */
+static int reap(pid_t child, int timeout_ms)
+{
+	int status;
+
+	for (int waited = 0;; waited += 10) {
+		pid_t r = waitpid(child, &status, WNOHANG);
+
+		if (r == child)
+			return status;
+		if (r < 0 && errno != EINTR)
+			return -1;
+		if (waited >= timeout_ms) {
+			kill(child, SIGKILL);
+			waitpid(child, &status, 0);
+			return status;
+		}
+		usleep(10000);
+	}
+}
+
+int cmd_serve(int argc, char **argv)
+{
+	struct serve_cfg cfg = {0};
+	struct hc_collector_opts copts = {0};
+	struct hc_collector *coll = NULL;
+	struct hc_listen l = { .fd = -1 };
+	struct sigaction sa = {0};
+	const char *what = NULL;
+	bool peer_gone = false;
+	char why[256];
+	int sv[2], rc, err, status;
+	pid_t child;
+
+	rc = parse_args(argc, argv, &cfg);
+	if (rc)
+		return rc;
+	hc_libbpf_verbose(cfg.verbose);
+	err = hc_listen__open(cfg.listen, &l, why, sizeof(why));
+	if (err) {
+		hc_err("--listen %s: %s", cfg.listen, why);
+		return err == -EINVAL ? EX_USAGE : EX_CANTCREAT;
+	}
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv)) {
+		hc_err("socketpair: %s", strerror(errno));
+		hc_listen__close(&l);
+		return EX_OSERR;
+	}
+	sa.sa_handler = on_signal; /* no SA_RESTART: poll returns EINTR at once */
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+
+	fflush(NULL);
+	child = fork();
+	if (child < 0) {
+		hc_err("fork: %s", strerror(errno));
+		hc_listen__close(&l);
+		return EX_OSERR;
+	}
+	if (child == 0) {
+		close(sv[0]);
+		_exit(run_server(&cfg, sv[1], &l));
+	}
+	close(sv[1]);
+	hc_listen__close(&l);
+
+	copts.period_ns = cfg.rate.period_ns;
+	copts.frequency_hz = cfg.rate.hz;
+	copts.retention_s = cfg.retention_s;
+	copts.no_offcpu = cfg.no_offcpu;
+	copts.min_block_ns = cfg.min_block_ns;
+	copts.stack_budget = cfg.stack_budget;
+	copts.no_stack_reuse = cfg.no_stack_reuse;
+	copts.no_demangle = cfg.no_demangle;
+	copts.fd = sv[0];
+	coll = hc_collector__new(&copts, &what);
+	if (!coll) {
+		err = errno;
+		hc_err("%s: %s", what, strerror(err));
+		rc = (err == EPERM || err == EACCES) ? EX_NOPERM : EX_UNAVAILABLE;
+		goto out;
+	}
+	fprintf(stderr, "hotcold: serving http://%s/ (sampling %g Hz on every CPU%s; keeping %llu s)\n",
+		l.addr, cfg.rate.hz, cfg.no_offcpu ? "" : ", off-CPU time too",
+		(unsigned long long)cfg.retention_s);
+	err = hc_collector__run(coll, &stop_requested, &peer_gone);
+	if (err) {
+		hc_err("collector: %s", strerror(-err));
+		rc = EX_SOFTWARE;
+	}
+out:
+	/* BPF released before anything else, then the server told (EOF) and reaped. */
+	hc_collector__free(coll);
+	close(sv[0]);
+	status = reap(child, 1500);
+	if (!rc && peer_gone && !stop_requested &&
+	    !(WIFEXITED(status) && WEXITSTATUS(status) == 0)) {
+		hc_err("the HTTP server process ended (%s %d)",
+		       WIFSIGNALED(status) ? "signal" : "exit code",
+		       WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
+		rc = EX_SOFTWARE;
+	} else if (!rc && WIFEXITED(status) && WEXITSTATUS(status) != 0 && !stop_requested) {
+		rc = WEXITSTATUS(status);
+	}
+	return rc;
+}

@@ -1,0 +1,559 @@
+// SPDX-License-Identifier: GPL-2.0-only
+#include "serve/backend.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/utsname.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "serve/wire.h"
+
+#define NS 1000000000ll
+#define MAX_HEAT_COLUMNS 86400
+
+struct hc_backend {
+	pthread_rwlock_t lock;
+	struct hc_store *store;
+	struct hc_store_opts sopts;
+	struct hc_wire_reader rd;
+	json_t *status; /* the collector's last STATUS, or NULL */
+	char host[65], kernel[65];
+	const char *version;
+	int64_t started_ns;
+	uint64_t records, bad_records, store_errors;
+	uint32_t frames; /* frames defined */
+};
+
+static int64_t realtime_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * NS + ts.tv_nsec;
+}
+
+struct hc_backend *hc_backend__new(const struct hc_backend_opts *o)
+{
+	struct hc_backend *b = calloc(1, sizeof(*b));
+	struct utsname u;
+
+	if (!b)
+		return NULL;
+	b->sopts = o->store;
+	b->store = hc_store__new(&o->store);
+	if (!b->store || pthread_rwlock_init(&b->lock, NULL)) {
+		hc_store__free(b->store);
+		free(b);
+		errno = ENOMEM;
+		return NULL;
+	}
+	if (uname(&u) == 0) {
+		snprintf(b->host, sizeof(b->host), "%s", u.nodename);
+		snprintf(b->kernel, sizeof(b->kernel), "%s", u.release);
+	}
+	b->version = o->version ? o->version : "unknown";
+	b->started_ns = realtime_ns();
+	return b;
+}
+
+void hc_backend__free(struct hc_backend *b)
+{
+	if (!b)
+		return;
+	pthread_rwlock_destroy(&b->lock);
+	hc_store__free(b->store);
+	hc_wire_reader__release(&b->rd);
+	json_decref(b->status);
+	free(b);
+}
+
+static int apply(struct hc_backend *b, const struct hc_wire_rec *r)
+{
+	switch (r->type) {
+	case HC_WIRE_FRAME:
+		return hc_store__define_frame(b->store, r->fid, &r->elem);
+	case HC_WIRE_ADD:
+		return hc_store__add(b->store, r->sec, r->fids, r->n, &r->w);
+	case HC_WIRE_HEAT:
+		for (unsigned int i = 0; i < HC_WIRE_HEAT_ROWS; i++)
+			if (r->rows[i]) {
+				int err = hc_store__add_heat(b->store, r->sec, i * HC_STORE_HEAT_ROWS /
+									 HC_WIRE_HEAT_ROWS,
+							     r->rows[i]);
+				if (err)
+					return err;
+			}
+		return 0;
+	case HC_WIRE_HIST:
+		if (r->hist >= HC_STORE_H_MAX)
+			return -EINVAL;
+		return hc_store__add_hist(b->store, r->sec, (enum hc_store_hist)r->hist, r->pid,
+					  r->key, r->value, r->count);
+	case HC_WIRE_SEAL:
+		return hc_store__seal(b->store, r->sec);
+	case HC_WIRE_STATUS: {
+		json_t *j = json_loadb(r->json, r->json_len, 0, NULL);
+
+		if (!json_is_object(j)) {
+			json_decref(j);
+			return -EINVAL;
+		}
+		json_decref(b->status);
+		b->status = j;
+		return 0;
+	}
+	}
+	return -EINVAL;
+}
+
+int hc_backend__ingest(struct hc_backend *b, int fd)
+{
+	struct hc_wire_rec *rec;
+	ssize_t n = hc_wire_reader__fill(&b->rd, fd);
+	int rc;
+
+	if (n <= 0)
+		return n == -EINTR || n == -EAGAIN ? 1 : (int)n;
+	rec = malloc(sizeof(*rec));
+	if (!rec)
+		return -ENOMEM;
+	pthread_rwlock_wrlock(&b->lock);
+	while ((rc = hc_wire_reader__next(&b->rd, rec)) == 1) {
+		b->records++;
+		if (apply(b, rec))
+			b->store_errors++;
+	}
+	pthread_rwlock_unlock(&b->lock);
+	free(rec);
+	return rc < 0 ? rc : 1;
+}
+
+/* ---- helpers ---- */
+
+static void fail(int *status, int code, char *why, size_t len, const char *msg)
+{
+	*status = code;
+	snprintf(why, len, "%s", msg);
+}
+
+static json_t *rfc3339(int64_t ns)
+{
+	char buf[96];
+	time_t t = (time_t)(ns / NS);
+	struct tm tm;
+
+	gmtime_r(&t, &tm);
+	snprintf(buf, sizeof(buf), "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
+		 tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+		 (int)(ns % NS / 1000000));
+	return json_string(buf);
+}
+
+static uint64_t status_u64(const json_t *status, const char *key)
+{
+	json_t *v = json_object_get(status, key);
+
+	return json_is_integer(v) ? (uint64_t)json_integer_value(v) : 0;
+}
+
+/* The query's seconds, clipped to the data held. false + 503 when there is none. */
+static bool range_of(struct hc_backend *b, const struct hc_api_query *q,
+		     struct hc_store_filter *f, int *status, char *why, size_t wl)
+{
+	struct hc_store_stats st;
+
+	hc_store__stats(b->store, &st);
+	if (!st.oldest_s && !st.newest_s) {
+		fail(status, 503, why, wl, "no data yet: the first second is still being sampled");
+		return false;
+	}
+	memset(f, 0, sizeof(*f));
+	f->from_s = q->from_ns >= 0 ? q->from_ns / NS : -((-q->from_ns + NS - 1) / NS);
+	f->to_s = q->to_ns >= 0 ? (q->to_ns + NS - 1) / NS : -(-q->to_ns / NS);
+	if (f->from_s < st.oldest_s)
+		f->from_s = st.oldest_s;
+	if (f->to_s > st.newest_s + 1)
+		f->to_s = st.newest_s + 1;
+	if (f->to_s <= f->from_s) { /* outside what is held: an empty range at its edge */
+		f->from_s = f->to_s = q->to_ns / NS < st.oldest_s ? st.oldest_s : st.newest_s + 1;
+	}
+	f->has_pid = q->has_pid;
+	f->pid = q->pid;
+	f->has_tid = q->has_tid;
+	f->tid = q->tid;
+	f->comm = q->comm;
+	f->on = q->kind != HC_API_KIND_OFF;
+	f->off = f->runqueue = q->kind != HC_API_KIND_ON;
+	f->max_nodes = q->max_nodes;
+	return true;
+}
+
+static const char *kind_name(enum hc_api_kind k)
+{
+	return k == HC_API_KIND_ON ? "on" : k == HC_API_KIND_OFF ? "off" : "all";
+}
+
+/* ---- /api/profile ---- */
+
+static int fill_sampling(struct hc_backend *b, struct hc_profile *p)
+{
+	json_t *lost = json_object_get(b->status, "lost"), *v;
+	const char *k;
+	int err = 0;
+
+	p->sampling.frequency_hz = json_number_value(json_object_get(b->status, "frequency_hz"));
+	p->sampling.period_ns = status_u64(b->status, "period_ns");
+	p->sampling.cpus = (uint32_t)status_u64(b->status, "cpus");
+	if (p->sampling.period_ns)
+		p->sampling.expected_samples =
+			p->sampling.cpus * (p->duration_ns / p->sampling.period_ns);
+	json_object_foreach(lost, k, v)
+	{
+		if (!err && json_is_integer(v))
+			err = hc_profile__add_lost(p, k, (uint64_t)json_integer_value(v));
+	}
+	return err;
+}
+
+static char *api_profile(void *ctx, const struct hc_api_query *q, size_t *len, int *status,
+			 char *why, size_t wl)
+{
+	struct hc_backend *b = ctx;
+	struct hc_store_pruned pruned = {0};
+	struct hc_store_filter f;
+	struct hc_profile *p = hc_profile__new();
+	const struct hc_weights *w;
+	char *buf = NULL;
+	FILE *mem;
+	int err = 0;
+
+	if (!p) {
+		fail(status, 500, why, wl, "out of memory");
+		return NULL;
+	}
+	pthread_rwlock_rdlock(&b->lock);
+	if (!range_of(b, q, &f, status, why, wl)) {
+		pthread_rwlock_unlock(&b->lock);
+		hc_profile__free(p);
+		return NULL;
+	}
+	err = hc_store__tree(b->store, &f, p->tree, &pruned);
+	for (int h = 0; h < HC_STORE_H_MAX && !err; h++) {
+		struct hc_hist *hist = hc_store__hist(b->store, (enum hc_store_hist)h, &f);
+		json_t *j = hist ? hc_hist__to_json(hist) : NULL;
+
+		hc_hist__free(hist);
+		if (!j || json_object_set_new(p->histograms, hc_store_hist__name(h), j))
+			err = -ENOMEM;
+	}
+	p->started_at_ns = f.from_s * NS;
+	p->duration_ns = (uint64_t)(f.to_s - f.from_s) * NS;
+	if (!err)
+		err = fill_sampling(b, p);
+	pthread_rwlock_unlock(&b->lock);
+	if (err)
+		goto err_free;
+
+	p->host = strdup(b->host);
+	p->kernel = strdup(b->kernel);
+	w = hc_node__weights(hc_tree__root(p->tree));
+	p->sampling.samples = w->samples;
+	p->totals.on_cpu_ns = w->on_cpu_ns;
+	p->totals.off_cpu_ns = w->off_cpu_ns;
+	p->totals.runqueue_ns = w->runqueue_ns;
+	p->range = json_pack("{s:o, s:o, s:I, s:I, s:{s:o?, s:o?, s:s?, s:s}, s:{s:I, s:I, s:I}}",
+			     "from", rfc3339(f.from_s * NS), "to", rfc3339(f.to_s * NS), "from_ms",
+			     (json_int_t)(f.from_s * 1000), "to_ms", (json_int_t)(f.to_s * 1000),
+			     "filter", "pid", q->has_pid ? json_integer(q->pid) : NULL, "tid",
+			     q->has_tid ? json_integer(q->tid) : NULL, "comm", q->comm, "kind",
+			     kind_name(q->kind), "pruned", "max_nodes", (json_int_t)q->max_nodes,
+			     "nodes", (json_int_t)pruned.nodes, "value_ns",
+			     (json_int_t)pruned.value_ns);
+	if (!p->host || !p->kernel || !p->range)
+		goto err_free;
+	hc_tree__sort(p->tree);
+	mem = open_memstream(&buf, len);
+	if (!mem)
+		goto err_free;
+	err = hc_profile__write_json(p, mem);
+	if (fclose(mem) || err) {
+		free(buf);
+		goto err_free;
+	}
+	hc_profile__free(p);
+	return buf;
+
+err_free:
+	hc_profile__free(p);
+	fail(status, 500, why, wl, "building the profile failed (out of memory)");
+	return NULL;
+}
+
+/* ---- /api/histograms ---- */
+
+static json_t *api_histogram_names(void *ctx, int *status, char *why, size_t wl)
+{
+	json_t *names = json_array();
+
+	(void)ctx;
+	for (int h = 0; h < HC_STORE_H_MAX && names; h++)
+		if (json_array_append_new(names, json_string(hc_store_hist__name(h)))) {
+			json_decref(names);
+			names = NULL;
+		}
+	if (!names) {
+		fail(status, 500, why, wl, "out of memory");
+		return NULL;
+	}
+	return json_pack("{s:o}", "histograms", names);
+}
+
+static json_t *api_histogram(void *ctx, const char *name, const struct hc_api_query *q,
+			     int *status, char *why, size_t wl)
+{
+	struct hc_backend *b = ctx;
+	int h = hc_store_hist__by_name(name);
+	struct hc_store_filter f;
+	struct hc_hist *hist;
+	json_t *j;
+
+	if (h < 0) {
+		*status = 404;
+		snprintf(why, wl, "no histogram named '%s' (GET /api/histograms lists them)", name);
+		return NULL;
+	}
+	pthread_rwlock_rdlock(&b->lock);
+	if (!range_of(b, q, &f, status, why, wl)) {
+		pthread_rwlock_unlock(&b->lock);
+		return NULL;
+	}
+	hist = hc_store__hist(b->store, (enum hc_store_hist)h, &f);
+	pthread_rwlock_unlock(&b->lock);
+	j = hist ? hc_hist__to_json(hist) : NULL;
+	hc_hist__free(hist);
+	if (!j)
+		fail(status, 500, why, wl, "building the histogram failed (out of memory)");
+	return j;
+}
+
+/* ---- /api/timeline ---- */
+
+static json_t *api_timeline(void *ctx, const struct hc_api_query *q, int *status, char *why,
+			    size_t wl)
+{
+	struct hc_backend *b = ctx;
+	struct hc_store_slot *slots = NULL;
+	struct hc_store_stats st;
+	struct hc_store_filter f;
+	int64_t step_s = q->step_ns ? (int64_t)(q->step_ns / NS) : 1, cols;
+	json_t *doc = NULL, *t, *on, *off, *rq, *smp, *heat;
+	uint64_t max = 0;
+	size_t n = 0;
+	int err;
+
+	if (step_s < 1)
+		step_s = 1;
+	pthread_rwlock_rdlock(&b->lock);
+	if (!range_of(b, q, &f, status, why, wl))
+		goto out_unlock;
+	hc_store__stats(b->store, &st);
+	err = f.to_s > f.from_s ? hc_store__timeline(b->store, f.from_s, f.to_s, step_s, &slots, &n)
+				: 0;
+	if (err) {
+		fail(status, err == -EINVAL ? 400 : 500, why, wl,
+		     err == -EINVAL ? "step: too many slots for the range" : "out of memory");
+		goto out_unlock;
+	}
+	t = json_array();
+	on = json_array();
+	off = json_array();
+	rq = json_array();
+	smp = json_array();
+	heat = json_array();
+	for (size_t i = 0; i < n; i++) {
+		json_array_append_new(t, json_integer(slots[i].t_s * 1000));
+		json_array_append_new(on, json_integer((json_int_t)slots[i].on_cpu_ns));
+		json_array_append_new(off, json_integer((json_int_t)slots[i].off_cpu_ns));
+		json_array_append_new(rq, json_integer((json_int_t)slots[i].runqueue_ns));
+		json_array_append_new(smp, json_integer((json_int_t)slots[i].samples));
+	}
+	cols = f.to_s - f.from_s;
+	if (cols > MAX_HEAT_COLUMNS)
+		cols = MAX_HEAT_COLUMNS;
+	for (int64_t c = 0; c < cols; c++) {
+		uint64_t rows[HC_STORE_HEAT_ROWS];
+		json_t *col = json_array();
+
+		hc_store__heat(b->store, f.from_s + c, rows);
+		for (int r = 0; r < HC_STORE_HEAT_ROWS; r++) {
+			json_array_append_new(col, json_integer((json_int_t)rows[r]));
+			if (rows[r] > max)
+				max = rows[r];
+		}
+		json_array_append_new(heat, col);
+	}
+	doc = json_pack("{s:I, s:I, s:I, s:{s:o, s:o, s:o, s:o, s:o},"
+			" s:{s:I, s:I, s:i, s:i, s:I, s:o}, s:{s:I, s:I}}",
+			"from_ms", (json_int_t)(f.from_s * 1000), "to_ms",
+			(json_int_t)(f.to_s * 1000), "step_ms", (json_int_t)(step_s * 1000), "slots",
+			"t_ms", t, "on_cpu_ns", on, "off_cpu_ns", off, "runqueue_ns", rq, "samples",
+			smp, "heatmap", "start_ms", (json_int_t)(f.from_s * 1000), "columns",
+			(json_int_t)cols, "rows", HC_STORE_HEAT_ROWS, "row_ms",
+			1000 / HC_STORE_HEAT_ROWS, "max", (json_int_t)max, "counts", heat,
+			"retention", "oldest_ms", (json_int_t)(st.oldest_s * 1000), "newest_ms",
+			(json_int_t)(st.newest_s * 1000 + 999));
+	if (!doc)
+		fail(status, 500, why, wl, "out of memory");
+out_unlock:
+	pthread_rwlock_unlock(&b->lock);
+	free(slots);
+	return doc;
+}
+
+/* ---- /api/status and /metrics ---- */
+
+static uint64_t self_rss(void)
+{
+	unsigned long size, resident;
+	FILE *f = fopen("/proc/self/statm", "re");
+	int ok;
+
+	if (!f)
+		return 0;
+	ok = fscanf(f, "%lu %lu", &size, &resident) == 2;
+	fclose(f);
+	return ok ? (uint64_t)resident * (uint64_t)sysconf(_SC_PAGESIZE) : 0;
+}
+
+static json_t *api_status(void *ctx, int *status, char *why, size_t wl)
+{
+	struct hc_backend *b = ctx;
+	struct hc_store_stats st;
+	json_t *doc, *coll, *lost;
+	int64_t now = realtime_ns();
+
+	pthread_rwlock_rdlock(&b->lock);
+	hc_store__stats(b->store, &st);
+	coll = json_object_get(b->status, "collector");
+	lost = json_object_get(b->status, "lost");
+	doc = json_pack(
+		"{s:s, s:s, s:s, s:o, s:I, s:O?, s:O?, s:O?, s:O?, s:O?, s:O?, s:O?, s:O?, s:O?,"
+		" s:{s:I, s:o?, s:o?, s:I},"
+		" s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I},"
+		" s:{s:I, s:I, s:I, s:I}}",
+		"version", b->version, "host", b->host, "kernel", b->kernel, "started_at",
+		rfc3339(b->started_ns), "uptime_s", (json_int_t)((now - b->started_ns) / NS),
+		"frequency_hz", json_object_get(b->status, "frequency_hz"), "period_ns",
+		json_object_get(b->status, "period_ns"), "cpus", json_object_get(b->status, "cpus"),
+		"offcpu", json_object_get(b->status, "offcpu"), "samples",
+		json_object_get(b->status, "samples"), "idle_samples",
+		json_object_get(b->status, "idle_samples"), "lost", lost, "scheduler",
+		json_object_get(b->status, "scheduler"), "symbolize",
+		json_object_get(b->status, "symbolize"), "retention", "configured_s",
+		(json_int_t)(b->sopts.retention_s ? b->sopts.retention_s : 3600), "oldest",
+		st.oldest_s ? rfc3339(st.oldest_s * NS) : NULL, "newest",
+		st.newest_s ? rfc3339(st.newest_s * NS) : NULL, "span_s",
+		(json_int_t)(st.newest_s ? st.newest_s - st.oldest_s + 1 : 0), "store", "bytes",
+		(json_int_t)st.bytes, "seconds", (json_int_t)st.buckets, "trie_nodes",
+		(json_int_t)st.trie_nodes, "frames", (json_int_t)st.frames, "expired_ns",
+		(json_int_t)st.expired_ns, "evicted_early_s", (json_int_t)st.evicted_early,
+		"gc_runs", (json_int_t)st.gc_runs, "memory", "store_bytes", (json_int_t)st.bytes,
+		"server_rss_bytes", (json_int_t)self_rss(), "collector_rss_bytes",
+		(json_int_t)status_u64(coll, "rss_bytes"), "collector_cpu_ns",
+		(json_int_t)status_u64(coll, "cpu_ns"));
+	pthread_rwlock_unlock(&b->lock);
+	if (!doc)
+		fail(status, 500, why, wl, "out of memory");
+	return doc;
+}
+
+static char *api_metrics(void *ctx, size_t *len, int *status, char *why, size_t wl)
+{
+	struct hc_backend *b = ctx;
+	struct hc_store_stats st;
+	char *buf = NULL;
+	FILE *m = open_memstream(&buf, len);
+	json_t *lost, *sched, *coll, *v;
+	const char *k;
+
+	if (!m) {
+		fail(status, 500, why, wl, "out of memory");
+		return NULL;
+	}
+	pthread_rwlock_rdlock(&b->lock);
+	hc_store__stats(b->store, &st);
+	lost = json_object_get(b->status, "lost");
+	sched = json_object_get(b->status, "scheduler");
+	coll = json_object_get(b->status, "collector");
+	fprintf(m, "# HELP hotcold_samples_total cpu-clock samples taken, idle included.\n"
+		   "# TYPE hotcold_samples_total counter\nhotcold_samples_total %" PRIu64 "\n",
+		status_u64(b->status, "samples"));
+	fprintf(m, "# HELP hotcold_idle_samples_total samples of the idle task.\n"
+		   "# TYPE hotcold_idle_samples_total counter\nhotcold_idle_samples_total %" PRIu64
+		   "\n",
+		status_u64(b->status, "idle_samples"));
+	fprintf(m, "# HELP hotcold_lost_total data not delivered, by reason (samples; _ns "
+		   "reasons in nanoseconds).\n# TYPE hotcold_lost_total counter\n");
+	json_object_foreach(lost, k, v)
+	{
+		if (json_is_integer(v)) /* reason names are ours: [a-z_] only */
+			fprintf(m, "hotcold_lost_total{reason=\"%s\"} %" PRIu64 "\n", k,
+				(uint64_t)json_integer_value(v));
+	}
+	fprintf(m, "# HELP hotcold_off_cpu_seconds_total time threads spent blocked.\n"
+		   "# TYPE hotcold_off_cpu_seconds_total counter\n"
+		   "hotcold_off_cpu_seconds_total %.9f\n",
+		(double)status_u64(sched, "off_cpu_ns") / 1e9);
+	fprintf(m, "# HELP hotcold_runqueue_seconds_total time runnable threads waited for a "
+		   "CPU.\n# TYPE hotcold_runqueue_seconds_total counter\n"
+		   "hotcold_runqueue_seconds_total %.9f\n",
+		(double)status_u64(sched, "runqueue_ns") / 1e9);
+	fprintf(m, "# HELP hotcold_on_cpu_seconds_total on-CPU time sampled (samples x period, "
+		   "idle excluded).\n# TYPE hotcold_on_cpu_seconds_total counter\n"
+		   "hotcold_on_cpu_seconds_total %.9f\n",
+		(double)(status_u64(b->status, "samples") - status_u64(b->status, "idle_samples")) *
+			(double)status_u64(b->status, "period_ns") / 1e9);
+	fprintf(m, "# HELP hotcold_store_bytes memory held by the profile store.\n"
+		   "# TYPE hotcold_store_bytes gauge\nhotcold_store_bytes %" PRIu64 "\n",
+		st.bytes);
+	fprintf(m, "# HELP hotcold_retention_seconds seconds of profile held.\n"
+		   "# TYPE hotcold_retention_seconds gauge\nhotcold_retention_seconds %" PRId64 "\n",
+		(int64_t)(st.newest_s ? st.newest_s - st.oldest_s + 1 : 0));
+	fprintf(m, "# HELP hotcold_uptime_seconds seconds since serve started.\n"
+		   "# TYPE hotcold_uptime_seconds gauge\nhotcold_uptime_seconds %" PRId64 "\n",
+		(int64_t)((realtime_ns() - b->started_ns) / NS));
+	fprintf(m, "# HELP hotcold_resident_bytes resident memory of each process of serve.\n"
+		   "# TYPE hotcold_resident_bytes gauge\n"
+		   "hotcold_resident_bytes{process=\"server\"} %" PRIu64 "\n"
+		   "hotcold_resident_bytes{process=\"collector\"} %" PRIu64 "\n",
+		self_rss(), status_u64(coll, "rss_bytes"));
+	fprintf(m, "# HELP hotcold_collector_cpu_seconds_total CPU time of the collector.\n"
+		   "# TYPE hotcold_collector_cpu_seconds_total counter\n"
+		   "hotcold_collector_cpu_seconds_total %.9f\n",
+		(double)status_u64(coll, "cpu_ns") / 1e9);
+	pthread_rwlock_unlock(&b->lock);
+	if (fclose(m)) {
+		free(buf);
+		fail(status, 500, why, wl, "out of memory");
+		return NULL;
+	}
+	return buf;
+}
+
+void hc_backend__api(struct hc_backend *b, struct hc_api_backend *out)
+{
+	*out = (struct hc_api_backend){
+		.profile = api_profile,
+		.histogram_names = api_histogram_names,
+		.histogram = api_histogram,
+		.timeline = api_timeline,
+		.status = api_status,
+		.metrics = api_metrics,
+		.ctx = b,
+	};
+}

@@ -1,0 +1,30 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * serve/backend: the unprivileged half of `hotcold serve`. Holds the store, applies what
+ * the collector sends (serve/wire.h), and answers the HTTP layer's queries (web/api.h).
+ * Ingest and queries may run on different threads: a rwlock guards the store.
+ */
+#ifndef HOTCOLD_SERVE_BACKEND_H
+#define HOTCOLD_SERVE_BACKEND_H
+
+#include <stdint.h>
+
+#include "profile/store.h"
+#include "web/api.h"
+
+struct hc_backend_opts {
+	struct hc_store_opts store;
+	const char *version;
+};
+
+struct hc_backend;
+
+struct hc_backend *hc_backend__new(const struct hc_backend_opts *o);
+void hc_backend__free(struct hc_backend *b);
+/* Read what fd has and apply every complete record. >0 progress, 0 end of stream, -errno
+ * (-EBADMSG: the stream is broken). */
+int hc_backend__ingest(struct hc_backend *b, int fd);
+/* The vtable for hc_server__new(); b must outlive the server. */
+void hc_backend__api(struct hc_backend *b, struct hc_api_backend *out);
+
+#endif

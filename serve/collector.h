@@ -1,0 +1,40 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * serve/collector: the privileged half of `hotcold serve`. Loads the BPF programs, drains
+ * them, symbolizes, and once a second sends that second's paths, heat map, histogram
+ * observations and counters to the server half (serve/wire.h) over a socket. Keeps no
+ * history: the store lives on the other side.
+ */
+#ifndef HOTCOLD_SERVE_COLLECTOR_H
+#define HOTCOLD_SERVE_COLLECTOR_H
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+struct hc_collector_opts {
+	uint64_t period_ns;
+	double frequency_hz;
+	uint64_t retention_s; /* off-CPU time older than this is not sent */
+	bool no_offcpu;
+	uint64_t min_block_ns;
+	uint64_t stack_budget;
+	bool no_stack_reuse;
+	bool no_demangle;
+	int fd; /* the server's socket; not owned */
+};
+
+struct hc_collector;
+
+/* Symbolizer and BPF loaded and attached. NULL + errno; *why names the step that failed. */
+struct hc_collector *hc_collector__new(const struct hc_collector_opts *o, const char **why);
+void hc_collector__free(struct hc_collector *c);
+
+/*
+ * Sample and send until *stop is set or the server goes away. 0 on either (peer_gone tells
+ * which), -errno on a failure.
+ */
+int hc_collector__run(struct hc_collector *c, const volatile sig_atomic_t *stop,
+		      bool *peer_gone);
+
+#endif

@@ -1,0 +1,101 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * serve/wire: the records the collector (privileged: BPF, /proc, symbolization) sends to the
+ * server (unprivileged: the store and HTTP) over a local stream socket, once per second.
+ * Both ends are the same binary, so fields are in host byte order; the reader still checks
+ * every length, since it must not trust bytes to be well formed.
+ *
+ * Each record is a header {u32 type, u32 payload length} and a payload:
+ *   FRAME  u32 fid, u32 kind, u64 id, i64 offset, u32 name_len, u32 module_len
+ *          (HC_WIRE_NO_MODULE: none), name bytes, module bytes. fid = frames sent so far + 1.
+ *   ADD    i64 sec, u64 on_cpu_ns, off_cpu_ns, runqueue_ns, samples, u32 n, u32 fid[n]
+ *   HEAT   i64 sec, u32 rows[HC_WIRE_HEAT_ROWS] (on-CPU samples per 20 ms of the second)
+ *   HIST   i64 sec, u32 hist, u32 pid, i64 value, u64 count, u32 key_len, key bytes
+ *   SEAL   i64 sec: every second up to sec is complete
+ *   STATUS the collector's counters, a JSON object (docs/api.md, /api/status)
+ */
+#ifndef HOTCOLD_SERVE_WIRE_H
+#define HOTCOLD_SERVE_WIRE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "profile/profile.h"
+
+enum hc_wire_type {
+	HC_WIRE_FRAME = 1,
+	HC_WIRE_ADD,
+	HC_WIRE_HEAT,
+	HC_WIRE_HIST,
+	HC_WIRE_SEAL,
+	HC_WIRE_STATUS,
+};
+
+#define HC_WIRE_HEAT_ROWS 50
+#define HC_WIRE_NO_MODULE UINT32_MAX
+#define HC_WIRE_MAX_RECORD (4u << 20) /* payload bytes; a larger header is a broken stream */
+#define HC_WIRE_MAX_PATH 1024
+#define HC_WIRE_MAX_STR 4096
+
+/* ---- writing: records appended to a growable buffer, sent in one go ---- */
+
+struct hc_wire_buf {
+	unsigned char *data;
+	size_t len, cap;
+	int err; /* first -ENOMEM; appends after it are no-ops */
+};
+
+void hc_wire_buf__reset(struct hc_wire_buf *b);
+void hc_wire_buf__release(struct hc_wire_buf *b);
+void hc_wire__frame(struct hc_wire_buf *b, uint32_t fid, const struct hc_path_elem *e);
+void hc_wire__add(struct hc_wire_buf *b, int64_t sec, const struct hc_weights *w,
+		  const uint32_t *fids, uint32_t n);
+void hc_wire__heat(struct hc_wire_buf *b, int64_t sec, const uint32_t rows[HC_WIRE_HEAT_ROWS]);
+void hc_wire__hist(struct hc_wire_buf *b, int64_t sec, uint32_t hist, uint32_t pid,
+		   int64_t value, uint64_t count, const char *key);
+void hc_wire__seal(struct hc_wire_buf *b, int64_t sec);
+void hc_wire__status(struct hc_wire_buf *b, const char *json, size_t len);
+/* Write the whole buffer to fd (blocking, EINTR retried, no SIGPIPE). 0 or -errno. */
+int hc_wire_buf__send(struct hc_wire_buf *b, int fd);
+
+/* ---- reading ---- */
+
+struct hc_wire_rec {
+	enum hc_wire_type type;
+	int64_t sec;
+	/* FRAME */
+	uint32_t fid;
+	struct hc_path_elem elem; /* name/module point into the reader's buffer (NUL-ended) */
+	/* ADD */
+	struct hc_weights w;
+	uint32_t n;
+	uint32_t fids[HC_WIRE_MAX_PATH];
+	/* HEAT */
+	uint32_t rows[HC_WIRE_HEAT_ROWS];
+	/* HIST */
+	uint32_t hist, pid;
+	int64_t value;
+	uint64_t count;
+	const char *key; /* NUL-ended, into the buffer */
+	/* STATUS */
+	const char *json;
+	size_t json_len;
+};
+
+struct hc_wire_reader {
+	unsigned char *data;
+	size_t len, cap, pos;
+};
+
+void hc_wire_reader__release(struct hc_wire_reader *r);
+/* Read what fd has (one read()). >0 bytes read, 0 at end of stream, -errno. */
+ssize_t hc_wire_reader__fill(struct hc_wire_reader *r, int fd);
+/* Feed bytes from memory (tests, fuzzing). 0 or -ENOMEM. */
+int hc_wire_reader__feed(struct hc_wire_reader *r, const void *buf, size_t len);
+/*
+ * The next complete record: 1 and *out filled (pointers valid until the next call), 0 when
+ * more bytes are needed, -EBADMSG for a malformed record (the stream cannot continue).
+ */
+int hc_wire_reader__next(struct hc_wire_reader *r, struct hc_wire_rec *out);
+
+#endif
