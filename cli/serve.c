@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
+#include <malloc.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -257,6 +258,11 @@ static int run_server(const struct serve_cfg *cfg, int sock, struct hc_listen *l
 		hc_err("server: %s", why);
 		return EX_NOPERM;
 	}
+	/* Long-lived and answering big queries now and then: big blocks (trees, response
+	 * buffers) go straight to mmap and back to the kernel when freed, and the pool threads
+	 * share two arenas instead of keeping one each. */
+	mallopt(M_MMAP_THRESHOLD, 256 * 1024);
+	mallopt(M_ARENA_MAX, 2);
 	b = hc_backend__new(&bopts);
 	if (!b) {
 		hc_err("server: creating the store: %s", strerror(errno));

@@ -42,7 +42,7 @@ struct hc_collector {
 	struct hc_agg_stats sum; /* of the aggregators already flushed */
 	int64_t now_s;		 /* CLOCK_REALTIME second of the last poll */
 	int64_t started_at_ns;
-	uint64_t flushes, flush_ns_last, flush_ns_max, send_errors;
+	uint64_t flushes, flush_ns_last, flush_ns_max, send_errors, procs_pruned;
 	int err; /* first error of a callback chain */
 };
 
@@ -250,7 +250,7 @@ static void send_status(struct hc_collector *c, const struct hc_sampler_counts *
 		json_object_set_new(lost, "send_error", json_integer((json_int_t)c->send_errors));
 	}
 	doc = json_pack("{s:f, s:I, s:i, s:b, s:I, s:I, s:I, s:o?, s:{s:I, s:I, s:I, s:I, s:I},"
-			" s:{s:I, s:I, s:I, s:I, s:I, s:I}, s:{s:I, s:I, s:I, s:I, s:I, s:I}}",
+			" s:{s:I, s:I, s:I, s:I, s:I, s:I}, s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I}}",
 			"frequency_hz", c->o.frequency_hz, "period_ns", (json_int_t)c->o.period_ns,
 			"cpus", (int)cnt->n_cpus, "offcpu", cnt->offcpu, "started_at_ns",
 			(json_int_t)c->started_at_ns, "samples", (json_int_t)cnt->total[HC_CNT_SEEN],
@@ -266,7 +266,8 @@ static void send_status(struct hc_collector *c, const struct hc_sampler_counts *
 			(json_int_t)c->sum.expired_ns, "collector", "rss_bytes",
 			(json_int_t)rss_bytes(), "cpu_ns", (json_int_t)cpu_time_ns(), "flushes",
 			(json_int_t)c->flushes, "flush_ns_last", (json_int_t)c->flush_ns_last,
-			"flush_ns_max", (json_int_t)c->flush_ns_max, "frames",
+			"flush_ns_max", (json_int_t)c->flush_ns_max, "processes_pruned",
+			(json_int_t)c->procs_pruned, "frames",
 			(json_int_t)hc_stacktab__count(c->frames));
 	if (!doc)
 		return;
@@ -348,6 +349,14 @@ static int flush(struct hc_collector *c)
 		c->flush_ns_max = c->flush_ns_last;
 	if (err)
 		c->send_errors++;
+	/* Exited processes: their maps are no longer needed once this second is sent (its
+	 * frames are resolved), every 10 s. */
+	if (c->flushes % 10 == 0) {
+		size_t dropped;
+
+		if (!hc_symbolizer__prune_gone(c->sym, &dropped))
+			c->procs_pruned += dropped;
+	}
 	/* Each second frees its aggregator; hand the pages back instead of keeping the
 	 * peak forever (measured: arena 36 MB for 13 MB in use without it). */
 	malloc_trim(0);

@@ -554,6 +554,49 @@ void hc_symbolizer__forget_process(struct hc_symbolizer *sym, uint32_t tgid)
 	}
 }
 
+int hc_symbolizer__prune_gone(struct hc_symbolizer *sym, size_t *dropped)
+{
+	struct hc_keymap idx = {0};
+	bool *dead;
+	size_t kept = 0, i;
+	char path[PATH_MAX];
+
+	*dropped = 0;
+	if (!sym->nr_procs)
+		return 0;
+	dead = calloc(sym->nr_procs, sizeof(*dead));
+	if (!dead)
+		return -ENOMEM;
+	/* The new index first: on failure nothing has changed. */
+	for (i = 0; i < sym->nr_procs; i++) {
+		snprintf(path, sizeof(path), "%s/%u", sym->proc_root, sym->procs[i].tgid);
+		if (access(path, F_OK) != 0 && errno == ENOENT) {
+			dead[i] = true;
+			continue;
+		}
+		if (hc_keymap__put(&idx, sym->procs[i].tgid, 0, (uint32_t)kept++)) {
+			hc_keymap__release(&idx);
+			free(dead);
+			return -ENOMEM;
+		}
+	}
+	kept = 0;
+	for (i = 0; i < sym->nr_procs; i++) {
+		if (dead[i]) {
+			hc_procmaps__free(sym->procs[i].maps);
+			free(sym->procs[i].map_obj);
+			(*dropped)++;
+			continue;
+		}
+		sym->procs[kept++] = sym->procs[i];
+	}
+	free(dead);
+	hc_keymap__release(&sym->proc_idx);
+	sym->proc_idx = idx;
+	sym->nr_procs = kept;
+	return 0;
+}
+
 int hc_symbolizer__normalize(struct hc_symbolizer *sym, uint32_t tgid, uint64_t ip,
 			     struct hc_uloc *out)
 {

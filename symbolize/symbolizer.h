@@ -72,6 +72,13 @@ int hc_symbolizer__add_process(struct hc_symbolizer *sym, uint32_t tgid);
 void hc_symbolizer__forget_process(struct hc_symbolizer *sym, uint32_t tgid);
 
 /*
+ * Drop the maps snapshots of processes that have exited (no /proc/PID any more), for a
+ * symbolizer that runs for days (serve). Locations already normalized stay resolvable: they
+ * name objects, not processes. *dropped counts them. 0 or -ENOMEM (then nothing changed).
+ */
+int hc_symbolizer__prune_gone(struct hc_symbolizer *sym, size_t *dropped);
+
+/*
  * User address of tgid -> location. If ip is in no known mapping and the process still lives,
  * the maps are re-read once (dlopen, late mmap) before giving up with obj = HC_OBJ_UNKNOWN.
  * Returns 0 (also for unknown) or -errno on allocation failure.
