@@ -5,8 +5,9 @@
 # 999 Hz under a busy mix of processes, side by side with peers doing part of the job, and the
 # speed of its API once the store is warm.
 #
-#   1. Footprint. A busy mix runs throughout (stress-ng: a CPU hog, context-switch, pipe and
-#      fork stressors: process churn, blocking and preemption). Each round runs, in turn,
+#   1. Footprint. A busy mix runs throughout: stress-ng with a CPU hog, a context-switch and a
+#      pipe stressor (blocking, wakeups, preemption), and a shell starting a short process
+#      (/bin/ls) 10 times a second (process churn). Each round runs, in turn,
 #      `hotcold serve -F 999`, bpftrace (999 Hz kernel+user stacks per process, the usual
 #      one-liner) and libbpf-tools offcputime, each for T s; the order rotates per round. For
 #      each: RSS of every process of the tool, sampled every 2 s (max over the run, and the
@@ -77,7 +78,7 @@ run_tool() { # name -> "max_rss_kb last_rss_kb cpu_share"
 	hotcold) "$hotcold" serve -F 999 --listen 127.0.0.1:0 2>"$out/$name.err" & ;;
 	bpftrace) bpftrace -e 'profile:hz:999 { @[kstack, ustack, comm] = count(); }' \
 			>"$out/$name.out" 2>"$out/$name.err" & ;;
-	offcputime) offcputime -f >"$out/$name.out" 2>"$out/$name.err" & ;;
+	offcputime) offcputime >"$out/$name.out" 2>"$out/$name.err" & ;;
 	esac
 	pid=$!
 	sleep 3 # loaded and attached
@@ -100,9 +101,11 @@ run_tool() { # name -> "max_rss_kb last_rss_kb cpu_share"
 median() { sort -n | awk '{a[NR] = $1} END {print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2}'; }
 
 echo "footprint: $rounds rounds x $seconds s per tool, busy mix running" | tee "$out/summary.md"
-stress-ng --cpu 1 --switch 1 --pipe 1 --fork 1 --timeout $((rounds * 3 * (seconds + 6) + 30)) \
-	>/dev/null 2>&1 &
+mix_s=$((rounds * 3 * (seconds + 6) + 30))
+stress-ng --cpu 1 --switch 1 --pipe 1 --timeout $mix_s >/dev/null 2>&1 &
 mix=$!
+(end=$((SECONDS + mix_s)); while [ $SECONDS -lt $end ]; do ls /usr/bin >/dev/null; sleep 0.1; done) &
+churn=$!
 tools=(hotcold bpftrace offcputime)
 echo "round,tool,max_rss_kb,last_rss_kb,cpu_share" >"$out/footprint.csv"
 for r in $(seq "$rounds"); do
@@ -112,8 +115,8 @@ for r in $(seq "$rounds"); do
 		echo "$r,$tool,${res// /,}" | tee -a "$out/footprint.csv"
 	done
 done
-kill $mix 2>/dev/null || true
-wait $mix 2>/dev/null || true
+kill $mix $churn 2>/dev/null || true
+wait $mix $churn 2>/dev/null || true
 {
 	echo
 	echo "| tool | RSS max (MB) | RSS at the end (MB) | CPU (% of one core) |"

@@ -5,7 +5,9 @@
  *
  * Pieces:
  *  - a string pool (frame names, modules, histogram keys), each string once, with a u32 id;
- *  - frames: id -> (kind, name, module, id, offset), never collected;
+ *  - frames: internal id -> (kind, name, module, id, offset), interned by content; the caller's
+ *    ids map to them through the wire map, which hc_store__reset_frames() empties; frames no
+ *    trie node and no wire id refers to are collected with the trie, their ids reused;
  *  - the trie: node id -> (parent node id << 32 | frame id) in one u64 array plus an
  *    open-addressing table of node ids keyed by that u64. Node 0 is the root. A node is always
  *    created after its parent, so parent id < child id; the GC renumbers monotonically and
@@ -561,8 +563,15 @@ struct trie {
 struct hc_store {
 	struct hc_store_opts o;
 	struct strpool sp;
-	struct frame *frames;
-	uint32_t n_frames, cap_frames;
+	struct frame *frames;		/* internal id - 1; kind 0: free */
+	uint32_t n_frames, cap_frames;	/* slots used (live and free), allocated */
+	uint32_t live_frames;
+	uint32_t *free_frames;		/* internal ids to reuse */
+	uint32_t n_free, cap_free;
+	uint32_t *fslots;		/* content hash of live frames: internal ids, 0 = empty */
+	size_t n_fslots;
+	uint32_t *wmap;			/* caller's frame id - 1 -> internal id */
+	uint32_t n_wmap, cap_wmap;
 	struct trie trie;
 	uint32_t live_after_gc; /* trie nodes right after the last GC (or 1) */
 	bool dropped_since_gc;	/* buckets were dropped since: the trie may hold garbage */
@@ -1170,6 +1179,9 @@ void hc_store__free(struct hc_store *st)
 	free(st->trie.key);
 	free(st->trie.slots);
 	free(st->frames);
+	free(st->free_frames);
+	free(st->fslots);
+	free(st->wmap);
 	sp_free(&st->sp);
 	free(st->scratch);
 	for (int h = 0; h < HC_STORE_H_MAX; h++)
@@ -1177,23 +1189,112 @@ void hc_store__free(struct hc_store *st)
 	free(st);
 }
 
+static size_t frame_hash(const struct frame *f)
+{
+	uint64_t h = (uint64_t)(uintptr_t)f->name * 0x9e3779b97f4a7c15ull;
+
+	h ^= (uint64_t)(uintptr_t)f->module + 0x632be59bd9b4e019ull + (h << 6) + (h >> 2);
+	h ^= f->id * 0xc2b2ae3d27d4eb4full + (h << 6) + (h >> 2);
+	h ^= (uint64_t)f->offset * 0x165667b19e3779f9ull + f->kind + (h << 6) + (h >> 2);
+	return (size_t)(h ^ (h >> 31));
+}
+
+/* Names and modules are pool pointers: equal content, equal pointers. */
+static bool frame_eq(const struct frame *a, const struct frame *b)
+{
+	return a->kind == b->kind && a->name == b->name && a->module == b->module &&
+	       a->id == b->id && a->offset == b->offset;
+}
+
+/* A zeroed table for `want` live frames (load at most 1/2). NULL on failure. */
+static uint32_t *fslots_alloc(size_t want, size_t *n)
+{
+	*n = 1024;
+	while (*n < want * 2)
+		*n *= 2;
+	return calloc(*n, sizeof(uint32_t));
+}
+
+/* Fill slots (empty, n a power of two) with the live frames and make it the table. */
+static void fslots_fill(struct hc_store *st, uint32_t *slots, size_t n)
+{
+	for (uint32_t id = 1; id <= st->n_frames; id++) {
+		size_t i;
+
+		if (!st->frames[id - 1].kind)
+			continue;
+		for (i = frame_hash(&st->frames[id - 1]) & (n - 1); slots[i]; i = (i + 1) & (n - 1))
+			;
+		slots[i] = id;
+	}
+	free(st->fslots);
+	st->fslots = slots;
+	st->n_fslots = n;
+}
+
+static int frames_rehash(struct hc_store *st, uint32_t more)
+{
+	size_t n;
+	uint32_t *slots = fslots_alloc((size_t)st->live_frames + more, &n);
+
+	if (!slots)
+		return -ENOMEM;
+	fslots_fill(st, slots, n);
+	return 0;
+}
+
+/* The internal id of frame f, created if new: > 0, or -ENOMEM. */
+static int64_t frame_intern(struct hc_store *st, const struct frame *f)
+{
+	uint32_t id;
+	size_t i;
+
+	if ((size_t)(st->live_frames + 1) * 2 > st->n_fslots && frames_rehash(st, 1024))
+		return -ENOMEM;
+	for (i = frame_hash(f) & (st->n_fslots - 1); st->fslots[i];
+	     i = (i + 1) & (st->n_fslots - 1))
+		if (frame_eq(&st->frames[st->fslots[i] - 1], f))
+			return st->fslots[i];
+	if (st->n_free) {
+		id = st->free_frames[--st->n_free];
+	} else {
+		if (st->n_frames == st->cap_frames) {
+			uint32_t cap = st->cap_frames ? st->cap_frames * 2 : 256;
+			struct frame *nf;
+
+			if (cap > UINT32_MAX / 2)
+				return -ENOMEM;
+			nf = realloc(st->frames, (size_t)cap * sizeof(*nf));
+			if (!nf)
+				return -ENOMEM;
+			st->frames = nf;
+			st->cap_frames = cap;
+		}
+		id = ++st->n_frames;
+	}
+	st->frames[id - 1] = *f;
+	st->fslots[i] = id;
+	st->live_frames++;
+	return id;
+}
+
 int hc_store__define_frame(struct hc_store *st, uint32_t id, const struct hc_path_elem *e)
 {
-	struct frame *f;
-	int64_t name, module = -1;
+	struct frame f = {0};
+	int64_t name, module = -1, fi;
 
 	if (!st || !e || !e->name || e->kind <= HC_NODE_ROOT || e->kind > HC_NODE_WAKER)
 		return -EINVAL;
-	if (id == 0 || id != st->n_frames + 1 || id == UINT32_MAX)
+	if (id == 0 || id != st->n_wmap + 1 || id == UINT32_MAX)
 		return -EINVAL;
-	if (st->n_frames == st->cap_frames) {
-		uint32_t cap = st->cap_frames ? st->cap_frames * 2 : 256;
+	if (st->n_wmap == st->cap_wmap) {
+		uint32_t cap = st->cap_wmap ? st->cap_wmap * 2 : 256;
+		uint32_t *w = realloc(st->wmap, (size_t)cap * sizeof(*w));
 
-		f = realloc(st->frames, (size_t)cap * sizeof(*f));
-		if (!f)
+		if (!w)
 			return -ENOMEM;
-		st->frames = f;
-		st->cap_frames = cap;
+		st->wmap = w;
+		st->cap_wmap = cap;
 	}
 	name = sp_intern(&st->sp, e->name);
 	if (name < 0)
@@ -1203,13 +1304,63 @@ int hc_store__define_frame(struct hc_store *st, uint32_t id, const struct hc_pat
 		if (module < 0)
 			return (int)module;
 	}
-	f = &st->frames[st->n_frames++];
-	f->name = st->sp.strs[name];
-	f->module = module >= 0 ? st->sp.strs[module] : NULL;
-	f->id = e->id;
-	f->offset = e->offset;
-	f->kind = (uint8_t)e->kind;
+	f.name = st->sp.strs[name];
+	f.module = module >= 0 ? st->sp.strs[module] : NULL;
+	f.id = e->id;
+	f.offset = e->offset;
+	f.kind = (uint8_t)e->kind;
+	fi = frame_intern(st, &f);
+	if (fi < 0)
+		return (int)fi;
+	st->wmap[st->n_wmap++] = (uint32_t)fi;
 	return 0;
+}
+
+void hc_store__reset_frames(struct hc_store *st)
+{
+	if (st)
+		st->n_wmap = 0;
+}
+
+/* After a trie GC: frames no live node and no caller id refers to are freed for reuse. Any
+ * allocation failing leaves everything as it was (collected next time). */
+static void frames_gc(struct hc_store *st)
+{
+	uint8_t *mark = calloc((size_t)st->n_frames + 1, 1);
+	uint32_t freed = 0, *fr, *slots = NULL;
+	size_t n;
+
+	if (!mark)
+		return;
+	for (uint32_t node = 1; node < st->trie.n; node++)
+		mark[trie_frame(&st->trie, node)] = 1;
+	for (uint32_t i = 0; i < st->n_wmap; i++)
+		mark[st->wmap[i]] = 1;
+	for (uint32_t id = 1; id <= st->n_frames; id++)
+		freed += st->frames[id - 1].kind && !mark[id];
+	if (!freed)
+		goto out;
+	if (st->n_free + freed > st->cap_free) {
+		fr = realloc(st->free_frames, (size_t)(st->n_free + freed) * sizeof(*fr));
+		if (!fr)
+			goto out;
+		st->free_frames = fr;
+		st->cap_free = st->n_free + freed;
+	}
+	slots = fslots_alloc((size_t)(st->live_frames - freed) + 1024, &n);
+	if (!slots)
+		goto out;
+	/* nothing can fail from here on */
+	for (uint32_t id = 1; id <= st->n_frames; id++) {
+		if (!st->frames[id - 1].kind || mark[id])
+			continue;
+		st->frames[id - 1].kind = 0;
+		st->free_frames[st->n_free++] = id;
+		st->live_frames--;
+	}
+	fslots_fill(st, slots, n);
+out:
+	free(mark);
 }
 
 /* ---- the bucket list, retention, the clock ---- */
@@ -1350,6 +1501,7 @@ static void count_expired(struct hc_store *st, uint64_t ns)
 int hc_store__add(struct hc_store *st, int64_t sec, const uint32_t *path, size_t n,
 		  const struct hc_weights *w)
 {
+	uint32_t fid[HC_STORE_MAX_DEPTH];
 	struct bucket *b;
 	uint32_t node = 0;
 	int err;
@@ -1357,11 +1509,12 @@ int hc_store__add(struct hc_store *st, int64_t sec, const uint32_t *path, size_t
 	if (!st || !path || !w || n < 2 || n > HC_STORE_MAX_DEPTH)
 		return -EINVAL;
 	for (size_t i = 0; i < n; i++) {
-		if (path[i] == 0 || path[i] > st->n_frames)
+		if (path[i] == 0 || path[i] > st->n_wmap)
 			return -EINVAL;
+		fid[i] = st->wmap[path[i] - 1];
 	}
-	if (st->frames[path[0] - 1].kind != HC_NODE_PROCESS ||
-	    st->frames[path[1] - 1].kind != HC_NODE_THREAD)
+	if (st->frames[fid[0] - 1].kind != HC_NODE_PROCESS ||
+	    st->frames[fid[1] - 1].kind != HC_NODE_THREAD)
 		return -EINVAL;
 	if (weights_zero(w))
 		return 0;
@@ -1374,7 +1527,7 @@ int hc_store__add(struct hc_store *st, int64_t sec, const uint32_t *path, size_t
 		return 0;
 	}
 	for (size_t i = 0; i < n; i++) {
-		int64_t child = trie_child(&st->trie, node, path[i]);
+		int64_t child = trie_child(&st->trie, node, fid[i]);
 
 		if (child < 0)
 			return (int)child;
@@ -1564,6 +1717,7 @@ static int trie_gc(struct hc_store *st)
 	st->live_after_gc = live;
 	st->dropped_since_gc = false;
 	st->gc_runs++;
+	frames_gc(st);
 	err = 0;
 out:
 	free(m.mark);
@@ -1658,7 +1812,8 @@ static int coarsen_oldest(struct hc_store *st)
 static size_t fixed_bytes(const struct hc_store *st)
 {
 	return sizeof(*st) + MALLOC_OVERHEAD + st->cap_bk * sizeof(*st->bk) +
-	       (size_t)st->cap_frames * sizeof(*st->frames) + st->scratch_cap +
+	       (size_t)st->cap_frames * sizeof(*st->frames) + st->n_fslots * sizeof(uint32_t) +
+	       ((size_t)st->cap_wmap + st->cap_free) * sizeof(uint32_t) + st->scratch_cap +
 	       3 * MALLOC_OVERHEAD + sp_bytes(&st->sp) + trie_bytes(&st->trie) +
 	       HC_STORE_H_MAX * HIST_TEMPLATE_BYTES;
 }
@@ -2241,7 +2396,7 @@ void hc_store__stats(const struct hc_store *st, struct hc_store_stats *out)
 		out->coarse_buckets += st->bk[i]->span_s != 1;
 	}
 	out->trie_nodes = st->trie.n - 1;
-	out->frames = st->n_frames;
+	out->frames = st->live_frames;
 	out->bytes = hc_store__memory_bytes(st);
 	out->expired_adds = st->expired_adds;
 	out->expired_ns = st->expired_ns;

@@ -62,7 +62,7 @@ struct hc_store_stats {
 	uint64_t buckets;	   /* seconds held (a 10 s coarse bucket counts 10) */
 	uint64_t coarse_buckets;   /* buckets merged to 10 s because of max_bytes */
 	uint64_t trie_nodes;	   /* live path nodes */
-	uint64_t frames;	   /* frames defined */
+	uint64_t frames;	   /* distinct frames held */
 	uint64_t bytes;		   /* heap in use, all of it (hc_store__memory_bytes) */
 	uint64_t expired_adds;	   /* adds for seconds already dropped (older than retention) */
 	uint64_t expired_ns;	   /* their on + off + run-queue ns */
@@ -79,10 +79,18 @@ void hc_store__free(struct hc_store *st);
 
 /*
  * Define frame `id` (ids are dense, from 1, defined in increasing order: id must be exactly
- * the number of frames defined so far + 1). The element's strings are copied. -EINVAL (bad
- * id, kind or NULL name), -ENOMEM. Frames live as long as the store.
+ * the number of frames defined so far (since the last reset) + 1). The element's strings are
+ * copied; equal frames share one entry. -EINVAL (bad id, kind or NULL name), -ENOMEM.
  */
 int hc_store__define_frame(struct hc_store *st, uint32_t id, const struct hc_path_elem *e);
+
+/*
+ * Forget every frame id defined so far (the frames themselves stay while paths use them):
+ * the caller starts again from id 1, with a dictionary that no longer grows with every process
+ * that ever ran. Frames that neither a held path nor a new id refers to are collected with the
+ * trie, so process churn does not grow the store without bound.
+ */
+void hc_store__reset_frames(struct hc_store *st);
 
 /*
  * Add w at the path of frame ids (n <= HC_STORE_MAX_DEPTH, every id defined; path[0] must be

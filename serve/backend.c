@@ -96,6 +96,9 @@ static int apply(struct hc_backend *b, const struct hc_wire_rec *r)
 					  r->key, r->value, r->count);
 	case HC_WIRE_SEAL:
 		return hc_store__seal(b->store, r->sec);
+	case HC_WIRE_RESET:
+		hc_store__reset_frames(b->store);
+		return 0;
 	case HC_WIRE_STATUS: {
 		json_t *j = json_loadb(r->json, r->json_len, 0, NULL);
 

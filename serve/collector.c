@@ -22,6 +22,9 @@
 #define HEAT_SLOTS 8
 /* Seconds a second stays open for late samples before the store seals it. */
 #define SEAL_LAG_S 2
+/* Frames the collector names before it starts its ids over (HC_WIRE_RESET): with processes
+ * coming and going, every pid and tid is a new frame; this bounds the table on both sides. */
+#define FRAMES_MAX 65536
 
 struct heat_col {
 	int64_t sec; /* 0: free */
@@ -42,7 +45,7 @@ struct hc_collector {
 	struct hc_agg_stats sum; /* of the aggregators already flushed */
 	int64_t now_s;		 /* CLOCK_REALTIME second of the last poll */
 	int64_t started_at_ns;
-	uint64_t flushes, flush_ns_last, flush_ns_max, send_errors, procs_pruned;
+	uint64_t flushes, flush_ns_last, flush_ns_max, send_errors, procs_pruned, frame_resets;
 	int err; /* first error of a callback chain */
 };
 
@@ -250,7 +253,7 @@ static void send_status(struct hc_collector *c, const struct hc_sampler_counts *
 		json_object_set_new(lost, "send_error", json_integer((json_int_t)c->send_errors));
 	}
 	doc = json_pack("{s:f, s:I, s:i, s:b, s:I, s:I, s:I, s:o?, s:{s:I, s:I, s:I, s:I, s:I},"
-			" s:{s:I, s:I, s:I, s:I, s:I, s:I}, s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I}}",
+			" s:{s:I, s:I, s:I, s:I, s:I, s:I}, s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}}",
 			"frequency_hz", c->o.frequency_hz, "period_ns", (json_int_t)c->o.period_ns,
 			"cpus", (int)cnt->n_cpus, "offcpu", cnt->offcpu, "started_at_ns",
 			(json_int_t)c->started_at_ns, "samples", (json_int_t)cnt->total[HC_CNT_SEEN],
@@ -267,7 +270,7 @@ static void send_status(struct hc_collector *c, const struct hc_sampler_counts *
 			(json_int_t)rss_bytes(), "cpu_ns", (json_int_t)cpu_time_ns(), "flushes",
 			(json_int_t)c->flushes, "flush_ns_last", (json_int_t)c->flush_ns_last,
 			"flush_ns_max", (json_int_t)c->flush_ns_max, "processes_pruned",
-			(json_int_t)c->procs_pruned, "frames",
+			(json_int_t)c->procs_pruned, "frame_resets", (json_int_t)c->frame_resets, "frames",
 			(json_int_t)hc_stacktab__count(c->frames));
 	if (!doc)
 		return;
@@ -288,6 +291,16 @@ static int flush(struct hc_collector *c)
 	int64_t t0 = clock_ns(CLOCK_MONOTONIC);
 	int err;
 
+	if (hc_stacktab__count(c->frames) >= FRAMES_MAX) {
+		struct hc_stacktab *frames = hc_stacktab__new();
+
+		if (!frames)
+			return -ENOMEM;
+		hc_stacktab__free(c->frames);
+		c->frames = frames;
+		hc_wire__reset(&c->buf);
+		c->frame_resets++;
+	}
 	fresh = new_agg(c);
 	cells = hc_stacktab__new();
 	if (!fresh || !cells) {

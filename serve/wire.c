@@ -162,6 +162,11 @@ void hc_wire__status(struct hc_wire_buf *b, const char *json, size_t len)
 	p[len] = 0;
 }
 
+void hc_wire__reset(struct hc_wire_buf *b)
+{
+	record(b, HC_WIRE_RESET, 0);
+}
+
 int hc_wire_buf__send(struct hc_wire_buf *b, int fd)
 {
 	size_t off = 0;
@@ -335,6 +340,8 @@ int hc_wire_reader__next(struct hc_wire_reader *r, struct hc_wire_rec *out)
 		out->json = (const char *)c.p;
 		out->json_len = h.len - 1;
 		c.p = c.end;
+		break;
+	case HC_WIRE_RESET:
 		break;
 	default:
 		return -EBADMSG;

@@ -13,6 +13,7 @@
  *   HIST   i64 sec, u32 hist, u32 pid, i64 value, u64 count, u32 key_len, key bytes
  *   SEAL   i64 sec: every second up to sec is complete
  *   STATUS the collector's counters, a JSON object (docs/api.md, /api/status)
+ *   RESET  (no payload) frame ids start again from 1: the collector's frame table is bounded
  */
 #ifndef HOTCOLD_SERVE_WIRE_H
 #define HOTCOLD_SERVE_WIRE_H
@@ -29,6 +30,7 @@ enum hc_wire_type {
 	HC_WIRE_HIST,
 	HC_WIRE_SEAL,
 	HC_WIRE_STATUS,
+	HC_WIRE_RESET,
 };
 
 #define HC_WIRE_HEAT_ROWS 50
@@ -55,6 +57,7 @@ void hc_wire__hist(struct hc_wire_buf *b, int64_t sec, uint32_t hist, uint32_t p
 		   int64_t value, uint64_t count, const char *key);
 void hc_wire__seal(struct hc_wire_buf *b, int64_t sec);
 void hc_wire__status(struct hc_wire_buf *b, const char *json, size_t len);
+void hc_wire__reset(struct hc_wire_buf *b);
 /* Write the whole buffer to fd (blocking, EINTR retried, no SIGPIPE). 0 or -errno. */
 int hc_wire_buf__send(struct hc_wire_buf *b, int fd);
 

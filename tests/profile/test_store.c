@@ -893,6 +893,82 @@ static void test_store_gc(void **state)
 	world_free(wd);
 }
 
+/*
+ * The caller's frame dictionary is reset every 100 s (as serve's collector does) while a new
+ * process appears every second: frames of processes no held second mentions are collected,
+ * the same content defined again under new ids is the same frame, and answers stay right.
+ */
+static void test_store_frame_reset(void **state)
+{
+	struct hc_store_opts o = {.retention_s = 30, .period_ns = PERIOD};
+	struct hc_store *st = hc_store__new(&o);
+	struct hc_store_stats s;
+	struct hc_path_elem elems[2 + 20];
+	char names[22][32];
+	uint32_t path[22], shared[20] = {0}, next = 1;
+	size_t defined = 0;
+
+	(void)state;
+	assert_non_null(st);
+	for (int64_t sec = 0; sec < 2500; sec++) {
+		struct hc_path_elem proc = {HC_NODE_PROCESS, "job", NULL, 7000 + (uint64_t)sec, -1};
+		struct hc_path_elem thr = {HC_NODE_THREAD, "job", NULL, 7000 + (uint64_t)sec, -1};
+		struct hc_weights w = {.on_cpu_ns = 3 * PERIOD, .samples = 3, .off_cpu_ns = 11};
+
+		if (sec % 100 == 0) {
+			hc_store__reset_frames(st);
+			next = 1;
+			for (int d = 0; d < 20; d++) {
+				struct hc_path_elem f = {HC_NODE_USER, names[2 + d], "/bin/job", 0, -1};
+
+				snprintf(names[2 + d], sizeof(names[2 + d]), "f%d", d);
+				assert_int_equal(hc_store__define_frame(st, next, &f), 0);
+				shared[d] = next++;
+				defined++;
+			}
+		}
+		assert_int_equal(hc_store__define_frame(st, next, &proc), 0);
+		path[0] = next++;
+		assert_int_equal(hc_store__define_frame(st, next, &thr), 0);
+		path[1] = next++;
+		defined += 2;
+		memcpy(&path[2], shared, sizeof(shared));
+		assert_int_equal(hc_store__add(st, sec, path, 22, &w), 0);
+		assert_int_equal(hc_store__seal(st, sec), 0);
+	}
+	hc_store__stats(st, &s);
+	print_message("%zu frames defined, %llu held after %llu collections\n", defined,
+		      (unsigned long long)s.frames, (unsigned long long)s.gc_runs);
+	assert_true(s.gc_runs >= 2);
+	assert_true(defined > 5000);
+	/* held: this epoch's ids (at most 100 processes x 2 + 20) and the processes of the
+	 * seconds held, plus what a collection has not reached yet (the trie may double) */
+	assert_true(s.frames < 2500);
+	/* the answer over what is held, against a tree built from content */
+	{
+		struct hc_store_filter f = range(s.oldest_s, 2500);
+		struct hc_tree *got = hc_tree__new(), *want = hc_tree__new();
+
+		assert_int_equal(hc_store__tree(st, &f, got, NULL), 0);
+		for (int64_t sec = s.oldest_s; sec < 2500; sec++) {
+			struct hc_weights w = {.on_cpu_ns = 3 * PERIOD, .samples = 3, .off_cpu_ns = 11};
+
+			elems[0] = (struct hc_path_elem){HC_NODE_PROCESS, "job", NULL,
+							 7000 + (uint64_t)sec, -1};
+			elems[1] = (struct hc_path_elem){HC_NODE_THREAD, "job", NULL,
+							 7000 + (uint64_t)sec, -1};
+			for (int d = 0; d < 20; d++)
+				elems[2 + d] = (struct hc_path_elem){HC_NODE_USER, names[2 + d],
+								     "/bin/job", 0, -1};
+			assert_int_equal(hc_tree__add_path(want, elems, 22, &w), 0);
+		}
+		expect_same_tree(got, want);
+		hc_tree__free(got);
+		hc_tree__free(want);
+	}
+	hc_store__free(st);
+}
+
 static void test_store_max_bytes(void **state)
 {
 	struct world *wd = world_new(0, 384 * 1024);
@@ -1079,6 +1155,7 @@ int run_store_tests(void)
 		cmocka_unit_test(test_store_retention), cmocka_unit_test(test_store_prune),
 		cmocka_unit_test(test_store_timeline),	cmocka_unit_test(test_store_heat),
 		cmocka_unit_test(test_store_hist),	cmocka_unit_test(test_store_gc),
+		cmocka_unit_test(test_store_frame_reset),
 		cmocka_unit_test(test_store_max_bytes), cmocka_unit_test(test_store_bad_input),
 	};
 

@@ -30,6 +30,7 @@ static void fill(struct hc_wire_buf *b)
 	hc_wire__hist(b, 1795341600, 3, 42, 16384, 12, "postgres");
 	hc_wire__seal(b, 1795341598);
 	hc_wire__status(b, "{\"samples\":5}", 13);
+	hc_wire__reset(b);
 }
 
 static void check_all(struct hc_wire_reader *r)
@@ -74,6 +75,8 @@ static void check_all(struct hc_wire_reader *r)
 	assert_int_equal(rec.type, HC_WIRE_STATUS);
 	assert_int_equal(rec.json_len, 13);
 	assert_memory_equal(rec.json, "{\"samples\":5}", 13);
+	assert_int_equal(hc_wire_reader__next(r, &rec), 1);
+	assert_int_equal(rec.type, HC_WIRE_RESET);
 	assert_int_equal(hc_wire_reader__next(r, &rec), 0);
 }
 
@@ -109,7 +112,7 @@ static void test_byte_by_byte(void **state)
 			got++;
 		assert_int_equal(rc, 0);
 	}
-	assert_int_equal(got, 7);
+	assert_int_equal(got, 8);
 	assert_int_equal(hc_wire_reader__feed(&whole, b.data, b.len), 0);
 	check_all(&whole);
 	hc_wire_reader__release(&r);
