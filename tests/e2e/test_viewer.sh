@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# The viewer in a real browser against a real `hotcold serve`: start serve on a free loopback
+# port with a known workload running, then drive the page with headless Chromium
+# (tests/e2e/viewer/viewer.test.mjs, playwright-core). Root + BPF: skipped (77) outside CI
+# without root; under CI=true a skip is a failure.
+set -uo pipefail
+src=$(cd "$(dirname "$0")/../.." && pwd)
+
+skip() {
+	if [ "${CI:-}" = "true" ]; then
+		echo "FAIL: $* (CI=true forbids skipping)" >&2
+		exit 1
+	fi
+	echo "SKIP: $*" >&2
+	exit 77
+}
+
+[ "$(id -u)" -eq 0 ] || skip "needs root (BPF programs and perf events); run as root"
+[ -x /usr/bin/chromium ] || skip "no /usr/bin/chromium (apt-get install chromium)"
+command -v node >/dev/null || skip "no node (apt-get install nodejs)"
+[ -d "$src/node_modules/playwright-core" ] || skip "no playwright-core (npm ci at the top)"
+
+dir=$(mktemp -d)
+serve_pid=
+work_pid=
+cleanup() {
+	[ -n "$serve_pid" ] && kill -TERM "$serve_pid" 2>/dev/null && wait "$serve_pid" 2>/dev/null
+	[ -n "$work_pid" ] && kill -KILL "$work_pid" 2>/dev/null
+	rm -rf "$dir"
+}
+trap cleanup EXIT
+
+"$HC_WORKLOAD" worksleep 120 >/dev/null &
+work_pid=$!
+"$HOTCOLD" serve -F 999 --listen 127.0.0.1:0 --retention 10m 2>"$dir/stderr" &
+serve_pid=$!
+url=
+for _ in $(seq 100); do
+	url=$(sed -n 's|.*serving \(http://[^/]*/\).*|\1|p' "$dir/stderr" | head -1)
+	[ -n "$url" ] && break
+	kill -0 "$serve_pid" 2>/dev/null || break
+	sleep 0.1
+done
+if [ -z "$url" ]; then
+	echo "FAIL: hotcold serve did not start:" >&2
+	cat "$dir/stderr" >&2
+	exit 1
+fi
+# A few seconds of data before the browser looks.
+sleep 6
+HOTCOLD_URL=$url HC_WORKLOAD_PID=$work_pid node "$src/tests/e2e/viewer/viewer.test.mjs"
+rc=$?
+if [ $rc -ne 0 ]; then
+	echo "--- hotcold serve stderr ---" >&2
+	cat "$dir/stderr" >&2
+fi
+exit $rc

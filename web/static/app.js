@@ -1,0 +1,763 @@
+// SPDX-License-Identifier: GPL-2.0-only
+// app.js: the hotcold viewer. Wires the URL state (location.hash), the JSON API of
+// `hotcold serve` (docs/api.md) or a saved hotcold-profile/1 file, and the three views
+// (flame graph, timeline, histograms). Names from profiles only ever reach the page through
+// textContent or canvas text, never as HTML.
+import {
+	$, RELATIVE_RE, apiUrl, compileSearch, dataRangeParams, fmtBytes, fmtClock,
+	fmtDuration, fmtInt, fmtNs, fmtPct, hashFromState, parseAbsRange, relativeMs, stateFromHash,
+	windowParams,
+} from './util.js';
+import { FlameView, flatten, nodeLabel, pathLabels, resolvePath, rootWeight } from './flame.js';
+import { Timeline } from './timeline.js';
+import { drawHistograms, histOrder } from './hist.js';
+
+const REFRESH_MS = 5000;
+const SCHEMA = 'hotcold-profile/1';
+
+let state = stateFromHash(location.hash);
+let source = 'api'; // 'api' | 'file'
+let fileName = '';
+let profile = null; // the hotcold-profile/1 document drawn
+let data = null; // its flattened form for state.mode + filters
+let profileHint = 4096; // node capacity to start flattening with: document bytes / 70
+let profileBytes = 0;
+const debug = {
+	profileLoads: 0, timelineLoads: 0, statusLoads: 0, histLoads: 0, histBars: 0, histSeries: 0,
+	lastProfileUrl: '', lastLoad: null, lastZoom: null, errors: [], ready: false,
+	complete: false,
+};
+const gen = { profile: 0, timeline: 0, status: 0, hist: 0 };
+const known = { procs: new Map(), threads: new Map() }; // for the filter datalists
+
+// ---------------------------------------------------------------------------- errors, fetch
+
+function showError(msg) {
+	const el = $('error');
+	el.textContent = msg;
+	el.hidden = false;
+	debug.errors.push(msg);
+	if (debug.errors.length > 50) debug.errors.shift();
+}
+
+function clearError() {
+	$('error').hidden = true;
+}
+
+/** Fetches a URL; resolves {text, ms} or throws an Error carrying the API's error message. */
+async function fetchText(url) {
+	const t0 = performance.now();
+	const res = await fetch(url, { cache: 'no-store', headers: { Accept: 'application/json' } });
+	const text = await res.text();
+	if (!res.ok) {
+		let why = text.slice(0, 200);
+		try {
+			why = JSON.parse(text).error || why;
+		} catch {
+			/* not JSON: keep the text */
+		}
+		throw new Error(`${url.split('?')[0]}: HTTP ${res.status}: ${why}`);
+	}
+	return { text, ms: performance.now() - t0, arrived: performance.now() };
+}
+
+async function fetchJSON(url) {
+	const { text } = await fetchText(url);
+	return JSON.parse(text);
+}
+
+// ---------------------------------------------------------------------------- URL state
+
+function writeHash() {
+	const h = hashFromState(state);
+	const url = location.pathname + location.search + h;
+	if (url !== location.pathname + location.search + location.hash) history.replaceState(null, '', url);
+}
+
+function filterOf(s) {
+	return { pid: s.pid, tid: s.tid, comm: s.comm };
+}
+
+function syncControls() {
+	const range = $('range');
+	if (![...range.options].some((o) => o.value === state.range)) {
+		const o = document.createElement('option');
+		o.value = state.range;
+		const abs = parseAbsRange(state.range);
+		o.textContent = abs ? `${fmtClock(abs.from)} – ${fmtClock(abs.to)}` : state.range;
+		range.append(o);
+	}
+	range.value = state.range;
+	$('live').checked = state.live;
+	$('icicle').checked = state.icicle;
+	for (const b of document.querySelectorAll('button.mode')) b.setAttribute('aria-pressed', String(b.dataset.mode === state.mode));
+	const search = $('search');
+	if (search.value !== state.q) search.value = state.q;
+	for (const k of ['pid', 'tid', 'comm']) {
+		const el = $(`f-${k}`);
+		if (el.value !== state[k]) el.value = state[k];
+	}
+	$('tab-flame').setAttribute('aria-pressed', String(state.view === 'flame'));
+	$('tab-hist').setAttribute('aria-pressed', String(state.view === 'hist'));
+	$('flame-panel').hidden = state.view !== 'flame';
+	$('controls').hidden = state.view !== 'flame';
+	$('hist-panel').hidden = state.view !== 'hist';
+	$('timeline-panel').hidden = source !== 'api';
+	$('source').hidden = source !== 'file';
+	$('source-name').textContent = source === 'file' ? `file: ${fileName}` : '';
+	const sel = parseAbsRange(state.sel);
+	$('sel-clear').hidden = !sel;
+	$('sel-info').textContent = sel
+		? `selected ${fmtClock(sel.from, true)} – ${fmtClock(sel.to, true)} (${fmtNs((sel.to - sel.from) * 1e6)})`
+		: '';
+	timeline.setSelection(sel);
+	flame.setIcicle(state.icicle);
+}
+
+// ---------------------------------------------------------------------------- flame graph
+
+const flame = new FlameView(
+	{ scroller: $('flame-scroll'), spacer: $('flame-spacer'), canvas: $('flame'), overlay: $('flame-overlay') },
+	{
+		onZoom: (i, t) => zoomTo(i, t),
+		onHover: (i, x, y) => showTooltip(i, x, y),
+		onRender: () => {},
+	},
+);
+
+function zoomTo(i, tEvent = performance.now()) {
+	if (!data) return;
+	state.zoom = pathLabels(data, i);
+	writeHash();
+	flame.setZoom(i);
+	flame.scheduleRender((st) => {
+		debug.lastZoom = { renderMs: st.lastRenderMs, eventToPaintMs: performance.now() - tEvent, index: i };
+	});
+	renderCrumbs();
+	updateSearchInfo();
+}
+
+const PROGRESSIVE_BYTES = 6 << 20; // above this (~40k nodes), draw a quick pass first
+
+function reflatten(renderNow = false) {
+	if (!profile) return;
+	const tree = profile.flamegraph;
+	if (!tree || typeof tree !== 'object') {
+		showError('the profile has no flamegraph');
+		return;
+	}
+	const doc = profile;
+	const filter = filterOf(state);
+	// A huge profile is first flattened without the nodes too narrow to be seen at the root
+	// (< 1/4 px), drawn, and completed in the next task. Not when a zoom is to be restored:
+	// the zoomed frame may be one of the narrow ones.
+	if (renderNow && profileBytes > PROGRESSIVE_BYTES && state.zoom.length === 0) {
+		const minW = (rootWeight(tree, state.mode) * 0.25) / Math.max(1, $('flame-scroll').clientWidth);
+		useData(flatten(tree, state.mode, filter, 4096, minW), true);
+		debug.complete = false;
+		// After the quick picture has been presented: rAF runs before the frame, the timeout
+		// after it.
+		requestAnimationFrame(() => setTimeout(() => {
+			if (profile !== doc) return;
+			const t0 = performance.now();
+			useData(flatten(tree, state.mode, filter, profileHint), false);
+			if (debug.lastLoad) {
+				debug.lastLoad.completeMs = performance.now() - t0;
+				debug.lastLoad.nodes = data.n;
+			}
+			debug.complete = true;
+		}, 0));
+	} else {
+		useData(flatten(tree, state.mode, filter, profileHint), renderNow);
+		debug.complete = true;
+	}
+	// The filter suggestions are not needed for the picture: after it.
+	setTimeout(() => {
+		if (profile === doc) rememberProcs(tree);
+	}, 0);
+}
+
+function useData(d, renderNow) {
+	data = d;
+	flame.setData(data, resolvePath(data, state.zoom));
+	applySearch();
+	// The text around the graph first, so that the picture is drawn at its final size.
+	renderCrumbs();
+	renderFlameInfo();
+	updateSearchInfo();
+	if (renderNow) flame.render(); // the first picture should not wait for a frame
+}
+
+function applySearch() {
+	const m = compileSearch(state.q);
+	if (m?.error) {
+		$('search-info').textContent = m.error;
+		flame.setSearch(null);
+		return;
+	}
+	flame.setSearch(m);
+	updateSearchInfo();
+}
+
+function updateSearchInfo() {
+	const info = $('search-info');
+	if (!state.q || !data) {
+		info.textContent = '';
+		return;
+	}
+	const m = flame.match;
+	m.viewNs = flame.viewMatchNs();
+	m.pctView = data.w[flame.zoom] > 0 ? (100 * m.viewNs) / data.w[flame.zoom] : 0;
+	info.textContent = m.nodes
+		? `matched ${fmtNs(m.ns)} = ${fmtPct(m.ns, data.total)} of total` +
+		  (flame.zoom ? `, ${fmtPct(m.viewNs, data.w[flame.zoom])} of view` : '') +
+		  ` (${fmtInt(m.nodes)} frames)`
+		: 'no match';
+}
+
+function renderCrumbs() {
+	const nav = $('crumbs');
+	nav.replaceChildren();
+	if (!data) return;
+	const path = [];
+	for (let i = flame.zoom; i >= 0; i = data.parent[i]) path.push(i);
+	path.reverse();
+	path.forEach((i, k) => {
+		if (k) {
+			const s = document.createElement('span');
+			s.className = 'sep';
+			s.textContent = '›';
+			nav.append(s);
+		}
+		const b = document.createElement('button');
+		b.type = 'button';
+		b.className = 'crumb';
+		const n = data.nodes[i];
+		b.textContent = i === 0 ? 'all' : n.kind === 'process' || n.kind === 'thread' ? `${n.name} [${n.pid ?? n.tid}]` : n.name;
+		b.title = `${nodeLabel(n)} (${n.kind})`;
+		if (i === flame.zoom) b.setAttribute('aria-current', 'true');
+		b.addEventListener('click', () => zoomTo(i));
+		nav.append(b);
+	});
+}
+
+function renderFlameInfo() {
+	const el = $('flame-info');
+	if (!profile || !data) {
+		el.textContent = '';
+		return;
+	}
+	const parts = [];
+	const start = Date.parse(profile.started_at);
+	const dur = profile.duration_ns;
+	if (Number.isFinite(start) && dur > 0)
+		parts.push(`${fmtClock(start)} – ${fmtClock(start + dur / 1e6)} (${fmtNs(dur)})`);
+	parts.push(
+		`total ${fmtNs(data.total)}: on-CPU ${fmtNs(data.on[0])}, blocked ${fmtNs(data.off[0])}, run-queue ${fmtNs(data.rq[0])}`,
+	);
+	parts.push(`${fmtInt(data.n)} frames`);
+	if (profile.pruned && profile.pruned.nodes > 0)
+		parts.push(`${fmtInt(profile.pruned.nodes)} small frames (${fmtNs(profile.pruned.value_ns)}) folded into their parents (max_nodes ${fmtInt(profile.pruned.max_nodes)})`);
+	if (data.n <= 1) parts.push('no samples in this range');
+	el.textContent = parts.join(' · ');
+}
+
+function showTooltip(i, cx, cy) {
+	const tt = $('tooltip');
+	if (i < 0 || !data) {
+		tt.hidden = true;
+		return;
+	}
+	const n = data.nodes[i];
+	const w = data.w[i];
+	const p = data.parent[i];
+	let childSum = 0;
+	for (let j = i + 1; j < data.end[i]; j = data.end[j]) childSum += data.w[j];
+	const row = (text, cls) => {
+		const d = document.createElement('div');
+		d.className = cls ? `tt-row ${cls}` : 'tt-row';
+		d.textContent = text;
+		return d;
+	};
+	const name = document.createElement('div');
+	name.className = 'tt-name';
+	name.textContent = n.name;
+	const meta = [n.kind];
+	if (n.pid !== undefined) meta.push(`pid ${n.pid}`);
+	if (n.tid !== undefined) meta.push(`tid ${n.tid}`);
+	if (n.module) meta.push(n.module);
+	if (n.offset) meta.push(`+${n.offset}`);
+	const rows = [name, row(meta.join(' · ')), row(`${fmtNs(w)} · ${fmtPct(w, data.total)} of total` + (p >= 0 ? ` · ${fmtPct(w, data.w[p])} of parent` : ''))];
+	if (data.on[i] > 0 || state.mode !== 'off') rows.push(row(`on-CPU ${fmtNs(data.on[i])} (${fmtPct(data.on[i], w)})`, 'tt-on'));
+	if (state.mode !== 'on') {
+		rows.push(row(`blocked ${fmtNs(data.off[i])} (${fmtPct(data.off[i], w)})`, 'tt-off'));
+		rows.push(row(`run-queue ${fmtNs(data.rq[i])} (${fmtPct(data.rq[i], w)})`, 'tt-rq'));
+	}
+	rows.push(row(`samples ${fmtInt(n.samples)}` + (w - childSum > 0 && childSum > 0 ? ` · self ${fmtNs(w - childSum)}` : '')));
+	tt.replaceChildren(...rows);
+	tt.hidden = false;
+	const r = tt.getBoundingClientRect();
+	let x = cx + 14;
+	let y = cy + 16;
+	if (x + r.width > window.innerWidth - 4) x = Math.max(4, cx - r.width - 10);
+	if (y + r.height > window.innerHeight - 4) y = Math.max(4, cy - r.height - 10);
+	tt.style.left = `${x}px`;
+	tt.style.top = `${y}px`;
+}
+
+function rememberProcs(tree) {
+	if (known.procs.size > 2000) return;
+	for (const p of tree.children || []) {
+		if (p.kind !== 'process') continue;
+		known.procs.set(p.pid, p.name);
+		for (const t of p.children || []) if (t.kind === 'thread') known.threads.set(t.tid, `${t.name} (pid ${p.pid})`);
+	}
+	const fill = (id, entries) => {
+		const dl = $(id);
+		dl.replaceChildren(
+			...entries.slice(0, 500).map(([v, label]) => {
+				const o = document.createElement('option');
+				o.value = String(v);
+				if (label) o.label = label;
+				return o;
+			}),
+		);
+	};
+	fill('dl-pid', [...known.procs].map(([pid, name]) => [pid, name]));
+	fill('dl-tid', [...known.threads]);
+	fill('dl-comm', [...new Set(known.procs.values())].sort().map((c) => [c, '']));
+}
+
+/** Accepts a parsed profile (from the API or a file) and draws it. */
+function acceptProfile(doc, timing) {
+	if (!doc || doc.schema !== SCHEMA || typeof doc.flamegraph !== 'object') {
+		throw new Error(`not a ${SCHEMA} document (schema: ${JSON.stringify(doc?.schema)})`);
+	}
+	profile = doc;
+	profileHint = timing?.bytes ? Math.ceil(timing.bytes / 70) : 4096;
+	profileBytes = timing?.bytes || 0;
+	// Registered before reflatten() queues the completion of a progressive load, so that this
+	// timeout runs first: it measures when the first picture was presented.
+	const ll = timing ? { nextFrameMs: null } : null;
+	if (ll) requestAnimationFrame(() => setTimeout(() => {
+		ll.nextFrameMs = performance.now() - timing.arrived;
+	}, 0));
+	const t1 = performance.now();
+	reflatten(true);
+	const t2 = performance.now();
+	if (ll) {
+		debug.lastLoad = Object.assign(ll, {
+			url: timing.url, bytes: timing.bytes, fetchMs: timing.fetchMs, parseMs: timing.parseMs,
+			flattenMs: data.flattenMs, renderMs: flame.stats.lastRenderMs,
+			arrivalToRenderMs: t2 - timing.arrived, setupMs: t2 - t1, nodes: data.n, partial: data.partial,
+			firstNodes: data.n, completeMs: null,
+			renderSetupMs: flame.stats.setupMs, walkMs: flame.stats.walkMs, fillMs: flame.stats.fillMs, textMs: flame.stats.textMs,
+		});
+	}
+	debug.profileLoads++;
+	debug.ready = true;
+}
+
+async function loadProfile() {
+	if (source !== 'api') return;
+	const g = ++gen.profile;
+	const p = { ...dataRangeParams(state), kind: state.mode, pid: state.pid, tid: state.tid, comm: state.comm, max_nodes: state.max_nodes };
+	const url = apiUrl('api/profile', p);
+	debug.lastProfileUrl = url;
+	try {
+		const r = await fetchText(url);
+		if (g !== gen.profile || source !== 'api') return;
+		const t0 = performance.now();
+		const doc = JSON.parse(r.text);
+		const parseMs = performance.now() - t0;
+		acceptProfile(doc, { url, bytes: r.text.length, fetchMs: r.ms, parseMs, arrived: r.arrived });
+		clearError();
+	} catch (e) {
+		if (g === gen.profile) showError(`profile: ${e.message}`);
+	}
+}
+
+// ---------------------------------------------------------------------------- timeline
+
+const timeline = new Timeline(
+	{ heat: $('heat'), heatOverlay: $('heat-overlay'), strip: $('strip'), stripOverlay: $('strip-overlay'), info: $('tl-info') },
+	{
+		onSelect: (from, to) => {
+			if (!(to > from)) return;
+			state.sel = `${Math.round(from)}..${Math.round(to)}`;
+			writeHash();
+			syncControls();
+			loadProfile();
+			if (state.view === 'hist') loadHists();
+		},
+	},
+);
+
+async function loadTimeline() {
+	if (source !== 'api') return;
+	const g = ++gen.timeline;
+	const p = windowParams(state);
+	// At most 10000 slots: widen the step for long windows (the heat map stays 1 s per column).
+	const abs = parseAbsRange(state.range);
+	const spanMs = abs ? abs.to - abs.from : relativeMs(state.range);
+	const stepS = Math.max(1, Math.ceil(spanMs / 1000 / 2000));
+	if (stepS > 1) p.step = `${stepS}s`;
+	try {
+		const tl = await fetchJSON(apiUrl('api/timeline', p));
+		if (g !== gen.timeline) return;
+		timeline.setData(tl);
+		debug.timelineLoads++;
+	} catch (e) {
+		if (g === gen.timeline) showError(`timeline: ${e.message}`);
+	}
+}
+
+// ---------------------------------------------------------------------------- status line
+
+function fmtHz(hz) {
+	return Number.isFinite(hz) ? `${Number(hz.toFixed(2))} Hz` : '? Hz';
+}
+
+function lostSum(lost) {
+	let n = 0;
+	for (const v of Object.values(lost || {})) if (Number.isFinite(v)) n += v;
+	return n;
+}
+
+function lostTitle(lost) {
+	return Object.entries(lost || {})
+		.filter(([, v]) => v > 0)
+		.map(([k, v]) => `${k}: ${fmtInt(v)}`)
+		.join(', ');
+}
+
+async function loadStatus() {
+	if (source !== 'api') return;
+	const g = ++gen.status;
+	try {
+		const s = await fetchJSON('api/status');
+		if (g !== gen.status || source !== 'api') return;
+		debug.statusLoads++;
+		const parts = [
+			`${s.host ?? '?'} · Linux ${s.kernel ?? '?'}`,
+			`${fmtHz(s.frequency_hz)} × ${s.cpus} CPU${s.cpus === 1 ? '' : 's'}`,
+			`${fmtInt(s.samples)} samples (${fmtInt(s.idle_samples)} idle)`,
+			`lost ${fmtInt(lostSum(s.lost))}`,
+			s.offcpu === false ? 'off-CPU tracking off' : 'off-CPU on',
+		];
+		if (s.retention) parts.push(`retention ${fmtDuration(s.retention.span_s)} of ${fmtDuration(s.retention.configured_s)}`);
+		if (s.memory?.store_bytes !== undefined) parts.push(`store ${fmtBytes(s.memory.store_bytes)}`);
+		if (s.uptime_s !== undefined) parts.push(`up ${fmtDuration(s.uptime_s)}`);
+		if (s.version) parts.push(`hotcold ${s.version}`);
+		const el = $('status');
+		el.textContent = parts.join(' · ');
+		el.title = lostTitle(s.lost) || 'no events lost';
+	} catch (e) {
+		if (g === gen.status) {
+			$('status').textContent = `status: ${e.message}`;
+			showError(`status: ${e.message}`);
+		}
+	}
+}
+
+function fileStatus(doc) {
+	const sm = doc.sampling || {};
+	const parts = [
+		`saved profile ${fileName}`,
+		`${doc.host ?? '?'} · Linux ${doc.kernel ?? '?'}`,
+		`${doc.started_at ?? '?'} + ${fmtNs(doc.duration_ns)}`,
+		`${fmtHz(sm.frequency_hz)} × ${sm.cpus ?? '?'} CPUs`,
+		`${fmtInt(sm.samples)} samples (${fmtInt(sm.idle_samples)} idle)`,
+		`lost ${fmtInt(lostSum(sm.lost))}`,
+	];
+	const el = $('status');
+	el.textContent = parts.join(' · ');
+	el.title = lostTitle(sm.lost) || 'no events lost';
+}
+
+// ---------------------------------------------------------------------------- histograms
+
+async function loadHists() {
+	const g = ++gen.hist;
+	let list;
+	if (source === 'file') {
+		const hs = profile?.histograms || {};
+		list = histOrder(Object.keys(hs)).map((name) => {
+				const h = hs[name];
+				const series = state.comm && name !== 'runqueue_length' ? (h.series || []).filter((s) => s.key === state.comm) : h.series;
+				return { name, hist: { ...h, series } };
+			});
+	} else {
+		try {
+			const names = histOrder((await fetchJSON('api/histograms')).histograms || []);
+			const p = { ...dataRangeParams(state), pid: state.pid, comm: state.comm };
+			list = await Promise.all(
+				names.map(async (name) => {
+					try {
+						return { name, hist: await fetchJSON(apiUrl(`api/histograms/${encodeURIComponent(name)}`, p)) };
+					} catch (e) {
+						return { name, hist: null, error: e.message };
+					}
+				}),
+			);
+		} catch (e) {
+			if (g === gen.hist) showError(`histograms: ${e.message}`);
+			return;
+		}
+	}
+	if (g !== gen.hist) return;
+	const r = drawHistograms($('hists'), list);
+	debug.histBars = r.bars;
+	debug.histSeries = r.series;
+	debug.histLoads++;
+}
+
+// ---------------------------------------------------------------------------- refresh
+
+function refreshAll() {
+	if (source !== 'api') return;
+	loadStatus();
+	loadTimeline();
+	loadProfile();
+	if (state.view === 'hist') loadHists();
+}
+
+function liveTick() {
+	if (source !== 'api' || !state.live || document.hidden || !RELATIVE_RE.test(state.range)) return;
+	loadStatus();
+	loadTimeline();
+	if (!state.sel) {
+		loadProfile();
+		if (state.view === 'hist') loadHists();
+	}
+}
+
+// ---------------------------------------------------------------------------- files
+
+async function openFile(file) {
+	try {
+		const text = await file.text();
+		const t0 = performance.now();
+		const doc = JSON.parse(text);
+		const parseMs = performance.now() - t0;
+		const prev = { source, fileName };
+		source = 'file';
+		fileName = file.name;
+		gen.profile++;
+		try {
+			acceptProfile(doc, { url: `file:${file.name}`, bytes: text.length, fetchMs: 0, parseMs, arrived: t0 });
+		} catch (e) {
+			source = prev.source;
+			fileName = prev.fileName;
+			throw e;
+		}
+		fileStatus(doc);
+		clearError();
+		syncControls();
+		if (state.view === 'hist') loadHists();
+	} catch (e) {
+		showError(`${file.name}: ${e.message}`);
+	}
+}
+
+function backToLive() {
+	source = 'api';
+	fileName = '';
+	profile = null;
+	syncControls();
+	refreshAll();
+}
+
+// ---------------------------------------------------------------------------- events
+
+function bind() {
+	$('tab-flame').addEventListener('click', () => setView('flame'));
+	$('tab-hist').addEventListener('click', () => setView('hist'));
+	$('range').addEventListener('change', (e) => {
+		state.range = e.target.value;
+		state.sel = '';
+		writeHash();
+		syncControls();
+		refreshAll();
+	});
+	$('live').addEventListener('change', (e) => {
+		state.live = e.target.checked;
+		writeHash();
+	});
+	$('refresh').addEventListener('click', () => refreshAll());
+	$('sel-clear').addEventListener('click', () => {
+		state.sel = '';
+		writeHash();
+		syncControls();
+		loadProfile();
+		if (state.view === 'hist') loadHists();
+	});
+	for (const b of document.querySelectorAll('button.mode')) {
+		b.addEventListener('click', () => {
+			if (state.mode === b.dataset.mode) return;
+			state.mode = b.dataset.mode;
+			writeHash();
+			syncControls();
+			if (source === 'api') loadProfile();
+			else reflatten();
+		});
+	}
+	$('icicle').addEventListener('change', (e) => {
+		state.icicle = e.target.checked;
+		writeHash();
+		flame.setIcicle(state.icicle);
+	});
+	const search = $('search');
+	let timer = 0;
+	const commit = () => {
+		clearTimeout(timer);
+		if (search.value === state.q) return;
+		state.q = search.value;
+		writeHash();
+		applySearch();
+	};
+	search.addEventListener('input', () => {
+		clearTimeout(timer);
+		timer = setTimeout(commit, 200);
+	});
+	search.addEventListener('keydown', (e) => {
+		if (e.key === 'Enter') commit();
+		if (e.key === 'Escape') {
+			search.value = '';
+			commit();
+		}
+	});
+	for (const k of ['pid', 'tid', 'comm']) {
+		$(`f-${k}`).addEventListener('change', (e) => {
+			const v = e.target.value.trim();
+			const ok = k === 'comm' ? new TextEncoder().encode(v).length <= 15 : /^\d{0,10}$/.test(v);
+			if (!ok) {
+				showError(`${k}: ${k === 'comm' ? 'a process name has at most 15 bytes' : 'a number'}`);
+				return;
+			}
+			setFilter({ ...filterOf(state), [k]: v });
+		});
+	}
+	$('f-clear').addEventListener('click', () => setFilter({ pid: '', tid: '', comm: '' }));
+	$('file').addEventListener('change', (e) => {
+		const f = e.target.files?.[0];
+		if (f) openFile(f);
+		e.target.value = '';
+	});
+	$('source-close').addEventListener('click', backToLive);
+	const drop = $('drop');
+	const hasFiles = (e) => [...(e.dataTransfer?.types || [])].includes('Files');
+	window.addEventListener('dragover', (e) => {
+		if (!hasFiles(e)) return;
+		e.preventDefault();
+		drop.hidden = false;
+	});
+	window.addEventListener('dragleave', (e) => {
+		if (!e.relatedTarget) drop.hidden = true;
+	});
+	window.addEventListener('drop', (e) => {
+		if (!hasFiles(e)) return;
+		e.preventDefault();
+		drop.hidden = true;
+		const f = e.dataTransfer.files?.[0];
+		if (f) openFile(f);
+	});
+	window.addEventListener('keydown', (e) => {
+		const t = e.target;
+		if (t instanceof HTMLInputElement || t instanceof HTMLSelectElement) return;
+		if (e.key === 'Escape' && data && flame.zoom > 0) zoomTo(data.parent[flame.zoom]);
+		if (e.key === '/') {
+			e.preventDefault();
+			$('search').focus();
+		}
+	});
+	window.addEventListener('hashchange', () => {
+		// Only a hand-edited URL gets here (replaceState does not fire it).
+		state = stateFromHash(location.hash);
+		syncControls();
+		if (source === 'api') refreshAll();
+		else reflatten();
+	});
+	setInterval(liveTick, REFRESH_MS);
+	watchPixelRatio();
+}
+
+/** Redraws every canvas when devicePixelRatio changes (zoom, another monitor): no resize event. */
+function watchPixelRatio() {
+	const mq = window.matchMedia(`(resolution: ${window.devicePixelRatio || 1}dppx)`);
+	mq.addEventListener('change', () => {
+		flame.layoutDirty = true;
+		flame.scheduleRender();
+		timeline.scheduleRender();
+		if (state.view === 'hist') loadHists();
+		watchPixelRatio();
+	}, { once: true });
+}
+
+function setFilter(f) {
+	state.pid = f.pid;
+	state.tid = f.tid;
+	state.comm = f.comm;
+	writeHash();
+	syncControls();
+	if (source === 'api') loadProfile();
+	else reflatten();
+	if (state.view === 'hist') loadHists();
+}
+
+function setView(v) {
+	if (state.view === v) return;
+	state.view = v;
+	writeHash();
+	syncControls();
+	if (v === 'hist') loadHists();
+	else {
+		flame.layoutDirty = true;
+		flame.scheduleRender();
+	}
+}
+
+// ---------------------------------------------------------------------------- debug hook
+
+// Read-only view of the viewer's state for tests and benchmarks.
+const hook = {
+	get ready() { return debug.ready && debug.complete; },
+	get complete() { return debug.complete; },
+	get source() { return source; },
+	get state() { return JSON.parse(JSON.stringify(state)); },
+	get nodes() { return data ? data.n : 0; },
+	get nodesDrawn() { return flame.stats.nodesDrawn; },
+	get mergedDrawn() { return flame.stats.mergedDrawn; },
+	get textsDrawn() { return flame.stats.textsDrawn; },
+	get matchedDrawn() { return flame.stats.matchedDrawn; },
+	get renders() { return flame.stats.renders; },
+	get lastRenderMs() { return flame.stats.lastRenderMs; },
+	get lastLoad() { return debug.lastLoad && { ...debug.lastLoad }; },
+	get lastZoom() { return debug.lastZoom && { ...debug.lastZoom }; },
+	get zoomPath() { return data ? pathLabels(data, flame.zoom) : []; },
+	get match() { return { ...flame.match }; },
+	get selection() {
+		const s = parseAbsRange(state.sel);
+		return s ? { from_ms: s.from, to_ms: s.to } : null;
+	},
+	get timeline() {
+		const t = timeline.data;
+		return t ? { from_ms: t.from_ms, to_ms: t.to_ms, step_ms: t.step_ms, columns: t.heatmap?.columns, rows: t.heatmap?.rows, row_ms: t.heatmap?.row_ms, start_ms: t.heatmap?.start_ms } : null;
+	},
+	get profileLoads() { return debug.profileLoads; },
+	get timelineLoads() { return debug.timelineLoads; },
+	get statusLoads() { return debug.statusLoads; },
+	get histLoads() { return debug.histLoads; },
+	get histBars() { return debug.histBars; },
+	get histSeries() { return debug.histSeries; },
+	get lastProfileUrl() { return debug.lastProfileUrl; },
+	get errors() { return [...debug.errors]; },
+	frames(minW = 10, limit = 200) { return flame.visibleFrames(minW, limit); },
+};
+Object.defineProperty(window, '__hotcold', { value: Object.freeze(hook), writable: false, configurable: false });
+
+// ---------------------------------------------------------------------------- start
+
+bind();
+syncControls();
+refreshAll();
