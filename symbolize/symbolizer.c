@@ -33,6 +33,10 @@
  * that are truly unknown must not turn into a stream of /proc reads.
  */
 #define MAPS_REREAD_MIN_INTERVAL_NS (100ull * 1000 * 1000)
+/* A re-read that still finds no mapping doubles the wait, up to this: frame-pointer walks
+ * through code built without them yield addresses no mapping will ever hold, and reading
+ * /proc/PID/maps ten times a second for them was a quarter of serve's collector CPU. */
+#define MAPS_REREAD_MAX_INTERVAL_NS (10ull * 1000 * 1000 * 1000)
 
 /* Demangled C++ names can be long (templates); longer ones stay mangled. */
 #define DEMANGLE_MAX_BYTES 4096
@@ -85,6 +89,7 @@ struct proc {
 	uint32_t *map_obj; /* object id per mapping, parallel to maps->maps; 0: none yet */
 	uint32_t jit_obj;
 	uint64_t last_reread_ns;
+	uint64_t reread_interval_ns; /* 0: MAPS_REREAD_MIN_INTERVAL_NS */
 };
 
 struct hc_symbolizer {
@@ -551,6 +556,7 @@ void hc_symbolizer__forget_process(struct hc_symbolizer *sym, uint32_t tgid)
 	if (p) {
 		p->stale = true;
 		p->gone = false;
+		p->reread_interval_ns = 0; /* a new image: unknown addresses may be new code */
 	}
 }
 
@@ -621,12 +627,19 @@ int hc_symbolizer__normalize(struct hc_symbolizer *sym, uint32_t tgid, uint64_t 
 	if (!m && !p->gone) {
 		uint64_t now = now_ns();
 
-		if (!p->last_reread_ns || now - p->last_reread_ns >= MAPS_REREAD_MIN_INTERVAL_NS) {
+		uint64_t wait = p->reread_interval_ns ? p->reread_interval_ns
+						      : MAPS_REREAD_MIN_INTERVAL_NS;
+
+		if (!p->last_reread_ns || now - p->last_reread_ns >= wait) {
 			p->last_reread_ns = now;
 			err = snapshot(sym, p);
 			if (err == -ENOMEM || err == -E2BIG)
 				return err;
 			m = hc_procmaps__find(p->maps, ip);
+			p->reread_interval_ns = m ? 0
+					      : wait * 2 < MAPS_REREAD_MAX_INTERVAL_NS
+						      ? wait * 2
+						      : MAPS_REREAD_MAX_INTERVAL_NS;
 		}
 	}
 	if (!m)
