@@ -90,18 +90,22 @@ static int parse_size(const char *s, uint64_t *out)
 {
 	char *end;
 	unsigned long long v;
+	unsigned int shift = 0;
 
 	errno = 0;
 	v = strtoull(s, &end, 10);
 	if (errno || end == s || s[0] == '-')
 		return -EINVAL;
 	switch (*end) {
-	case 'G': case 'g': v <<= 10; /* fallthrough */
-	case 'M': case 'm': v <<= 10; /* fallthrough */
-	case 'K': case 'k': v <<= 10; end++; break;
+	case 'G': case 'g': shift = 30; end++; break;
+	case 'M': case 'm': shift = 20; end++; break;
+	case 'K': case 'k': shift = 10; end++; break;
 	case '\0': break;
 	default: return -EINVAL;
 	}
+	if (v > (UINT64_MAX >> shift))
+		return -ERANGE;
+	v <<= shift;
 	if (*end == 'B' || *end == 'b')
 		end++;
 	if (*end)
@@ -397,14 +401,15 @@ out:
 	hc_collector__free(coll);
 	close(sv[0]);
 	status = reap(child, 1500);
-	if (!rc && peer_gone && !stop_requested &&
-	    !(WIFEXITED(status) && WEXITSTATUS(status) == 0)) {
-		hc_err("the HTTP server process ended (%s %d)",
-		       WIFSIGNALED(status) ? "signal" : "exit code",
-		       WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
-		rc = EX_SOFTWARE;
-	} else if (!rc && WIFEXITED(status) && WEXITSTATUS(status) != 0 && !stop_requested) {
-		rc = WEXITSTATUS(status);
+	/* The server ended on its own: its exit code (it said why), or 70 for a crash. */
+	if (!rc && peer_gone && !stop_requested) {
+		if (WIFEXITED(status)) {
+			rc = WEXITSTATUS(status);
+		} else {
+			hc_err("the HTTP server process ended (signal %d)",
+			       WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+			rc = EX_SOFTWARE;
+		}
 	}
 	return rc;
 }

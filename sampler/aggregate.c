@@ -197,6 +197,9 @@ static struct hc_weights *weights_of(struct hc_agg *agg, size_t n)
 	return idx < 0 ? NULL : hc_stacktab__weights(agg->stacks, (size_t)idx);
 }
 
+/* Pieces an off-CPU flush is spread over, at most (one per second up to this many seconds). */
+#define SPREAD_MAX 120
+
 static int64_t real_second(const struct hc_agg *agg, uint64_t mono_ns)
 {
 	int64_t real = (int64_t)mono_ns + agg->mono_to_real_ns;
@@ -220,7 +223,7 @@ void hc_agg__set_buckets(struct hc_agg *agg, int64_t mono_to_real_ns, int64_t ol
 static int add_offcpu_time(struct hc_agg *agg, size_t n, bool off, uint64_t ns, uint64_t first_ns,
 			   uint64_t last_ns)
 {
-	int64_t a, b, lo, s1, oldest_ns;
+	int64_t a, b, lo, s1, oldest_ns, step;
 	uint64_t given = 0;
 
 	if (!agg->bucketed) {
@@ -251,9 +254,12 @@ static int add_offcpu_time(struct hc_agg *agg, size_t n, bool off, uint64_t ns, 
 		lo = a;
 	}
 	s1 = b / 1000000000ll;
-	for (int64_t sec = lo / 1000000000ll; sec <= s1; sec++) {
-		int64_t hi = sec == s1 ? b : (sec + 1) * 1000000000ll;
-		uint64_t part = sec == s1 ? ns - given
+	/* At most SPREAD_MAX pieces: a block of days does not cost a key per second (its time
+	 * then lands on the first second of each piece). */
+	step = (s1 - lo / 1000000000ll + SPREAD_MAX) / SPREAD_MAX;
+	for (int64_t sec = lo / 1000000000ll; sec <= s1; sec += step) {
+		int64_t hi = sec + step > s1 ? b : (sec + step) * 1000000000ll;
+		uint64_t part = sec + step > s1 ? ns - given
 					  : (uint64_t)((unsigned __int128)ns *
 						       (uint64_t)(hi - lo) / (uint64_t)(b - a));
 		struct hc_weights *w;

@@ -497,7 +497,18 @@ int hc_sampler__start(struct hc_sampler *s)
 
 int hc_sampler__poll(struct hc_sampler *s, int timeout_ms)
 {
-	return ring_buffer__poll(s->rb, timeout_ms);
+	int n = ring_buffer__poll(s->rb, timeout_ms), m;
+
+	/* The BPF side wakes us only when a quarter of the buffer is full (BPF_RB_NO_WAKEUP
+	 * below that): on a timeout ring_buffer__poll() consumes nothing, so without this
+	 * records waited for the next wakeup, seconds later at low rates (serve's live view
+	 * and its per-second histograms saw them in bursts). */
+	if (n < 0 && n != -EINTR)
+		return n;
+	m = ring_buffer__consume(s->rb);
+	if (m < 0)
+		return m;
+	return n == -EINTR ? -EINTR : n + m;
 }
 
 /* Idle time per CPU: closed idle intervals, the open one, and CPUs that never switched. */

@@ -25,7 +25,7 @@ struct hc_backend {
 	char host[65], kernel[65];
 	const char *version;
 	int64_t started_ns;
-	uint64_t records, bad_records, store_errors;
+	uint64_t records, store_errors;
 	uint32_t frames; /* frames defined */
 };
 
@@ -40,18 +40,24 @@ static int64_t realtime_ns(void)
 struct hc_backend *hc_backend__new(const struct hc_backend_opts *o)
 {
 	struct hc_backend *b = calloc(1, sizeof(*b));
+	pthread_rwlockattr_t la;
 	struct utsname u;
+	int err;
 
 	if (!b)
 		return NULL;
 	b->sopts = o->store;
 	b->store = hc_store__new(&o->store);
-	if (!b->store || pthread_rwlock_init(&b->lock, NULL)) {
-		hc_store__free(b->store);
-		free(b);
-		errno = ENOMEM;
-		return NULL;
-	}
+	if (!b->store)
+		goto err_free;
+	/* glibc's default prefers readers: overlapping queries could starve the ingest, and a
+	 * full socket then stalls the collector. */
+	pthread_rwlockattr_init(&la);
+	pthread_rwlockattr_setkind_np(&la, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+	err = pthread_rwlock_init(&b->lock, &la);
+	pthread_rwlockattr_destroy(&la);
+	if (err)
+		goto err_free_store;
 	if (uname(&u) == 0) {
 		snprintf(b->host, sizeof(b->host), "%s", u.nodename);
 		snprintf(b->kernel, sizeof(b->kernel), "%s", u.release);
@@ -59,6 +65,13 @@ struct hc_backend *hc_backend__new(const struct hc_backend_opts *o)
 	b->version = o->version ? o->version : "unknown";
 	b->started_ns = realtime_ns();
 	return b;
+
+err_free_store:
+	hc_store__free(b->store);
+err_free:
+	free(b);
+	errno = ENOMEM;
+	return NULL;
 }
 
 void hc_backend__free(struct hc_backend *b)
@@ -177,7 +190,7 @@ static bool range_of(struct hc_backend *b, const struct hc_api_query *q,
 	}
 	memset(f, 0, sizeof(*f));
 	f->from_s = q->from_ns >= 0 ? q->from_ns / NS : -((-q->from_ns + NS - 1) / NS);
-	f->to_s = q->to_ns >= 0 ? (q->to_ns + NS - 1) / NS : -(-q->to_ns / NS);
+	f->to_s = q->to_ns / NS + (q->to_ns > 0 && q->to_ns % NS != 0); /* no overflow */
 	if (f->from_s < st.oldest_s)
 		f->from_s = st.oldest_s;
 	if (f->to_s > st.newest_s + 1)
@@ -353,24 +366,41 @@ static json_t *api_timeline(void *ctx, const struct hc_api_query *q, int *status
 	struct hc_store_slot *slots = NULL;
 	struct hc_store_stats st;
 	struct hc_store_filter f;
-	int64_t step_s = q->step_ns ? (int64_t)(q->step_ns / NS) : 1, cols;
+	int64_t step_s = q->step_ns ? (int64_t)(q->step_ns / NS) : 1, cols = 0, heat_from;
 	json_t *doc = NULL, *t, *on, *off, *rq, *smp, *heat;
-	uint64_t max = 0;
+	uint64_t max = 0, *rows = NULL;
 	size_t n = 0;
 	int err;
 
 	if (step_s < 1)
 		step_s = 1;
+	/* Copy out under the lock; build the JSON (the slow part) after it. */
 	pthread_rwlock_rdlock(&b->lock);
-	if (!range_of(b, q, &f, status, why, wl))
-		goto out_unlock;
+	if (!range_of(b, q, &f, status, why, wl)) {
+		pthread_rwlock_unlock(&b->lock);
+		return NULL;
+	}
 	hc_store__stats(b->store, &st);
 	err = f.to_s > f.from_s ? hc_store__timeline(b->store, f.from_s, f.to_s, step_s, &slots, &n)
 				: 0;
+	/* The heat map covers the newest MAX_HEAT_COLUMNS seconds of a longer range (start_ms
+	 * says where it starts). */
+	cols = f.to_s - f.from_s;
+	if (cols > MAX_HEAT_COLUMNS)
+		cols = MAX_HEAT_COLUMNS;
+	heat_from = f.to_s - cols;
+	if (!err && cols > 0) {
+		rows = malloc((size_t)cols * HC_STORE_HEAT_ROWS * sizeof(*rows));
+		if (!rows)
+			err = -ENOMEM;
+		for (int64_t c = 0; rows && c < cols; c++)
+			hc_store__heat(b->store, heat_from + c, rows + c * HC_STORE_HEAT_ROWS);
+	}
+	pthread_rwlock_unlock(&b->lock);
 	if (err) {
 		fail(status, err == -EINVAL ? 400 : 500, why, wl,
 		     err == -EINVAL ? "step: too many slots for the range" : "out of memory");
-		goto out_unlock;
+		goto out;
 	}
 	t = json_array();
 	on = json_array();
@@ -385,18 +415,15 @@ static json_t *api_timeline(void *ctx, const struct hc_api_query *q, int *status
 		json_array_append_new(rq, json_integer((json_int_t)slots[i].runqueue_ns));
 		json_array_append_new(smp, json_integer((json_int_t)slots[i].samples));
 	}
-	cols = f.to_s - f.from_s;
-	if (cols > MAX_HEAT_COLUMNS)
-		cols = MAX_HEAT_COLUMNS;
 	for (int64_t c = 0; c < cols; c++) {
-		uint64_t rows[HC_STORE_HEAT_ROWS];
 		json_t *col = json_array();
 
-		hc_store__heat(b->store, f.from_s + c, rows);
 		for (int r = 0; r < HC_STORE_HEAT_ROWS; r++) {
-			json_array_append_new(col, json_integer((json_int_t)rows[r]));
-			if (rows[r] > max)
-				max = rows[r];
+			uint64_t v = rows[c * HC_STORE_HEAT_ROWS + r];
+
+			json_array_append_new(col, json_integer((json_int_t)v));
+			if (v > max)
+				max = v;
 		}
 		json_array_append_new(heat, col);
 	}
@@ -405,15 +432,15 @@ static json_t *api_timeline(void *ctx, const struct hc_api_query *q, int *status
 			"from_ms", (json_int_t)(f.from_s * 1000), "to_ms",
 			(json_int_t)(f.to_s * 1000), "step_ms", (json_int_t)(step_s * 1000), "slots",
 			"t_ms", t, "on_cpu_ns", on, "off_cpu_ns", off, "runqueue_ns", rq, "samples",
-			smp, "heatmap", "start_ms", (json_int_t)(f.from_s * 1000), "columns",
+			smp, "heatmap", "start_ms", (json_int_t)(heat_from * 1000), "columns",
 			(json_int_t)cols, "rows", HC_STORE_HEAT_ROWS, "row_ms",
 			1000 / HC_STORE_HEAT_ROWS, "max", (json_int_t)max, "counts", heat,
 			"retention", "oldest_ms", (json_int_t)(st.oldest_s * 1000), "newest_ms",
 			(json_int_t)(st.newest_s * 1000 + 999));
 	if (!doc)
 		fail(status, 500, why, wl, "out of memory");
-out_unlock:
-	pthread_rwlock_unlock(&b->lock);
+out:
+	free(rows);
 	free(slots);
 	return doc;
 }
@@ -447,7 +474,7 @@ static json_t *api_status(void *ctx, int *status, char *why, size_t wl)
 	doc = json_pack(
 		"{s:s, s:s, s:s, s:o, s:I, s:O?, s:O?, s:O?, s:O?, s:O?, s:O?, s:O?, s:O?, s:O?, s:O?,"
 		" s:{s:I, s:o?, s:o?, s:I},"
-		" s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I},"
+		" s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I},"
 		" s:{s:I, s:I, s:I, s:I}}",
 		"version", b->version, "host", b->host, "kernel", b->kernel, "started_at",
 		rfc3339(b->started_ns), "uptime_s", (json_int_t)((now - b->started_ns) / NS),
@@ -466,7 +493,7 @@ static json_t *api_status(void *ctx, int *status, char *why, size_t wl)
 		(json_int_t)st.bytes, "seconds", (json_int_t)st.buckets, "trie_nodes",
 		(json_int_t)st.trie_nodes, "frames", (json_int_t)st.frames, "expired_ns",
 		(json_int_t)st.expired_ns, "evicted_early_s", (json_int_t)st.evicted_early,
-		"gc_runs", (json_int_t)st.gc_runs, "memory", "store_bytes", (json_int_t)st.bytes,
+		"gc_runs", (json_int_t)st.gc_runs, "store_errors", (json_int_t)b->store_errors, "memory", "store_bytes", (json_int_t)st.bytes,
 		"server_rss_bytes", (json_int_t)self_rss(), "collector_rss_bytes",
 		(json_int_t)status_u64(coll, "rss_bytes"), "collector_cpu_ns",
 		(json_int_t)status_u64(coll, "cpu_ns"));
@@ -509,6 +536,7 @@ static char *api_metrics(void *ctx, size_t *len, int *status, char *why, size_t 
 			fprintf(m, "hotcold_lost_total{reason=\"%s\"} %" PRIu64 "\n", k,
 				(uint64_t)json_integer_value(v));
 	}
+	fprintf(m, "hotcold_lost_total{reason=\"store_error\"} %" PRIu64 "\n", b->store_errors);
 	fprintf(m, "# HELP hotcold_off_cpu_seconds_total time threads spent blocked.\n"
 		   "# TYPE hotcold_off_cpu_seconds_total counter\n"
 		   "hotcold_off_cpu_seconds_total %.9f\n",

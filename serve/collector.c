@@ -61,6 +61,7 @@ struct hc_collector {
 	int64_t started_at_ns;
 	uint64_t flushes, flush_ns_last, flush_ns_max, send_errors, procs_pruned, frame_resets;
 	int err; /* first error of a callback chain */
+	const volatile sig_atomic_t *stop; /* hc_collector__run()'s */
 };
 
 static int64_t clock_ns(clockid_t clk)
@@ -366,15 +367,15 @@ static int flush(struct hc_collector *c)
 	err = hc_sampler__counts(c->sampler, &cnt);
 	if (!err) {
 		/* The idle task runs only when nothing waits: each of its samples is a run
-		 * queue of length 0 on that CPU. */
+		 * queue of length 0 on that CPU. Counted during the second that just ended. */
 		for (uint32_t i = 0; i < cnt.n_cpus; i++) {
 			uint64_t idle = cnt.per_cpu[(size_t)i * HC_CNT_MAX + HC_CNT_IDLE];
 			char name[17] = {0};
 
 			if (idle > c->idle_prev[i]) {
 				cpu_name(cnt.cpus[i], name);
-				hc_wire__hist(&c->buf, c->now_s, HC_STORE_H_RUNQ_LENGTH, 0, 0,
-					      idle - c->idle_prev[i], name);
+				hc_wire__hist(&c->buf, c->now_s - 1, HC_STORE_H_RUNQ_LENGTH, 0,
+					      0, idle - c->idle_prev[i], name);
 			}
 			c->idle_prev[i] = idle;
 		}
@@ -382,7 +383,7 @@ static int flush(struct hc_collector *c)
 	}
 	hc_sampler_counts__release(&cnt);
 	hc_wire__seal(&c->buf, c->now_s - SEAL_LAG_S);
-	err = hc_wire_buf__send(&c->buf, c->o.fd);
+	err = hc_wire_buf__send(&c->buf, c->o.fd, c->stop);
 	hc_wire_buf__reset(&c->buf);
 	c->flushes++;
 	c->flush_ns_last = (uint64_t)(clock_ns(CLOCK_MONOTONIC) - t0);
@@ -499,6 +500,7 @@ int hc_collector__run(struct hc_collector *c, const volatile sig_atomic_t *stop,
 	int64_t last_flush_s = c->now_s;
 
 	*peer_gone = false;
+	c->stop = stop;
 	while (!*stop) {
 		int err = hc_sampler__poll(c->sampler, 100);
 
@@ -509,6 +511,8 @@ int hc_collector__run(struct hc_collector *c, const volatile sig_atomic_t *stop,
 			continue;
 		last_flush_s = c->now_s;
 		err = flush(c);
+		if (err == -EINTR)
+			break; /* stopped while the server was slow to read */
 		if (err == -EPIPE || err == -ECONNRESET) {
 			*peer_gone = true;
 			return 0;

@@ -39,7 +39,8 @@ int hc_privdrop(const char *user, char *why, size_t why_len)
 			return -EINVAL;
 		}
 		/* The bounding set needs CAP_SETPCAP, which only root still has here. */
-		for (cap_value_t cap = 0; cap <= CAP_LAST_CAP; cap++)
+		/* Every capability the running kernel has, not only those of our headers. */
+		for (cap_value_t cap = 0; cap < (cap_value_t)cap_max_bits(); cap++)
 			if (cap_drop_bound(cap) && errno != EINVAL)
 				return fail(why, why_len, "dropping the capability bounding set");
 		if (setgroups(0, NULL))

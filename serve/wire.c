@@ -2,6 +2,7 @@
 #include "serve/wire.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -167,21 +168,27 @@ void hc_wire__reset(struct hc_wire_buf *b)
 	record(b, HC_WIRE_RESET, 0);
 }
 
-int hc_wire_buf__send(struct hc_wire_buf *b, int fd)
+int hc_wire_buf__send(struct hc_wire_buf *b, int fd, const volatile sig_atomic_t *stop)
 {
 	size_t off = 0;
 
 	if (b->err)
 		return b->err;
 	while (off < b->len) {
-		ssize_t n = send(fd, b->data + off, b->len - off, MSG_NOSIGNAL);
+		struct pollfd p = { .fd = fd, .events = POLLOUT };
+		ssize_t n;
 
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
+		if (stop && *stop)
+			return -EINTR;
+		n = send(fd, b->data + off, b->len - off, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (n >= 0) {
+			off += (size_t)n;
+			continue;
 		}
-		off += (size_t)n;
+		if (errno != EAGAIN && errno != EINTR)
+			return -errno;
+		if (poll(&p, 1, 200) < 0 && errno != EINTR)
+			return -errno;
 	}
 	return 0;
 }

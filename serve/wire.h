@@ -18,6 +18,7 @@
 #ifndef HOTCOLD_SERVE_WIRE_H
 #define HOTCOLD_SERVE_WIRE_H
 
+#include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -58,8 +59,12 @@ void hc_wire__hist(struct hc_wire_buf *b, int64_t sec, uint32_t hist, uint32_t p
 void hc_wire__seal(struct hc_wire_buf *b, int64_t sec);
 void hc_wire__status(struct hc_wire_buf *b, const char *json, size_t len);
 void hc_wire__reset(struct hc_wire_buf *b);
-/* Write the whole buffer to fd (blocking, EINTR retried, no SIGPIPE). 0 or -errno. */
-int hc_wire_buf__send(struct hc_wire_buf *b, int fd);
+/*
+ * Write the whole buffer to fd (no SIGPIPE). Waits while the reader is slow (backpressure:
+ * the BPF ring buffer then fills and counts its drops), but gives up with -EINTR as soon as
+ * *stop is set, so a stuck reader cannot hold the writer. 0 or -errno.
+ */
+int hc_wire_buf__send(struct hc_wire_buf *b, int fd, const volatile sig_atomic_t *stop);
 
 /* ---- reading ---- */
 

@@ -576,7 +576,9 @@ int hc_symbolizer__prune_gone(struct hc_symbolizer *sym, size_t *dropped)
 	/* The new index first: on failure nothing has changed. */
 	for (i = 0; i < sym->nr_procs; i++) {
 		snprintf(path, sizeof(path), "%s/%u", sym->proc_root, sym->procs[i].tgid);
-		if (access(path, F_OK) != 0 && errno == ENOENT) {
+		/* Gone (its maps could not be read because it had exited), or no /proc entry:
+		 * a later process with this pid gets a fresh snapshot. */
+		if (sym->procs[i].gone || (access(path, F_OK) != 0 && errno == ENOENT)) {
 			dead[i] = true;
 			continue;
 		}
@@ -615,6 +617,21 @@ int hc_symbolizer__normalize(struct hc_symbolizer *sym, uint32_t tgid, uint64_t 
 	out->obj = HC_OBJ_UNKNOWN;
 	out->off = ip;
 	p = find_proc(sym, tgid);
+	if (p && p->stale && !p->maps && p->last_reread_ns) {
+		/* Its maps could not be read (e.g. EACCES): retry on the same backoff as an
+		 * unknown address, not at every frame. */
+		uint64_t now = now_ns(), wait = p->reread_interval_ns ? p->reread_interval_ns
+								  : MAPS_REREAD_MIN_INTERVAL_NS;
+
+		if (now - p->last_reread_ns < wait)
+			return 0;
+		p->last_reread_ns = now;
+		p->reread_interval_ns = wait * 2 < MAPS_REREAD_MAX_INTERVAL_NS
+						? wait * 2
+						: MAPS_REREAD_MAX_INTERVAL_NS;
+	} else if (p && p->stale && !p->maps) {
+		p->last_reread_ns = now_ns();
+	}
 	if (!p || p->stale) {
 		err = hc_symbolizer__add_process(sym, tgid);
 		if (err == -ENOMEM || err == -E2BIG)

@@ -234,6 +234,109 @@ static void test_histograms(void **state)
 	assert_null(hc_hist__counts(hc_agg__runqueue_length(f->agg), "cpu 2"));
 }
 
+struct sec_sum {
+	int64_t sec[256];
+	uint64_t off[256], rq[256];
+	size_t n;
+};
+
+static int sum_by_second(void *ctx, const struct hc_path_elem *path, size_t n,
+			 const struct hc_weights *w, int64_t sec)
+{
+	struct sec_sum *s = ctx;
+	size_t i;
+
+	(void)path;
+	(void)n;
+	for (i = 0; i < s->n && s->sec[i] != sec; i++)
+		;
+	if (i == s->n) {
+		assert_true(s->n < 256);
+		s->sec[s->n++] = sec;
+	}
+	s->off[i] += w->off_cpu_ns;
+	s->rq[i] += w->runqueue_ns;
+	return 0;
+}
+
+static void offcpu_event(struct hc_offcpu_event *e, uint64_t first_ns, uint64_t last_ns,
+			 uint64_t off_ns, uint64_t rq_ns)
+{
+	memset(e, 0, sizeof(*e));
+	e->type = HC_EVENT_OFFCPU;
+	e->tgid = e->tid = 4242;
+	memcpy(e->comm, "sleeper", 8);
+	memcpy(e->pcomm, "sleeper", 8);
+	e->first_ns = first_ns;
+	e->last_ns = last_ns;
+	e->off_ns = off_ns;
+	e->rq_ns = rq_ns;
+	e->n_blocked = 1;
+}
+
+/*
+ * serve's time buckets: an off-CPU flush spans [first_ns, last_ns] and its time is spread
+ * over those seconds in proportion, every nanosecond kept; time before the oldest second is
+ * counted, not kept; a block of hours costs at most 120 pieces.
+ */
+static void test_offcpu_spread(void **state)
+{
+	struct fixture *f = *state;
+	struct hc_offcpu_event e;
+	struct hc_agg_stats st;
+	struct sec_sum s = {0};
+	uint64_t total = 0;
+
+	/* mono 10.5 s .. 13.75 s with realtime = mono + 1000 s: seconds 1010..1013 */
+	hc_agg__set_buckets(f->agg, 1000000000000ll, 1000);
+	offcpu_event(&e, 10500000000ull, 13750000000ull, 3250000000ull, 0);
+	assert_int_equal(hc_agg__offcpu(f->agg, &e, HC_OFFCPU_HDR_SIZE), 0);
+	assert_int_equal(hc_agg__for_each_path(f->agg, sum_by_second, &s), 0);
+	assert_int_equal(s.n, 4);
+	for (size_t i = 0; i < s.n; i++) {
+		uint64_t want = s.sec[i] == 1010 ? 500000000ull
+			      : s.sec[i] == 1013 ? 750000000ull
+						 : 1000000000ull;
+
+		assert_true(s.sec[i] >= 1010 && s.sec[i] <= 1013);
+		assert_int_equal(s.off[i], want);
+		total += s.off[i];
+	}
+	assert_int_equal(total, 3250000000ull);
+
+	/* Half of it before the oldest second kept: counted in expired_ns. */
+	hc_agg__free(f->agg);
+	f->agg = hc_agg__new(f->sym, PERIOD_NS);
+	hc_agg__set_buckets(f->agg, 1000000000000ll, 1012);
+	offcpu_event(&e, 10000000000ull, 14000000000ull, 0, 4000000000ull);
+	assert_int_equal(hc_agg__offcpu(f->agg, &e, HC_OFFCPU_HDR_SIZE), 0);
+	memset(&s, 0, sizeof(s));
+	assert_int_equal(hc_agg__for_each_path(f->agg, sum_by_second, &s), 0);
+	hc_agg__stats(f->agg, &st);
+	assert_int_equal(st.expired_ns, 2000000000ull);
+	total = 0;
+	for (size_t i = 0; i < s.n; i++) {
+		assert_true(s.sec[i] >= 1012);
+		total += s.rq[i];
+	}
+	assert_int_equal(total, 2000000000ull);
+
+	/* A 10-hour block: at most 120 pieces, all of its time kept. */
+	hc_agg__free(f->agg);
+	f->agg = hc_agg__new(f->sym, PERIOD_NS);
+	hc_agg__set_buckets(f->agg, 0, 0);
+	offcpu_event(&e, 1000000000ull, 36001000000000ull, 36000000000000ull, 0);
+	assert_int_equal(hc_agg__offcpu(f->agg, &e, HC_OFFCPU_HDR_SIZE), 0);
+	memset(&s, 0, sizeof(s));
+	assert_int_equal(hc_agg__for_each_path(f->agg, sum_by_second, &s), 0);
+	assert_true(s.n <= 121);
+	assert_true(s.n >= 100);
+	total = 0;
+	for (size_t i = 0; i < s.n; i++)
+		total += s.off[i];
+	assert_int_equal(total, 36000000000000ull);
+}
+
 static void test_bad_event(void **state)
 {
 	struct fixture *f = *state;
@@ -252,6 +355,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_identity_splits_stacks, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_unknown_user_frame, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_histograms, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_offcpu_spread, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bad_event, setup, teardown),
 	};
 
