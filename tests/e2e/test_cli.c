@@ -3,7 +3,10 @@
  * Bad input to `hotcold record`: a documented exit code, exactly one line on stderr saying
  * why, and nothing written. Runs the real binary; needs no root (refused before BPF).
  */
+#include <arpa/inet.h>
 #include <dirent.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -118,6 +121,88 @@ static void test_bad_input(void **state)
 	unlink(err_path);
 	rmdir(dir);
 	free(outdir);
+	free(dir);
+}
+
+/* Bad input to `hotcold serve`: refused before it listens or loads anything. */
+static const struct bad_case serve_cases[] = {
+	{ { "--listen", "bogus" }, 64, "--listen bogus" },
+	{ { "--listen", "127.0.0.1:99999" }, 64, "--listen 127.0.0.1:99999" },
+	{ { "--listen", "example.com:80" }, 64, "--listen example.com:80" },
+	{ { "--retention", "1s" }, 64, "between 10s and 7d" },
+	{ { "--retention", "8d" }, 64, "between 10s and 7d" },
+	{ { "--retention", "soon" }, 64, "not a number" },
+	{ { "--max-store", "10" }, 64, "1M to 64G" },
+	{ { "--max-store", "17179869185G" }, 64, "1M to 64G" },
+	{ { "--max-store", "32X" }, 64, "1M to 64G" },
+	{ { "--user", "" }, 64, "empty user name" },
+	{ { "-F", "6000hz" }, 64, "200 us" },
+	{ { "--no-offcpu", "--min-block", "1ms" }, 64, "cannot be combined" },
+	{ { "extra-arg" }, 64, "unexpected argument" },
+};
+
+static void test_serve_bad_input(void **state)
+{
+	char *dir = e2e_tmpdir(), err_path[512];
+
+	(void)state;
+	assert_non_null(dir);
+	snprintf(err_path, sizeof(err_path), "%s/stderr", dir);
+	for (size_t i = 0; i < sizeof(serve_cases) / sizeof(serve_cases[0]); i++) {
+		const struct bad_case *c = &serve_cases[i];
+		char *argv[12], *text;
+		int n = 0, rc, lines = 0;
+
+		argv[n++] = (char *)hotcold;
+		argv[n++] = "serve";
+		for (int k = 0; c->args[k]; k++)
+			argv[n++] = (char *)c->args[k];
+		argv[n] = NULL;
+		rc = e2e_run(argv, err_path, 20000);
+		text = e2e_read_file(err_path, NULL);
+		for (char *p = text; p && *p; p++)
+			lines += *p == '\n';
+		print_message("serve %s %s -> %d: %s", c->args[0], c->args[1] ? c->args[1] : "", rc,
+			      text ? text : "(none)\n");
+		assert_int_equal(rc, c->exit_code);
+		assert_non_null(text);
+		assert_non_null(strstr(text, c->why));
+		assert_int_equal(lines, 1);
+		free(text);
+	}
+	unlink(err_path);
+	rmdir(dir);
+	free(dir);
+}
+
+/* The port is taken: 73, naming the address, before anything else happens. */
+static void test_serve_port_in_use(void **state)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t len = sizeof(sa);
+	char *dir = e2e_tmpdir(), err_path[512], listen_arg[64], *text;
+	int fd = socket(AF_INET, SOCK_STREAM, 0), rc;
+
+	(void)state;
+	assert_true(fd >= 0);
+	assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	assert_int_equal(listen(fd, 1), 0);
+	assert_int_equal(getsockname(fd, (struct sockaddr *)&sa, &len), 0);
+	snprintf(listen_arg, sizeof(listen_arg), "127.0.0.1:%u", ntohs(sa.sin_port));
+	snprintf(err_path, sizeof(err_path), "%s/stderr", dir);
+	{
+		char *argv[] = { (char *)hotcold, "serve", "--listen", listen_arg, NULL };
+
+		rc = e2e_run(argv, err_path, 20000);
+	}
+	text = e2e_read_file(err_path, NULL);
+	print_message("serve --listen %s (taken) -> %d: %s", listen_arg, rc, text);
+	assert_int_equal(rc, 73);
+	assert_non_null(strstr(text, listen_arg));
+	close(fd);
+	free(text);
+	unlink(err_path);
+	rmdir(dir);
 	free(dir);
 }
 
@@ -374,6 +459,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_bad_input),
+		cmocka_unit_test(test_serve_bad_input),
+		cmocka_unit_test(test_serve_port_in_use),
 		cmocka_unit_test(test_unwritable_output),
 		cmocka_unit_test(test_unknown_command),
 		cmocka_unit_test(test_unprivileged),

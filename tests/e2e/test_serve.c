@@ -569,6 +569,31 @@ static void test_sigterm_releases_bpf(void **state)
 	stop_and_check("server", SIGTERM);
 }
 
+/* The server cannot become --user: serve ends with its exit code (77) and says why. */
+static void test_bad_user(void **state)
+{
+	char *dir = e2e_tmpdir(), err[512], *text;
+	char *argv[] = { (char *)hotcold, "serve", "--listen", "127.0.0.1:0", "--user",
+			 "no-such-user-hc", NULL };
+	int rc;
+
+	(void)state;
+	snprintf(err, sizeof(err), "%s/stderr", dir);
+	rc = e2e_run(argv, err, 10000);
+	text = e2e_read_file(err, NULL);
+	print_message("serve --user no-such-user-hc -> %d: %s", rc, text);
+	assert_int_equal(rc, 77);
+	assert_non_null(strstr(text, "no user 'no-such-user-hc'"));
+	/* the kernel frees programs shortly after their last fd closes */
+	for (int i = 0; i < 100 && hc_programs_loaded() != 0; i++)
+		usleep(20000);
+	assert_int_equal(hc_programs_loaded(), 0);
+	free(text);
+	unlink(err);
+	rmdir(dir);
+	free(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest api[] = {
@@ -582,6 +607,7 @@ int main(void)
 	};
 	const struct CMUnitTest lifecycle[] = {
 		cmocka_unit_test(test_sigterm_releases_bpf),
+		cmocka_unit_test(test_bad_user),
 	};
 	int failed;
 
