@@ -15,11 +15,13 @@
 #      its processes) as a share of one core. Medians over rounds.
 #   2. API. A serve instance keeps running under a load with many distinct stacks (the
 #      compiler building hotcold, over and over, in a scratch build dir) for W s; then each
-#      query is timed R times with curl (median): /api/profile for the last 60 s and 5 min,
-#      pruned to 20000 nodes and unpruned, /api/timeline for the whole range, /api/status.
-#      Node counts come from the answers.
+#      query is timed R times with curl (median), first with the compiler still running (it
+#      takes both CPUs: the server competes for one), then again 3 s after it stopped, over
+#      the same seconds: /api/profile pruned to 20000 nodes and unpruned (the node count of
+#      the range), /api/timeline for the last hour, /api/status.
 #
-# Usage: bench/serve.sh [--rounds N] [--seconds T] [--warm W] [--reps R] [--quick]  (as root)
+# Usage: bench/serve.sh [--rounds N] [--seconds T] [--warm W] [--reps R] [--quick]
+#                       [--api-only]                                             (as root)
 # Results: printed, and written to bench/results/serve-<UTC timestamp>/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -32,6 +34,7 @@ while [ $# -gt 0 ]; do
 	--warm) warm=$2; shift ;;
 	--reps) reps=$2; shift ;;
 	--quick) rounds=1 seconds=20 warm=30 reps=3 ;;
+	--api-only) rounds=0 ;;
 	*) echo "unknown option $1" >&2; exit 64 ;;
 	esac
 	shift
@@ -100,6 +103,7 @@ run_tool() { # name -> "max_rss_kb last_rss_kb cpu_share"
 
 median() { sort -n | awk '{a[NR] = $1} END {print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2}'; }
 
+if [ "$rounds" -gt 0 ]; then
 echo "footprint: $rounds rounds x $seconds s per tool, busy mix running" | tee "$out/summary.md"
 mix_s=$((rounds * 3 * (seconds + 6) + 30))
 stress-ng --cpu 1 --switch 1 --pipe 1 --timeout $mix_s >/dev/null 2>&1 &
@@ -129,6 +133,7 @@ wait $mix $churn 2>/dev/null || true
 			'BEGIN { printf "| %s | %.1f | %.1f | %.2f |\n", t, m / 1024, l / 1024, c * 100 }'
 	done
 } | tee -a "$out/summary.md"
+fi
 
 # ---- 2. the API on a warm store ----
 echo | tee -a "$out/summary.md"
@@ -156,20 +161,32 @@ query() { # path -> "median_ms nodes bytes"
 	printf '%s\n' "${times[@]}" | awk '{print $1 * 1000}' | median | tr '\n' ' '
 	echo "$nodes $sz"
 }
-{
+queries() { # label; the same absolute seconds each time
+	echo
+	echo "$1"
 	echo
 	echo "| query | median ms | nodes | bytes |"
 	echo "|---|---|---|---|"
-	for q in "/api/profile?from=-60s" "/api/profile?from=-60s&max_nodes=1000000" \
-		"/api/profile?from=-5m" "/api/profile?from=-5m&max_nodes=1000000" \
+	for q in "/api/profile?from=$r_from&to=$r_to" \
+		"/api/profile?from=$r_from&to=$r_to&max_nodes=1000000" \
+		"/api/profile?from=$r_to_30&to=$r_to" \
+		"/api/profile?from=$r_to_30&to=$r_to&max_nodes=1000000" \
 		"/api/timeline?from=-1h" "/api/status"; do
 		read -r ms nodes sz <<<"$(query "$q")"
 		echo "| \`$q\` | $ms | $nodes | $sz |"
 	done
-} | tee -a "$out/summary.md"
-curl -s "http://$addr/api/status" | jq -c '{memory, store, retention}' | tee -a "$out/summary.md"
+}
+now_s=$(date +%s)
+r_to=$(((now_s - 3) * 1000))
+r_from=$((r_to - 60000))
+r_to_30=$((r_to - 10000))
+queries "while the compiler loop runs (ranges: 60 s and 10 s, ending 3 s ago)" | tee -a "$out/summary.md"
 kill $load 2>/dev/null || true
 wait $load 2>/dev/null || true
+pkill -f "ninja -C $scratch" 2>/dev/null || true
+sleep 3
+queries "the same seconds, the machine quiet" | tee -a "$out/summary.md"
+curl -s "http://$addr/api/status" | jq -c '{memory, store, retention}' | tee -a "$out/summary.md"
 kill -TERM $spid
 wait $spid 2>/dev/null || true
 rm -rf "$scratch"
