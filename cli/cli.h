@@ -12,10 +12,54 @@
 #define HOTCOLD_CLI_H
 
 #include <stdbool.h>
+#include <stdint.h>
+#include <getopt.h>
+#include <signal.h>
+
+#include "cli/timespec.h"
 
 int cmd_record(int argc, char **argv);
 int cmd_report(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
+
+/* Options record and serve share (cli/common.c). */
+struct hc_common_args {
+	struct hc_rate rate; /* -F, default 99 Hz */
+	bool verbose;	     /* -v */
+	bool no_demangle;
+	bool no_offcpu;
+	uint64_t min_block_ns;
+	uint64_t stack_budget; /* 0: the default */
+	bool no_stack_reuse;
+};
+
+enum {
+	HC_OPT_NO_DEMANGLE = 0x1000,
+	HC_OPT_NO_OFFCPU,
+	HC_OPT_MIN_BLOCK,
+	HC_OPT_STACK_BUDGET,
+	HC_OPT_NO_STACK_REUSE,
+};
+
+/* getopt_long entries of the shared options (with "F:v" in the short option string). */
+#define HC_COMMON_LONGOPTS                                                    \
+	{ "frequency", required_argument, NULL, 'F' },                        \
+	{ "verbose", no_argument, NULL, 'v' },                                \
+	{ "no-demangle", no_argument, NULL, HC_OPT_NO_DEMANGLE },             \
+	{ "no-offcpu", no_argument, NULL, HC_OPT_NO_OFFCPU },                 \
+	{ "min-block", required_argument, NULL, HC_OPT_MIN_BLOCK },           \
+	{ "stack-budget", required_argument, NULL, HC_OPT_STACK_BUDGET },     \
+	{ "no-stack-reuse", no_argument, NULL, HC_OPT_NO_STACK_REUSE }
+
+void hc_common_args__init(struct hc_common_args *a);
+/* One getopt result: 0 handled, -1 not a shared option, EX_USAGE (the reason printed). */
+int hc_common_args__parse(struct hc_common_args *a, int opt, const char *arg);
+/* Any off-CPU tuning given (what --no-offcpu cannot be combined with). */
+bool hc_common_args__offcpu_tuned(const struct hc_common_args *a);
+
+/* SIGINT and SIGTERM set hc_stop_requested (a capture or serve then ends cleanly). */
+extern volatile sig_atomic_t hc_stop_requested;
+void hc_catch_stop_signals(void);
 
 /* One line on stderr, "hotcold: <message>". */
 void hc_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -26,20 +26,14 @@
 enum format { FORMAT_JSON, FORMAT_FOLDED };
 
 struct record_cfg {
-	struct hc_rate rate;
+	struct hc_common_args c; /* -F, -v, symbols, off-CPU settings */
 	uint64_t duration_ns;
 	uint32_t *tgids;
 	size_t n_tgids;
 	const char *output; /* NULL: stdout */
 	enum format format;
-	bool verbose;
-	bool no_demangle;
 	const char *comm;
-	bool no_offcpu;
-	uint64_t min_block_ns;
 	bool wakers;
-	bool no_stack_reuse;
-	uint64_t stack_budget;
 };
 
 /* Output staged in a temporary file next to the target, renamed into place when complete,
@@ -48,14 +42,6 @@ struct output {
 	char *tmp_path;
 	FILE *f;
 };
-
-static volatile sig_atomic_t stop_requested;
-
-static void on_signal(int sig)
-{
-	(void)sig;
-	stop_requested = 1;
-}
 
 static void usage(FILE *out)
 {
@@ -168,45 +154,33 @@ static int parse_args(int argc, char **argv, struct record_cfg *cfg)
 {
 	enum {
 		OPT_FORMAT = 256,
-		OPT_NO_DEMANGLE,
 		OPT_COMM,
-		OPT_NO_OFFCPU,
-		OPT_MIN_BLOCK,
 		OPT_WAKERS,
-		OPT_STACK_BUDGET,
-		OPT_NO_STACK_REUSE,
 	};
 	static const struct option opts[] = {
-		{"frequency", required_argument, NULL, 'F'},
+		HC_COMMON_LONGOPTS,
 		{"duration", required_argument, NULL, 'd'},
 		{"pid", required_argument, NULL, 'p'},
 		{"output", required_argument, NULL, 'o'},
 		{"format", required_argument, NULL, OPT_FORMAT},
-		{"no-demangle", no_argument, NULL, OPT_NO_DEMANGLE},
 		{"comm", required_argument, NULL, OPT_COMM},
-		{"no-offcpu", no_argument, NULL, OPT_NO_OFFCPU},
-		{"min-block", required_argument, NULL, OPT_MIN_BLOCK},
 		{"wakers", no_argument, NULL, OPT_WAKERS},
-		{"stack-budget", required_argument, NULL, OPT_STACK_BUDGET},
-		{"no-stack-reuse", no_argument, NULL, OPT_NO_STACK_REUSE},
-		{"verbose", no_argument, NULL, 'v'},
 		{"help", no_argument, NULL, 'h'},
 		{0},
 	};
 	char why[256];
 	int c, rc;
 
-	hc_rate__parse("99", &cfg->rate, why, sizeof(why));
+	hc_common_args__init(&cfg->c);
 	cfg->duration_ns = 10ull * 1000000000ull;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "F:d:p:o:vh", opts, NULL)) != -1) {
+		rc = hc_common_args__parse(&cfg->c, c, optarg);
+		if (rc > 0)
+			return rc;
+		if (rc == 0)
+			continue;
 		switch (c) {
-		case 'F':
-			if (hc_rate__parse(optarg, &cfg->rate, why, sizeof(why))) {
-				hc_err("-F %s: %s", optarg, why);
-				return EX_USAGE;
-			}
-			break;
 		case 'd':
 			if (hc_duration__parse(optarg, &cfg->duration_ns, why, sizeof(why))) {
 				hc_err("-d %s: %s", optarg, why);
@@ -235,9 +209,6 @@ static int parse_args(int argc, char **argv, struct record_cfg *cfg)
 				return EX_USAGE;
 			}
 			break;
-		case OPT_NO_DEMANGLE:
-			cfg->no_demangle = true;
-			break;
 		case OPT_COMM:
 			if (!*optarg) {
 				hc_err("--comm: empty process name");
@@ -245,40 +216,8 @@ static int parse_args(int argc, char **argv, struct record_cfg *cfg)
 			}
 			cfg->comm = optarg;
 			break;
-		case OPT_NO_OFFCPU:
-			cfg->no_offcpu = true;
-			break;
-		case OPT_MIN_BLOCK:
-			if (hc_duration__parse(optarg, &cfg->min_block_ns, why, sizeof(why))) {
-				hc_err("--min-block %s: %s", optarg, why);
-				return EX_USAGE;
-			}
-			break;
 		case OPT_WAKERS:
 			cfg->wakers = true;
-			break;
-		case OPT_STACK_BUDGET: {
-			char *end;
-			unsigned long long v;
-
-			errno = 0;
-			v = strtoull(optarg, &end, 10);
-			if (errno || end == optarg || *end || optarg[0] == '-' || v < 1 ||
-			    v > 1000000) {
-				hc_err("--stack-budget %s: a number of stack captures per second "
-				       "per "
-				       "CPU, 1 to 1000000",
-				       optarg);
-				return EX_USAGE;
-			}
-			cfg->stack_budget = v;
-			break;
-		}
-		case OPT_NO_STACK_REUSE:
-			cfg->no_stack_reuse = true;
-			break;
-		case 'v':
-			cfg->verbose = true;
 			break;
 		case 'h':
 			usage(stdout);
@@ -288,8 +227,7 @@ static int parse_args(int argc, char **argv, struct record_cfg *cfg)
 			return EX_USAGE;
 		}
 	}
-	if (cfg->no_offcpu &&
-	    (cfg->min_block_ns || cfg->wakers || cfg->stack_budget || cfg->no_stack_reuse)) {
+	if (cfg->c.no_offcpu && (hc_common_args__offcpu_tuned(&cfg->c) || cfg->wakers)) {
 		hc_err("--no-offcpu cannot be combined with --min-block, --wakers, --stack-budget "
 		       "or --no-stack-reuse");
 		return EX_USAGE;
@@ -298,7 +236,7 @@ static int parse_args(int argc, char **argv, struct record_cfg *cfg)
 		hc_err("unexpected argument '%s' (see hotcold record --help)", argv[optind]);
 		return EX_USAGE;
 	}
-	if (hc_rate__check_kernel_max(&cfg->rate,
+	if (hc_rate__check_kernel_max(&cfg->c.rate,
 				      read_u64_file("/proc/sys/kernel/perf_event_max_sample_rate"),
 				      why, sizeof(why))) {
 		hc_err("-F: %s", why);
@@ -465,10 +403,10 @@ static json_t *scheduler_json(const struct record_cfg *cfg, const struct hc_samp
 	doc = json_pack(
 		"{s:b, s:I, s:I, s:b, s:b, s:I, s:I, s:{s:I, s:I}, s:{s:I, s:I, s:I}, s:{s:I, s:I},"
 		" s:I, s:I, s:{s:I, s:f, s:o}}",
-		"offcpu", 1, "min_block_ns", (json_int_t)cfg->min_block_ns,
+		"offcpu", 1, "min_block_ns", (json_int_t)cfg->c.min_block_ns,
 		"stack_budget_per_cpu_s",
-		(json_int_t)(cfg->stack_budget ? cfg->stack_budget : 10000), "stack_reuse",
-		!cfg->no_stack_reuse, "wakers", cfg->wakers, "switches",
+		(json_int_t)(cfg->c.stack_budget ? cfg->c.stack_budget : 10000), "stack_reuse",
+		!cfg->c.no_stack_reuse, "wakers", cfg->wakers, "switches",
 		(json_int_t)t[HC_CNT_SWITCHES], "switch_in_unseen",
 		(json_int_t)t[HC_CNT_SWITCHIN_MISSED], "intervals", "blocked",
 		(json_int_t)as->blocked_intervals, "preempted", (json_int_t)as->preempted_intervals,
@@ -498,15 +436,15 @@ static int fill_profile(struct hc_profile *p, const struct record_cfg *cfg,
 	}
 	p->started_at_ns = started_at_ns;
 	p->duration_ns = duration_ns;
-	p->sampling.frequency_hz = cfg->rate.hz;
-	p->sampling.period_ns = cfg->rate.period_ns;
+	p->sampling.frequency_hz = cfg->c.rate.hz;
+	p->sampling.period_ns = cfg->c.rate.period_ns;
 	p->sampling.cpus = cnt->n_cpus;
 	p->sampling.per_cpu = calloc(cnt->n_cpus, sizeof(*p->sampling.per_cpu));
 	if (!p->sampling.per_cpu || !p->host || !p->kernel)
 		return -ENOMEM;
 	p->sampling.n_per_cpu = cnt->n_cpus;
 	for (uint32_t i = 0; i < cnt->n_cpus; i++) {
-		uint64_t expected = duration_ns / cfg->rate.period_ns;
+		uint64_t expected = duration_ns / cfg->c.rate.period_ns;
 
 		p->sampling.per_cpu[i].cpu = cnt->cpus[i];
 		p->sampling.per_cpu[i].expected = expected;
@@ -541,7 +479,7 @@ static int fill_profile(struct hc_profile *p, const struct record_cfg *cfg,
 			return -ENOMEM;
 	}
 
-	p->totals.on_cpu_ns = as.samples * cfg->rate.period_ns;
+	p->totals.on_cpu_ns = as.samples * cfg->c.rate.period_ns;
 	p->totals.kernel_samples = as.kernel_samples;
 	p->totals.user_samples = as.user_samples;
 
@@ -578,7 +516,6 @@ int cmd_record(int argc, char **argv)
 	struct hc_profile *prof = NULL;
 	struct output out = {0};
 	struct hc_agg *agg = NULL;
-	struct sigaction sa = {0};
 	uint64_t t0, t1, t_tree, t_enc, deadline;
 	struct hc_sampler_window win;
 	char comm[HC_TASK_COMM_LEN];
@@ -588,7 +525,7 @@ int cmd_record(int argc, char **argv)
 	rc = parse_args(argc, argv, &cfg);
 	if (rc)
 		goto out;
-	hc_libbpf_verbose(cfg.verbose);
+	hc_libbpf_verbose(cfg.c.verbose);
 	for (size_t i = 0; i < cfg.n_tgids; i++) {
 		if (kill((pid_t)cfg.tgids[i], 0) != 0 && errno == ESRCH) {
 			hc_err("-p %u: no such process", cfg.tgids[i]);
@@ -602,17 +539,17 @@ int cmd_record(int argc, char **argv)
 		goto out;
 
 	raise_nofile_limit();
-	sopts.no_demangle = cfg.no_demangle;
+	sopts.no_demangle = cfg.c.no_demangle;
 	sym = hc_symbolizer__new(&sopts);
 	if (!sym) {
 		rc = EX_OSERR;
 		goto out;
 	}
 	err = hc_symbolizer__load_kernel(sym);
-	if (err && cfg.verbose)
+	if (err && cfg.c.verbose)
 		hc_err("warning: kernel symbols unavailable (%s): kernel frames stay [unknown]",
 		       strerror(-err));
-	agg = hc_agg__new(sym, cfg.rate.period_ns);
+	agg = hc_agg__new(sym, cfg.c.rate.period_ns);
 	if (!agg) {
 		rc = EX_OSERR;
 		goto out;
@@ -627,14 +564,14 @@ int cmd_record(int argc, char **argv)
 					   .thist = on_thist,
 					   .waker = on_waker,
 					   .ctx = agg};
-	popts.period_ns = cfg.rate.period_ns;
+	popts.period_ns = cfg.c.rate.period_ns;
 	popts.tgids = cfg.tgids;
 	popts.n_tgids = cfg.n_tgids;
-	popts.no_offcpu = cfg.no_offcpu;
-	popts.min_block_ns = cfg.min_block_ns;
+	popts.no_offcpu = cfg.c.no_offcpu;
+	popts.min_block_ns = cfg.c.min_block_ns;
 	popts.wakers = cfg.wakers;
-	popts.no_stack_reuse = cfg.no_stack_reuse;
-	popts.stack_budget = cfg.stack_budget;
+	popts.no_stack_reuse = cfg.c.no_stack_reuse;
+	popts.stack_budget = cfg.c.stack_budget;
 	if (cfg.comm) {
 		snprintf(comm, sizeof(comm), "%s", cfg.comm); /* the kernel's 15 bytes */
 		popts.comm = comm;
@@ -647,10 +584,7 @@ int cmd_record(int argc, char **argv)
 		goto out;
 	}
 
-	sa.sa_handler = on_signal; /* no SA_RESTART: poll returns EINTR at once */
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
+	hc_catch_stop_signals();
 
 	started_at = (int64_t)now_ns(CLOCK_REALTIME);
 	t0 = now_ns(CLOCK_MONOTONIC);
@@ -665,7 +599,7 @@ int cmd_record(int argc, char **argv)
 	hc_sampler__window(sampler, &win);
 	hc_agg__set_window_start(agg, win.start_ns);
 	deadline = t0 + cfg.duration_ns;
-	while (!stop_requested) {
+	while (!hc_stop_requested) {
 		uint64_t now = now_ns(CLOCK_MONOTONIC);
 		int64_t left_ms;
 
@@ -749,7 +683,7 @@ int cmd_record(int argc, char **argv)
 		goto out;
 	}
 	rc = output_commit(&out, cfg.output);
-	if (!rc && cfg.verbose) {
+	if (!rc && cfg.c.verbose) {
 		fprintf(stderr,
 			"hotcold: %llu samples (%llu idle) on %u CPUs in %.3f s, expected %llu; "
 			"%zu distinct stacks, %zu nodes; written %.1f ms after the window closed "

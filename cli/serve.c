@@ -35,26 +35,12 @@
 #endif
 
 struct serve_cfg {
-	struct hc_rate rate;
+	struct hc_common_args c; /* -F, -v, symbols, off-CPU settings */
 	const char *listen;
 	uint64_t retention_s;
 	uint64_t max_store_bytes;
 	const char *user;
-	bool no_offcpu;
-	uint64_t min_block_ns;
-	uint64_t stack_budget;
-	bool no_stack_reuse;
-	bool no_demangle;
-	bool verbose;
 };
-
-static volatile sig_atomic_t stop_requested;
-
-static void on_signal(int sig)
-{
-	(void)sig;
-	stop_requested = 1;
-}
 
 static void usage(FILE *out)
 {
@@ -120,45 +106,33 @@ static int parse_args(int argc, char **argv, struct serve_cfg *cfg)
 		OPT_RETENTION = 256,
 		OPT_MAX_STORE,
 		OPT_USER,
-		OPT_NO_OFFCPU,
-		OPT_MIN_BLOCK,
-		OPT_STACK_BUDGET,
-		OPT_NO_STACK_REUSE,
-		OPT_NO_DEMANGLE,
 	};
 	static const struct option opts[] = {
-		{"frequency", required_argument, NULL, 'F'},
+		HC_COMMON_LONGOPTS,
 		{"listen", required_argument, NULL, 'l'},
 		{"retention", required_argument, NULL, OPT_RETENTION},
 		{"max-store", required_argument, NULL, OPT_MAX_STORE},
 		{"user", required_argument, NULL, OPT_USER},
-		{"no-offcpu", no_argument, NULL, OPT_NO_OFFCPU},
-		{"min-block", required_argument, NULL, OPT_MIN_BLOCK},
-		{"stack-budget", required_argument, NULL, OPT_STACK_BUDGET},
-		{"no-stack-reuse", no_argument, NULL, OPT_NO_STACK_REUSE},
-		{"no-demangle", no_argument, NULL, OPT_NO_DEMANGLE},
-		{"verbose", no_argument, NULL, 'v'},
 		{"help", no_argument, NULL, 'h'},
 		{0},
 	};
 	char why[256];
 	uint64_t ns;
-	int c;
+	int c, rc;
 
-	hc_rate__parse("99", &cfg->rate, why, sizeof(why));
+	hc_common_args__init(&cfg->c);
 	cfg->listen = "127.0.0.1:8080";
 	cfg->retention_s = 3600;
 	cfg->max_store_bytes = 32ull << 20;
 	cfg->user = "nobody";
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "F:l:vh", opts, NULL)) != -1) {
+		rc = hc_common_args__parse(&cfg->c, c, optarg);
+		if (rc > 0)
+			return rc;
+		if (rc == 0)
+			continue;
 		switch (c) {
-		case 'F':
-			if (hc_rate__parse(optarg, &cfg->rate, why, sizeof(why))) {
-				hc_err("-F %s: %s", optarg, why);
-				return EX_USAGE;
-			}
-			break;
 		case 'l':
 			cfg->listen = optarg;
 			break;
@@ -187,40 +161,6 @@ static int parse_args(int argc, char **argv, struct serve_cfg *cfg)
 			}
 			cfg->user = optarg;
 			break;
-		case OPT_NO_OFFCPU:
-			cfg->no_offcpu = true;
-			break;
-		case OPT_MIN_BLOCK:
-			if (hc_duration__parse(optarg, &cfg->min_block_ns, why, sizeof(why))) {
-				hc_err("--min-block %s: %s", optarg, why);
-				return EX_USAGE;
-			}
-			break;
-		case OPT_STACK_BUDGET: {
-			char *end;
-			unsigned long long v;
-
-			errno = 0;
-			v = strtoull(optarg, &end, 10);
-			if (errno || end == optarg || *end || optarg[0] == '-' || v < 1 ||
-			    v > 1000000) {
-				hc_err("--stack-budget %s: a number of stack captures per second "
-				       "per CPU, 1 to 1000000",
-				       optarg);
-				return EX_USAGE;
-			}
-			cfg->stack_budget = v;
-			break;
-		}
-		case OPT_NO_STACK_REUSE:
-			cfg->no_stack_reuse = true;
-			break;
-		case OPT_NO_DEMANGLE:
-			cfg->no_demangle = true;
-			break;
-		case 'v':
-			cfg->verbose = true;
-			break;
 		case 'h':
 			usage(stdout);
 			exit(0);
@@ -233,7 +173,7 @@ static int parse_args(int argc, char **argv, struct serve_cfg *cfg)
 		hc_err("unexpected argument '%s' (see hotcold serve --help)", argv[optind]);
 		return EX_USAGE;
 	}
-	if (cfg->no_offcpu && (cfg->min_block_ns || cfg->stack_budget || cfg->no_stack_reuse)) {
+	if (cfg->c.no_offcpu && hc_common_args__offcpu_tuned(&cfg->c)) {
 		hc_err("--no-offcpu cannot be combined with --min-block, --stack-budget or "
 		       "--no-stack-reuse");
 		return EX_USAGE;
@@ -247,7 +187,7 @@ static int run_server(const struct serve_cfg *cfg, int sock, struct hc_listen *l
 	struct hc_backend_opts bopts = {
 		.store = { .retention_s = cfg->retention_s,
 			   .max_bytes = (size_t)cfg->max_store_bytes,
-			   .period_ns = cfg->rate.period_ns },
+			   .period_ns = cfg->c.rate.period_ns },
 		.version = HOTCOLD_VERSION,
 	};
 	struct hc_server_opts sopts = { .listen_fd = l->fd, .listen_addr = l->addr };
@@ -280,7 +220,7 @@ static int run_server(const struct serve_cfg *cfg, int sock, struct hc_listen *l
 		hc_backend__free(b);
 		return EX_SOFTWARE;
 	}
-	while (!stop_requested) {
+	while (!hc_stop_requested) {
 		struct pollfd p = { .fd = sock, .events = POLLIN };
 
 		err = poll(&p, 1, 250);
@@ -331,7 +271,6 @@ int cmd_serve(int argc, char **argv)
 	struct hc_collector_opts copts = {0};
 	struct hc_collector *coll = NULL;
 	struct hc_listen l = { .fd = -1 };
-	struct sigaction sa = {0};
 	const char *what = NULL;
 	bool peer_gone = false;
 	char why[256];
@@ -341,7 +280,7 @@ int cmd_serve(int argc, char **argv)
 	rc = parse_args(argc, argv, &cfg);
 	if (rc)
 		return rc;
-	hc_libbpf_verbose(cfg.verbose);
+	hc_libbpf_verbose(cfg.c.verbose);
 	err = hc_listen__open(cfg.listen, &l, why, sizeof(why));
 	if (err) {
 		hc_err("--listen %s: %s", cfg.listen, why);
@@ -352,10 +291,7 @@ int cmd_serve(int argc, char **argv)
 		hc_listen__close(&l);
 		return EX_OSERR;
 	}
-	sa.sa_handler = on_signal; /* no SA_RESTART: poll returns EINTR at once */
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
+	hc_catch_stop_signals();
 	signal(SIGPIPE, SIG_IGN);
 
 	fflush(NULL);
@@ -372,14 +308,14 @@ int cmd_serve(int argc, char **argv)
 	close(sv[1]);
 	hc_listen__close(&l);
 
-	copts.period_ns = cfg.rate.period_ns;
-	copts.frequency_hz = cfg.rate.hz;
+	copts.period_ns = cfg.c.rate.period_ns;
+	copts.frequency_hz = cfg.c.rate.hz;
 	copts.retention_s = cfg.retention_s;
-	copts.no_offcpu = cfg.no_offcpu;
-	copts.min_block_ns = cfg.min_block_ns;
-	copts.stack_budget = cfg.stack_budget;
-	copts.no_stack_reuse = cfg.no_stack_reuse;
-	copts.no_demangle = cfg.no_demangle;
+	copts.no_offcpu = cfg.c.no_offcpu;
+	copts.min_block_ns = cfg.c.min_block_ns;
+	copts.stack_budget = cfg.c.stack_budget;
+	copts.no_stack_reuse = cfg.c.no_stack_reuse;
+	copts.no_demangle = cfg.c.no_demangle;
 	copts.fd = sv[0];
 	coll = hc_collector__new(&copts, &what);
 	if (!coll) {
@@ -389,9 +325,9 @@ int cmd_serve(int argc, char **argv)
 		goto out;
 	}
 	fprintf(stderr, "hotcold: serving http://%s/ (sampling %g Hz on every CPU%s; keeping %llu s)\n",
-		l.addr, cfg.rate.hz, cfg.no_offcpu ? "" : ", off-CPU time too",
+		l.addr, cfg.c.rate.hz, cfg.c.no_offcpu ? "" : ", off-CPU time too",
 		(unsigned long long)cfg.retention_s);
-	err = hc_collector__run(coll, &stop_requested, &peer_gone);
+	err = hc_collector__run(coll, &hc_stop_requested, &peer_gone);
 	if (err) {
 		hc_err("collector: %s", strerror(-err));
 		rc = EX_SOFTWARE;
@@ -402,7 +338,7 @@ out:
 	close(sv[0]);
 	status = reap(child, 1500);
 	/* The server ended on its own: its exit code (it said why), or 70 for a crash. */
-	if (!rc && peer_gone && !stop_requested) {
+	if (!rc && peer_gone && !hc_stop_requested) {
 		if (WIFEXITED(status)) {
 			rc = WEXITSTATUS(status);
 		} else {

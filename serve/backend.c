@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "serve/self.h"
 #include "serve/wire.h"
 
 #define NS 1000000000ll
@@ -447,19 +448,6 @@ out:
 
 /* ---- /api/status and /metrics ---- */
 
-static uint64_t self_rss(void)
-{
-	unsigned long size, resident;
-	FILE *f = fopen("/proc/self/statm", "re");
-	int ok;
-
-	if (!f)
-		return 0;
-	ok = fscanf(f, "%lu %lu", &size, &resident) == 2;
-	fclose(f);
-	return ok ? (uint64_t)resident * (uint64_t)sysconf(_SC_PAGESIZE) : 0;
-}
-
 static json_t *api_status(void *ctx, int *status, char *why, size_t wl)
 {
 	struct hc_backend *b = ctx;
@@ -494,7 +482,7 @@ static json_t *api_status(void *ctx, int *status, char *why, size_t wl)
 		(json_int_t)st.trie_nodes, "frames", (json_int_t)st.frames, "expired_ns",
 		(json_int_t)st.expired_ns, "evicted_early_s", (json_int_t)st.evicted_early,
 		"gc_runs", (json_int_t)st.gc_runs, "store_errors", (json_int_t)b->store_errors, "memory", "store_bytes", (json_int_t)st.bytes,
-		"server_rss_bytes", (json_int_t)self_rss(), "collector_rss_bytes",
+		"server_rss_bytes", (json_int_t)hc_self__rss_bytes(), "collector_rss_bytes",
 		(json_int_t)status_u64(coll, "rss_bytes"), "collector_cpu_ns",
 		(json_int_t)status_u64(coll, "cpu_ns"));
 	pthread_rwlock_unlock(&b->lock);
@@ -563,7 +551,7 @@ static char *api_metrics(void *ctx, size_t *len, int *status, char *why, size_t 
 		   "# TYPE hotcold_resident_bytes gauge\n"
 		   "hotcold_resident_bytes{process=\"server\"} %" PRIu64 "\n"
 		   "hotcold_resident_bytes{process=\"collector\"} %" PRIu64 "\n",
-		self_rss(), status_u64(coll, "rss_bytes"));
+		hc_self__rss_bytes(), status_u64(coll, "rss_bytes"));
 	fprintf(m, "# HELP hotcold_collector_cpu_seconds_total CPU time of the collector.\n"
 		   "# TYPE hotcold_collector_cpu_seconds_total counter\n"
 		   "hotcold_collector_cpu_seconds_total %.9f\n",

@@ -15,6 +15,7 @@
 #include "profile/store.h"
 #include "sampler/aggregate.h"
 #include "sampler/sampler.h"
+#include "serve/self.h"
 #include "serve/wire.h"
 #include "symbolize/symbolizer.h"
 
@@ -227,29 +228,6 @@ static int send_path(void *ctx, const struct hc_path_elem *path, size_t n,
 	return 0;
 }
 
-static uint64_t rss_bytes(void)
-{
-	unsigned long size, resident;
-	FILE *f = fopen("/proc/self/statm", "re");
-	int ok;
-
-	if (!f)
-		return 0;
-	ok = fscanf(f, "%lu %lu", &size, &resident) == 2;
-	fclose(f);
-	return ok ? (uint64_t)resident * (uint64_t)sysconf(_SC_PAGESIZE) : 0;
-}
-
-static uint64_t cpu_time_ns(void)
-{
-	struct rusage ru;
-
-	if (getrusage(RUSAGE_SELF, &ru))
-		return 0;
-	return (uint64_t)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000000ull +
-	       (uint64_t)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1000ull;
-}
-
 static void add_stats(struct hc_agg_stats *sum, const struct hc_agg_stats *s)
 {
 	const uint64_t *src = (const uint64_t *)s;
@@ -295,7 +273,7 @@ static void send_status(struct hc_collector *c, const struct hc_sampler_counts *
 			(json_int_t)cnt->total[HC_CNT_STACK_CAPTURED], "stacks_not_captured",
 			(json_int_t)cnt->total[HC_CNT_STACK_BUDGET], "before_retention_ns",
 			(json_int_t)c->sum.expired_ns, "collector", "rss_bytes",
-			(json_int_t)rss_bytes(), "cpu_ns", (json_int_t)cpu_time_ns(), "flushes",
+			(json_int_t)hc_self__rss_bytes(), "cpu_ns", (json_int_t)hc_self__cpu_ns(), "flushes",
 			(json_int_t)c->flushes, "flush_ns_last", (json_int_t)c->flush_ns_last,
 			"flush_ns_max", (json_int_t)c->flush_ns_max, "processes_pruned",
 			(json_int_t)c->procs_pruned, "frame_resets", (json_int_t)c->frame_resets, "frames",

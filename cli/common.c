@@ -1,0 +1,87 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* Options `record` and `serve` share: the rate, the off-CPU settings, symbols, verbosity. */
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sysexits.h>
+
+#include "cli/cli.h"
+
+void hc_common_args__init(struct hc_common_args *a)
+{
+	char why[256];
+
+	*a = (struct hc_common_args){0};
+	hc_rate__parse("99", &a->rate, why, sizeof(why));
+}
+
+int hc_common_args__parse(struct hc_common_args *a, int opt, const char *arg)
+{
+	char why[256];
+
+	switch (opt) {
+	case 'F':
+		if (hc_rate__parse(arg, &a->rate, why, sizeof(why))) {
+			hc_err("-F %s: %s", arg, why);
+			return EX_USAGE;
+		}
+		return 0;
+	case 'v':
+		a->verbose = true;
+		return 0;
+	case HC_OPT_NO_DEMANGLE:
+		a->no_demangle = true;
+		return 0;
+	case HC_OPT_NO_OFFCPU:
+		a->no_offcpu = true;
+		return 0;
+	case HC_OPT_MIN_BLOCK:
+		if (hc_duration__parse(arg, &a->min_block_ns, why, sizeof(why))) {
+			hc_err("--min-block %s: %s", arg, why);
+			return EX_USAGE;
+		}
+		return 0;
+	case HC_OPT_STACK_BUDGET: {
+		char *end;
+		unsigned long long v;
+
+		errno = 0;
+		v = strtoull(arg, &end, 10);
+		if (errno || end == arg || *end || arg[0] == '-' || v < 1 || v > 1000000) {
+			hc_err("--stack-budget %s: a number of stack captures per second per CPU, "
+			       "1 to 1000000",
+			       arg);
+			return EX_USAGE;
+		}
+		a->stack_budget = v;
+		return 0;
+	}
+	case HC_OPT_NO_STACK_REUSE:
+		a->no_stack_reuse = true;
+		return 0;
+	}
+	return -1;
+}
+
+bool hc_common_args__offcpu_tuned(const struct hc_common_args *a)
+{
+	return a->min_block_ns || a->stack_budget || a->no_stack_reuse;
+}
+
+volatile sig_atomic_t hc_stop_requested;
+
+static void on_stop_signal(int sig)
+{
+	(void)sig;
+	hc_stop_requested = 1;
+}
+
+void hc_catch_stop_signals(void)
+{
+	struct sigaction sa = { .sa_handler = on_stop_signal }; /* no SA_RESTART: poll()
+								  * returns EINTR at once */
+
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+}
