@@ -1727,20 +1727,104 @@ out:
 
 /* ---- memory cap: coarsening, early eviction ---- */
 
+/*
+ * Coarsening also merges identities that only grow memory: threads by name (tid 0), wakers
+ * (no pid/tid), and processes not seen in the newest COARSE_SPAN_S seconds (exited, or idle)
+ * by name (pid 0). Short-lived processes each had a subtree of their own; merged, a thousand
+ * `ls` runs are one `ls`, and the trie GC frees the rest. Processes still running keep their
+ * pid.
+ */
+struct coarse {
+	struct hc_store *st;
+	struct wtab *w;
+	uint32_t *memo;	 /* old node -> merged node + 1 (0: not yet), old nodes only */
+	uint8_t *alive;	 /* process-level node seen lately */
+	uint32_t n_old;	 /* trie nodes when coarsening began */
+};
+
+/* The process-level ancestor of node (the child of the root on its path). */
+static uint32_t process_node(const struct trie *t, uint32_t node)
+{
+	while (node && trie_parent(t, node))
+		node = trie_parent(t, node);
+	return node;
+}
+
+static int mark_alive_cb(void *ctx, uint32_t node, const struct hc_weights *w)
+{
+	struct coarse *c = ctx;
+
+	(void)w;
+	c->alive[process_node(&c->st->trie, node)] = 1;
+	return 0;
+}
+
+/* The node of the same path with identities merged, created if needed; < 0 -ENOMEM. */
+static int64_t merged_node(struct coarse *c, uint32_t node)
+{
+	struct trie *t = &c->st->trie;
+	uint32_t fr[HC_STORE_MAX_DEPTH + 1], x = node, proc = 0;
+	size_t n = 0;
+	int64_t parent = 0;
+
+	if (c->memo[node])
+		return c->memo[node] - 1;
+	while (x && n < HC_STORE_MAX_DEPTH + 1) {
+		fr[n++] = trie_frame(t, x);
+		proc = x;
+		x = trie_parent(t, x);
+	}
+	for (size_t i = n; i-- > 0;) {
+		struct frame f = c->st->frames[fr[i] - 1];
+		uint32_t fid = fr[i];
+
+		if ((f.kind == HC_NODE_PROCESS && !c->alive[proc] && f.id) ||
+		    (f.kind == HC_NODE_THREAD && f.id) ||
+		    (f.kind == HC_NODE_WAKER && (f.id || f.offset != -1))) {
+			int64_t id;
+
+			f.id = 0;
+			if (f.kind == HC_NODE_WAKER)
+				f.offset = -1;
+			id = frame_intern(c->st, &f);
+			if (id < 0)
+				return id;
+			fid = (uint32_t)id;
+		}
+		parent = trie_child(t, (uint32_t)parent, fid);
+		if (parent < 0)
+			return parent;
+	}
+	c->memo[node] = (uint32_t)parent + 1;
+	return parent;
+}
+
 static int coarse_w_cb(void *ctx, uint32_t node, const struct hc_weights *w)
 {
-	return wtab_add(ctx, node, w);
+	struct coarse *c = ctx;
+	int64_t m = node < c->n_old ? merged_node(c, node) : node;
+
+	return m < 0 ? (int)m : wtab_add(c->w, (uint32_t)m, w);
 }
 
 /* Merge the 1 s buckets [i0, i1) (all with start in [k, k + COARSE_SPAN_S)) into one. */
 static int coarsen(struct hc_store *st, size_t i0, size_t i1, int64_t k)
 {
 	struct bucket *nb = calloc(1, sizeof(*nb));
+	struct coarse c = { .st = st, .n_old = st->trie.n };
 	uint32_t hint = 0;
 	int err = -ENOMEM;
 
 	if (!nb)
 		return -ENOMEM;
+	c.memo = calloc(c.n_old, sizeof(*c.memo));
+	c.alive = calloc(c.n_old, 1);
+	if (!c.memo || !c.alive)
+		goto err_free;
+	/* Processes with data in the newest seconds keep their pid. */
+	for (size_t i = st->n_bk > COARSE_SPAN_S ? st->n_bk - COARSE_SPAN_S : 0; i < st->n_bk; i++)
+		if (bucket_each_weight(st, st->bk[i], mark_alive_cb, &c))
+			goto err_free;
 	nb->start_s = k;
 	nb->span_s = COARSE_SPAN_S;
 	for (size_t i = i0; i < i1; i++)
@@ -1750,12 +1834,13 @@ static int coarsen(struct hc_store *st, size_t i0, size_t i1, int64_t k)
 	nb->heat_open = calloc((size_t)HC_STORE_HEAT_ROWS * COARSE_SPAN_S, sizeof(uint64_t));
 	if (!nb->w_open || !nb->h_open || !nb->heat_open)
 		goto err_free;
+	c.w = nb->w_open;
 	for (size_t i = i0; i < i1; i++) {
 		const struct bucket *b = st->bk[i];
 		size_t off = (size_t)(b->start_s - k) * HC_STORE_HEAT_ROWS;
 		uint64_t pos, count;
 
-		if (bucket_each_weight(st, b, coarse_w_cb, nb->w_open) ||
+		if (bucket_each_weight(st, b, coarse_w_cb, &c) ||
 		    bucket_each_cell(b, htab_add_cb, nb->h_open))
 			goto err_free;
 		if (b->heat_open) {
@@ -1777,12 +1862,18 @@ static int coarsen(struct hc_store *st, size_t i0, size_t i1, int64_t k)
 	st->bk[i0] = nb;
 	memmove(st->bk + i0 + 1, st->bk + i1, (st->n_bk - i1) * sizeof(*st->bk));
 	st->n_bk -= i1 - i0 - 1;
+	/* The per-pid subtrees these seconds used may now be garbage. */
+	st->dropped_since_gc = true;
+	free(c.memo);
+	free(c.alive);
 	return 0;
 
 err_uncount:
 	st->bucket_bytes -= nb->bytes;
 err_free:
 	bucket_free(nb);
+	free(c.memo);
+	free(c.alive);
 	return err;
 }
 

@@ -208,6 +208,52 @@ static void expect_query(const struct world *wd, const struct hc_store_filter *f
 	hc_tree__free(want);
 }
 
+/* Re-add a tree's self weights with thread ids set to 0: what coarsening does to threads. */
+static void add_tid0(struct hc_tree *out, const struct hc_node *n, struct hc_path_elem *path,
+		     size_t depth)
+{
+	struct hc_weights self = *hc_node__weights(n);
+
+	for (size_t i = 0; i < hc_node__child_count(n); i++) {
+		const struct hc_node *c = hc_node__child(n, i);
+		const struct hc_weights *cw = hc_node__weights(c);
+
+		self.on_cpu_ns -= cw->on_cpu_ns;
+		self.off_cpu_ns -= cw->off_cpu_ns;
+		self.runqueue_ns -= cw->runqueue_ns;
+		self.samples -= cw->samples;
+		path[depth] = (struct hc_path_elem){hc_node__kind(c), hc_node__name(c),
+						    hc_node__module(c),
+						    hc_node__kind(c) == HC_NODE_THREAD ? 0
+										: hc_node__id(c),
+						    hc_node__offset(c)};
+		add_tid0(out, c, path, depth + 1);
+	}
+	if (depth && (self.on_cpu_ns || self.off_cpu_ns || self.runqueue_ns || self.samples))
+		assert_int_equal(hc_tree__add_path(out, path, depth, &self), 0);
+}
+
+static struct hc_tree *tid0(struct hc_tree *t)
+{
+	struct hc_tree *out = hc_tree__new();
+	struct hc_path_elem path[128];
+
+	assert_non_null(out);
+	add_tid0(out, hc_tree__root(t), path, 0);
+	hc_tree__free(t);
+	return out;
+}
+
+/* As expect_query, thread ids aside: coarse seconds merge threads by name. */
+static void expect_query_tid0(const struct world *wd, const struct hc_store_filter *f)
+{
+	struct hc_tree *got = tid0(query(wd, f, NULL)), *want = tid0(reference(wd, f));
+
+	expect_same_tree(got, want);
+	hc_tree__free(got);
+	hc_tree__free(want);
+}
+
 /* A small program: 3 processes (two named "db"), 2 threads each, a few functions. */
 struct prog {
 	uint32_t proc[3], thr[3][2], fn[8], kfn[2];
@@ -991,12 +1037,29 @@ static void test_store_max_bytes(void **state)
 	assert_true(s.coarse_buckets > 0);
 	assert_int_equal(s.evicted_early, 0);
 	assert_int_equal(s.buckets, 1200);
-	/* nothing lost: the whole range equals the reference */
-	expect_query(wd, &f);
+	/* nothing lost: the whole range equals the reference (coarse seconds hold threads by
+	 * name, tid 0: compared that way) */
+	expect_query_tid0(wd, &f);
+	{
+		struct hc_tree *t = query(wd, &(struct hc_store_filter){.from_s = 0, .to_s = 10,
+									.on = true, .off = true,
+									.runqueue = true}, NULL);
+		const struct hc_node *proc = hc_node__child(hc_tree__root(t), 0);
+
+		/* the processes ran to the end: they keep their pids; threads are by name */
+		assert_true(hc_node__id(proc) >= 100);
+		assert_int_equal(hc_node__id(hc_node__child(proc, 0)), 0);
+		hc_tree__free(t);
+		t = query(wd, &(struct hc_store_filter){.from_s = 1190, .to_s = 1200, .on = true,
+							.off = true, .runqueue = true}, NULL);
+		proc = hc_node__child(hc_tree__root(t), 0);
+		assert_true(hc_node__id(hc_node__child(proc, 0)) >= 1000); /* fine: tids */
+		hc_tree__free(t);
+	}
 	/* a coarse bucket is in a range when its start is: [0, 10) holds seconds 0..9,
 	 * [1, 10) holds none of them */
 	f = range(0, 10);
-	expect_query(wd, &f);
+	expect_query_tid0(wd, &f);
 	{
 		struct hc_tree *t;
 
@@ -1024,7 +1087,7 @@ static void test_store_max_bytes(void **state)
 
 		add(wd, 5, path, 3, 1, 0, 0);
 		f = range(0, 10);
-		expect_query(wd, &f);
+		expect_query_tid0(wd, &f);
 	}
 	world_free(wd);
 
@@ -1058,7 +1121,7 @@ static void test_store_max_bytes(void **state)
 		assert_int_equal(s.buckets + s.evicted_early, 600);
 		/* what is left is exactly the reference over what is left */
 		f = range(s.oldest_s, 100000);
-		expect_query(wd, &f);
+		expect_query_tid0(wd, &f);
 		/* an evicted second is expired now */
 		{
 			uint32_t path[3] = {base[0], base[1], fn[0]};
@@ -1069,6 +1132,75 @@ static void test_store_max_bytes(void **state)
 			assert_int_equal(s.expired_adds, 1);
 			assert_int_equal(s.expired_ns, PERIOD);
 		}
+	}
+	world_free(wd);
+}
+
+/*
+ * One new short-lived process a second, each with its own deep subtree, and a cap: coarse
+ * seconds merge exited processes by name, the trie GC frees their subtrees, and the store
+ * holds every second instead of evicting; what it answers equals the reference with exited
+ * processes merged.
+ */
+static void test_store_churn_merge(void **state)
+{
+	struct world *wd = world_new(0, 4 << 20);
+	struct hc_store_stats s;
+	uint32_t fn[24], daemon[2];
+	char name[16];
+
+	(void)state;
+	for (int i = 0; i < 24; i++) {
+		snprintf(name, sizeof(name), "h%d", i);
+		fn[i] = frame(wd, HC_NODE_USER, name, "/bin/job", 0);
+	}
+	daemon[0] = frame(wd, HC_NODE_PROCESS, "daemon", NULL, 1);
+	daemon[1] = frame(wd, HC_NODE_THREAD, "daemon", NULL, 1);
+	for (int64_t sec = 0; sec < 1500; sec++) {
+		uint32_t path[26];
+
+		path[0] = frame(wd, HC_NODE_PROCESS, "job", NULL, 10000 + (uint64_t)sec);
+		path[1] = frame(wd, HC_NODE_THREAD, "job", NULL, 10000 + (uint64_t)sec);
+		for (int k = 0; k < 20; k++) {
+			for (int d = 0; d < 24; d++)
+				path[2 + d] = fn[(d + (uint32_t)k * 7 + (uint32_t)sec) % 24];
+			add(wd, sec, path, 26, 1, 100, 0);
+		}
+		path[0] = daemon[0];
+		path[1] = daemon[1];
+		add(wd, sec, path, 3, 2, 0, 0);
+		assert_int_equal(hc_store__seal(wd->st, sec), 0);
+		assert_true(hc_store__memory_bytes(wd->st) <= 4 << 20);
+	}
+	hc_store__stats(wd->st, &s);
+	print_message("1500 processes: %llu s held (%llu coarse buckets), %llu evicted early, "
+		      "%llu trie nodes, %llu frames, %llu bytes\n",
+		      (unsigned long long)s.buckets, (unsigned long long)s.coarse_buckets,
+		      (unsigned long long)s.evicted_early, (unsigned long long)s.trie_nodes,
+		      (unsigned long long)s.frames, (unsigned long long)s.bytes);
+	assert_int_equal(s.evicted_early, 0);
+	assert_int_equal(s.buckets, 1500);
+	/* the oldest minute: one merged "job" (pid 0) and the daemon, which kept its pid */
+	{
+		struct hc_store_filter f = range(0, 60);
+		struct hc_tree *t = query(wd, &f, NULL);
+		const struct hc_node *root = hc_tree__root(t);
+		uint64_t job_ns = 0;
+
+		assert_int_equal(hc_node__child_count(root), 2);
+		for (size_t i = 0; i < 2; i++) {
+			const struct hc_node *c = hc_node__child(root, i);
+
+			if (!strcmp(hc_node__name(c), "job")) {
+				assert_int_equal(hc_node__id(c), 0);
+				job_ns = hc_node__weights(c)->on_cpu_ns;
+			} else {
+				assert_string_equal(hc_node__name(c), "daemon");
+				assert_int_equal(hc_node__id(c), 1);
+			}
+		}
+		assert_int_equal(job_ns, 60ull * 20 * PERIOD);
+		hc_tree__free(t);
 	}
 	world_free(wd);
 }
@@ -1156,7 +1288,8 @@ int run_store_tests(void)
 		cmocka_unit_test(test_store_timeline),	cmocka_unit_test(test_store_heat),
 		cmocka_unit_test(test_store_hist),	cmocka_unit_test(test_store_gc),
 		cmocka_unit_test(test_store_frame_reset),
-		cmocka_unit_test(test_store_max_bytes), cmocka_unit_test(test_store_bad_input),
+		cmocka_unit_test(test_store_max_bytes),
+		cmocka_unit_test(test_store_churn_merge), cmocka_unit_test(test_store_bad_input),
 	};
 
 	return cmocka_run_group_tests_name("store", tests, NULL, NULL);
