@@ -55,7 +55,7 @@ static void usage(FILE *out)
 		"  -l, --listen ADDR:PORT where to listen (default 127.0.0.1:8080; [::1]:PORT for\n"
 		"                         IPv6; port 0 picks a free port, printed at start)\n"
 		"      --retention DUR    how much history to keep (default 1h; 10s to 7d)\n"
-		"      --max-store SIZE   memory for that history (default 32M; K, M, G suffixes;\n"
+		"      --max-store SIZE   memory for that history (default 10M; K, M, G suffixes;\n"
 		"                         beyond it old seconds are merged to 10 s, then dropped)\n"
 		"      --user NAME        the unprivileged user the HTTP server runs as (default\n"
 		"                         nobody)\n"
@@ -123,7 +123,7 @@ static int parse_args(int argc, char **argv, struct serve_cfg *cfg)
 	hc_common_args__init(&cfg->c);
 	cfg->listen = "127.0.0.1:8080";
 	cfg->retention_s = 3600;
-	cfg->max_store_bytes = 32ull << 20;
+	cfg->max_store_bytes = 10ull << 20;
 	cfg->user = "nobody";
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "F:l:vh", opts, NULL)) != -1) {

@@ -1732,7 +1732,8 @@ out:
  * (no pid/tid), and processes not seen in the newest COARSE_SPAN_S seconds (exited, or idle)
  * by name (pid 0). Short-lived processes each had a subtree of their own; merged, a thousand
  * `ls` runs are one `ls`, and the trie GC frees the rest. Processes still running keep their
- * pid.
+ * pid. Unresolved user frames ([unknown] in a module, named by their offset) lose the offset:
+ * in a binary without symbols every sampled address was a frame of its own.
  */
 struct coarse {
 	struct hc_store *st;
@@ -1740,6 +1741,7 @@ struct coarse {
 	uint32_t *memo;	 /* old node -> merged node + 1 (0: not yet), old nodes only */
 	uint8_t *alive;	 /* process-level node seen lately */
 	uint32_t n_old;	 /* trie nodes when coarsening began */
+	const char *unknown; /* the pool's "[unknown]", or NULL */
 };
 
 /* The process-level ancestor of node (the child of the root on its path). */
@@ -1780,11 +1782,12 @@ static int64_t merged_node(struct coarse *c, uint32_t node)
 
 		if ((f.kind == HC_NODE_PROCESS && !c->alive[proc] && f.id) ||
 		    (f.kind == HC_NODE_THREAD && f.id) ||
-		    (f.kind == HC_NODE_WAKER && (f.id || f.offset != -1))) {
+		    (f.kind == HC_NODE_WAKER && (f.id || f.offset != -1)) ||
+		    (f.kind == HC_NODE_USER && f.name == c->unknown && f.offset != -1)) {
 			int64_t id;
 
 			f.id = 0;
-			if (f.kind == HC_NODE_WAKER)
+			if (f.kind == HC_NODE_WAKER || f.kind == HC_NODE_USER)
 				f.offset = -1;
 			id = frame_intern(c->st, &f);
 			if (id < 0)
@@ -1814,9 +1817,11 @@ static int coarsen(struct hc_store *st, size_t i0, size_t i1, int64_t k)
 	struct coarse c = { .st = st, .n_old = st->trie.n };
 	uint32_t hint = 0;
 	int err = -ENOMEM;
+	int64_t unk = sp_find(&st->sp, "[unknown]");
 
 	if (!nb)
 		return -ENOMEM;
+	c.unknown = unk >= 0 ? st->sp.strs[unk] : NULL;
 	c.memo = calloc(c.n_old, sizeof(*c.memo));
 	c.alive = calloc(c.n_old, 1);
 	if (!c.memo || !c.alive)

@@ -25,7 +25,7 @@
 #define SEAL_LAG_S 2
 /* Frames the collector names before it starts its ids over (HC_WIRE_RESET): with processes
  * coming and going, every pid and tid is a new frame; this bounds the table on both sides. */
-#define FRAMES_MAX 65536
+#define FRAMES_MAX 16384
 
 /* Frame ids of user and kernel frames by their (symbolizer-owned, stable) name pointer:
  * a direct-mapped cache in front of the frame table, which costs a hash of 5 words per

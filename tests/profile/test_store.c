@@ -66,11 +66,11 @@ static void world_free(struct world *wd)
 	free(wd);
 }
 
-/* Define a frame (in the store and in the world); returns its id. */
-static uint32_t frame(struct world *wd, enum hc_node_kind kind, const char *name,
-		      const char *module, uint64_t id)
+/* Define a frame (in the store and in the world) at offset; returns its id. */
+static uint32_t frame_at(struct world *wd, enum hc_node_kind kind, const char *name,
+			 const char *module, uint64_t id, int64_t offset)
 {
-	struct hc_path_elem e = {kind, name, module, id, -1};
+	struct hc_path_elem e = {kind, name, module, id, offset};
 
 	if (wd->n_frames == wd->cap_frames) {
 		wd->cap_frames = wd->cap_frames ? wd->cap_frames * 2 : 64;
@@ -86,6 +86,12 @@ static uint32_t frame(struct world *wd, enum hc_node_kind kind, const char *name
 	e.module = module; /* string literals in these tests */
 	wd->frames[wd->n_frames] = e;
 	return (uint32_t)++wd->n_frames;
+}
+
+static uint32_t frame(struct world *wd, enum hc_node_kind kind, const char *name,
+		      const char *module, uint64_t id)
+{
+	return frame_at(wd, kind, name, module, id, -1);
 }
 
 static void add(struct world *wd, int64_t sec, const uint32_t *path, size_t n, uint64_t samples,
@@ -1166,6 +1172,11 @@ static void test_store_churn_merge(void **state)
 				path[2 + d] = fn[(d + (uint32_t)k * 7 + (uint32_t)sec) % 24];
 			add(wd, sec, path, 26, 1, 100, 0);
 		}
+		/* and a leaf in a stripped binary: a frame per sampled address */
+		path[2] = fn[0];
+		path[3] = frame_at(wd, HC_NODE_USER, "[unknown]", "/bin/job", 0,
+				   0x1000 + sec * 16);
+		add(wd, sec, path, 4, 1, 0, 0);
 		path[0] = daemon[0];
 		path[1] = daemon[1];
 		add(wd, sec, path, 3, 2, 0, 0);
@@ -1199,7 +1210,27 @@ static void test_store_churn_merge(void **state)
 				assert_int_equal(hc_node__id(c), 1);
 			}
 		}
-		assert_int_equal(job_ns, 60ull * 20 * PERIOD);
+		assert_int_equal(job_ns, 60ull * 21 * PERIOD);
+		/* the 60 unresolved leaves of that minute are one [unknown] of /bin/job */
+		{
+			const struct hc_node *job = hc_node__child(root, 0), *thr, *h0;
+			size_t unknown = 0;
+
+			if (strcmp(hc_node__name(job), "job"))
+				job = hc_node__child(root, 1);
+			thr = hc_node__child(job, 0);
+			for (size_t i = 0; i < hc_node__child_count(thr); i++) {
+				h0 = hc_node__child(thr, i);
+				if (strcmp(hc_node__name(h0), "h0"))
+					continue;
+				for (size_t k = 0; k < hc_node__child_count(h0); k++)
+					if (!strcmp(hc_node__name(hc_node__child(h0, k)), "[unknown]")) {
+						unknown++;
+						assert_int_equal(hc_node__offset(hc_node__child(h0, k)), -1);
+					}
+			}
+			assert_int_equal(unknown, 1);
+		}
 		hc_tree__free(t);
 	}
 	world_free(wd);
