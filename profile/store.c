@@ -1958,8 +1958,12 @@ static int enforce_limits(struct hc_store *st)
 		r = coarsen_oldest(st);
 		if (r < 0)
 			return r;
-		if (r > 0)
+		if (r > 0) {
+			/* merged identities left per-pid subtrees behind: collect before
+			 * evicting anything, even if a collection ran earlier in this call */
+			gc_done = false;
 			continue;
+		}
 		/* garbage exists only once buckets were dropped: collect it before evicting */
 		if (st->dropped_since_gc && !gc_done) {
 			r = trie_gc(st);

@@ -283,8 +283,9 @@ function showTooltip(i, cx, cy) {
 	name.className = 'tt-name';
 	name.textContent = n.name;
 	const meta = [n.kind];
-	if (n.pid !== undefined) meta.push(`pid ${n.pid}`);
-	if (n.tid !== undefined) meta.push(`tid ${n.tid}`);
+	/* pid/tid 0: the store merged exited processes or threads by name (docs/store.md) */
+	if (n.pid !== undefined) meta.push(n.pid === 0 && n.kind === 'process' ? 'exited processes, merged by name' : `pid ${n.pid}`);
+	if (n.tid !== undefined) meta.push(n.tid === 0 && n.kind === 'thread' ? 'threads merged by name' : `tid ${n.tid}`);
 	if (n.module) meta.push(n.module);
 	if (n.offset) meta.push(`+${n.offset}`);
 	const rows = [name, row(meta.join(' · ')), row(`${fmtNs(w)} · ${fmtPct(w, data.total)} of total` + (p >= 0 ? ` · ${fmtPct(w, data.w[p])} of parent` : ''))];
@@ -309,8 +310,9 @@ function rememberProcs(tree) {
 	if (known.procs.size > 2000) return;
 	for (const p of tree.children || []) {
 		if (p.kind !== 'process') continue;
+		if (!p.pid) continue; /* merged by name: not a pid to filter on */
 		known.procs.set(p.pid, p.name);
-		for (const t of p.children || []) if (t.kind === 'thread') known.threads.set(t.tid, `${t.name} (pid ${p.pid})`);
+		for (const t of p.children || []) if (t.kind === 'thread' && t.tid) known.threads.set(t.tid, `${t.name} (pid ${p.pid})`);
 	}
 	const fill = (id, entries) => {
 		const dl = $(id);
