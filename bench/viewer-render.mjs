@@ -14,7 +14,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
-import { createDevServer } from '../tests/e2e/viewer/dev-server.mjs';
+import { createDevServer, mulberry32 } from '../tests/e2e/viewer/dev-server.mjs';
 
 const args = process.argv.slice(2);
 const opt = (k, d) => {
@@ -24,16 +24,6 @@ const opt = (k, d) => {
 const NODES = Number(opt('--nodes', 100000));
 const REPS = Number(opt('--reps', 5));
 const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
-
-function mulberry32(seed) {
-	return () => {
-		seed |= 0;
-		seed = (seed + 0x6d2b79f5) | 0;
-		let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-		t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-		return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-	};
-}
 
 /** A deterministic profile with exactly `total` nodes: processes, threads, user then kernel frames. */
 export function syntheticProfile(total, seed = 42) {

@@ -61,6 +61,9 @@ bool hc_common_args__offcpu_tuned(const struct hc_common_args *a);
 extern volatile sig_atomic_t hc_stop_requested;
 void hc_catch_stop_signals(void);
 
+/* The symbolizer keeps one fd per mapped object it has seen: soft RLIMIT_NOFILE to the hard one. */
+void hc_raise_nofile_limit(void);
+
 /* One line on stderr, "hotcold: <message>". */
 void hc_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <sysexits.h>
 
 #include "cli/cli.h"
@@ -84,4 +85,20 @@ void hc_catch_stop_signals(void)
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
+}
+
+/*
+ * The symbolizer holds one fd per distinct mapped object from a process's first sample until
+ * the object is resolved after the capture; a busy machine maps more than the default soft
+ * limit of 1024. Raise the soft limit to the hard one; a failure shows up as
+ * symbolize.object_open_err, not as a crash.
+ */
+void hc_raise_nofile_limit(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
 }

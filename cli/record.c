@@ -349,22 +349,6 @@ static int on_waker(void *ctx, const struct hc_waker_event *e, size_t size)
 	return hc_agg__waker(ctx, e, size);
 }
 
-/*
- * The symbolizer holds one fd per distinct mapped object from a process's first sample until
- * the object is resolved after the capture; a busy machine maps more than the default soft
- * limit of 1024. Raise the soft limit to the hard one; a failure shows up as
- * symbolize.object_open_err, not as a crash.
- */
-static void raise_nofile_limit(void)
-{
-	struct rlimit rl;
-
-	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
-		rl.rlim_cur = rl.rlim_max;
-		setrlimit(RLIMIT_NOFILE, &rl);
-	}
-}
-
 static uint64_t now_ns(clockid_t clk)
 {
 	struct timespec ts;
@@ -538,7 +522,7 @@ int cmd_record(int argc, char **argv)
 	if (rc)
 		goto out;
 
-	raise_nofile_limit();
+	hc_raise_nofile_limit();
 	sopts.no_demangle = cfg.c.no_demangle;
 	sym = hc_symbolizer__new(&sopts);
 	if (!sym) {

@@ -317,6 +317,7 @@ int cmd_serve(int argc, char **argv)
 	copts.no_stack_reuse = cfg.c.no_stack_reuse;
 	copts.no_demangle = cfg.c.no_demangle;
 	copts.fd = sv[0];
+	hc_raise_nofile_limit();
 	coll = hc_collector__new(&copts, &what);
 	if (!coll) {
 		err = errno;

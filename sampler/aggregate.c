@@ -316,20 +316,23 @@ int hc_agg__sample(struct hc_agg *agg, const struct hc_sample_event *e, size_t s
 	w->samples++;
 	w->on_cpu_ns += agg->period_ns;
 
-	{
+	/* Whole-window histograms and the cpu_unclaimed series are record's; bucketed (serve),
+	 * the caller keeps its own per second and per process. */
+	if (!agg->bucketed) {
 		char pcomm[HC_TASK_COMM_LEN + 1];
 
 		comm_cstr(e->pcomm, pcomm);
 		if (hc_hist__add(agg->priority, pcomm, e->prio, 1))
 			agg->stats.hist_errors++;
+		if (add_runq(agg, e->cpu, e->runq_len, 1))
+			agg->stats.hist_errors++;
+		/* cpuunclaimed: CPUs idle while this one had tasks waiting, shared among the
+		 * CPUs that had tasks waiting at that moment (each samples the same instant). */
+		if (e->idle_cpus && e->queued_cpus &&
+		    add_unclaimed(agg, e->time_ns,
+				  agg->period_ns * e->idle_cpus / e->queued_cpus))
+			agg->stats.hist_errors++;
 	}
-	if (add_runq(agg, e->cpu, e->runq_len, 1))
-		agg->stats.hist_errors++;
-	/* cpuunclaimed: CPUs idle while this one had tasks waiting, shared among the CPUs that
-	 * had tasks waiting at that moment (each of them samples the same instant). */
-	if (e->idle_cpus && e->queued_cpus &&
-	    add_unclaimed(agg, e->time_ns, agg->period_ns * e->idle_cpus / e->queued_cpus))
-		agg->stats.hist_errors++;
 	agg->stats.samples++;
 	if (e->kernel_ip)
 		agg->stats.kernel_samples++;

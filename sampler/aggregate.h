@@ -81,6 +81,8 @@ int hc_agg__idle_samples(struct hc_agg *agg, uint32_t cpu, uint64_t count);
  * serve: key every path by the unix second its time fell in (samples by their time, off-CPU
  * flushes spread over the seconds they span); mono_to_real_ns converts bpf_ktime_get_ns()
  * to CLOCK_REALTIME; time before second oldest_s is counted in expired_ns, not kept.
+ * Bucketed, samples feed no whole-window histogram and no cpu_unclaimed series: the caller
+ * keeps those per second itself.
  */
 void hc_agg__set_buckets(struct hc_agg *agg, int64_t mono_to_real_ns, int64_t oldest_s);
 

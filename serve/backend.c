@@ -26,7 +26,7 @@ struct hc_backend {
 	char host[65], kernel[65];
 	const char *version;
 	int64_t started_ns;
-	uint64_t records, store_errors;
+	uint64_t store_errors; /* records the store refused (out of memory, bad ids) */
 	uint32_t frames; /* frames defined */
 };
 
@@ -141,7 +141,6 @@ int hc_backend__ingest(struct hc_backend *b, int fd)
 		return -ENOMEM;
 	pthread_rwlock_wrlock(&b->lock);
 	while ((rc = hc_wire_reader__next(&b->rd, rec)) == 1) {
-		b->records++;
 		if (apply(b, rec))
 			b->store_errors++;
 	}

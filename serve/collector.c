@@ -6,7 +6,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -59,9 +58,9 @@ struct hc_collector {
 	uint64_t *idle_prev; /* idle-task samples per CPU at the last flush */
 	struct hc_agg_stats sum; /* of the aggregators already flushed */
 	int64_t now_s;		 /* CLOCK_REALTIME second of the last poll */
+	int64_t mono_to_real_ns; /* CLOCK_REALTIME - CLOCK_MONOTONIC, taken once a second */
 	int64_t started_at_ns;
 	uint64_t flushes, flush_ns_last, flush_ns_max, send_errors, procs_pruned, frame_resets;
-	int err; /* first error of a callback chain */
 	const volatile sig_atomic_t *stop; /* hc_collector__run()'s */
 };
 
@@ -78,8 +77,9 @@ static struct hc_agg *new_agg(struct hc_collector *c)
 	struct hc_agg *agg = hc_agg__new(c->sym, c->o.period_ns);
 	int64_t real = clock_ns(CLOCK_REALTIME), mono = clock_ns(CLOCK_MONOTONIC);
 
+	c->mono_to_real_ns = real - mono;
 	if (agg)
-		hc_agg__set_buckets(agg, real - mono,
+		hc_agg__set_buckets(agg, c->mono_to_real_ns,
 				    real / 1000000000ll - (int64_t)c->o.retention_s);
 	return agg;
 }
@@ -107,7 +107,7 @@ static void add_heat(struct hc_collector *c, int64_t sec, unsigned int row);
 static int on_sample(void *ctx, const struct hc_sample_event *e, size_t size)
 {
 	struct hc_collector *c = ctx;
-	int64_t real = (int64_t)e->time_ns + (clock_ns(CLOCK_REALTIME) - clock_ns(CLOCK_MONOTONIC));
+	int64_t real = (int64_t)e->time_ns + c->mono_to_real_ns;
 	int64_t sec = real / 1000000000ll;
 	char name[16];
 
@@ -383,16 +383,6 @@ static int flush(struct hc_collector *c)
 	return err;
 }
 
-static void raise_nofile_limit(void)
-{
-	struct rlimit rl;
-
-	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
-		rl.rlim_cur = rl.rlim_max;
-		setrlimit(RLIMIT_NOFILE, &rl);
-	}
-}
-
 struct hc_collector *hc_collector__new(const struct hc_collector_opts *o, const char **why)
 {
 	struct hc_symbolizer_opts sopts = { .no_demangle = o->no_demangle };
@@ -412,7 +402,6 @@ struct hc_collector *hc_collector__new(const struct hc_collector_opts *o, const 
 	if (!c)
 		return NULL;
 	c->o = *o;
-	raise_nofile_limit();
 	c->sym = hc_symbolizer__new(&sopts);
 	c->frames = hc_stacktab__new();
 	c->cells = hc_stacktab__new();

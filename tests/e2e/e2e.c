@@ -311,3 +311,38 @@ int e2e_http(const char *addr, const char *method, const char *path, const char 
 	free(resp);
 	return status;
 }
+
+json_t *e2e_find_node(json_t *n, const char *kind, const char *key, json_int_t id)
+{
+	json_t *c, *f;
+	size_t i;
+
+	if (!strcmp(json_string_value(json_object_get(n, "kind")), kind) &&
+	    json_integer_value(json_object_get(n, key)) == id)
+		return n;
+	json_array_foreach(json_object_get(n, "children"), i, c) {
+		f = e2e_find_node(c, kind, key, id);
+		if (f)
+			return f;
+	}
+	return NULL;
+}
+
+uint64_t e2e_field(json_t *n, const char *name)
+{
+	return (uint64_t)json_integer_value(json_object_get(n, name));
+}
+
+uint64_t e2e_sum_named(json_t *n, const char *kind, const char *name, const char *what)
+{
+	json_t *c;
+	size_t i;
+	uint64_t v = 0;
+
+	if (!strcmp(json_string_value(json_object_get(n, "kind")), kind) &&
+	    !strcmp(json_string_value(json_object_get(n, "name")), name))
+		return e2e_field(n, what);
+	json_array_foreach(json_object_get(n, "children"), i, c)
+		v += e2e_sum_named(c, kind, name, what);
+	return v;
+}

@@ -32,6 +32,13 @@ bool e2e_has_chain(json_t *root, uint32_t pid, const char *const chain[], int n)
 json_t *e2e_process_node(json_t *root, uint32_t pid);
 uint64_t e2e_u64(json_t *obj, const char *path); /* "a.b.c" */
 char *e2e_read_file(const char *path, size_t *len);
+/* The first node (depth first) of kind whose integer member key is id, or NULL. */
+json_t *e2e_find_node(json_t *n, const char *kind, const char *key, json_int_t id);
+/* An integer member of a node (0 if absent). */
+uint64_t e2e_field(json_t *n, const char *name);
+/* Member `what` summed over the outermost nodes of kind named name under n (inclusive values:
+ * nested ones are not counted twice). */
+uint64_t e2e_sum_named(json_t *n, const char *kind, const char *name, const char *what);
 char *e2e_tmpdir(void);
 /* One HTTP/1.1 request to addr ("127.0.0.1:PORT") with Host: host (NULL: addr). Returns the
  * status (-1 on a transport failure); *body gets the malloc'd body (NUL-ended) when asked. */

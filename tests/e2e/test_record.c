@@ -470,42 +470,7 @@ static void test_runqueue_length(void **state)
 /* ---- off-CPU ---- */
 
 /* The node of `kind` ("thread", "process") whose `key` ("tid", "pid") is id, or NULL. */
-static json_t *find_node(json_t *n, const char *kind, const char *key, json_int_t id)
-{
-	json_t *c, *f;
-	size_t i;
-
-	if (!strcmp(json_string_value(json_object_get(n, "kind")), kind) &&
-	    json_integer_value(json_object_get(n, key)) == id)
-		return n;
-	json_array_foreach(json_object_get(n, "children"), i, c) {
-		f = find_node(c, kind, key, id);
-		if (f)
-			return f;
-	}
-	return NULL;
-}
-
-static uint64_t field(json_t *n, const char *name)
-{
-	return (uint64_t)json_integer_value(json_object_get(n, name));
-}
-
 /* Sum of `what` over the outermost nodes of `kind` named `name` under n. */
-static uint64_t sum_named(json_t *n, const char *kind, const char *name, const char *what)
-{
-	json_t *c;
-	size_t i;
-	uint64_t v = 0;
-
-	if (!strcmp(json_string_value(json_object_get(n, "kind")), kind) &&
-	    !strcmp(json_string_value(json_object_get(n, "name")), name))
-		return field(n, what);
-	json_array_foreach(json_object_get(n, "children"), i, c)
-		v += sum_named(c, kind, name, what);
-	return v;
-}
-
 static json_t *hist_series(json_t *j, const char *hist, const char *key)
 {
 	json_t *s;
@@ -527,7 +492,7 @@ static void bucket_counts(json_t *series, json_int_t min, uint64_t *in, uint64_t
 
 	*in = *all = 0;
 	json_array_foreach(json_object_get(series, "buckets"), i, b) {
-		uint64_t c = field(b, "count");
+		uint64_t c = e2e_field(b, "count");
 
 		*all += c;
 		if (json_integer_value(json_object_get(b, "min")) == min &&
@@ -554,22 +519,22 @@ static void test_offcpu_work_sleep(void **state)
 	assert_non_null(j);
 	common_checks(j, 999);
 	window = (double)e2e_u64(j, "duration_ns");
-	t = find_node(json_object_get(j, "flamegraph"), "thread", "tid", pid);
+	t = e2e_find_node(json_object_get(j, "flamegraph"), "thread", "tid", pid);
 	assert_non_null(t);
-	on = (double)field(t, "on_cpu_ns") / window;
-	off = (double)field(t, "off_cpu_ns") / window;
-	rq = (double)field(t, "runqueue_ns") / window;
+	on = (double)e2e_field(t, "on_cpu_ns") / window;
+	off = (double)e2e_field(t, "off_cpu_ns") / window;
+	rq = (double)e2e_field(t, "runqueue_ns") / window;
 	print_message("work/sleep thread: on %.3f off %.3f runqueue %.3f, sum %.3f of the window\n",
 		      on, off, rq, on + off + rq);
 	assert_true(fabs(on + off + rq - 1.0) <= 0.05);
 	assert_true(on > 0.35 && on < 0.65);
 	assert_true(off > 0.35 && off < 0.65);
 	/* blocked time sits under the function that slept, with the kernel's nanosleep */
-	assert_true((double)sum_named(t, "user", "hc_sleep_phase", "off_cpu_ns") >=
-		    0.95 * (double)field(t, "off_cpu_ns"));
-	assert_true(sum_named(t, "kernel", "do_nanosleep", "off_cpu_ns") > 0);
+	assert_true((double)e2e_sum_named(t, "user", "hc_sleep_phase", "off_cpu_ns") >=
+		    0.95 * (double)e2e_field(t, "off_cpu_ns"));
+	assert_true(e2e_sum_named(t, "kernel", "do_nanosleep", "off_cpu_ns") > 0);
 	/* and on-CPU time under the function that worked */
-	assert_true(sum_named(t, "user", "hc_work_phase", "on_cpu_ns") > 0);
+	assert_true(e2e_sum_named(t, "user", "hc_work_phase", "on_cpu_ns") > 0);
 	s = hist_series(j, "offcpu_us", "hc-workload");
 	assert_non_null(s);
 	bucket_counts(s, 16384, &in, &all);
@@ -611,16 +576,16 @@ static void test_offcpu_pipe_blocked(void **state)
 		j = record_beside(&r, argv, &child, 1);
 	}
 	window = (double)e2e_u64(j, "duration_ns");
-	t = find_node(json_object_get(j, "flamegraph"), "thread", "tid", pid);
+	t = e2e_find_node(json_object_get(j, "flamegraph"), "thread", "tid", pid);
 	assert_non_null(t);
-	off = (double)field(t, "off_cpu_ns");
+	off = (double)e2e_field(t, "off_cpu_ns");
 	print_message("pipe-blocked thread: off %.4f of the window, %.4f under hc_pipe_read\n",
-		      off / window, (double)sum_named(t, "user", "hc_pipe_read", "off_cpu_ns") / window);
+		      off / window, (double)e2e_sum_named(t, "user", "hc_pipe_read", "off_cpu_ns") / window);
 	assert_true(off >= 0.99 * window && off <= 1.01 * window);
-	assert_true((double)sum_named(t, "user", "hc_pipe_read", "off_cpu_ns") >= 0.99 * off);
+	assert_true((double)e2e_sum_named(t, "user", "hc_pipe_read", "off_cpu_ns") >= 0.99 * off);
 	/* pipe_read, or anon_pipe_read on 6.16 and later */
-	assert_true((double)(sum_named(t, "kernel", "pipe_read", "off_cpu_ns") +
-			     sum_named(t, "kernel", "anon_pipe_read", "off_cpu_ns")) >= 0.99 * off);
+	assert_true((double)(e2e_sum_named(t, "kernel", "pipe_read", "off_cpu_ns") +
+			     e2e_sum_named(t, "kernel", "anon_pipe_read", "off_cpu_ns")) >= 0.99 * off);
 	json_decref(j);
 	run_fini(&r);
 }
@@ -652,13 +617,13 @@ static void test_offcpu_machine_identity(void **state)
 		      (double)e2e_u64(j, "totals.idle_ns") / 1e9);
 	assert_true(fabs(ratio - 1.0) <= 0.05);
 	json_array_foreach(json_object_get(json_object_get(j, "sampling"), "per_cpu"), i, c)
-		assert_true((double)field(c, "idle_ns") <= window);
+		assert_true((double)e2e_field(c, "idle_ns") <= window);
 	/* the work/sleep thread's identity holds machine-wide too */
 	{
-		json_t *t = find_node(json_object_get(j, "flamegraph"), "thread", "tid", kid);
+		json_t *t = e2e_find_node(json_object_get(j, "flamegraph"), "thread", "tid", kid);
 
 		assert_non_null(t);
-		assert_true(fabs((double)field(t, "value") / window - 1.0) <= 0.05);
+		assert_true(fabs((double)e2e_field(t, "value") / window - 1.0) <= 0.05);
 	}
 	json_decref(j);
 	run_fini(&r);
@@ -692,12 +657,12 @@ static void test_offcpu_wakers(void **state)
 		/* the pong process: not the parent, and running during the window (a stale
 		 * hc-workload blocked forever would not) */
 		if (json_integer_value(json_object_get(c, "pid")) == pid ||
-		    !sum_named(c, "user", "hc_pong", "on_cpu_ns"))
+		    !e2e_sum_named(c, "user", "hc_pong", "on_cpu_ns"))
 			continue;
 		p = c;
-		off += field(p, "off_cpu_ns");
-		under_waker += sum_named(p, "waker", "hc-workload", "off_cpu_ns");
-		with_ping += sum_named(p, "user", "hc_ping", "off_cpu_ns");
+		off += e2e_field(p, "off_cpu_ns");
+		under_waker += e2e_sum_named(p, "waker", "hc-workload", "off_cpu_ns");
+		with_ping += e2e_sum_named(p, "user", "hc_ping", "off_cpu_ns");
 	}
 	print_message("pong: %.3f s blocked, %.3f s under waker hc-workload, %.3f s under the "
 		      "waker's hc_ping\n",
@@ -739,13 +704,13 @@ static void test_offcpu_options(void **state)
 			 0);
 	j = e2e_load_json(r.out);
 	assert_non_null(j);
-	t = find_node(json_object_get(j, "flamegraph"), "thread", "tid", pid);
+	t = e2e_find_node(json_object_get(j, "flamegraph"), "thread", "tid", pid);
 	assert_non_null(t);
 	print_message("--min-block 50ms: %llu ns blocked in the tree, %llu ns below in totals\n",
-		      (unsigned long long)field(t, "off_cpu_ns"),
+		      (unsigned long long)e2e_field(t, "off_cpu_ns"),
 		      (unsigned long long)e2e_u64(j, "scheduler.below_min_block.off_cpu_ns"));
 	/* 20 ms sleeps are all shorter than 50 ms */
-	assert_true((double)field(t, "off_cpu_ns") < 0.05 * (double)e2e_u64(j, "duration_ns"));
+	assert_true((double)e2e_field(t, "off_cpu_ns") < 0.05 * (double)e2e_u64(j, "duration_ns"));
 	assert_true(e2e_u64(j, "scheduler.below_min_block.off_cpu_ns") >
 		    e2e_u64(j, "duration_ns") / 4);
 	assert_true(e2e_u64(j, "totals.off_cpu_ns") >=

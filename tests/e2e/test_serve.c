@@ -127,45 +127,6 @@ static json_t *get_json(const char *path, int want_status)
 	return j;
 }
 
-static json_t *find_node(json_t *n, const char *kind, const char *key, json_int_t id)
-{
-	json_t *c;
-	size_t i;
-
-	if (!strcmp(json_string_value(json_object_get(n, "kind")), kind) &&
-	    json_integer_value(json_object_get(n, key)) == id)
-		return n;
-	json_array_foreach(json_object_get(n, "children"), i, c) {
-		json_t *f = find_node(c, kind, key, id);
-
-		if (f)
-			return f;
-	}
-	return NULL;
-}
-
-static uint64_t field(json_t *n, const char *name)
-{
-	return (uint64_t)json_integer_value(json_object_get(n, name));
-}
-
-static uint64_t sum_named(json_t *n, const char *name, const char *what)
-{
-	json_t *c;
-	size_t i;
-	const char *nm = json_string_value(json_object_get(n, "name"));
-
-	if (nm && !strcmp(nm, name))
-		return field(n, what); /* inclusive: don't count nested ones twice */
-	{
-		uint64_t sum = 0;
-
-		json_array_foreach(json_object_get(n, "children"), i, c)
-			sum += sum_named(c, name, what);
-		return sum;
-	}
-}
-
 static size_t count_nodes(json_t *n)
 {
 	json_t *c;
@@ -246,20 +207,20 @@ static void test_profile_range_identity(void **state)
 	assert_int_equal(json_integer_value(json_object_get(range, "from_ms")), from);
 	assert_int_equal(json_integer_value(json_object_get(range, "to_ms")), to);
 	window = 3e9;
-	t = find_node(json_object_get(j, "flamegraph"), "thread", "tid", work);
+	t = e2e_find_node(json_object_get(j, "flamegraph"), "thread", "tid", work);
 	assert_non_null(t);
-	on = (double)field(t, "on_cpu_ns") / window;
-	off = (double)field(t, "off_cpu_ns") / window;
-	rq = (double)field(t, "runqueue_ns") / window;
+	on = (double)e2e_field(t, "on_cpu_ns") / window;
+	off = (double)e2e_field(t, "off_cpu_ns") / window;
+	rq = (double)e2e_field(t, "runqueue_ns") / window;
 	print_message("work/sleep thread over a 3 s range: on %.3f off %.3f runqueue %.3f, "
 		      "sum %.3f\n", on, off, rq, on + off + rq);
 	assert_true(fabs(on + off + rq - 1.0) <= 0.05);
 	/* 20 ms phases: working (on a CPU, or waiting for one on a busy machine) and asleep */
 	assert_true(on + rq > 0.35 && on + rq < 0.65);
 	assert_true(off > 0.35 && off < 0.65);
-	assert_true((double)sum_named(t, "hc_sleep_phase", "off_cpu_ns") >=
-		    0.95 * (double)field(t, "off_cpu_ns"));
-	assert_true(sum_named(t, "hc_work_phase", "on_cpu_ns") > 0);
+	assert_true((double)e2e_sum_named(t, "user", "hc_sleep_phase", "off_cpu_ns") >=
+		    0.95 * (double)e2e_field(t, "off_cpu_ns"));
+	assert_true(e2e_sum_named(t, "user", "hc_work_phase", "on_cpu_ns") > 0);
 	/* pid filter: only that process under the root */
 	assert_int_equal(json_array_size(json_object_get(json_object_get(j, "flamegraph"),
 							 "children")), 1);
@@ -368,7 +329,7 @@ static void test_histograms(void **state)
 	s = json_array_get(json_object_get(j, "series"), 0);
 	assert_string_equal(json_string_value(json_object_get(s, "key")), "hc-workload");
 	json_array_foreach(json_object_get(s, "buckets"), i, b) {
-		uint64_t c = field(b, "count");
+		uint64_t c = e2e_field(b, "count");
 
 		all += c;
 		if (json_integer_value(json_object_get(b, "min")) == 16384)

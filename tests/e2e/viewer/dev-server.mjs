@@ -57,7 +57,8 @@ export function parseTime(s, nowMs) {
 	throw new HttpError(400, `bad time: ${JSON.stringify(s)}`);
 }
 
-function mulberry32(seed) {
+/** A small seeded PRNG: deterministic fixtures (also the render benchmark's). */
+export function mulberry32(seed) {
 	return () => {
 		seed |= 0;
 		seed = (seed + 0x6d2b79f5) | 0;
