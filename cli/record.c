@@ -659,7 +659,7 @@ int cmd_record(int argc, char **argv)
 	}
 	hc_tree__sort(prof->tree);
 	err = cfg.format == FORMAT_JSON ? hc_profile__write_json(prof, out.f)
-					: hc_profile__write_folded(prof, out.f);
+					: hc_profile__write_folded(prof, HC_W_ALL, out.f);
 	t_enc = now_ns(CLOCK_MONOTONIC);
 	if (err) {
 		hc_err("writing the profile: %s", strerror(-err));

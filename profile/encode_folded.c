@@ -32,6 +32,7 @@ struct folded_line {
 };
 
 struct folded {
+	unsigned int weights;
 	struct sbuf path;
 	struct folded_line *lines;
 	size_t n_lines;
@@ -140,7 +141,7 @@ static int add_line(struct folded *f, uint64_t value)
 static int walk(struct folded *f, const struct hc_node *n, unsigned int depth)
 {
 	size_t saved_len = f->path.len, nc = hc_node__child_count(n);
-	uint64_t self = hc_weights__value(hc_node__weights(n)), kids = 0;
+	uint64_t self = hc_weights__select(hc_node__weights(n), f->weights), kids = 0;
 	enum hc_node_kind kind = hc_node__kind(n);
 	int err = 0;
 
@@ -155,7 +156,7 @@ static int walk(struct folded *f, const struct hc_node *n, unsigned int depth)
 	for (size_t i = 0; i < nc; i++) {
 		const struct hc_node *c = hc_node__child(n, i);
 
-		kids += hc_weights__value(hc_node__weights(c));
+		kids += hc_weights__select(hc_node__weights(c), f->weights);
 		err = walk(f, c, depth + 1);
 		if (err)
 			goto out_restore;
@@ -177,9 +178,9 @@ static int line_cmp(const void *a, const void *b)
 	return strcmp(((const struct folded_line *)a)->text, ((const struct folded_line *)b)->text);
 }
 
-int hc_profile__write_folded(const struct hc_profile *p, FILE *out)
+int hc_profile__write_folded(const struct hc_profile *p, unsigned int weights, FILE *out)
 {
-	struct folded f = {0};
+	struct folded f = { .weights = weights };
 	size_t i, j;
 	int err;
 

@@ -14,6 +14,12 @@ void hc_weights__add(struct hc_weights *dst, const struct hc_weights *src)
 	dst->samples += src->samples;
 }
 
+uint64_t hc_weights__select(const struct hc_weights *w, unsigned int weights)
+{
+	return (weights & HC_W_ON ? w->on_cpu_ns : 0) + (weights & HC_W_OFF ? w->off_cpu_ns : 0) +
+	       (weights & HC_W_RUNQ ? w->runqueue_ns : 0);
+}
+
 const char *hc_node_kind__name(enum hc_node_kind kind)
 {
 	switch (kind) {

@@ -171,6 +171,42 @@ int hc_profile__write_json(const struct hc_profile *p, FILE *out);
  * suffix `_[k]`; ';' and newlines inside names become '_'. Unresolved frames print as
  * `[unknown]` (user frames: `[unknown module+0xOFF]`). Lines sorted for stable output.
  */
-int hc_profile__write_folded(const struct hc_profile *p, FILE *out);
+int hc_profile__write_folded(const struct hc_profile *p, unsigned int weights, FILE *out);
+
+/* Which weights an export carries (a bit set; HC_W_ALL: the merged on/off-CPU view). */
+enum hc_weight_bits {
+	HC_W_ON = 1u << 0,   /* on_cpu_ns (and the samples behind it) */
+	HC_W_OFF = 1u << 1,  /* off_cpu_ns: blocked */
+	HC_W_RUNQ = 1u << 2, /* runqueue_ns: waiting for a CPU */
+	HC_W_ALL = HC_W_ON | HC_W_OFF | HC_W_RUNQ,
+};
+
+/* The selected part of w, in ns. */
+uint64_t hc_weights__select(const struct hc_weights *w, unsigned int weights);
+
+/*
+ * pprof: a gzipped profile.proto message (docs/formats.md). Sample types, in this order and
+ * only those selected: samples/count and cpu/nanoseconds (HC_W_ON), off_cpu/nanoseconds
+ * (HC_W_OFF), runqueue/nanoseconds (HC_W_RUNQ); period_type cpu/nanoseconds, period =
+ * sampling.period_ns. One sample per tree path with self weight, locations leaf first,
+ * process and thread as labels. -errno on failure (-EIO/-errno from the stream).
+ */
+int hc_profile__write_pprof(const struct hc_profile *p, unsigned int weights, FILE *out);
+
+/*
+ * speedscope's file format (https://www.speedscope.app/file-format-schema.json): one
+ * "sampled" profile per thread, unit nanoseconds, weights = the selected self time of each
+ * path, stacks outermost first. -errno on failure.
+ */
+int hc_profile__write_speedscope(const struct hc_profile *p, unsigned int weights, FILE *out);
+
+/*
+ * Decoder: a parsed hotcold-profile/1 document back into a profile. Every field is checked
+ * (types, ranges, tree depth, children never worth more than their parent); a document
+ * that fails any check is refused with a one-line reason in `why`. Returns 0 and *out, or
+ * -EINVAL (not a valid profile: `why` says where) or -ENOMEM.
+ */
+int hc_profile__from_json(const json_t *doc, struct hc_profile **out, char *why,
+			  size_t why_len);
 
 #endif

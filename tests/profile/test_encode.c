@@ -29,6 +29,11 @@ static char *read_file(const char *path)
 }
 
 /* Runs an encoder into memory. */
+static int folded_all(const struct hc_profile *p, FILE *out)
+{
+	return hc_profile__write_folded(p, HC_W_ALL, out);
+}
+
 static char *encode(const struct hc_profile *p, int (*fn)(const struct hc_profile *, FILE *),
 		    int *err)
 {
@@ -170,13 +175,13 @@ static void test_folded_golden(void **state)
 	(void)state;
 	expected = read_file(HC_FIXTURES_DIR "/small.folded");
 	assert_non_null(expected);
-	actual = encode(p, hc_profile__write_folded, &err);
+	actual = encode(p, folded_all, &err);
 	assert_int_equal(err, 0);
 	expect_golden_text(actual, expected, "small.folded");
 	/* sorting the tree first changes nothing */
 	hc_tree__sort(p->tree);
 	free(actual);
-	actual = encode(p, hc_profile__write_folded, &err);
+	actual = encode(p, folded_all, &err);
 	assert_int_equal(err, 0);
 	assert_string_equal(actual, expected);
 	free(actual);
@@ -200,7 +205,7 @@ static void test_folded_names(void **state)
 	assert_int_equal(hc_tree__add_path(p->tree, NULL, 0,
 					   &(struct hc_weights){ .on_cpu_ns = 9, .samples = 1 }),
 			 0);
-	actual = encode(p, hc_profile__write_folded, &err);
+	actual = encode(p, folded_all, &err);
 	assert_int_equal(err, 0);
 	assert_string_equal(actual, "a_b_c_d;k_k_[k] 5\n"
 				    "orphan_[k] 1\n"
@@ -417,7 +422,7 @@ static void test_too_deep(void **state)
 	out = encode(p, hc_profile__write_json, &err);
 	assert_int_equal(err, -EOVERFLOW);
 	free(out);
-	out = encode(p, hc_profile__write_folded, &err);
+	out = encode(p, folded_all, &err);
 	assert_int_equal(err, -EOVERFLOW);
 	free(out);
 	hc_profile__free(p);
