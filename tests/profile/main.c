@@ -32,5 +32,8 @@ int main(void)
 	failed += run_encode_tests();
 	failed += run_hist_tests();
 	failed += run_store_tests();
+	failed += run_pprof_tests();
+	failed += run_speedscope_tests();
+	failed += run_decode_tests();
 	return failed ? 1 : 0;
 }

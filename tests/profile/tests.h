@@ -42,5 +42,8 @@ int run_tree_tests(void);
 int run_encode_tests(void);
 int run_hist_tests(void);
 int run_store_tests(void);
+int run_pprof_tests(void);
+int run_speedscope_tests(void);
+int run_decode_tests(void);
 
 #endif

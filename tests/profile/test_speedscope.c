@@ -1,0 +1,3 @@
+// SPDX-License-Identifier: GPL-2.0-only
+#include "tests.h"
+int run_speedscope_tests(void) { return 0; }
