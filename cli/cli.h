@@ -6,7 +6,8 @@
  *   66 EX_NOINPUT no such process, or an input file cannot be read;
  *   69 EX_UNAVAILABLE BPF, BTF or perf_event unavailable; 70 EX_SOFTWARE internal error;
  *   71 EX_OSERR out of memory or a system call failed; 73 EX_CANTCREAT output cannot be
- *   created; 74 EX_IOERR output could not be written; 77 EX_NOPERM not privileged enough.
+ *   created; 74 EX_IOERR output could not be written (nothing partial is left);
+ *   75 EX_TEMPFAIL another capture holds the output's lock; 77 EX_NOPERM not privileged.
  */
 #ifndef HOTCOLD_CLI_H
 #define HOTCOLD_CLI_H
@@ -17,6 +18,7 @@
 #include <signal.h>
 
 #include "cli/timespec.h"
+#include "profile/profile.h"
 
 int cmd_record(int argc, char **argv);
 int cmd_report(int argc, char **argv);
@@ -66,6 +68,24 @@ void hc_raise_nofile_limit(void);
 
 /* One line on stderr, "hotcold: <message>". */
 void hc_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Output formats of record and report (docs/formats.md). */
+enum hc_format {
+	HC_FORMAT_JSON = 0, /* hotcold-profile/1: everything */
+	HC_FORMAT_FOLDED,
+	HC_FORMAT_PPROF,
+	HC_FORMAT_SPEEDSCOPE,
+};
+
+/* "json", "folded", "pprof", "speedscope". 0 or -EINVAL. */
+int hc_format__parse(const char *s, enum hc_format *out);
+/* --kind: "all", "on", "off" (blocked + run-queue) -> HC_W_* bits. 0 or -EINVAL. */
+int hc_kind__parse(const char *s, unsigned int *weights);
+/* pprof is gzip: refuse to write it to a terminal (prints why). */
+bool hc_format__refuse_tty(enum hc_format fmt, FILE *out);
+/* Encode p as fmt carrying `weights` (ignored by json). 0 or -errno. */
+int hc_format__write(const struct hc_profile *p, enum hc_format fmt, unsigned int weights,
+		     FILE *out);
 
 /* libbpf messages: warnings and above only with -v. */
 void hc_libbpf_verbose(bool on);

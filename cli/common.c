@@ -3,8 +3,10 @@
 #include <errno.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/resource.h>
 #include <sysexits.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 
@@ -101,4 +103,58 @@ void hc_raise_nofile_limit(void)
 		rl.rlim_cur = rl.rlim_max;
 		setrlimit(RLIMIT_NOFILE, &rl);
 	}
+}
+
+int hc_format__parse(const char *s, enum hc_format *out)
+{
+	static const char *const names[] = {
+		[HC_FORMAT_JSON] = "json",
+		[HC_FORMAT_FOLDED] = "folded",
+		[HC_FORMAT_PPROF] = "pprof",
+		[HC_FORMAT_SPEEDSCOPE] = "speedscope",
+	};
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (!strcmp(s, names[i])) {
+			*out = (enum hc_format)i;
+			return 0;
+		}
+	return -EINVAL;
+}
+
+int hc_kind__parse(const char *s, unsigned int *weights)
+{
+	if (!strcmp(s, "all"))
+		*weights = HC_W_ALL;
+	else if (!strcmp(s, "on"))
+		*weights = HC_W_ON;
+	else if (!strcmp(s, "off"))
+		*weights = HC_W_OFF | HC_W_RUNQ;
+	else
+		return -EINVAL;
+	return 0;
+}
+
+bool hc_format__refuse_tty(enum hc_format fmt, FILE *out)
+{
+	if (fmt != HC_FORMAT_PPROF || !isatty(fileno(out)))
+		return false;
+	hc_err("pprof is gzipped binary: not written to a terminal (give -o FILE or redirect)");
+	return true;
+}
+
+int hc_format__write(const struct hc_profile *p, enum hc_format fmt, unsigned int weights,
+		     FILE *out)
+{
+	switch (fmt) {
+	case HC_FORMAT_FOLDED:
+		return hc_profile__write_folded(p, weights, out);
+	case HC_FORMAT_PPROF:
+		return hc_profile__write_pprof(p, weights, out);
+	case HC_FORMAT_SPEEDSCOPE:
+		return hc_profile__write_speedscope(p, weights, out);
+	case HC_FORMAT_JSON:
+		break;
+	}
+	return hc_profile__write_json(p, out);
 }

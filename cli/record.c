@@ -17,37 +17,32 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "cli/output.h"
 #include "cli/timespec.h"
 #include "profile/profile.h"
 #include "sampler/aggregate.h"
 #include "sampler/sampler.h"
 #include "symbolize/symbolizer.h"
 
-enum format { FORMAT_JSON, FORMAT_FOLDED };
 
 struct record_cfg {
 	struct hc_common_args c; /* -F, -v, symbols, off-CPU settings */
 	uint64_t duration_ns;
 	uint32_t *tgids;
 	size_t n_tgids;
-	const char *output; /* NULL: stdout */
-	enum format format;
+	const char *output; /* NULL: stdout; a strftime pattern (cli/output.h) */
+	enum hc_format format;
+	unsigned int weights; /* --kind: HC_W_* for folded, pprof and speedscope */
+	bool kind_set;
 	const char *comm;
 	bool wakers;
-};
-
-/* Output staged in a temporary file next to the target, renamed into place when complete,
- * so an interrupted or failed capture never leaves a half-written profile under its name. */
-struct output {
-	char *tmp_path;
-	FILE *f;
 };
 
 static void usage(FILE *out)
 {
 	fprintf(out,
-		"usage: hotcold record [-F SPEC] [-d DURATION] [-p PID]... [-o FILE] "
-		"[--format json|folded]\n"
+		"usage: hotcold record [-F SPEC] [-d DURATION] [-p PID]... [-o FILE]\n"
+		"                      [--format json|folded|pprof|speedscope] [--kind on|off|all]\n"
 		"\n"
 		"Sample every CPU (or only -p processes) with kernel and user stacks, then write "
 		"a\n"
@@ -71,9 +66,15 @@ static void usage(FILE *out)
 		"  -p, --pid PID         only these processes (repeat, or a comma list). The "
 		"capture\n"
 		"                        ends early when all of them have exited.\n"
-		"  -o, --output FILE     write here (atomically: temp file + rename); default "
-		"stdout.\n"
-		"                        Nothing is printed on success.\n"
+		"  -o, --output FILE     write here; default stdout. FILE may be a strftime "
+		"pattern,\n"
+		"                        expanded in UTC at the start "
+		"(/var/lib/hotcold/%%Y%%m%%dT%%H%%M%%SZ.json).\n"
+		"                        Written to a hidden temporary file, fsync'd, renamed "
+		"into\n"
+		"                        place, under a lock (.FILE.lock): a killed capture "
+		"leaves\n"
+		"                        nothing that looks complete. Silent on success.\n"
 		"      --comm NAME       only processes named NAME (the kernel keeps 15 bytes of "
 		"a\n"
 		"                        name; longer names are cut to 15)\n"
@@ -90,13 +91,19 @@ static void usage(FILE *out)
 		"      --no-stack-reuse  take the stacks at every switch-out instead of reusing a\n"
 		"                        thread's stacks while its switch-out context is "
 		"unchanged\n"
-		"      --format FMT      json (default) or folded (flamegraph.pl; values in ns)\n"
+		"      --format FMT      json (default: hotcold-profile/1, everything), folded\n"
+		"                        (flamegraph.pl; ns), pprof (gzipped profile.proto, for "
+		"go\n"
+		"                        tool pprof) or speedscope; docs/formats.md\n"
+		"      --kind KIND       what folded, pprof and speedscope carry: all (on-CPU,\n"
+		"                        blocked and run-queue time; the default), on or off\n"
 		"      --no-demangle     keep C++/Rust symbol names mangled\n"
 		"  -v, --verbose         libbpf warnings and a summary on stderr\n"
 		"  -h, --help            this text\n"
 		"\n"
 		"Exit codes: 0 ok, 64 usage, 66 no such process, 69 BPF/BTF/perf unavailable,\n"
-		"70 internal error, 71 system error, 73 cannot create output, 74 write error,\n"
+		"70 internal error, 71 system error, 73 cannot create output, 74 write error\n"
+		"(e.g. disk full; nothing is left behind), 75 another capture is writing FILE,\n"
 		"77 not privileged (needs root or CAP_BPF+CAP_PERFMON).\n");
 }
 
@@ -156,6 +163,7 @@ static int parse_args(int argc, char **argv, struct record_cfg *cfg)
 		OPT_FORMAT = 256,
 		OPT_COMM,
 		OPT_WAKERS,
+		OPT_KIND,
 	};
 	static const struct option opts[] = {
 		HC_COMMON_LONGOPTS,
@@ -165,6 +173,7 @@ static int parse_args(int argc, char **argv, struct record_cfg *cfg)
 		{"format", required_argument, NULL, OPT_FORMAT},
 		{"comm", required_argument, NULL, OPT_COMM},
 		{"wakers", no_argument, NULL, OPT_WAKERS},
+		{"kind", required_argument, NULL, OPT_KIND},
 		{"help", no_argument, NULL, 'h'},
 		{0},
 	};
@@ -172,6 +181,7 @@ static int parse_args(int argc, char **argv, struct record_cfg *cfg)
 	int c, rc;
 
 	hc_common_args__init(&cfg->c);
+	cfg->weights = HC_W_ALL;
 	cfg->duration_ns = 10ull * 1000000000ull;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "F:d:p:o:vh", opts, NULL)) != -1) {
@@ -200,14 +210,17 @@ static int parse_args(int argc, char **argv, struct record_cfg *cfg)
 			cfg->output = optarg;
 			break;
 		case OPT_FORMAT:
-			if (!strcmp(optarg, "json")) {
-				cfg->format = FORMAT_JSON;
-			} else if (!strcmp(optarg, "folded")) {
-				cfg->format = FORMAT_FOLDED;
-			} else {
-				hc_err("--format %s: use json or folded", optarg);
+			if (hc_format__parse(optarg, &cfg->format)) {
+				hc_err("--format %s: use json, folded, pprof or speedscope", optarg);
 				return EX_USAGE;
 			}
+			break;
+		case OPT_KIND:
+			if (hc_kind__parse(optarg, &cfg->weights)) {
+				hc_err("--kind %s: use all, on or off", optarg);
+				return EX_USAGE;
+			}
+			cfg->kind_set = true;
 			break;
 		case OPT_COMM:
 			if (!*optarg) {
@@ -232,6 +245,15 @@ static int parse_args(int argc, char **argv, struct record_cfg *cfg)
 		       "or --no-stack-reuse");
 		return EX_USAGE;
 	}
+	if (cfg->kind_set && cfg->format == HC_FORMAT_JSON) {
+		hc_err("--kind selects what folded, pprof and speedscope carry; json always carries "
+		       "every kind (give --format)");
+		return EX_USAGE;
+	}
+	if (cfg->c.no_offcpu && cfg->kind_set && cfg->weights == (HC_W_OFF | HC_W_RUNQ)) {
+		hc_err("--kind off with --no-offcpu would write an empty profile");
+		return EX_USAGE;
+	}
 	if (optind < argc) {
 		hc_err("unexpected argument '%s' (see hotcold record --help)", argv[optind]);
 		return EX_USAGE;
@@ -243,85 +265,6 @@ static int parse_args(int argc, char **argv, struct record_cfg *cfg)
 		return EX_USAGE;
 	}
 	return 0;
-}
-
-static int output_open(struct output *o, const char *path)
-{
-	char *dup, *dir;
-	int fd;
-
-	if (!path) {
-		o->f = stdout;
-		return 0;
-	}
-	dup = strdup(path);
-	if (!dup)
-		return EX_OSERR;
-	dir = dirname(dup);
-	if (asprintf(&o->tmp_path, "%s/.hotcold-record.XXXXXX", dir) < 0) {
-		o->tmp_path = NULL;
-		free(dup);
-		return EX_OSERR;
-	}
-	free(dup);
-	fd = mkostemp(o->tmp_path, O_CLOEXEC);
-	if (fd < 0) {
-		hc_err("cannot create %s: %s", path, strerror(errno));
-		free(o->tmp_path);
-		o->tmp_path = NULL;
-		return EX_CANTCREAT;
-	}
-	fchmod(fd, 0644);
-	o->f = fdopen(fd, "w");
-	if (!o->f) {
-		close(fd);
-		unlink(o->tmp_path);
-		return EX_OSERR;
-	}
-	return 0;
-}
-
-/* Flush, fsync and rename into place; on failure remove the temp file. */
-static int output_commit(struct output *o, const char *path)
-{
-	int rc = 0;
-
-	if (!o->tmp_path) {
-		if (fflush(o->f) != 0) {
-			hc_err("writing the profile to stdout: %s", strerror(errno));
-			return EX_IOERR;
-		}
-		return 0;
-	}
-	if (fflush(o->f) != 0 || fsync(fileno(o->f)) != 0) {
-		hc_err("writing %s: %s", path, strerror(errno));
-		rc = EX_IOERR;
-	}
-	if (fclose(o->f) != 0 && !rc) {
-		hc_err("writing %s: %s", path, strerror(errno));
-		rc = EX_IOERR;
-	}
-	o->f = NULL;
-	if (!rc && rename(o->tmp_path, path) != 0) {
-		hc_err("cannot rename the profile into %s: %s", path, strerror(errno));
-		rc = EX_CANTCREAT;
-	}
-	if (rc)
-		unlink(o->tmp_path);
-	free(o->tmp_path);
-	o->tmp_path = NULL;
-	return rc;
-}
-
-static void output_abort(struct output *o)
-{
-	if (!o->tmp_path)
-		return;
-	if (o->f)
-		fclose(o->f);
-	unlink(o->tmp_path);
-	free(o->tmp_path);
-	o->tmp_path = NULL;
 }
 
 static int on_sample(void *ctx, const struct hc_sample_event *e, size_t size)
@@ -498,7 +441,7 @@ int cmd_record(int argc, char **argv)
 	struct hc_symbolizer *sym = NULL;
 	struct hc_sampler *sampler = NULL;
 	struct hc_profile *prof = NULL;
-	struct output out = {0};
+	struct hc_output out = {0};
 	struct hc_agg *agg = NULL;
 	uint64_t t0, t1, t_tree, t_enc, deadline;
 	struct hc_sampler_window win;
@@ -518,7 +461,9 @@ int cmd_record(int argc, char **argv)
 		}
 	}
 	/* Create the output first: a bad path fails now, not after the capture. */
-	rc = output_open(&out, cfg.output);
+	rc = hc_output__open(&out, cfg.output, time(NULL));
+	if (!rc && hc_format__refuse_tty(cfg.format, out.f))
+		rc = EX_USAGE;
 	if (rc)
 		goto out;
 
@@ -658,15 +603,14 @@ int cmd_record(int argc, char **argv)
 		}
 	}
 	hc_tree__sort(prof->tree);
-	err = cfg.format == FORMAT_JSON ? hc_profile__write_json(prof, out.f)
-					: hc_profile__write_folded(prof, HC_W_ALL, out.f);
+	err = hc_format__write(prof, cfg.format, cfg.weights, out.f);
 	t_enc = now_ns(CLOCK_MONOTONIC);
 	if (err) {
 		hc_err("writing the profile: %s", strerror(-err));
 		rc = EX_IOERR;
 		goto out;
 	}
-	rc = output_commit(&out, cfg.output);
+	rc = hc_output__commit(&out);
 	if (!rc && cfg.c.verbose) {
 		fprintf(stderr,
 			"hotcold: %llu samples (%llu idle) on %u CPUs in %.3f s, expected %llu; "
@@ -681,7 +625,7 @@ int cmd_record(int argc, char **argv)
 			(double)(t_enc - t_tree) / 1e6);
 	}
 out:
-	output_abort(&out);
+	hc_output__abort(&out);
 	hc_profile__free(prof);
 	hc_sampler_counts__release(&cnt);
 	hc_sampler__free(sampler);

@@ -5,11 +5,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sysexits.h>
+#include <time.h>
 
 #include <jansson.h>
 
 #include "cli/cli.h"
+#include "cli/output.h"
 #include "profile/hist.h"
 #include "profile/profile.h"
 
@@ -19,18 +22,32 @@
 static void usage(FILE *out)
 {
 	fprintf(out,
-		"usage: hotcold report --hist NAME [--key KEY] FILE\n"
+		"usage: hotcold report [--format FMT] [--kind KIND] [-o OUT] FILE\n"
+		"       hotcold report --hist NAME [--key KEY] FILE\n"
+		"       hotcold report --diff [--kind KIND] [--normalize] [-o OUT] BASE NEW\n"
 		"\n"
-		"Print histogram NAME of a saved profile (hotcold record -o FILE) the way DTrace\n"
-		"prints an aggregation: per key, `value  ---- Distribution ---- count` rows with @\n"
-		"bars. Histograms and their bucket rules: docs/histograms.md.\n"
+		"Read a saved profile (a hotcold-profile/1 document from hotcold record -o FILE or\n"
+		"GET /api/profile) and convert it, print one of its histograms, or compare two.\n"
 		"\n"
-		"  --hist NAME   the histogram (e.g. priority)\n"
-		"  --key KEY     only this series (a process name, or \"cpu N\")\n"
-		"  -h, --help    this text\n"
+		"  --format FMT   folded (the default; flamegraph.pl, values in ns), pprof (gzipped\n"
+		"                 profile.proto, for go tool pprof), speedscope, or json (the\n"
+		"                 document re-encoded after validation); docs/formats.md\n"
+		"  --kind KIND    what the output carries: all (on-CPU, blocked and run-queue time;\n"
+		"                 the default), on, or off (blocked + run-queue)\n"
+		"  -o, --output OUT  write here instead of stdout, atomically (a strftime pattern\n"
+		"                 like record's -o)\n"
+		"  --hist NAME    print histogram NAME the way DTrace prints an aggregation: per key,\n"
+		"                 `value  ---- Distribution ---- count` rows (docs/histograms.md)\n"
+		"  --key KEY      with --hist: only this series (a process name, or \"cpu N\")\n"
+		"  --diff         compare BASE and NEW: differential folded stacks, one\n"
+		"                 `stack BASE_NS NEW_NS` line per stack (flamegraph.pl draws them as\n"
+		"                 a differential flame graph); processes match by name\n"
+		"  --normalize    with --diff: scale BASE so that its total equals NEW's\n"
+		"  -h, --help     this text\n"
 		"\n"
 		"Exit codes: 0 ok, 64 usage or unknown histogram/key, 65 not a valid profile,\n"
-		"66 cannot read FILE.\n");
+		"66 cannot read FILE, 73 cannot create OUT, 74 write error, 75 another writer holds\n"
+		"OUT's lock.\n");
 }
 
 /* The names of the histograms in `hists`, comma-separated, for error messages. */
@@ -53,79 +70,81 @@ static void list_names(json_t *hists, char *buf, size_t len)
 		snprintf(buf, len, "none");
 }
 
-int cmd_report(int argc, char **argv)
+/* Read and parse `path`: 0, or an exit code after printing why. */
+static int load_doc(const char *path, json_t **doc)
 {
-	enum { OPT_HIST = 256, OPT_KEY };
-	static const struct option opts[] = {
-		{ "hist", required_argument, NULL, OPT_HIST },
-		{ "key", required_argument, NULL, OPT_KEY },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
-	};
-	const char *hist_name = NULL, *key = NULL, *path, *schema;
-	json_t *doc = NULL, *hists, *hj;
-	struct hc_hist *h = NULL;
 	json_error_t jerr;
-	char why[256], names[256];
-	int c, rc = 0, err;
+	const char *schema;
+	FILE *f = fopen(path, "re");
+	struct stat st;
 
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-		switch (c) {
-		case OPT_HIST:
-			hist_name = optarg;
-			break;
-		case OPT_KEY:
-			key = optarg;
-			break;
-		case 'h':
-			usage(stdout);
-			return 0;
-		default:
-			usage(stderr);
-			return EX_USAGE;
-		}
+	*doc = NULL;
+	if (!f) {
+		hc_err("report: cannot read %s: %s", path, strerror(errno));
+		return EX_NOINPUT;
 	}
-	if (!hist_name) {
-		hc_err("report: --hist NAME is required (see hotcold report --help)");
-		return EX_USAGE;
-	}
-	if (optind + 1 != argc) {
-		hc_err("report: give exactly one profile FILE (see hotcold report --help)");
-		return EX_USAGE;
-	}
-	path = argv[optind];
-
-	{
-		FILE *f = fopen(path, "re");
-		long size;
-
-		if (!f) {
-			hc_err("report: cannot read %s: %s", path, strerror(errno));
-			return EX_NOINPUT;
-		}
-		if (fseek(f, 0, SEEK_END) == 0 && (size = ftell(f)) >= 0 &&
-		    (unsigned long long)size > REPORT_MAX_FILE_BYTES) {
-			fclose(f);
-			hc_err("report: %s is larger than 1 GiB", path);
-			return EX_DATAERR;
-		}
-		rewind(f);
-		doc = json_loadf(f, JSON_REJECT_DUPLICATES, &jerr);
+	if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
 		fclose(f);
+		hc_err("report: cannot read %s: it is a directory", path);
+		return EX_NOINPUT;
 	}
-	if (!doc) {
+	if (fstat(fileno(f), &st) == 0 && (unsigned long long)st.st_size > REPORT_MAX_FILE_BYTES) {
+		fclose(f);
+		hc_err("report: %s is larger than 1 GiB", path);
+		return EX_DATAERR;
+	}
+	*doc = json_loadf(f, JSON_REJECT_DUPLICATES, &jerr);
+	fclose(f);
+	if (!*doc) {
 		hc_err("report: %s is not valid JSON: %s (line %d, column %d)", path, jerr.text,
 		       jerr.line, jerr.column);
 		return EX_DATAERR;
 	}
-	schema = json_string_value(json_object_get(doc, "schema"));
+	schema = json_string_value(json_object_get(*doc, "schema"));
 	if (!schema || strcmp(schema, HC_PROFILE_SCHEMA)) {
 		hc_err("report: %s is not a %s document (schema: %s)", path, HC_PROFILE_SCHEMA,
 		       schema ? schema : "missing");
-		rc = EX_DATAERR;
-		goto out;
+		json_decref(*doc);
+		*doc = NULL;
+		return EX_DATAERR;
 	}
+	return 0;
+}
+
+/* Read, parse and decode `path` into a profile: 0, or an exit code after printing why. */
+static int load_profile(const char *path, struct hc_profile **out)
+{
+	char why[256];
+	json_t *doc;
+	int rc, err;
+
+	*out = NULL;
+	rc = load_doc(path, &doc);
+	if (rc)
+		return rc;
+	err = hc_profile__from_json(doc, out, why, sizeof(why));
+	json_decref(doc);
+	if (err == -ENOMEM) {
+		hc_err("report: reading %s: out of memory", path);
+		return EX_OSERR;
+	}
+	if (err) {
+		hc_err("report: %s is not a valid profile: %s", path, why);
+		return EX_DATAERR;
+	}
+	return 0;
+}
+
+static int print_hist(const char *path, const char *hist_name, const char *key)
+{
+	struct hc_hist *h = NULL;
+	json_t *doc, *hists, *hj;
+	char why[256], names[256];
+	int rc, err;
+
+	rc = load_doc(path, &doc);
+	if (rc)
+		return rc;
 	hists = json_object_get(doc, "histograms");
 	if (!json_is_object(hists)) {
 		hc_err("report: %s has no histograms object", path);
@@ -156,5 +175,144 @@ int cmd_report(int argc, char **argv)
 out:
 	hc_hist__free(h);
 	json_decref(doc);
+	return rc;
+}
+
+int cmd_report(int argc, char **argv)
+{
+	enum { OPT_HIST = 256, OPT_KEY, OPT_FORMAT, OPT_KIND, OPT_DIFF, OPT_NORMALIZE };
+	static const struct option opts[] = {
+		{ "hist", required_argument, NULL, OPT_HIST },
+		{ "key", required_argument, NULL, OPT_KEY },
+		{ "format", required_argument, NULL, OPT_FORMAT },
+		{ "kind", required_argument, NULL, OPT_KIND },
+		{ "diff", no_argument, NULL, OPT_DIFF },
+		{ "normalize", no_argument, NULL, OPT_NORMALIZE },
+		{ "output", required_argument, NULL, 'o' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	const char *hist_name = NULL, *key = NULL, *output = NULL;
+	enum hc_format format = HC_FORMAT_FOLDED;
+	unsigned int weights = HC_W_ALL;
+	bool diff = false, normalize = false, format_set = false, kind_set = false;
+	struct hc_profile *a = NULL, *b = NULL;
+	struct hc_output out = {0};
+	int c, rc = 0, err;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
+		switch (c) {
+		case OPT_HIST:
+			hist_name = optarg;
+			break;
+		case OPT_KEY:
+			key = optarg;
+			break;
+		case OPT_FORMAT:
+			if (hc_format__parse(optarg, &format)) {
+				hc_err("report: --format %s: use folded, pprof, speedscope or json",
+				       optarg);
+				return EX_USAGE;
+			}
+			format_set = true;
+			break;
+		case OPT_KIND:
+			if (hc_kind__parse(optarg, &weights)) {
+				hc_err("report: --kind %s: use all, on or off", optarg);
+				return EX_USAGE;
+			}
+			kind_set = true;
+			break;
+		case OPT_DIFF:
+			diff = true;
+			break;
+		case OPT_NORMALIZE:
+			normalize = true;
+			break;
+		case 'o':
+			if (!*optarg) {
+				hc_err("report: -o: empty file name");
+				return EX_USAGE;
+			}
+			output = optarg;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return EX_USAGE;
+		}
+	}
+
+	if (hist_name || key) {
+		if (!hist_name) {
+			hc_err("report: --key needs --hist NAME");
+			return EX_USAGE;
+		}
+		if (diff || format_set || kind_set || output || normalize) {
+			hc_err("report: --hist prints a histogram; it takes no --diff, --format, "
+			       "--kind, --normalize or -o");
+			return EX_USAGE;
+		}
+		if (optind + 1 != argc) {
+			hc_err("report: give exactly one profile FILE (see hotcold report --help)");
+			return EX_USAGE;
+		}
+		return print_hist(argv[optind], hist_name, key);
+	}
+	if (diff) {
+		if (format_set && format != HC_FORMAT_FOLDED) {
+			hc_err("report: --diff writes differential folded stacks only (for pprof, "
+			       "convert both and use go tool pprof -diff_base)");
+			return EX_USAGE;
+		}
+		if (optind + 2 != argc) {
+			hc_err("report: --diff takes two profiles, BASE and NEW");
+			return EX_USAGE;
+		}
+	} else {
+		if (normalize) {
+			hc_err("report: --normalize applies to --diff");
+			return EX_USAGE;
+		}
+		if (kind_set && format == HC_FORMAT_JSON) {
+			hc_err("report: --kind selects what folded, pprof and speedscope carry; json "
+			       "carries every kind");
+			return EX_USAGE;
+		}
+		if (optind + 1 != argc) {
+			hc_err("report: give exactly one profile FILE (see hotcold report --help)");
+			return EX_USAGE;
+		}
+	}
+
+	/* Read everything before creating the output: a bad input leaves no file behind. */
+	rc = load_profile(argv[optind], &a);
+	if (!rc && diff)
+		rc = load_profile(argv[optind + 1], &b);
+	if (rc)
+		goto out;
+	rc = hc_output__open(&out, output, time(NULL));
+	if (!rc && hc_format__refuse_tty(format, out.f))
+		rc = EX_USAGE;
+	if (rc)
+		goto out;
+	if (diff)
+		err = hc_profile__write_diff_folded(a, b, weights, normalize, out.f);
+	else
+		err = hc_format__write(a, format, weights, out.f);
+	if (err) {
+		hc_err("report: writing %s: %s", out.path ? out.path : "the output",
+		       strerror(-err));
+		rc = err == -ENOMEM ? EX_OSERR : EX_IOERR;
+		goto out;
+	}
+	rc = hc_output__commit(&out);
+out:
+	hc_output__abort(&out);
+	hc_profile__free(a);
+	hc_profile__free(b);
 	return rc;
 }

@@ -201,6 +201,15 @@ int hc_profile__write_pprof(const struct hc_profile *p, unsigned int weights, FI
 int hc_profile__write_speedscope(const struct hc_profile *p, unsigned int weights, FILE *out);
 
 /*
+ * Differential folded stacks, flamegraph.pl's difffolded format: one line `stack BASE NEW`
+ * (ns of the selected weights) per stack in either profile, in folded order; stacks are the
+ * folded writer's, so processes match by name, not pid. normalize: scale BASE so that its
+ * total equals NEW's (difffolded.pl -n). -errno on failure.
+ */
+int hc_profile__write_diff_folded(const struct hc_profile *base, const struct hc_profile *new,
+				  unsigned int weights, bool normalize, FILE *out);
+
+/*
  * Decoder: a parsed hotcold-profile/1 document back into a profile. Every field is checked
  * (types, ranges, tree depth, children never worth more than their parent); a document
  * that fails any check is refused with a one-line reason in `why`. Returns 0 and *out, or

@@ -559,6 +559,11 @@ static int frame_cache__get(struct frame_cache *fc, struct hc_agg *agg, bool ker
 			el->name = "[unknown]";
 			el->module = fi.module;
 			el->offset = loc.obj == HC_OBJ_UNKNOWN ? (int64_t)b : (int64_t)fi.offset;
+			/* An address in no mapping can be anything (a corrupt frame chain, an
+			 * emulator's stack): one above 2^63 has no offset JSON could print,
+			 * and two such would be distinct nodes that print the same. */
+			if (el->offset < 0)
+				el->offset = -1;
 		}
 	}
 	*out = *el;

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -21,6 +22,8 @@
 #include "e2e.h"
 
 static const char *hotcold;
+
+static int run_capture(char *const argv[], char **out_text, char **err_text);
 
 struct bad_case {
 	const char *args[6];
@@ -40,7 +43,10 @@ static const struct bad_case cases[] = {
 	{ { "-d", "0" }, 64, "zero" },
 	{ { "-d", "soon" }, 64, "not a number" },
 	{ { "-d", "5hz" }, 64, "unknown unit" },
-	{ { "--format", "xml" }, 64, "json or folded" },
+	{ { "--format", "xml" }, 64, "folded, pprof or speedscope" },
+	{ { "--kind", "on" }, 64, "json always carries every kind" },
+	{ { "--format", "folded", "--kind", "sideways" }, 64, "use all, on or off" },
+	{ { "--format", "pprof", "--no-offcpu", "--kind", "off" }, 64, "empty profile" },
 	{ { "-p", "abc" }, 64, "not a process id" },
 	{ { "-p", "0" }, 64, "not a process id" },
 	{ { "-p", "-3" }, 64, "not a process id" },
@@ -226,6 +232,84 @@ static void test_unwritable_output(void **state)
 	free(dir);
 }
 
+/* -o patterns and places report and record refuse before doing anything: nothing written. */
+static void test_output_errors(void **state)
+{
+	const char *fx = e2e_env("HC_FIXTURES");
+	char prof[512], out[512], *dir = e2e_tmpdir(), *o, *e;
+	int rc;
+
+	(void)state;
+	assert_non_null(dir);
+	snprintf(prof, sizeof(prof), "%s/profile/small.json", fx);
+	snprintf(out, sizeof(out), "%s/x-%%Q.json", dir);
+	{
+		char *argv[] = { (char *)hotcold, "record", "-d", "1s", "-o", out, NULL };
+
+		rc = run_capture(argv, &o, &e);
+	}
+	assert_int_equal(rc, 64);
+	assert_non_null(strstr(e, "%Q is not a conversion"));
+	free(o);
+	free(e);
+	{
+		char *argv[] = { (char *)hotcold, "report", "--format", "folded", "-o", out, prof,
+				 NULL };
+
+		rc = run_capture(argv, &o, &e);
+	}
+	assert_int_equal(rc, 64);
+	free(o);
+	free(e);
+	snprintf(out, sizeof(out), "%s/missing/x.folded", dir);
+	{
+		char *argv[] = { (char *)hotcold, "report", "-o", out, prof, NULL };
+
+		rc = run_capture(argv, &o, &e);
+	}
+	print_message("report -o %s -> %d: %s", out, rc, e);
+	assert_int_equal(rc, 73);
+	assert_non_null(strstr(e, "directory"));
+	free(o);
+	free(e);
+	/* a directory as the output */
+	{
+		char *argv[] = { (char *)hotcold, "report", "-o", dir, prof, NULL };
+
+		rc = run_capture(argv, &o, &e);
+	}
+	assert_int_equal(rc, 73);
+	assert_non_null(strstr(e, "is a directory"));
+	free(o);
+	free(e);
+	/* success: silent, the file complete, no hidden file left */
+	snprintf(out, sizeof(out), "%s/%%Y.folded", dir);
+	{
+		char *argv[] = { (char *)hotcold, "report", "-o", out, prof, NULL };
+
+		rc = run_capture(argv, &o, &e);
+	}
+	assert_int_equal(rc, 0);
+	assert_string_equal(o, "");
+	assert_string_equal(e, "");
+	free(o);
+	free(e);
+	{
+		char want[600], list[64];
+		time_t t = time(NULL);
+		struct tm tm;
+
+		gmtime_r(&t, &tm);
+		strftime(list, sizeof(list), "%Y.folded", &tm);
+		snprintf(want, sizeof(want), "%s/%s", dir, list);
+		assert_int_equal(access(want, R_OK), 0);
+		assert_int_equal(count_entries(dir), 1);
+		unlink(want);
+	}
+	rmdir(dir);
+	free(dir);
+}
+
 static void test_unknown_command(void **state)
 {
 	char *argv[] = { (char *)hotcold, "frobnicate", NULL };
@@ -394,7 +478,7 @@ static void test_report_hist(void **state)
 
 struct report_bad {
 	const char *content; /* written to a temp file; NULL: a path that does not exist */
-	const char *args[4];
+	const char *args[6];
 	int exit_code;
 	const char *why;
 };
@@ -414,7 +498,25 @@ static void test_report_bad_input(void **state)
 		  { "--hist", "priority" }, 65, "malformed" },
 		{ "{\"schema\":\"hotcold-profile/1\",\"schema\":\"hotcold-profile/1\"}",
 		  { "--hist", "priority" }, 65, "duplicate" },
-		{ "{}", { "--key", "x" }, 64, "--hist NAME is required" },
+		{ "{}", { "--key", "x" }, 64, "--key needs --hist" },
+		{ "{}", { "--format", "xml" }, 64, "use folded, pprof, speedscope or json" },
+		{ "{}", { "--normalize" }, 64, "applies to --diff" },
+		{ "{}", { "--diff" }, 64, "two profiles" },
+		{ "{}", { "--kind", "on", "--format", "json" }, 64, "carries every kind" },
+		{ "{}", { "--hist", "priority", "--format", "pprof" }, 64, "takes no --diff" },
+		{ "{}", { "--diff", "--format", "pprof" }, 64, "differential folded stacks only" },
+		{ "{\"schema\":\"hotcold-profile/1\"}", { "--format", "folded" }, 65,
+		  "not a valid profile" },
+		{ NULL, { "--format", "folded" }, 66, "cannot read" },
+		/* a document without the members a profile must have */
+		{ "{\"schema\":\"hotcold-profile/1\",\"host\":\"h\",\"kernel\":\"k\","
+		  "\"started_at\":\"2026-01-01T00:00:00.000Z\",\"duration_ns\":1,"
+		  "\"flamegraph\":{\"name\":\"all\",\"kind\":\"root\",\"value\":1,"
+		  "\"on_cpu_ns\":1,\"off_cpu_ns\":0,\"runqueue_ns\":0,\"samples\":1,"
+		  "\"children\":[{\"name\":\"p\",\"kind\":\"process\",\"pid\":1,"
+		  "\"value\":5,\"on_cpu_ns\":5,\"off_cpu_ns\":0,\"runqueue_ns\":0,"
+		  "\"samples\":1,\"children\":[]}]},\"histograms\":{}}",
+		  { "--format", "folded" }, 65, "not a valid profile" },
 	};
 	char *dir = e2e_tmpdir(), path[512];
 
@@ -463,6 +565,7 @@ int main(void)
 		cmocka_unit_test(test_serve_port_in_use),
 		cmocka_unit_test(test_unwritable_output),
 		cmocka_unit_test(test_unknown_command),
+		cmocka_unit_test(test_output_errors),
 		cmocka_unit_test(test_unprivileged),
 		cmocka_unit_test(test_kernel_max_rate),
 		cmocka_unit_test(test_report_hist),
