@@ -20,36 +20,12 @@
 #include <string.h>
 #include <time.h>
 
+#include "profile/jstream.h"
 #include "profile/profile.h"
 #include "profile/profile_internal.h"
 
 /* Every tree level is 2 JSON levels; 1000 levels leave room for jansson's 2048 limit. */
 #define HC_JSON_MAX_TREE_DEPTH 1000
-
-static json_t *jstr(const char *s)
-{
-	size_t len;
-	char *valid;
-	json_t *j;
-
-	if (!s)
-		return json_null();
-	valid = hc__utf8_sanitize(s, &len);
-	if (!valid)
-		return NULL;
-	j = json_stringn_nocheck(valid, len);
-	if (valid != s)
-		free(valid);
-	return j;
-}
-
-/* json_int_t is signed 64-bit: larger values (never reached by ns counters) become reals. */
-static json_t *ju64(uint64_t v)
-{
-	if (v > (uint64_t)INT64_MAX)
-		return json_real((double)v);
-	return json_integer((json_int_t)v);
-}
 
 /* Steals val. -ENOMEM when val is NULL (a failed constructor) or the insert fails. */
 static int jset(json_t *obj, const char *key, json_t *val)
@@ -242,77 +218,9 @@ err_nomem:
 }
 
 /*
- * Streaming writer for hc_profile__write_json(). Building the whole document in jansson
- * costs ~1.6 KB and ~10 us per tree node (measured: 580 ms and ~100 MB at 30k nodes), so the
- * tree is written node by node instead. Every string (names, modules, kinds, offsets) is
- * still encoded by jansson, so all escaping stays there; what is written here is only the
- * fixed keys, the punctuation between them and decimal integers. The bytes are identical to
- * json_dumpf(hc_profile__to_json(p), JSON_COMPACT): tests/profile checks it.
+ * Streaming writer for hc_profile__write_json() (profile/jstream.h says why). The bytes are
+ * identical to json_dumpf(hc_profile__to_json(p), JSON_COMPACT): tests/profile checks it.
  */
-struct jstream {
-	FILE *out;
-	char *buf;
-	size_t cap;
-	int err;
-};
-
-static void jstream_raw(struct jstream *js, const char *s, size_t n)
-{
-	if (!js->err && fwrite(s, 1, n, js->out) != n)
-		js->err = -EIO;
-}
-
-#define JSTREAM_LIT(js, lit) jstream_raw((js), (lit), sizeof(lit) - 1)
-
-/* Encode one value with jansson and append it; steals v. */
-static void jstream_value(struct jstream *js, json_t *v)
-{
-	size_t n;
-
-	if (!v) {
-		if (!js->err)
-			js->err = -ENOMEM;
-		return;
-	}
-	for (;;) {
-		n = json_dumpb(v, js->buf, js->cap, JSON_COMPACT | JSON_ENCODE_ANY);
-		if (n == 0 || n <= js->cap)
-			break;
-		free(js->buf);
-		js->cap = n * 2;
-		js->buf = malloc(js->cap);
-		if (!js->buf) {
-			js->cap = 0;
-			n = 0;
-			break;
-		}
-	}
-	json_decref(v);
-	if (n == 0) {
-		if (!js->err)
-			js->err = -ENOMEM;
-		return;
-	}
-	jstream_raw(js, js->buf, n);
-}
-
-/* A u64 as jansson prints it: a plain decimal integer (a real above INT64_MAX, see ju64). */
-static void jstream_u64(struct jstream *js, uint64_t v)
-{
-	char tmp[24];
-	size_t i = sizeof(tmp);
-
-	if (v > (uint64_t)INT64_MAX) {
-		jstream_value(js, ju64(v));
-		return;
-	}
-	do {
-		tmp[--i] = (char)('0' + v % 10);
-		v /= 10;
-	} while (v);
-	jstream_raw(js, tmp + i, sizeof(tmp) - i);
-}
-
 static void jstream_node(struct jstream *js, const struct hc_node *n, unsigned int depth)
 {
 	const struct hc_weights *w = hc_node__weights(n);
@@ -509,18 +417,7 @@ int hc_profile__write_json(const struct hc_profile *p, FILE *out)
 	if (!head)
 		return -ENOMEM;
 	/* The header object without its closing brace; then the tree, the histograms, '}'. */
-	for (;;) {
-		n = json_dumpb(head, js.buf, js.cap, JSON_COMPACT);
-		if (n == 0 || n <= js.cap)
-			break;
-		free(js.buf);
-		js.cap = n * 2;
-		js.buf = malloc(js.cap);
-		if (!js.buf) {
-			n = 0;
-			break;
-		}
-	}
+	n = jstream_dump(&js, head, JSON_COMPACT);
 	json_decref(head);
 	if (n < 3 || js.buf[n - 1] != '}') {
 		free(js.buf);
@@ -532,8 +429,5 @@ int hc_profile__write_json(const struct hc_profile *p, FILE *out)
 	JSTREAM_LIT(&js, ",\"histograms\":");
 	jstream_value(&js, p->histograms ? json_incref(p->histograms) : json_object());
 	JSTREAM_LIT(&js, "}\n");
-	if (!js.err && (fflush(out) || ferror(out)))
-		js.err = errno ? -errno : -EIO;
-	free(js.buf);
-	return js.err;
+	return jstream_finish(&js);
 }

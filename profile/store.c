@@ -1782,12 +1782,16 @@ static int64_t merged_node(struct coarse *c, uint32_t node)
 
 		if ((f.kind == HC_NODE_PROCESS && !c->alive[proc] && f.id) ||
 		    (f.kind == HC_NODE_THREAD && f.id) ||
-		    (f.kind == HC_NODE_WAKER && (f.id || f.offset != -1)) ||
+		    (f.kind == HC_NODE_WAKER && (f.id || f.offset != 0)) ||
 		    (f.kind == HC_NODE_USER && f.name == c->unknown && f.offset != -1)) {
 			int64_t id;
 
 			f.id = 0;
-			if (f.kind == HC_NODE_WAKER || f.kind == HC_NODE_USER)
+			/* a waker's offset is its pid: merged wakers say pid 0 (docs/store.md),
+			 * not -1, which JSON would print as 2^64 - 1 */
+			if (f.kind == HC_NODE_WAKER)
+				f.offset = 0;
+			else if (f.kind == HC_NODE_USER)
 				f.offset = -1;
 			id = frame_intern(c->st, &f);
 			if (id < 0)
