@@ -28,6 +28,7 @@
 #include "serve/backend.h"
 #include "serve/collector.h"
 #include "serve/privdrop.h"
+#include "serve/push.h"
 #include "web/server.h"
 
 #ifndef HOTCOLD_VERSION
@@ -40,6 +41,10 @@ struct serve_cfg {
 	uint64_t retention_s;
 	uint64_t max_store_bytes;
 	const char *user;
+	const char *push_url; /* NULL: no push */
+	uint64_t push_interval_ns;
+	const char *push_service;
+	unsigned int push_weights;
 };
 
 static void usage(FILE *out)
@@ -59,6 +64,14 @@ static void usage(FILE *out)
 		"                         beyond it old seconds are merged to 10 s, then dropped)\n"
 		"      --user NAME        the unprivileged user the HTTP server runs as (default\n"
 		"                         nobody)\n"
+		"      --push URL         push pprof to Grafana Pyroscope's URL/ingest every\n"
+		"                         --push-interval, labelled with host and service; retried\n"
+		"                         with backoff, held in a bounded queue (docs/fleet.md)\n"
+		"      --push-interval DUR  how often to push (default 15s; 1s to 1h)\n"
+		"      --push-service NAME  the application name and service label (default\n"
+		"                         hotcold; letters, digits, '.', '_', '-')\n"
+		"      --push-kind KIND   what is pushed: all (the default: on-CPU, off-CPU and\n"
+		"                         run-queue sample types), on or off\n"
 		"      --no-offcpu        on-CPU samples only\n"
 		"      --min-block DUR    leave blocks shorter than DUR out of the flame graph\n"
 		"      --stack-budget N   off-CPU stack captures per second per CPU (default 10000)\n"
@@ -106,6 +119,10 @@ static int parse_args(int argc, char **argv, struct serve_cfg *cfg)
 		OPT_RETENTION = 256,
 		OPT_MAX_STORE,
 		OPT_USER,
+		OPT_PUSH,
+		OPT_PUSH_INTERVAL,
+		OPT_PUSH_SERVICE,
+		OPT_PUSH_KIND,
 	};
 	static const struct option opts[] = {
 		HC_COMMON_LONGOPTS,
@@ -113,6 +130,10 @@ static int parse_args(int argc, char **argv, struct serve_cfg *cfg)
 		{"retention", required_argument, NULL, OPT_RETENTION},
 		{"max-store", required_argument, NULL, OPT_MAX_STORE},
 		{"user", required_argument, NULL, OPT_USER},
+		{"push", required_argument, NULL, OPT_PUSH},
+		{"push-interval", required_argument, NULL, OPT_PUSH_INTERVAL},
+		{"push-service", required_argument, NULL, OPT_PUSH_SERVICE},
+		{"push-kind", required_argument, NULL, OPT_PUSH_KIND},
 		{"help", no_argument, NULL, 'h'},
 		{0},
 	};
@@ -125,6 +146,9 @@ static int parse_args(int argc, char **argv, struct serve_cfg *cfg)
 	cfg->retention_s = 3600;
 	cfg->max_store_bytes = 10ull << 20;
 	cfg->user = "nobody";
+	cfg->push_interval_ns = 15ull * 1000000000ull;
+	cfg->push_service = "hotcold";
+	cfg->push_weights = HC_W_ALL;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "F:l:vh", opts, NULL)) != -1) {
 		rc = hc_common_args__parse(&cfg->c, c, optarg);
@@ -161,6 +185,43 @@ static int parse_args(int argc, char **argv, struct serve_cfg *cfg)
 			}
 			cfg->user = optarg;
 			break;
+		case OPT_PUSH:
+			if (strncmp(optarg, "http://", 7) && strncmp(optarg, "https://", 8)) {
+				hc_err("--push %s: give Pyroscope's base URL, http://HOST:PORT or "
+				       "https://...",
+				       optarg);
+				return EX_USAGE;
+			}
+			cfg->push_url = optarg;
+			break;
+		case OPT_PUSH_INTERVAL:
+			if (hc_duration__parse(optarg, &ns, why, sizeof(why))) {
+				hc_err("--push-interval %s: %s", optarg, why);
+				return EX_USAGE;
+			}
+			if (ns < 1000000000ull || ns > 3600 * 1000000000ull ||
+			    ns % 1000000000ull) {
+				hc_err("--push-interval %s: whole seconds from 1s to 1h", optarg);
+				return EX_USAGE;
+			}
+			cfg->push_interval_ns = ns;
+			break;
+		case OPT_PUSH_SERVICE:
+			if (!*optarg || strlen(optarg) > 128 ||
+			    strspn(optarg, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+					   "0123456789._-") != strlen(optarg)) {
+				hc_err("--push-service '%s': 1 to 128 letters, digits, '.', '_' or '-'",
+				       optarg);
+				return EX_USAGE;
+			}
+			cfg->push_service = optarg;
+			break;
+		case OPT_PUSH_KIND:
+			if (hc_kind__parse(optarg, &cfg->push_weights)) {
+				hc_err("--push-kind %s: use all, on or off", optarg);
+				return EX_USAGE;
+			}
+			break;
 		case 'h':
 			usage(stdout);
 			exit(0);
@@ -173,12 +234,23 @@ static int parse_args(int argc, char **argv, struct serve_cfg *cfg)
 		hc_err("unexpected argument '%s' (see hotcold serve --help)", argv[optind]);
 		return EX_USAGE;
 	}
+	if (!cfg->push_url && (cfg->push_interval_ns != 15ull * 1000000000ull ||
+			       strcmp(cfg->push_service, "hotcold") || cfg->push_weights != HC_W_ALL)) {
+		hc_err("--push-interval, --push-service and --push-kind need --push URL");
+		return EX_USAGE;
+	}
 	if (cfg->c.no_offcpu && hc_common_args__offcpu_tuned(&cfg->c)) {
 		hc_err("--no-offcpu cannot be combined with --min-block, --stack-budget or "
 		       "--no-stack-reuse");
 		return EX_USAGE;
 	}
 	return 0;
+}
+
+static int push_fetch(void *ctx, int64_t from_ns, int64_t *to_ns, unsigned int weights, char **buf,
+		      size_t *len)
+{
+	return hc_backend__pprof(ctx, from_ns, to_ns, weights, buf, len);
 }
 
 /* The server process: unprivileged, the store and HTTP. Returns its exit code. */
@@ -194,6 +266,7 @@ static int run_server(const struct serve_cfg *cfg, int sock, struct hc_listen *l
 	struct hc_api_backend api;
 	struct hc_backend *b = NULL;
 	struct hc_server *srv = NULL;
+	struct hc_push *push = NULL;
 	char why[256];
 	int err, rc = 0;
 
@@ -220,6 +293,27 @@ static int run_server(const struct serve_cfg *cfg, int sock, struct hc_listen *l
 		hc_backend__free(b);
 		return EX_SOFTWARE;
 	}
+	if (cfg->push_url) {
+		struct hc_push_opts popts = {
+			.url = cfg->push_url,
+			.interval_ns = cfg->push_interval_ns,
+			.service = cfg->push_service,
+			.host = hc_backend__host(b),
+			.weights = cfg->push_weights,
+			.sample_rate_hz = cfg->c.rate.hz,
+		};
+
+		push = hc_push__new(&popts, push_fetch, b);
+		if (!push) {
+			err = errno;
+			hc_err("server: --push %s: %s", cfg->push_url,
+			       err == EINVAL ? "not a URL curl can use" : strerror(err));
+			hc_server__free(srv);
+			hc_backend__free(b);
+			return err == EINVAL ? EX_USAGE : EX_OSERR;
+		}
+		hc_backend__set_push(b, push);
+	}
 	while (!hc_stop_requested) {
 		struct pollfd p = { .fd = sock, .events = POLLIN };
 
@@ -239,7 +333,8 @@ static int run_server(const struct serve_cfg *cfg, int sock, struct hc_listen *l
 			break;
 		}
 	}
-	hc_server__free(srv);
+	hc_server__free(srv); /* no query reads the push status after this */
+	hc_push__free(push);
 	hc_backend__free(b);
 	return rc;
 }

@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "serve/push.h"
 #include "serve/self.h"
 #include "serve/wire.h"
 
@@ -28,6 +29,7 @@ struct hc_backend {
 	int64_t started_ns;
 	uint64_t store_errors; /* records the store refused (out of memory, bad ids) */
 	uint32_t frames; /* frames defined */
+	struct hc_push *push; /* borrowed; NULL without --push */
 };
 
 static int64_t realtime_ns(void)
@@ -189,8 +191,13 @@ static bool range_of(struct hc_backend *b, const struct hc_api_query *q,
 		return false;
 	}
 	memset(f, 0, sizeof(*f));
-	f->from_s = q->from_ns >= 0 ? q->from_ns / NS : -((-q->from_ns + NS - 1) / NS);
-	f->to_s = q->to_ns / NS + (q->to_ns > 0 && q->to_ns % NS != 0); /* no overflow */
+	if (q->last_ns) { /* Go's ?seconds=N: the newest N seconds held, complete ones */
+		f->to_s = st.newest_s + 1;
+		f->from_s = f->to_s - (int64_t)(q->last_ns / NS);
+	} else {
+		f->from_s = q->from_ns >= 0 ? q->from_ns / NS : -((-q->from_ns + NS - 1) / NS);
+		f->to_s = q->to_ns / NS + (q->to_ns > 0 && q->to_ns % NS != 0); /* no overflow */
+	}
 	if (f->from_s < st.oldest_s)
 		f->from_s = st.oldest_s;
 	if (f->to_s > st.newest_s + 1)
@@ -236,10 +243,15 @@ static int fill_sampling(struct hc_backend *b, struct hc_profile *p)
 	return err;
 }
 
-static char *api_profile(void *ctx, const struct hc_api_query *q, size_t *len, int *status,
-			 char *why, size_t wl)
+static unsigned int kind_weights(enum hc_api_kind k)
 {
-	struct hc_backend *b = ctx;
+	return k == HC_API_KIND_ON ? HC_W_ON : k == HC_API_KIND_OFF ? HC_W_OFF | HC_W_RUNQ : HC_W_ALL;
+}
+
+/* The range's profile, encoded as q->format: malloc'd, *len bytes. NULL + status/why. */
+static char *encode_profile(struct hc_backend *b, const struct hc_api_query *q, size_t *len,
+			    int *status, char *why, size_t wl, struct hc_store_filter *f_out)
+{
 	struct hc_store_pruned pruned = {0};
 	struct hc_store_filter f;
 	struct hc_profile *p = hc_profile__new();
@@ -258,6 +270,8 @@ static char *api_profile(void *ctx, const struct hc_api_query *q, size_t *len, i
 		hc_profile__free(p);
 		return NULL;
 	}
+	if (f_out)
+		*f_out = f;
 	err = hc_store__tree(b->store, &f, p->tree, &pruned);
 	for (int h = 0; h < HC_STORE_H_MAX && !err; h++) {
 		struct hc_hist *hist = hc_store__hist(b->store, (enum hc_store_hist)h, &f);
@@ -296,7 +310,17 @@ static char *api_profile(void *ctx, const struct hc_api_query *q, size_t *len, i
 	mem = open_memstream(&buf, len);
 	if (!mem)
 		goto err_free;
-	err = hc_profile__write_json(p, mem);
+	switch (q->format) {
+	case HC_API_FORMAT_FOLDED:
+		err = hc_profile__write_folded(p, kind_weights(q->kind), mem);
+		break;
+	case HC_API_FORMAT_PPROF:
+		err = hc_profile__write_pprof(p, kind_weights(q->kind), mem);
+		break;
+	default:
+		err = hc_profile__write_json(p, mem);
+		break;
+	}
 	if (fclose(mem) || err) {
 		free(buf);
 		goto err_free;
@@ -308,6 +332,53 @@ err_free:
 	hc_profile__free(p);
 	fail(status, 500, why, wl, "building the profile failed (out of memory)");
 	return NULL;
+}
+
+static char *api_profile(void *ctx, const struct hc_api_query *q, size_t *len, int *status,
+			 char *why, size_t wl)
+{
+	return encode_profile(ctx, q, len, status, why, wl, NULL);
+}
+
+int hc_backend__pprof(struct hc_backend *b, int64_t from_ns, int64_t *to_ns, unsigned int weights,
+		      char **buf, size_t *len)
+{
+	struct hc_api_query q = {
+		.from_ns = from_ns,
+		.to_ns = *to_ns,
+		.kind = weights == HC_W_ON		  ? HC_API_KIND_ON
+			: weights == (HC_W_OFF | HC_W_RUNQ) ? HC_API_KIND_OFF
+							    : HC_API_KIND_ALL,
+		.format = HC_API_FORMAT_PPROF,
+	};
+	struct hc_store_filter f;
+	struct hc_store_stats st;
+	int status = 0;
+	int64_t end_s;
+	char why[128];
+
+	/* Only whole seconds the store holds: nothing newer than its newest second. */
+	pthread_rwlock_rdlock(&b->lock);
+	hc_store__stats(b->store, &st);
+	pthread_rwlock_unlock(&b->lock);
+	end_s = *to_ns / NS;
+	if (end_s > st.newest_s + 1)
+		end_s = st.newest_s + 1;
+	if (!st.newest_s || end_s <= from_ns / NS)
+		return -ENODATA;
+	q.to_ns = end_s * NS;
+	*buf = encode_profile(b, &q, len, &status, why, sizeof(why), &f);
+	if (!*buf)
+		return status == 503 ? -ENODATA : -ENOMEM;
+	/* What the store held: from may have been clipped up to its oldest second (older
+	 * seconds are gone for good), the end down to its newest. Nothing new: no push. */
+	if (f.to_s <= from_ns / NS || f.to_s == f.from_s) {
+		free(*buf);
+		*buf = NULL;
+		return -ENODATA;
+	}
+	*to_ns = f.to_s * NS;
+	return 0;
 }
 
 /* ---- /api/histograms ---- */
@@ -485,6 +556,10 @@ static json_t *api_status(void *ctx, int *status, char *why, size_t wl)
 		(json_int_t)status_u64(coll, "rss_bytes"), "collector_cpu_ns",
 		(json_int_t)status_u64(coll, "cpu_ns"));
 	pthread_rwlock_unlock(&b->lock);
+	if (doc && b->push && json_object_set_new(doc, "push", hc_push__status(b->push))) {
+		json_decref(doc);
+		doc = NULL;
+	}
 	if (!doc)
 		fail(status, 500, why, wl, "out of memory");
 	return doc;
@@ -556,12 +631,24 @@ static char *api_metrics(void *ctx, size_t *len, int *status, char *why, size_t 
 		   "hotcold_collector_cpu_seconds_total %.9f\n",
 		(double)status_u64(coll, "cpu_ns") / 1e9);
 	pthread_rwlock_unlock(&b->lock);
+	if (b->push)
+		hc_push__metrics(b->push, m);
 	if (fclose(m)) {
 		free(buf);
 		fail(status, 500, why, wl, "out of memory");
 		return NULL;
 	}
 	return buf;
+}
+
+const char *hc_backend__host(const struct hc_backend *b)
+{
+	return b->host;
+}
+
+void hc_backend__set_push(struct hc_backend *b, struct hc_push *push)
+{
+	b->push = push;
 }
 
 void hc_backend__api(struct hc_backend *b, struct hc_api_backend *out)

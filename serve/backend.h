@@ -24,6 +24,20 @@ void hc_backend__free(struct hc_backend *b);
 /* Read what fd has and apply every complete record. >0 progress, 0 end of stream, -errno
  * (-EBADMSG: the stream is broken). */
 int hc_backend__ingest(struct hc_backend *b, int fd);
+/*
+ * The profile of [from_ns, *to_ns) as gzipped pprof carrying `weights` (HC_W_*), for the
+ * push client (serve/push.h's fetch). *to_ns out: the end actually covered, a whole second
+ * no later than the newest the store holds. 0 + *buf (malloc'd, *len bytes); -ENODATA when
+ * the store holds nothing new for it; -ENOMEM. Thread-safe.
+ */
+int hc_backend__pprof(struct hc_backend *b, int64_t from_ns, int64_t *to_ns, unsigned int weights,
+		      char **buf, size_t *len);
+/* uname's nodename, for labels. Lives as long as b. */
+const char *hc_backend__host(const struct hc_backend *b);
+struct hc_push;
+/* Report this push client's counters in /api/status and /metrics. Set before queries run;
+ * push must outlive every query (free the server first). */
+void hc_backend__set_push(struct hc_backend *b, struct hc_push *push);
 /* The vtable for hc_server__new(); b must outlive the server. */
 void hc_backend__api(struct hc_backend *b, struct hc_api_backend *out);
 

@@ -25,6 +25,13 @@ enum hc_api_kind {
 	HC_API_KIND_OFF,     /* off-CPU: blocked + run-queue */
 };
 
+/* How /api/profile's answer is encoded (the route picks it). */
+enum hc_api_format {
+	HC_API_FORMAT_JSON = 0, /* hotcold-profile/1 */
+	HC_API_FORMAT_FOLDED,	/* flamegraph.pl folded stacks, ns */
+	HC_API_FORMAT_PPROF,	/* gzipped profile.proto */
+};
+
 #define HC_API_DEFAULT_RANGE_NS (60ull * 1000000000ull) /* from defaults to to - 60 s */
 #define HC_API_DEFAULT_MAX_NODES 20000
 #define HC_API_MAX_MAX_NODES 1000000
@@ -41,6 +48,10 @@ struct hc_api_query {
 	enum hc_api_kind kind;
 	size_t max_nodes; /* /api/profile: largest nodes kept, the rest folded into parents */
 	uint64_t step_ns; /* /api/timeline: slot width; 0: the backend picks (1 s) */
+	enum hc_api_format format; /* the profile routes */
+	/* /debug/pprof/profile?seconds=N: N s in ns. Nonzero: the range is the newest N complete
+	 * seconds the backend holds, whatever from_ns/to_ns say (they are now - N, now). */
+	uint64_t last_ns;
 };
 
 /*
@@ -49,8 +60,9 @@ struct hc_api_query {
  * filled with a one-line reason for the {"error": ...} body.
  */
 struct hc_api_backend {
-	/* GET /api/profile: a hotcold-profile/1 document for the range, already serialized
-	 * (hc_profile__write_json streams the tree: building 20k+ nodes as json_t is too slow).
+	/* GET /api/profile (and .folded, .pprof, /debug/pprof/profile): the range's profile,
+	 * already encoded in q->format (a hotcold-profile/1 document is streamed by
+	 * hc_profile__write_json: building 20k+ nodes as json_t is too slow).
 	 * malloc'd, *len bytes; NULL + *status as below. */
 	char *(*profile)(void *ctx, const struct hc_api_query *q, size_t *len, int *status,
 			 char *why, size_t why_len);

@@ -367,6 +367,20 @@ int hc_param__max_nodes(const char *s, size_t *out, char *why, size_t why_len)
 	return 0;
 }
 
+int hc_param__seconds(const char *s, uint64_t *out_ns, char *why, size_t why_len)
+{
+	uint64_t v;
+	int err;
+
+	err = parse_uint(s, HC_PARAM_MAX_SECONDS, &v);
+	if (err == -ERANGE || (!err && v == 0))
+		return fail(-ERANGE, why, why_len, "'%s' is not in 1..%d", s, HC_PARAM_MAX_SECONDS);
+	if (err)
+		return fail(-EINVAL, why, why_len, "'%s' is not a whole number of seconds", s);
+	*out_ns = v * NSEC_PER_SEC;
+	return 0;
+}
+
 int hc_param__step(const char *s, uint64_t *out_ns, char *why, size_t why_len)
 {
 	char dwhy[128];
@@ -444,12 +458,13 @@ static const struct {
 	{"kind", HC_P_KIND},
 	{"max_nodes", HC_P_MAX_NODES},
 	{"step", HC_P_STEP},
+	{"seconds", HC_P_SECONDS},
 };
 
 int hc_params__parse(unsigned int accepted, const struct hc_param_kv *kv, size_t n, int64_t now_ns,
 		     struct hc_api_query *q, char *why, size_t why_len)
 {
-	const char *from_s = NULL, *to_s = NULL, *step_s = NULL;
+	const char *from_s = NULL, *to_s = NULL, *step_s = NULL, *seconds_s = NULL;
 	char pwhy[192];
 	unsigned int seen = 0;
 	int err;
@@ -490,6 +505,9 @@ int hc_params__parse(unsigned int accepted, const struct hc_param_kv *kv, size_t
 		case HC_P_STEP:
 			step_s = val;
 			break;
+		case HC_P_SECONDS:
+			seconds_s = val;
+			break;
 		case HC_P_PID:
 			err = hc_param__id(val, &q->pid, pwhy, sizeof(pwhy));
 			q->has_pid = !err;
@@ -513,6 +531,14 @@ int hc_params__parse(unsigned int accepted, const struct hc_param_kv *kv, size_t
 			return fail(-EINVAL, why, why_len, "%s: %s", key, pwhy);
 	}
 
+	if (accepted & HC_P_SECONDS) {
+		q->last_ns = HC_PARAM_DEFAULT_SECONDS * NSEC_PER_SEC;
+		if (seconds_s && hc_param__seconds(seconds_s, &q->last_ns, pwhy, sizeof(pwhy)))
+			return fail(-EINVAL, why, why_len, "seconds: %s", pwhy);
+		q->to_ns = now_ns;
+		q->from_ns = now_ns - (int64_t)q->last_ns;
+		return 0;
+	}
 	q->to_ns = now_ns;
 	if (to_s && hc_param__time(to_s, now_ns, &q->to_ns, pwhy, sizeof(pwhy)))
 		return fail(-EINVAL, why, why_len, "to: %s", pwhy);

@@ -60,6 +60,9 @@ int hc_param__kind(const char *s, enum hc_api_kind *out, char *why, size_t why_l
 int hc_param__max_nodes(const char *s, size_t *out, char *why, size_t why_len);
 /* step: a duration (hc_duration__parse grammar), a whole number of seconds, at least 1 s. */
 int hc_param__step(const char *s, uint64_t *out_ns, char *why, size_t why_len);
+/* seconds: a whole number of seconds in 1..HC_PARAM_MAX_SECONDS (Go's pprof handler's
+ * parameter: an integer, no unit). */
+int hc_param__seconds(const char *s, uint64_t *out_ns, char *why, size_t why_len);
 /* A histogram name: [a-z_]{1,HC_HIST_NAME_MAX}. */
 bool hc_param__hist_name_ok(const char *s);
 
@@ -81,12 +84,17 @@ enum hc_param_bit {
 	HC_P_KIND = 1u << 5,
 	HC_P_MAX_NODES = 1u << 6,
 	HC_P_STEP = 1u << 7,
+	HC_P_SECONDS = 1u << 8, /* Go's /debug/pprof/profile: instead of from and to */
 };
 
 #define HC_P_PROFILE \
 	(HC_P_FROM | HC_P_TO | HC_P_PID | HC_P_TID | HC_P_COMM | HC_P_KIND | HC_P_MAX_NODES)
 #define HC_P_HISTOGRAM (HC_P_FROM | HC_P_TO | HC_P_PID | HC_P_COMM)
 #define HC_P_TIMELINE (HC_P_FROM | HC_P_TO | HC_P_STEP)
+#define HC_P_GO_PPROF (HC_P_SECONDS | HC_P_PID | HC_P_TID | HC_P_COMM | HC_P_KIND)
+
+#define HC_PARAM_DEFAULT_SECONDS 30 /* Go's net/http/pprof default */
+#define HC_PARAM_MAX_SECONDS 86400
 
 /* One query parameter as the client sent it (already percent-decoded); value NULL: `?key`. */
 struct hc_param_kv {
@@ -100,6 +108,8 @@ struct hc_param_kv {
  * value does not parse, from >= to, a timeline of more than HC_PARAM_MAX_SLOTS steps.
  * Defaults: to = now_ns, from = to - HC_API_DEFAULT_RANGE_NS, kind all, max_nodes
  * HC_API_DEFAULT_MAX_NODES, step 1 s for routes that take it (0 otherwise), no pid/tid/comm.
+ * Routes that take `seconds` (and no from/to): last_ns = seconds (default
+ * HC_PARAM_DEFAULT_SECONDS), to = now_ns, from = to - last_ns.
  * q->comm points into kv[] (the caller keeps kv alive while q is used).
  */
 int hc_params__parse(unsigned int accepted, const struct hc_param_kv *kv, size_t n, int64_t now_ns,

@@ -25,6 +25,8 @@
 
 #define CT_JSON "application/json; charset=utf-8"
 #define CT_METRICS "text/plain; version=0.0.4; charset=utf-8"
+#define CT_FOLDED "text/plain; charset=utf-8"
+#define CT_PPROF "application/octet-stream" /* as Go's net/http/pprof answers */
 
 /* The viewer's policy: its own files only, no inline script or style, fetches to this origin
  * only (connect-src), never framed. The API's own answers get a policy allowing nothing. */
@@ -141,6 +143,9 @@ static enum MHD_Result queue(struct MHD_Connection *c, unsigned int status, void
 	    MHD_add_response_header(r, "Referrer-Policy", "no-referrer") != MHD_YES ||
 	    MHD_add_response_header(r, "Content-Security-Policy", viewer ? CSP_VIEWER : CSP_API) !=
 		    MHD_YES ||
+	    (!strcmp(type, CT_PPROF) &&
+	     MHD_add_response_header(r, "Content-Disposition",
+				     "attachment; filename=\"hotcold.pb.gz\"") != MHD_YES) ||
 	    (status == MHD_HTTP_METHOD_NOT_ALLOWED &&
 	     MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, "GET, HEAD") != MHD_YES)) {
 		MHD_destroy_response(r);
@@ -274,6 +279,14 @@ static void args_free(struct args *a)
 	}
 }
 
+static bool args_has(const struct args *a, const char *key)
+{
+	for (size_t i = 0; i < a->n; i++)
+		if (!strcmp(a->kv[i].key, key))
+			return true;
+	return false;
+}
+
 /* libmicrohttpd would decode %XX in the path and the query itself; we take both raw. The path
  * then only matches the table as written (a %2e never becomes a dot), and each query key and
  * value is decoded by hc_param__unescape, which refuses bad escapes and NUL bytes. */
@@ -299,15 +312,20 @@ static const struct route {
 	const char *path;
 	enum route_id id;
 	unsigned int params; /* enum hc_param_bit: what the route accepts */
+	enum hc_api_format format; /* the profile routes */
 } routes[] = {
-	{"/api/profile", ROUTE_PROFILE, HC_P_PROFILE},
-	{"/api/histograms", ROUTE_HIST_NAMES, 0},
-	{"/api/timeline", ROUTE_TIMELINE, HC_P_TIMELINE},
-	{"/api/status", ROUTE_STATUS, 0},
-	{"/metrics", ROUTE_METRICS, 0},
+	{"/api/profile", ROUTE_PROFILE, HC_P_PROFILE, HC_API_FORMAT_JSON},
+	{"/api/profile.folded", ROUTE_PROFILE, HC_P_PROFILE, HC_API_FORMAT_FOLDED},
+	{"/api/profile.pprof", ROUTE_PROFILE, HC_P_PROFILE, HC_API_FORMAT_PPROF},
+	/* Go's CPU profile handler, for Parca, Pyroscope's scraper and `go tool pprof`. */
+	{"/debug/pprof/profile", ROUTE_PROFILE, HC_P_GO_PPROF, HC_API_FORMAT_PPROF},
+	{"/api/histograms", ROUTE_HIST_NAMES, 0, HC_API_FORMAT_JSON},
+	{"/api/timeline", ROUTE_TIMELINE, HC_P_TIMELINE, HC_API_FORMAT_JSON},
+	{"/api/status", ROUTE_STATUS, 0, HC_API_FORMAT_JSON},
+	{"/metrics", ROUTE_METRICS, 0, HC_API_FORMAT_JSON},
 };
 
-static const struct route hist_route = {"/api/histograms/", ROUTE_HIST, HC_P_HISTOGRAM};
+static const struct route hist_route = {"/api/histograms/", ROUTE_HIST, HC_P_HISTOGRAM, HC_API_FORMAT_JSON};
 
 static int64_t real_now_ns(void *ctx)
 {
@@ -334,7 +352,10 @@ static enum MHD_Result answer(struct hc_server *s, struct MHD_Connection *c, con
 		if (!b->profile)
 			break;
 		text = b->profile(b->ctx, q, &len, &status, why, sizeof(why));
-		return queue_text(c, text, len, status, why, CT_JSON);
+		return queue_text(c, text, len, status, why,
+				  q->format == HC_API_FORMAT_PPROF    ? CT_PPROF
+				  : q->format == HC_API_FORMAT_FOLDED ? CT_FOLDED
+								      : CT_JSON);
 	case ROUTE_HIST_NAMES:
 		if (!b->histogram_names)
 			break;
@@ -467,6 +488,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	}
 	if (hc_params__parse(rt->params, args.kv, args.n, now_ns, &q, why, sizeof(why)))
 		goto bad_request;
+	q.format = rt->format;
+	/* Tools get the whole tree unless they ask for less; the viewer's JSON stays pruned.
+	 * Go's handler profiles the CPU: on-CPU time unless kind says otherwise. */
+	if (rt->format != HC_API_FORMAT_JSON && !args_has(&args, "max_nodes"))
+		q.max_nodes = 0;
+	if ((rt->params & HC_P_SECONDS) && !args_has(&args, "kind"))
+		q.kind = HC_API_KIND_ON;
 
 	ret = answer(s, c, rt, hist_name, &q);
 	args_free(&args);

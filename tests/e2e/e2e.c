@@ -346,3 +346,69 @@ uint64_t e2e_sum_named(json_t *n, const char *kind, const char *name, const char
 		v += e2e_sum_named(c, kind, name, what);
 	return v;
 }
+
+int e2e_go_pprof_raw(const char *src, const char *scratch_dir, struct e2e_go_raw *r)
+{
+	char cmd[2048], line[8192];
+	bool in_samples = false;
+	FILE *p;
+	int rc;
+
+	memset(r, 0, sizeof(*r));
+	if (system("command -v go >/dev/null 2>&1") != 0)
+		return -ENOENT;
+	snprintf(cmd, sizeof(cmd),
+		 "HOME='%s' GOCACHE='%s/gocache' GOPATH='%s/gopath' PPROF_TMPDIR='%s' "
+		 "GOTOOLCHAIN=local GOPROXY=off go tool pprof -raw '%s' 2>&1",
+		 scratch_dir, scratch_dir, scratch_dir, scratch_dir, src);
+	p = popen(cmd, "r");
+	if (!p)
+		return -errno;
+	while (fgets(line, sizeof(line), p)) {
+		char *s = line, *colon;
+		int k = 0;
+
+		if (!strncmp(line, "Samples:", 8)) {
+			in_samples = true;
+			if (!fgets(line, sizeof(line), p))
+				break;
+			/* "samples/count cpu/nanoseconds[dflt] ...": the default one is marked */
+			for (char *tok = strtok(line, " \t\n"); tok && r->n_types < 8;
+			     tok = strtok(NULL, " \t\n")) {
+				char *mark = strstr(tok, "[dflt]");
+
+				if (mark)
+					*mark = '\0';
+				snprintf(r->types[r->n_types++], sizeof(r->types[0]), "%s", tok);
+			}
+			continue;
+		}
+		if (!strncmp(line, "Locations", 9))
+			in_samples = false;
+		if (!in_samples)
+			continue;
+		/* "   v1 v2 ...: loc loc ..."; label lines do not start with a number */
+		while (*s == ' ')
+			s++;
+		colon = strchr(s, ':');
+		if (!colon || *s < '0' || *s > '9')
+			continue;
+		*colon = '\0';
+		for (char *tok = strtok(s, " "); tok && k < r->n_types; tok = strtok(NULL, " "))
+			r->totals[k++] += strtoll(tok, NULL, 10);
+		if (k == r->n_types)
+			r->samples++;
+	}
+	rc = pclose(p);
+	if (rc != 0)
+		return WIFEXITED(rc) && WEXITSTATUS(rc) ? WEXITSTATUS(rc) : 1;
+	return r->n_types ? 0 : 1;
+}
+
+int64_t e2e_go_total(const struct e2e_go_raw *r, const char *type)
+{
+	for (int i = 0; i < r->n_types; i++)
+		if (!strcmp(r->types[i], type))
+			return r->totals[i];
+	return -1;
+}

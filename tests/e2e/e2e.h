@@ -45,4 +45,19 @@ char *e2e_tmpdir(void);
 int e2e_http(const char *addr, const char *method, const char *path, const char *host,
 	     char **body, size_t *body_len);
 
+/* What `go tool pprof -raw SRC` (SRC a file or URL) printed: its sample types (the default
+ * one's "[dflt]" mark removed) and the sum of each over the samples. */
+struct e2e_go_raw {
+	char types[8][48];
+	int n_types;
+	int64_t totals[8];
+	size_t samples;
+};
+
+/* Runs the real pprof with HOME and Go's caches in scratch_dir and no network toolchain.
+ * 0; -ENOENT when go is not installed; the command's exit status (> 0) when it failed. */
+int e2e_go_pprof_raw(const char *src, const char *scratch_dir, struct e2e_go_raw *r);
+/* The total of sample type "TYPE/UNIT", or -1. */
+int64_t e2e_go_total(const struct e2e_go_raw *r, const char *type);
+
 #endif

@@ -279,85 +279,24 @@ static void test_disk_errors(void **state)
 
 /* ---- formats: one real capture, converted ---- */
 
-struct go_raw {
-	char types[8][48];
-	int n_types;
-	int64_t totals[8];
-	size_t samples;
-};
-
-/* `go tool pprof -raw` (the real pprof tool) on a file or URL: its sample types and totals.
- * Under CI=true a missing go is a failure; otherwise the caller skips. */
-static bool go_pprof_raw(const char *src, struct go_raw *r)
+/* `go tool pprof -raw` on a file: under CI=true a missing go is a failure; otherwise skip. */
+static bool go_pprof_raw(const char *src, struct e2e_go_raw *r)
 {
-	char cmd[1400], line[8192];
-	bool in_samples = false;
-	FILE *p;
-	int rc;
+	int rc = e2e_go_pprof_raw(src, dir, r);
 
-	memset(r, 0, sizeof(*r));
-	if (system("command -v go >/dev/null 2>&1") != 0) {
+	if (rc == -ENOENT) {
 		if (getenv("CI") && !strcmp(getenv("CI"), "true"))
 			fail_msg("go (golang-go) is not installed: go tool pprof is needed");
 		return false;
 	}
-	snprintf(cmd, sizeof(cmd),
-		 "HOME='%s' GOCACHE='%s/gocache' GOPATH='%s/gopath' GOTOOLCHAIN=local GOPROXY=off "
-		 "go tool pprof -raw '%s' 2>&1",
-		 dir, dir, dir, src);
-	p = popen(cmd, "r");
-	assert_non_null(p);
-	while (fgets(line, sizeof(line), p)) {
-		char *s = line, *colon;
-
-		if (!strncmp(line, "Samples:", 8)) {
-			in_samples = true;
-			if (!fgets(line, sizeof(line), p))
-				break;
-			/* "samples/count cpu/nanoseconds[dflt] ...": the default one is marked */
-			for (char *tok = strtok(line, " \t\n"); tok && r->n_types < 8;
-			     tok = strtok(NULL, " \t\n")) {
-				char *mark = strstr(tok, "[dflt]");
-
-				if (mark)
-					*mark = '\0';
-				snprintf(r->types[r->n_types++], sizeof(r->types[0]), "%s", tok);
-			}
-			continue;
-		}
-		if (!strncmp(line, "Locations", 9))
-			in_samples = false;
-		if (!in_samples)
-			continue;
-		/* "   v1 v2 ...: loc loc ..." ; label lines have no leading number */
-		while (*s == ' ')
-			s++;
-		colon = strchr(s, ':');
-		if (!colon || *s < '0' || *s > '9')
-			continue;
-		*colon = '\0';
-		{
-			int k = 0;
-
-			for (char *tok = strtok(s, " "); tok && k < r->n_types;
-			     tok = strtok(NULL, " "))
-				r->totals[k++] += strtoll(tok, NULL, 10);
-			if (k == r->n_types)
-				r->samples++;
-		}
-	}
-	rc = pclose(p);
-	if (rc != 0)
+	if (rc)
 		fail_msg("go tool pprof -raw %s failed (%d)", src, rc);
 	return true;
 }
 
-static int64_t go_total(const struct go_raw *r, const char *type)
+static int64_t go_total(const struct e2e_go_raw *r, const char *type)
 {
-	for (int i = 0; i < r->n_types; i++)
-		if (!strcmp(r->types[i], type))
-			return r->totals[i];
-	return -1;
+	return e2e_go_total(r, type);
 }
 
 static uint64_t root_u64(const char *field)
@@ -423,7 +362,7 @@ static void test_pprof_round_trip(void **state)
 {
 	char out[700], why[256];
 	struct pp_profile pp;
-	struct go_raw g;
+	struct e2e_go_raw g;
 
 	(void)state;
 	snprintf(out, sizeof(out), "%s/all.pb.gz", dir);

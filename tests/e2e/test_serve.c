@@ -3,7 +3,10 @@
  * hotcold serve end to end, as root with real BPF and a real HTTP server on loopback: the
  * continuous store answers range queries with the same identities as record (a thread's on +
  * blocked + run-queue time fills the range), filters, pruning, the timeline and heat map,
- * histograms, status and metrics; the HTTP process is unprivileged; SIGTERM releases all BPF.
+ * histograms, status and metrics; the same range as folded and pprof (and Go's
+ * /debug/pprof/profile, read by the real go tool pprof) with identical totals; --push to a
+ * Pyroscope-style receiver on loopback, decoded; the HTTP process is unprivileged; SIGTERM
+ * releases all BPF.
  */
 #include <errno.h>
 #include <math.h>
@@ -14,14 +17,19 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <sys/time.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <microhttpd.h>
+#include <pthread.h>
 
 #include "e2e.h"
+#include "tests/pprof/pprof_read.h"
 
 static const char *hotcold, *workload;
 
@@ -35,6 +43,130 @@ struct serve {
 
 static struct serve srv;   /* shared by the API tests */
 static pid_t work, work_child;
+
+/* ---- a Pyroscope stand-in: POST /ingest, multipart form with a `profile` part ---- */
+
+#define MAX_PUSHES 64
+
+struct push_req {
+	char path[64], name[256], format[32];
+	int64_t from, until;
+	char *profile; /* the `profile` part */
+	size_t len;
+	bool has_type_config;
+};
+
+static struct {
+	struct MHD_Daemon *mhd;
+	uint16_t port;
+	pthread_mutex_t lock;
+	struct push_req reqs[MAX_PUSHES];
+	int n;
+} rx = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+struct rx_conn {
+	struct MHD_PostProcessor *pp;
+	struct push_req r;
+	size_t cap;
+};
+
+static enum MHD_Result rx_part(void *cls, enum MHD_ValueKind kind, const char *key,
+			       const char *filename, const char *type, const char *enc,
+			       const char *data, uint64_t off, size_t size)
+{
+	struct rx_conn *c = cls;
+
+	(void)kind, (void)filename, (void)type, (void)enc, (void)off;
+	if (!strcmp(key, "sample_type_config"))
+		c->r.has_type_config = true;
+	if (strcmp(key, "profile") || !size)
+		return MHD_YES;
+	if (c->r.len + size > c->cap) {
+		c->cap = (c->r.len + size) * 2;
+		c->r.profile = realloc(c->r.profile, c->cap);
+		if (!c->r.profile)
+			return MHD_NO;
+	}
+	memcpy(c->r.profile + c->r.len, data, size);
+	c->r.len += size;
+	return MHD_YES;
+}
+
+static enum MHD_Result rx_request(void *cls, struct MHD_Connection *conn, const char *url,
+				  const char *method, const char *version, const char *upload,
+				  size_t *upload_size, void **con_cls)
+{
+	struct rx_conn *c = *con_cls;
+	struct MHD_Response *resp;
+	enum MHD_Result ret;
+	const char *v;
+
+	(void)cls, (void)version;
+	if (!c) {
+		c = calloc(1, sizeof(*c));
+		if (!c)
+			return MHD_NO;
+		snprintf(c->r.path, sizeof(c->r.path), "%s", url);
+		v = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "name");
+		snprintf(c->r.name, sizeof(c->r.name), "%s", v ? v : "");
+		v = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "format");
+		snprintf(c->r.format, sizeof(c->r.format), "%s", v ? v : "");
+		v = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "from");
+		c->r.from = v ? strtoll(v, NULL, 10) : -1;
+		v = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "until");
+		c->r.until = v ? strtoll(v, NULL, 10) : -1;
+		if (!strcmp(method, "POST"))
+			c->pp = MHD_create_post_processor(conn, 64 * 1024, rx_part, c);
+		*con_cls = c;
+		return MHD_YES;
+	}
+	if (*upload_size) {
+		if (c->pp)
+			MHD_post_process(c->pp, upload, *upload_size);
+		*upload_size = 0;
+		return MHD_YES;
+	}
+	pthread_mutex_lock(&rx.lock);
+	if (rx.n < MAX_PUSHES) {
+		rx.reqs[rx.n++] = c->r;
+		c->r.profile = NULL;
+	}
+	pthread_mutex_unlock(&rx.lock);
+	resp = MHD_create_response_from_buffer(0, "", MHD_RESPMEM_PERSISTENT);
+	ret = MHD_queue_response(conn, MHD_HTTP_OK, resp);
+	MHD_destroy_response(resp);
+	return ret;
+}
+
+static void rx_done(void *cls, struct MHD_Connection *conn, void **con_cls,
+		    enum MHD_RequestTerminationCode toe)
+{
+	struct rx_conn *c = *con_cls;
+
+	(void)cls, (void)conn, (void)toe;
+	if (!c)
+		return;
+	if (c->pp)
+		MHD_destroy_post_processor(c->pp);
+	free(c->r.profile);
+	free(c);
+	*con_cls = NULL;
+}
+
+static bool rx_start(void)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	const union MHD_DaemonInfo *info;
+
+	rx.mhd = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD, 0, NULL, NULL, rx_request, NULL,
+				  MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
+				  MHD_OPTION_NOTIFY_COMPLETED, rx_done, NULL, MHD_OPTION_END);
+	if (!rx.mhd)
+		return false;
+	info = MHD_get_daemon_info(rx.mhd, MHD_DAEMON_INFO_BIND_PORT);
+	rx.port = info ? info->port : 0;
+	return rx.port != 0;
+}
 
 static void dump_stderr(const char *path)
 {
@@ -54,14 +186,23 @@ static int64_t now_ms(void)
 }
 
 /* Start serve on a free loopback port; waits for its URL line. false on failure. */
-static bool serve_start(struct serve *s, const char *freq)
+static bool serve_start(struct serve *s, const char *freq, const char *push_url)
 {
 	char *argv[] = { (char *)hotcold, "serve", "-F", (char *)freq, "--listen",
-			 "127.0.0.1:0", "--retention", "5m", NULL };
+			 "127.0.0.1:0", "--retention", "5m", NULL, NULL, NULL, NULL, NULL, NULL,
+			 NULL };
 	char *dir = e2e_tmpdir();
 
 	if (!dir)
 		return false;
+	if (push_url) {
+		argv[8] = "--push";
+		argv[9] = (char *)push_url;
+		argv[10] = "--push-interval";
+		argv[11] = "1s";
+		argv[12] = "--push-service";
+		argv[13] = "e2e-svc";
+	}
 	snprintf(s->dir, sizeof(s->dir), "%s", dir);
 	free(dir);
 	snprintf(s->err, sizeof(s->err), "%s/stderr", s->dir);
@@ -152,8 +293,15 @@ static int group_setup(void **state)
 		work = e2e_read_pid(fd);
 		close(fd);
 	}
-	if (!serve_start(&srv, "999"))
+	if (!rx_start())
 		return -1;
+	{
+		char url[64];
+
+		snprintf(url, sizeof(url), "http://127.0.0.1:%u", rx.port);
+		if (!serve_start(&srv, "999", url))
+			return -1;
+	}
 	/* The queried seconds must be whole seconds of serving: [start + 4 s, start + 7 s) at
 	 * the earliest, with the seal lag after them. */
 	if (!serve_wait_span(&srv, 11)) {
@@ -176,6 +324,10 @@ static int group_teardown(void **state)
 		kill(work_child, SIGKILL);
 		e2e_wait(work_child, 5000);
 	}
+	if (rx.mhd)
+		MHD_stop_daemon(rx.mhd);
+	for (int i = 0; i < rx.n; i++)
+		free(rx.reqs[i].profile);
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", srv.dir);
 	if (system(cmd) != 0)
 		fprintf(stderr, "warning: could not remove %s\n", srv.dir);
@@ -345,6 +497,155 @@ static void test_histograms(void **state)
 	json_decref(j);
 }
 
+/* GET path -> a pprof document, read by tests/pprof's reader. */
+static void get_pprof(const char *path, struct pp_profile *pp)
+{
+	char *body = NULL, why[256];
+	size_t len = 0;
+	int st = e2e_http(srv.addr, "GET", path, NULL, &body, &len);
+
+	if (st != 200)
+		fprintf(stderr, "GET %s: %d %.200s\n", path, st, body ? body : "");
+	assert_int_equal(st, 200);
+	assert_true(len > 2 && (unsigned char)body[0] == 0x1f && (unsigned char)body[1] == 0x8b);
+	if (pp_read(body, len, pp, why, sizeof(why)))
+		fail_msg("GET %s: not pprof: %s", path, why);
+	free(body);
+}
+
+/* One range, three encodings: the same totals to the nanosecond. */
+static void test_profile_formats(void **state)
+{
+	int64_t from, to;
+	char path[256], *body = NULL, *save = NULL;
+	struct pp_profile pp;
+	json_t *j, *root;
+	uint64_t folded = 0;
+
+	(void)state;
+	past_range(&from, &to);
+	snprintf(path, sizeof(path), "/api/profile?from=%lld&to=%lld", (long long)from,
+		 (long long)to);
+	j = get_json(path, 200);
+	root = json_object_get(j, "flamegraph");
+	assert_true(e2e_field(root, "off_cpu_ns") > 0);
+
+	snprintf(path, sizeof(path), "/api/profile.pprof?from=%lld&to=%lld", (long long)from,
+		 (long long)to);
+	get_pprof(path, &pp);
+	assert_int_equal(pp.n_sample_types, 4);
+	assert_int_equal(pp_total(&pp, "samples"), (int64_t)e2e_field(root, "samples"));
+	assert_int_equal(pp_total(&pp, "cpu"), (int64_t)e2e_field(root, "on_cpu_ns"));
+	assert_int_equal(pp_total(&pp, "off_cpu"), (int64_t)e2e_field(root, "off_cpu_ns"));
+	assert_int_equal(pp_total(&pp, "runqueue"), (int64_t)e2e_field(root, "runqueue_ns"));
+	assert_int_equal(pp.time_nanos, from * 1000000);
+	assert_int_equal(pp.duration_nanos, 3000000000ll);
+	pp_free(&pp);
+
+	snprintf(path, sizeof(path), "/api/profile.folded?from=%lld&to=%lld&kind=off",
+		 (long long)from, (long long)to);
+	assert_int_equal(e2e_http(srv.addr, "GET", path, NULL, &body, NULL), 200);
+	for (char *l = strtok_r(body, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
+		char *sp = strrchr(l, ' ');
+
+		assert_non_null(sp);
+		folded += strtoull(sp + 1, NULL, 10);
+	}
+	free(body);
+	assert_int_equal(folded, e2e_field(root, "off_cpu_ns") + e2e_field(root, "runqueue_ns"));
+	json_decref(j);
+}
+
+/* Go's CPU profile route: the newest N seconds at once, on-CPU sample types; and the real
+ * go tool pprof fetches it over HTTP as Parca and Pyroscope's scraper do. */
+static void test_debug_pprof(void **state)
+{
+	struct pp_profile pp;
+	struct e2e_go_raw g;
+	char url[128];
+	int rc;
+
+	(void)state;
+	get_pprof("/debug/pprof/profile?seconds=3", &pp);
+	assert_int_equal(pp.n_sample_types, 2);
+	assert_string_equal(pp.sample_types[1].type, "cpu");
+	assert_string_equal(pp.sample_types[1].unit, "nanoseconds");
+	assert_int_equal(pp.duration_nanos, 3000000000ll);
+	assert_int_equal(pp.time_nanos % 1000000000ll, 0);
+	/* the newest seconds: they end within a few seconds of now */
+	assert_true(llabs(pp.time_nanos / 1000000 + 3000 - now_ms()) < 5000);
+	assert_true(pp_total(&pp, "cpu") > 0);
+	assert_int_equal(pp.period, 1001001);
+	pp_free(&pp);
+	assert_int_equal(e2e_http(srv.addr, "GET", "/debug/pprof/profile?seconds=0", NULL, NULL,
+				  NULL),
+			 400);
+
+	snprintf(url, sizeof(url), "http://%s/debug/pprof/profile?seconds=2", srv.addr);
+	rc = e2e_go_pprof_raw(url, srv.dir, &g);
+	if (rc == -ENOENT) {
+		if (getenv("CI") && !strcmp(getenv("CI"), "true"))
+			fail_msg("go (golang-go) is not installed: go tool pprof is needed");
+		skip();
+	}
+	assert_int_equal(rc, 0);
+	print_message("go tool pprof %s: %zu samples, cpu %lld ns\n", url, g.samples,
+		      (long long)e2e_go_total(&g, "cpu/nanoseconds"));
+	assert_int_equal(g.n_types, 2);
+	assert_true(e2e_go_total(&g, "cpu/nanoseconds") > 0);
+}
+
+/* --push: consecutive, gapless ranges arrive at the receiver as multipart pprof with the
+ * host and service labels; every push is counted as sent. */
+static void test_push(void **state)
+{
+	char host[256], want[512];
+	int64_t cpu = 0;
+	int n = 0;
+	json_t *j;
+
+	(void)state;
+	for (int i = 0; i < 150 && n < 4; i++) { /* 15 s */
+		pthread_mutex_lock(&rx.lock);
+		n = rx.n;
+		pthread_mutex_unlock(&rx.lock);
+		usleep(100000);
+	}
+	assert_true(n >= 4);
+	gethostname(host, sizeof(host));
+	snprintf(want, sizeof(want), "e2e-svc{host=%s,service=e2e-svc}", host);
+	pthread_mutex_lock(&rx.lock);
+	n = rx.n;
+	for (int i = 0; i < n; i++) {
+		struct push_req *r = &rx.reqs[i];
+		struct pp_profile pp;
+		char why[256];
+
+		assert_string_equal(r->path, "/ingest");
+		assert_string_equal(r->name, want);
+		assert_true(r->has_type_config);
+		assert_true(r->until > r->from);
+		if (i)
+			assert_int_equal(r->from, rx.reqs[i - 1].until); /* no gap, no overlap */
+		if (pp_read(r->profile, r->len, &pp, why, sizeof(why)))
+			fail_msg("push %d: not pprof: %s", i, why);
+		assert_int_equal(pp.n_sample_types, 4);
+		assert_int_equal(pp.time_nanos, r->from * 1000000000ll);
+		assert_int_equal(pp.duration_nanos, (r->until - r->from) * 1000000000ll);
+		cpu += pp_total(&pp, "cpu");
+		pp_free(&pp);
+	}
+	pthread_mutex_unlock(&rx.lock);
+	print_message("%d pushes, %lld ns of CPU\n", n, (long long)cpu);
+	assert_true(cpu > 0);
+
+	j = get_json("/api/status", 200);
+	assert_true(e2e_u64(j, "push.sent") >= (uint64_t)n);
+	assert_int_equal(e2e_u64(j, "push.dropped.queue_full"), 0);
+	assert_int_equal(e2e_u64(j, "push.dropped.rejected"), 0);
+	json_decref(j);
+}
+
 static void test_status_and_metrics(void **state)
 {
 	json_t *j;
@@ -489,7 +790,7 @@ static void stop_and_check(const char *who, int sig)
 	int rc;
 	char cmd[300];
 
-	assert_true(serve_start(&s, "99"));
+	assert_true(serve_start(&s, "99", NULL));
 	assert_true(serve_wait_span(&s, 1));
 	assert_true(hc_programs_loaded() > 0);
 	target = !strcmp(who, "server") ? server_child(s.pid) : s.pid;
@@ -563,6 +864,9 @@ int main(void)
 		cmocka_unit_test(test_timeline_and_heatmap),
 		cmocka_unit_test(test_histograms),
 		cmocka_unit_test(test_status_and_metrics),
+		cmocka_unit_test(test_profile_formats),
+		cmocka_unit_test(test_debug_pprof),
+		cmocka_unit_test(test_push),
 		cmocka_unit_test(test_http_rules),
 		cmocka_unit_test(test_least_privilege),
 	};

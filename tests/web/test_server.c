@@ -547,6 +547,92 @@ static void test_profile_query(void **state)
 	resp_free(&r);
 }
 
+/* The tool formats: same parameters, the format from the path, unpruned unless asked; Go's
+ * handler: `seconds`, on-CPU by default, no from/to. */
+static void test_profile_formats(void **state)
+{
+	struct resp r;
+
+	(void)state;
+	fake_reset();
+	get("/api/profile.pprof?from=-5m&kind=off&pid=42", &r);
+	assert_int_equal(r.status, 200);
+	expect_header(&r, "Content-Type", "application/octet-stream");
+	expect_header(&r, "Content-Disposition", "attachment; filename=\"hotcold.pb.gz\"");
+	expect_common_headers(&r);
+	assert_int_equal(fake.q.format, HC_API_FORMAT_PPROF);
+	assert_int_equal(fake.q.from_ns, NOW - 300 * S);
+	assert_int_equal(fake.q.kind, HC_API_KIND_OFF);
+	assert_int_equal(fake.q.pid, 42);
+	assert_int_equal(fake.q.max_nodes, 0);
+	assert_int_equal(fake.q.last_ns, 0);
+	resp_free(&r);
+
+	fake_reset();
+	get("/api/profile.folded?max_nodes=300", &r);
+	assert_int_equal(r.status, 200);
+	expect_header(&r, "Content-Type", "text/plain; charset=utf-8");
+	assert_int_equal(fake.q.format, HC_API_FORMAT_FOLDED);
+	assert_int_equal(fake.q.max_nodes, 300);
+	assert_int_equal(fake.q.kind, HC_API_KIND_ALL);
+	resp_free(&r);
+
+	fake_reset();
+	get("/api/profile", &r);
+	assert_int_equal(fake.q.format, HC_API_FORMAT_JSON);
+	resp_free(&r);
+
+	fake_reset();
+	get("/debug/pprof/profile?seconds=7", &r);
+	assert_int_equal(r.status, 200);
+	expect_header(&r, "Content-Type", "application/octet-stream");
+	assert_int_equal(fake.q.format, HC_API_FORMAT_PPROF);
+	assert_int_equal(fake.q.last_ns, 7 * S);
+	assert_int_equal(fake.q.from_ns, NOW - 7 * S);
+	assert_int_equal(fake.q.to_ns, NOW);
+	assert_int_equal(fake.q.kind, HC_API_KIND_ON);
+	assert_int_equal(fake.q.max_nodes, 0);
+	resp_free(&r);
+
+	fake_reset();
+	get("/debug/pprof/profile", &r);
+	assert_int_equal(fake.q.last_ns, 30 * S);
+	resp_free(&r);
+	fake_reset();
+	get("/debug/pprof/profile?seconds=2&kind=all", &r);
+	assert_int_equal(fake.q.kind, HC_API_KIND_ALL);
+	resp_free(&r);
+
+	{
+		static const struct {
+			const char *target, *why;
+		} bad[] = {
+			{"/debug/pprof/profile?seconds=0", "seconds:"},
+			{"/debug/pprof/profile?seconds=-1", "seconds:"},
+			{"/debug/pprof/profile?seconds=1.5", "seconds:"},
+			{"/debug/pprof/profile?seconds=86401", "seconds:"},
+			{"/debug/pprof/profile?seconds=5s", "seconds:"},
+			{"/debug/pprof/profile?from=-5m", "from: unknown parameter"},
+			{"/api/profile.pprof?seconds=5", "seconds: unknown parameter"},
+			{"/api/profile.folded?step=1s", "step: unknown parameter"},
+		};
+
+		for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
+			fake_reset();
+			get(bad[i].target, &r);
+			expect_error(&r, 400, bad[i].why);
+			assert_int_equal(fake.calls, 0);
+			resp_free(&r);
+		}
+	}
+	get("/debug/pprof/", &r);
+	assert_int_equal(r.status, 404);
+	resp_free(&r);
+	get("/api/profile.json", &r);
+	assert_int_equal(r.status, 404);
+	resp_free(&r);
+}
+
 static void test_timeline_and_metrics(void **state)
 {
 	char ct[128];
@@ -1003,6 +1089,7 @@ int run_server_tests(void)
 		cmocka_unit_test(test_asset_table),    cmocka_unit_test(test_viewer),
 		cmocka_unit_test(test_status),	       cmocka_unit_test(test_histograms),
 		cmocka_unit_test(test_profile_query),  cmocka_unit_test(test_timeline_and_metrics),
+		cmocka_unit_test(test_profile_formats),
 		cmocka_unit_test(test_backend_errors), cmocka_unit_test(test_head),
 		cmocka_unit_test(test_methods),	       cmocka_unit_test(test_host_header),
 		cmocka_unit_test(test_not_found),      cmocka_unit_test(test_bad_params),
