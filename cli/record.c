@@ -606,7 +606,8 @@ int cmd_record(int argc, char **argv)
 	err = hc_format__write(prof, cfg.format, cfg.weights, out.f);
 	t_enc = now_ns(CLOCK_MONOTONIC);
 	if (err) {
-		hc_err("writing the profile: %s", strerror(-err));
+		hc_err("writing %s: %s", out.path ? out.path : "the profile to stdout",
+		       strerror(-err));
 		rc = EX_IOERR;
 		goto out;
 	}
