@@ -301,6 +301,7 @@ static int run_server(const struct serve_cfg *cfg, int sock, struct hc_listen *l
 			.host = hc_backend__host(b),
 			.weights = cfg->push_weights,
 			.sample_rate_hz = cfg->c.rate.hz,
+			.version = HOTCOLD_VERSION,
 		};
 
 		push = hc_push__new(&popts, push_fetch, b);
