@@ -1,14 +1,18 @@
 // SPDX-License-Identifier: GPL-2.0-only
 // app.js: the hotcold viewer. Wires the URL state (location.hash), the JSON API of
 // `hotcold serve` (docs/api.md) or a saved hotcold-profile/1 file, and the three views
-// (flame graph, timeline, histograms). Names from profiles only ever reach the page through
-// textContent or canvas text, never as HTML.
+// (flame graph, timeline, histograms), and the differential flame graph of two profiles (two
+// ranges of the server, or two files; diff.js). Names from profiles only ever reach the page
+// through textContent or canvas text, never as HTML.
 import {
 	$, RELATIVE_RE, apiUrl, compileSearch, dataRangeParams, fmtBytes, fmtClock,
 	fmtDuration, fmtInt, fmtNs, fmtPct, hashFromState, parseAbsRange, relativeMs, stateFromHash,
 	windowParams,
 } from './util.js';
-import { FlameView, flatten, nodeLabel, pathLabels, resolvePath, rootWeight } from './flame.js';
+import {
+	FlameView, childrenOf, diffInfo, flatten, flattenDiff, nodeLabel, pathLabels, resolvePath, rootWeight,
+} from './flame.js';
+import { defaultNormalize, mergeTrees } from './diff.js';
 import { Timeline } from './timeline.js';
 import { drawHistograms, histOrder } from './hist.js';
 
@@ -22,10 +26,17 @@ let profile = null; // the hotcold-profile/1 document drawn
 let data = null; // its flattened form for state.mode + filters
 let profileHint = 4096; // node capacity to start flattening with: document bytes / 70
 let profileBytes = 0;
+// Differential graph: `profile` is the new profile, baseDoc the base: the answer for the range
+// state.base (source 'api'), or a file (baseFile, its name). Never both kinds at once.
+let baseDoc = null;
+let baseFile = '';
+let baseError = ''; // why the base range could not be loaded (the new profile is drawn alone)
+const baseCache = { url: '', doc: null }; // the base range's answer: not refetched by live ticks
+let merged = null; // {base, prof, fk, tree}: the merged tree of baseDoc and profile for a filter
 const debug = {
 	profileLoads: 0, timelineLoads: 0, statusLoads: 0, histLoads: 0, histBars: 0, histSeries: 0,
 	lastProfileUrl: '', lastLoad: null, lastZoom: null, errors: [], ready: false,
-	complete: false,
+	complete: false, baseLoads: 0, lastBaseUrl: '',
 };
 const gen = { profile: 0, timeline: 0, status: 0, hist: 0 };
 const known = { procs: new Map(), threads: new Map() }; // for the filter datalists
@@ -112,6 +123,165 @@ function syncControls() {
 		: '';
 	timeline.setSelection(sel);
 	flame.setIcicle(state.icicle);
+	const dk = diffKind();
+	$('diff-bar').hidden = !(dk && state.view === 'flame');
+	$('legend').hidden = !!dk;
+	$('diff-set').hidden = source !== 'api';
+	const br = dk === 'range' ? parseAbsRange(state.base) : null;
+	$('base-info').hidden = !br;
+	$('base-info').textContent = br ? `base ${spanText(br.from, br.to)}` : '';
+	timeline.setBase(br);
+	for (const b of document.querySelectorAll('button.dw')) b.setAttribute('aria-pressed', String(b.dataset.dw === state.dw));
+	renderDiffBar();
+}
+
+// ---------------------------------------------------------------------------- differential
+
+/** 'range' (base = a range of the server), 'file' (base = a file) or '' (no diff). */
+function diffKind() {
+	if (baseFile) return 'file';
+	if (state.base && source === 'api') return 'range';
+	return '';
+}
+
+function diffReady() {
+	return diffKind() !== '' && baseDoc !== null && profile !== null;
+}
+
+/** Normalise (base scaled to new's total): as asked, else when the two lengths differ. */
+function normEffective() {
+	if (state.norm) return state.norm === '1';
+	return defaultNormalize(baseDoc, profile);
+}
+
+function spanText(fromMs, toMs) {
+	return `${fmtClock(fromMs, true)} – ${fmtClock(toMs, true)} (${fmtNs((toMs - fromMs) * 1e6)})`;
+}
+
+/** The time a document covers, as text. */
+function docSpan(doc) {
+	const start = Date.parse(doc?.started_at);
+	const dur = Number(doc?.duration_ns);
+	if (!Number.isFinite(start) || !(dur > 0)) return '?';
+	return `${fmtClock(start)} – ${fmtClock(start + dur / 1e6)} (${fmtNs(dur)})`;
+}
+
+function renderDiffBar() {
+	const dk = diffKind();
+	if (!dk) return;
+	$('diff-norm').checked = diffReady() ? normEffective() : state.norm === '1';
+	const df = data?.diff;
+	$('diff-scale').textContent = df && df.scale !== 1 ? `base × ${df.scale.toPrecision(4)}` : '';
+	let nw;
+	if (source === 'file') nw = `file ${fileName}`;
+	else {
+		const sel = parseAbsRange(state.sel);
+		nw = sel ? spanText(sel.from, sel.to) : `the whole window (${state.range}): select the range to compare on the heat map`;
+	}
+	const bs = dk === 'file' ? `file ${baseFile}` : spanText(...Object.values(parseAbsRange(state.base)));
+	let note = '';
+	if (!baseDoc) note = baseError ? ` (unavailable: ${baseError})` : ' (loading…)';
+	else if (dk === 'range' && !(Number(baseDoc.duration_ns) > 0)) note = ' (the server no longer holds any of it)';
+	$('diff-desc').textContent = `new: ${nw} · base: ${bs}${note}`;
+}
+
+/** Flattens the diff of baseDoc and profile (merged once per pair of documents and filter). */
+function useDiff(renderNow) {
+	const filter = filterOf(state);
+	const fk = `${filter.pid}/${filter.tid}/${filter.comm}`;
+	if (!merged || merged.base !== baseDoc || merged.prof !== profile || merged.fk !== fk)
+		merged = { base: baseDoc, prof: profile, fk, tree: mergeTrees(baseDoc.flamegraph, profile.flamegraph, filter) };
+	useData(flattenDiff(merged.tree, state.mode, { normalize: normEffective(), widths: state.dw }), renderNow);
+	debug.complete = true;
+	const doc = profile;
+	setTimeout(() => {
+		if (profile === doc) rememberProcs(doc.flamegraph);
+	}, 0);
+}
+
+/** The base range's document, fetched once per URL (live ticks reload only the new one). */
+async function fetchBase(url) {
+	if (baseCache.url === url) return baseCache.doc;
+	debug.lastBaseUrl = url;
+	let doc;
+	try {
+		doc = JSON.parse((await fetchText(url)).text);
+		checkDoc(doc);
+	} catch (e) {
+		throw new Error(`base range: ${e.message}`);
+	}
+	baseCache.url = url;
+	baseCache.doc = doc;
+	debug.baseLoads++;
+	return doc;
+}
+
+/** The range shown now, in unix ms: the selection, else what the last answer covered. */
+function currentRange() {
+	const sel = parseAbsRange(state.sel);
+	if (sel) return sel;
+	const rg = profile?.range;
+	if (Number.isFinite(rg?.from_ms) && Number.isFinite(rg?.to_ms) && rg.to_ms > rg.from_ms)
+		return { from: rg.from_ms, to: rg.to_ms };
+	const start = Date.parse(profile?.started_at);
+	const dur = Number(profile?.duration_ns);
+	if (Number.isFinite(start) && dur > 0) return { from: start, to: Math.round(start + dur / 1e6) };
+	return parseAbsRange(state.range);
+}
+
+/** "Compare… set as base": the range shown becomes the base; the next selection is new. */
+function setBaseRange() {
+	if (source !== 'api') return;
+	const r = currentRange();
+	if (!r) {
+		showError('compare: no range to use as the base yet');
+		return;
+	}
+	state.base = `${Math.round(r.from)}..${Math.round(r.to)}`;
+	state.sel = '';
+	baseFile = '';
+	baseDoc = null;
+	baseError = '';
+	merged = null;
+	writeHash();
+	syncControls();
+	loadProfile();
+	if (state.view === 'hist') loadHists();
+}
+
+async function openBaseFile(file) {
+	try {
+		const doc = JSON.parse(await file.text());
+		checkDoc(doc);
+		baseFile = file.name;
+		baseDoc = doc;
+		merged = null;
+		state.base = '';
+		debug.baseLoads++;
+		writeHash();
+		syncControls();
+		if (profile) reflatten(true);
+		clearError();
+	} catch (e) {
+		showError(`${file.name}: ${e.message}`);
+	}
+}
+
+/** Leaves diff mode: the normal flame graph of the new profile (nothing to fetch). */
+function exitDiff() {
+	state.base = '';
+	state.norm = '';
+	state.dw = 'new';
+	baseFile = '';
+	baseDoc = null;
+	baseError = '';
+	merged = null;
+	baseCache.url = '';
+	baseCache.doc = null;
+	writeHash();
+	syncControls();
+	if (profile) reflatten(true);
+	else loadProfile();
 }
 
 // ---------------------------------------------------------------------------- flame graph
@@ -141,6 +311,10 @@ const PROGRESSIVE_BYTES = 6 << 20; // above this (~40k nodes), draw a quick pass
 
 function reflatten(renderNow = false) {
 	if (!profile) return;
+	if (diffReady()) {
+		useDiff(renderNow);
+		return;
+	}
 	const tree = profile.flamegraph;
 	if (!tree || typeof tree !== 'object') {
 		showError('the profile has no flamegraph');
@@ -185,6 +359,7 @@ function useData(d, renderNow) {
 	renderCrumbs();
 	renderFlameInfo();
 	updateSearchInfo();
+	renderDiffBar();
 	if (renderNow) flame.render(); // the first picture should not wait for a frame
 }
 
@@ -233,7 +408,8 @@ function renderCrumbs() {
 		b.type = 'button';
 		b.className = 'crumb';
 		const n = data.nodes[i];
-		b.textContent = i === 0 ? 'all' : n.kind === 'process' || n.kind === 'thread' ? `${n.name} [${n.pid ?? n.tid}]` : n.name;
+		const id = n.kind === 'process' || n.kind === 'thread' ? n.pid ?? n.tid : undefined;
+		b.textContent = i === 0 ? 'all' : id !== undefined ? `${n.name} [${id}]` : n.name;
 		b.title = `${nodeLabel(n)} (${n.kind})`;
 		if (i === flame.zoom) b.setAttribute('aria-current', 'true');
 		b.addEventListener('click', () => zoomTo(i));
@@ -248,6 +424,18 @@ function renderFlameInfo() {
 		return;
 	}
 	const parts = [];
+	if (data.diff) {
+		const df = data.diff;
+		parts.push(`new ${docSpan(profile)}: ${fmtNs(df.newTotal)}`);
+		parts.push(`base ${docSpan(baseDoc)}: ${fmtNs(df.baseTotal)}` + (df.scale !== 1 ? ` (normalised × ${df.scale.toPrecision(4)})` : ''));
+		const dt = df.newTotal - df.baseTotal;
+		parts.push(`total changed ${signedNs(dt)}` + (df.baseTotal > 0 ? ` (${signedPct(dt, df.baseTotal)})` : '') +
+			(df.scale !== 1 ? ': normalised away, colours compare shares' : ''));
+		parts.push(`${fmtInt(data.n)} frames`);
+		parts.push(df.widths === 'base' ? 'widths: base' : 'widths: new');
+		el.textContent = parts.join(' · ');
+		return;
+	}
 	const start = Date.parse(profile.started_at);
 	const dur = profile.duration_ns;
 	if (Number.isFinite(start) && dur > 0)
@@ -256,8 +444,9 @@ function renderFlameInfo() {
 		`total ${fmtNs(data.total)}: on-CPU ${fmtNs(data.on[0])}, blocked ${fmtNs(data.off[0])}, run-queue ${fmtNs(data.rq[0])}`,
 	);
 	parts.push(`${fmtInt(data.n)} frames`);
-	if (profile.pruned && profile.pruned.nodes > 0)
-		parts.push(`${fmtInt(profile.pruned.nodes)} small frames (${fmtNs(profile.pruned.value_ns)}) folded into their parents (max_nodes ${fmtInt(profile.pruned.max_nodes)})`);
+	const pruned = profile.range?.pruned ?? profile.pruned; // /api/profile: range.pruned
+	if (pruned && pruned.nodes > 0)
+		parts.push(`${fmtInt(pruned.nodes)} small frames (${fmtNs(pruned.value_ns)}) folded into their parents (max_nodes ${fmtInt(pruned.max_nodes)})`);
 	if (data.n <= 1) parts.push('no samples in this range');
 	el.textContent = parts.join(' · ');
 }
@@ -268,17 +457,16 @@ function showTooltip(i, cx, cy) {
 		tt.hidden = true;
 		return;
 	}
+	if (data.diff) {
+		showDiffTooltip(i, cx, cy);
+		return;
+	}
 	const n = data.nodes[i];
 	const w = data.w[i];
 	const p = data.parent[i];
 	let childSum = 0;
 	for (let j = i + 1; j < data.end[i]; j = data.end[j]) childSum += data.w[j];
-	const row = (text, cls) => {
-		const d = document.createElement('div');
-		d.className = cls ? `tt-row ${cls}` : 'tt-row';
-		d.textContent = text;
-		return d;
-	};
+	const row = ttRow;
 	const name = document.createElement('div');
 	name.className = 'tt-name';
 	name.textContent = n.name;
@@ -295,6 +483,64 @@ function showTooltip(i, cx, cy) {
 		rows.push(row(`run-queue ${fmtNs(data.rq[i])} (${fmtPct(data.rq[i], w)})`, 'tt-rq'));
 	}
 	rows.push(row(`samples ${fmtInt(n.samples)}` + (w - childSum > 0 && childSum > 0 ? ` · self ${fmtNs(w - childSum)}` : '')));
+	placeTooltip(rows, cx, cy);
+}
+
+const MODE_TEXT = { all: 'on-CPU + blocked + run-queue', on: 'on-CPU', off: 'blocked + run-queue' };
+
+function signedNs(ns) {
+	return ns > 0 ? `+${fmtNs(ns)}` : ns < 0 ? `−${fmtNs(-ns)}` : '±0';
+}
+
+function signedPct(part, whole) {
+	if (!(whole > 0)) return '';
+	const p = (100 * part) / whole;
+	const a = Math.abs(p);
+	const t = a >= 10 ? a.toFixed(1) : a.toFixed(2);
+	return `${p > 0 ? '+' : p < 0 ? '−' : '±'}${t}%`;
+}
+
+function ttRow(text, cls) {
+	const d = document.createElement('div');
+	d.className = cls ? `tt-row ${cls}` : 'tt-row';
+	d.textContent = text;
+	return d;
+}
+
+/** Tooltip of a differential graph: base, new and the change, for the selected kind. */
+function showDiffTooltip(i, cx, cy) {
+	const n = data.nodes[i];
+	const df = data.diff;
+	const di = diffInfo(data, i);
+	const name = document.createElement('div');
+	name.className = 'tt-name';
+	name.textContent = n.name;
+	const meta = [n.kind];
+	if (n.module) meta.push(n.module);
+	if (n.ids) {
+		const idName = n.kind === 'thread' ? 'tid' : 'pid';
+		const ids = (a) => (a.length ? a.join(', ') : '—');
+		meta.push(`${idName} base ${ids(n.ids[0])}, new ${ids(n.ids[1])}`);
+	}
+	const bTot = df.baseTotal * df.scale;
+	const rows = [name, ttRow(meta.join(' · ')), ttRow(`${MODE_TEXT[data.mode] || data.mode} time`, 'muted')];
+	rows.push(ttRow(`new ${fmtNs(di.new)} · ${fmtPct(di.new, df.newTotal)} of new`));
+	rows.push(ttRow(`base ${fmtNs(di.baseRaw)} · ${fmtPct(di.base, bTot)} of base` + (df.scale !== 1 ? ` · normalised × ${df.scale.toPrecision(4)} = ${fmtNs(di.base)}` : '')));
+	let change;
+	if (di.base > 0 && di.new > 0) change = `${signedNs(di.delta)} (${signedPct(di.delta, di.base)})`;
+	else if (di.new > 0) change = `${signedNs(di.delta)} (new: not in base)`;
+	else change = `${signedNs(di.delta)} (gone: not in new)`;
+	rows.push(ttRow(`change ${change}`, di.delta > 0 ? 'tt-grew' : di.delta < 0 ? 'tt-shrank' : ''));
+	if (di.baseSelf > 0 || di.newSelf > 0) {
+		rows.push(ttRow(`self: new ${fmtNs(di.newSelf)}, base ${fmtNs(di.baseSelf)}, change ${signedNs(di.selfDelta)}` +
+			(di.baseSelf > 0 ? ` (${signedPct(di.selfDelta, di.baseSelf)})` : '')));
+	}
+	rows.push(ttRow(di.level > 0 ? 'colour: self time grew' : di.level < 0 ? 'colour: self time shrank' : 'colour: self time unchanged', 'muted'));
+	placeTooltip(rows, cx, cy);
+}
+
+function placeTooltip(rows, cx, cy) {
+	const tt = $('tooltip');
 	tt.replaceChildren(...rows);
 	tt.hidden = false;
 	const r = tt.getBoundingClientRect();
@@ -330,11 +576,16 @@ function rememberProcs(tree) {
 	fill('dl-comm', [...new Set(known.procs.values())].sort().map((c) => [c, '']));
 }
 
-/** Accepts a parsed profile (from the API or a file) and draws it. */
-function acceptProfile(doc, timing) {
-	if (!doc || doc.schema !== SCHEMA || typeof doc.flamegraph !== 'object') {
+/** Throws unless doc is a hotcold-profile/1 document with a flame graph. */
+function checkDoc(doc) {
+	if (!doc || doc.schema !== SCHEMA || !doc.flamegraph || typeof doc.flamegraph !== 'object') {
 		throw new Error(`not a ${SCHEMA} document (schema: ${JSON.stringify(doc?.schema)})`);
 	}
+}
+
+/** Accepts a parsed profile (from the API or a file) and draws it. */
+function acceptProfile(doc, timing) {
+	checkDoc(doc);
 	profile = doc;
 	profileHint = timing?.bytes ? Math.ceil(timing.bytes / 70) : 4096;
 	profileBytes = timing?.bytes || 0;
@@ -363,17 +614,30 @@ function acceptProfile(doc, timing) {
 async function loadProfile() {
 	if (source !== 'api') return;
 	const g = ++gen.profile;
-	const p = { ...dataRangeParams(state), kind: state.mode, pid: state.pid, tid: state.tid, comm: state.comm, max_nodes: state.max_nodes };
-	const url = apiUrl('api/profile', p);
+	const common = { kind: state.mode, pid: state.pid, tid: state.tid, comm: state.comm, max_nodes: state.max_nodes };
+	const url = apiUrl('api/profile', { ...dataRangeParams(state), ...common });
 	debug.lastProfileUrl = url;
+	// A differential graph of two ranges: the base with the same kind and filters, in parallel.
+	const baseAsked = diffKind() === 'range' ? state.base : '';
+	const br = parseAbsRange(baseAsked);
+	const baseUrl = br ? apiUrl('api/profile', { from: String(br.from), to: String(br.to), ...common }) : '';
 	try {
-		const r = await fetchText(url);
+		// A base that cannot be had (e.g. dropped from the store) leaves the new profile drawn alone.
+		const [r, b] = await Promise.all([
+			fetchText(url),
+			baseUrl ? fetchBase(baseUrl).then((doc) => ({ doc }), (e) => ({ error: e.message })) : null,
+		]);
 		if (g !== gen.profile || source !== 'api') return;
+		if (b && state.base === baseAsked && diffKind() === 'range') {
+			baseDoc = b.doc || null;
+			baseError = b.error || '';
+		}
 		const t0 = performance.now();
 		const doc = JSON.parse(r.text);
 		const parseMs = performance.now() - t0;
 		acceptProfile(doc, { url, bytes: r.text.length, fetchMs: r.ms, parseMs, arrived: r.arrived });
 		clearError();
+		if (b?.error) showError(b.error);
 	} catch (e) {
 		if (g === gen.profile) showError(`profile: ${e.message}`);
 	}
@@ -542,6 +806,14 @@ async function openFile(file) {
 		const t0 = performance.now();
 		const doc = JSON.parse(text);
 		const parseMs = performance.now() - t0;
+		checkDoc(doc);
+		// A range base needs the server: a file shown leaves a range diff (a base file stays).
+		if (state.base) {
+			state.base = '';
+			if (!baseFile) baseDoc = null;
+			merged = null;
+			writeHash();
+		}
 		const prev = { source, fileName };
 		source = 'file';
 		fileName = file.name;
@@ -647,6 +919,27 @@ function bind() {
 		e.target.value = '';
 	});
 	$('source-close').addEventListener('click', backToLive);
+	$('base-file').addEventListener('change', (e) => {
+		const f = e.target.files?.[0];
+		if (f) openBaseFile(f);
+		e.target.value = '';
+	});
+	$('diff-set').addEventListener('click', setBaseRange);
+	$('diff-exit').addEventListener('click', exitDiff);
+	$('diff-norm').addEventListener('change', (e) => {
+		state.norm = e.target.checked ? '1' : '0';
+		writeHash();
+		reflatten();
+	});
+	for (const b of document.querySelectorAll('button.dw')) {
+		b.addEventListener('click', () => {
+			if (state.dw === b.dataset.dw) return;
+			state.dw = b.dataset.dw;
+			writeHash();
+			syncControls();
+			reflatten();
+		});
+	}
 	const drop = $('drop');
 	const hasFiles = (e) => [...(e.dataTransfer?.types || [])].includes('Files');
 	window.addEventListener('dragover', (e) => {
@@ -675,7 +968,13 @@ function bind() {
 	});
 	window.addEventListener('hashchange', () => {
 		// Only a hand-edited URL gets here (replaceState does not fire it).
+		const prevBase = state.base;
 		state = stateFromHash(location.hash);
+		if (state.base !== prevBase) {
+			if (state.base) baseFile = '';
+			if (!baseFile) baseDoc = null;
+			merged = null;
+		}
 		syncControls();
 		if (source === 'api') refreshAll();
 		else reflatten();
@@ -754,8 +1053,42 @@ const hook = {
 	get histSeries() { return debug.histSeries; },
 	get lastProfileUrl() { return debug.lastProfileUrl; },
 	get errors() { return [...debug.errors]; },
+	get diff() {
+		const dk = diffKind();
+		if (!dk) return null;
+		const df = data?.diff;
+		const br = parseAbsRange(state.base);
+		return {
+			kind: dk, base: dk === 'range' ? { from_ms: br.from, to_ms: br.to } : { file: baseFile },
+			ready: !!df && diffReady(), normalize: df ? df.normalize : null,
+			normalizeDefault: diffReady() ? defaultNormalize(baseDoc, profile) : null,
+			scale: df ? df.scale : null, widths: state.dw, baseTotal: df ? df.baseTotal : null,
+			newTotal: df ? df.newTotal : null, baseDurationNs: baseDoc?.duration_ns ?? null,
+			newDurationNs: profile?.duration_ns ?? null, baseLoads: debug.baseLoads, lastBaseUrl: debug.lastBaseUrl,
+		};
+	},
+	diffNode(labels) { return diffNodeAt(labels); },
 	frames(minW = 10, limit = 200) { return flame.visibleFrames(minW, limit); },
 };
+
+/** The diff values of the node at a zoom path (labels from the root's child), or null. */
+function diffNodeAt(labels) {
+	if (!data?.diff) return null;
+	let i = 0;
+	for (const label of labels) {
+		let found = -1;
+		for (const j of childrenOf(data, i)) {
+			if (nodeLabel(data.nodes[j]) === label) {
+				found = j;
+				break;
+			}
+		}
+		if (found < 0) return null;
+		i = found;
+	}
+	const n = data.nodes[i];
+	return { index: i, name: n.name, kind: n.kind, depth: data.depth[i], ...diffInfo(data, i) };
+}
 Object.defineProperty(window, '__hotcold', { value: Object.freeze(hook), writable: false, configurable: false });
 
 // ---------------------------------------------------------------------------- start

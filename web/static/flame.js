@@ -3,6 +3,7 @@
 // filter) into typed arrays in pre-order; zooming, searching and scrolling only change the
 // viewport, so a redraw walks depth rows with a binary search and touches the visible nodes only.
 import { fitCanvas } from './util.js';
+import { DIFF_LEVELS, diffLevel, diffRGB, relChange, sideWeight } from './diff.js';
 
 export const ROW_H = 18; // CSS px per depth row (17 px bar + 1 px gap)
 const MIN_PX = 0.5; // narrower rectangles are merged into grey runs
@@ -20,7 +21,12 @@ const SHADES = 16;
 const C_ROOT = 3 * SHADES;
 const C_MERGED = C_ROOT + 1;
 const C_MATCH = C_ROOT + 2;
+// Differential colours: C_DIFF0 + DIFF_LEVELS + level, level -DIFF_LEVELS..DIFF_LEVELS (diff.js).
+const C_DIFF0 = C_ROOT + 3;
+const C_DIFF_NEUTRAL = C_DIFF0 + DIFF_LEVELS;
 export const MATCH_RGB = [230, 0, 230];
+/** Background of a differential graph: white (unchanged) frames must stand out from it. */
+export const DIFF_BG = '#e4e4e4';
 /** Strong family colours: legend, split strips, timeline strip. */
 export const FAMILY_COLORS = ['hsl(8,85%,50%)', 'hsl(212,75%,50%)', 'hsl(135,55%,36%)'];
 export const FAMILY_NAMES = ['on-CPU', 'blocked', 'run-queue'];
@@ -44,6 +50,14 @@ function buildPalette() {
 	}
 	colors.push(hsl(0, 0, 74), hsl(0, 0, 82), `rgb(${MATCH_RGB.join(',')})`);
 	dark.push(false, false, true);
+	// sRGB channel -> linear light, for the relative luminance of a colour (WCAG).
+	const lin = (c) => ((c /= 255) <= 0.04045 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4);
+	for (let l = -DIFF_LEVELS; l <= DIFF_LEVELS; l++) {
+		const [r, g, b] = diffRGB(l);
+		colors.push(`rgb(${r},${g},${b})`);
+		// White text where black would have less contrast (relative luminance under ~0.18).
+		dark.push(0.2126 * lin(r) + 0.7152 * lin(g) + 0.0722 * lin(b) < 0.18);
+	}
 	return { colors, dark };
 }
 const PALETTE = buildPalette();
@@ -58,19 +72,27 @@ function nameShade(s) {
 }
 
 
-/** Zoom-path label of a node: frames by name, processes/threads/wakers with their id. */
+/**
+ * Zoom-path label of a node: frames by name, processes/threads/wakers with their id. Nodes of
+ * a differential graph match by name and carry no id: their label is the name alone.
+ */
 export function nodeLabel(node) {
 	switch (node.kind) {
 	case 'process':
-		return `${node.name}#${node.pid}`;
+		return node.pid === undefined ? node.name : `${node.name}#${node.pid}`;
 	case 'thread':
-		return `${node.name}#${node.tid}`;
+		return node.tid === undefined ? node.name : `${node.name}#${node.tid}`;
 	case 'waker':
-		return `waker:${node.name}#${node.tid}`;
+		return node.tid === undefined ? `waker:${node.name}` : `waker:${node.name}#${node.tid}`;
 	default:
 		return node.name;
 	}
 }
+
+// A process, thread or waker label without its id: a zoom path taken in a differential graph
+// (names only) still resolves in the normal one and the other way round.
+const withoutId = (label) => label.replace(/#\d+$/, '');
+const hasId = (kind) => kind === 'process' || kind === 'thread' || kind === 'waker';
 
 function weightFn(mode) {
 	if (mode === 'on') return (n) => n.on_cpu_ns || 0;
@@ -208,6 +230,17 @@ export function flatten(root, mode, filter = {}, capacityHint = 4096, minWeight 
 			rq[0] += rq[j];
 		}
 	} else if (childSum > w[0]) w[0] = childSum;
+	const { end, rows } = subtreeEnds(n, parent, depth, maxDepth);
+	return {
+		n, x: x.subarray(0, n), w: w.subarray(0, n), on: on.subarray(0, n), off: off.subarray(0, n),
+		rq: rq.subarray(0, n), depth: depth.subarray(0, n), parent: parent.subarray(0, n), end,
+		color: color.subarray(0, n), nodes, rows, maxDepth,
+		mode, total: w[0], partial: minWeight > 0, flattenMs: performance.now() - t0,
+	};
+}
+
+/** end[i] (one past node i's subtree, pre-order) and the node indices of each depth row. */
+function subtreeEnds(n, parent, depth, maxDepth) {
 	const end = new Int32Array(n);
 	for (let i = 0; i < n; i++) end[i] = i + 1;
 	for (let i = n - 1; i > 0; i--) if (end[i] > end[parent[i]]) end[parent[i]] = end[i];
@@ -217,11 +250,131 @@ export function flatten(root, mode, filter = {}, capacityHint = 4096, minWeight 
 	for (let dd = 0; dd <= maxDepth; dd++) rows.push(new Int32Array(counts[dd]));
 	counts.fill(0);
 	for (let i = 0; i < n; i++) rows[depth[i]][counts[depth[i]]++] = i;
+	return { end, rows };
+}
+
+/**
+ * Flattens a merged diff tree (diff.js mergeTrees) for a mode, into the arrays flatten()
+ * returns, plus `diff`: per node the base and new inclusive weights (bw, nw; bw already
+ * scaled, braw as in the base document), self times (bs, ns), the relative change of the self
+ * time (rel) and its colour level.
+ * normalize: base is scaled by new total / base total (difffolded.pl -n). widths: 'new' draws
+ * the new profile's widths (paths that vanished have none), 'base' the base's (paths that
+ * appeared have none). Siblings are ordered by the drawn width, widest first, then by name.
+ * The colour of a node is the change of its self time: where the time went, not the ancestors
+ * it passed through (an ancestor's inclusive time changes with every child).
+ */
+export function flattenDiff(root, mode, { normalize = false, widths = 'new' } = {}) {
+	const t0 = performance.now();
+	const bTot = sideWeight(root, mode, 0);
+	const nTot = sideWeight(root, mode, 1);
+	const scale = normalize && bTot > 0 && nTot > 0 ? nTot / bTot : 1;
+	const useBase = widths === 'base';
+	const cap = Math.max(64, (root.count | 0) + 1);
+	const x = new Float64Array(cap);
+	const w = new Float64Array(cap);
+	const on = new Float64Array(cap);
+	const off = new Float64Array(cap);
+	const rq = new Float64Array(cap);
+	const bw = new Float64Array(cap);
+	const braw = new Float64Array(cap);
+	const nw = new Float64Array(cap);
+	const bs = new Float64Array(cap);
+	const ns = new Float64Array(cap);
+	const rel = new Float64Array(cap);
+	const level = new Int8Array(cap);
+	const cursor = new Float64Array(cap);
+	const depth = new Uint16Array(cap);
+	const parent = new Int32Array(cap);
+	const color = new Uint8Array(cap);
+	const nodes = [];
+	const o = useBase ? 0 : 4; // the drawn side's split (diff.js weight layout)
+	const sideScale = useBase ? scale : 1;
+	const stN = [root];
+	const stP = [-1];
+	const stD = [0];
+	let n = 0;
+	let maxDepth = 0;
+	while (stN.length) {
+		const node = stN.pop();
+		const p = stP.pop();
+		const d = stD.pop();
+		const bRaw = sideWeight(node, mode, 0);
+		const b = bRaw * scale;
+		const nn = sideWeight(node, mode, 1);
+		const wi = useBase ? b : nn;
+		if (p >= 0 && !(wi > 0)) continue;
+		const i = n++;
+		nodes.push(node);
+		const xi = p >= 0 ? cursor[p] : 0;
+		if (p >= 0) cursor[p] = xi + wi;
+		x[i] = xi;
+		cursor[i] = xi;
+		w[i] = wi;
+		bw[i] = b;
+		braw[i] = bRaw;
+		nw[i] = nn;
+		const v = node.v;
+		on[i] = mode !== 'off' ? v[o] * sideScale : 0;
+		off[i] = mode !== 'on' ? v[o + 1] * sideScale : 0;
+		rq[i] = mode !== 'on' ? v[o + 2] * sideScale : 0;
+		parent[i] = p;
+		depth[i] = d;
+		if (d > maxDepth) maxDepth = d;
+		// Self = inclusive - children, over every child (also those not drawn at these widths),
+		// in the documents' integer ns and scaled after: a node without self time on either
+		// side must come out exactly 0, not a rounding residue coloured as a 100 % change.
+		let cb = 0;
+		let cn = 0;
+		const ch = node.children;
+		const keyed = [];
+		for (const c of ch) {
+			const cbw = sideWeight(c, mode, 0);
+			const cnw = sideWeight(c, mode, 1);
+			cb += cbw;
+			cn += cnw;
+			const cw = useBase ? cbw * scale : cnw;
+			if (cw > 0) keyed.push([cw, c]);
+		}
+		bs[i] = Math.max(0, bRaw - cb) * scale;
+		ns[i] = Math.max(0, nn - cn);
+		rel[i] = relChange(bs[i], ns[i]);
+		level[i] = diffLevel(rel[i]);
+		color[i] = C_DIFF_NEUTRAL + level[i];
+		keyed.sort((p1, p2) => p2[0] - p1[0] || (p1[1].name < p2[1].name ? -1 : p1[1].name > p2[1].name ? 1 : 0));
+		for (let k = keyed.length - 1; k >= 0; k--) {
+			stN.push(keyed[k][1]);
+			stP.push(i);
+			stD.push(d + 1);
+		}
+	}
+	const childSum = cursor[0] - x[0];
+	if (childSum > w[0]) w[0] = childSum;
+	const { end, rows } = subtreeEnds(n, parent, depth, maxDepth);
+	const cut = (a) => a.subarray(0, n);
 	return {
-		n, x: x.subarray(0, n), w: w.subarray(0, n), on: on.subarray(0, n), off: off.subarray(0, n),
-		rq: rq.subarray(0, n), depth: depth.subarray(0, n), parent: parent.subarray(0, n), end,
-		color: color.subarray(0, n), nodes, rows, maxDepth,
-		mode, total: w[0], partial: minWeight > 0, flattenMs: performance.now() - t0,
+		n, x: cut(x), w: cut(w), on: cut(on), off: cut(off), rq: cut(rq), depth: cut(depth),
+		parent: cut(parent), end, color: cut(color), nodes, rows, maxDepth,
+		mode, total: w[0], partial: false, flattenMs: performance.now() - t0,
+		diff: {
+			scale, normalize: !!normalize, widths: useBase ? 'base' : 'new',
+			baseTotal: bTot, newTotal: nTot, bw: cut(bw), braw: cut(braw), nw: cut(nw), bs: cut(bs), ns: cut(ns),
+			rel: cut(rel), level: cut(level),
+		},
+	};
+}
+
+/** What the viewer knows about node i of a differential graph (tooltip, debug hook). */
+export function diffInfo(data, i) {
+	const df = data.diff;
+	if (!df || i < 0 || i >= data.n) return null;
+	const base = df.bw[i];
+	const nw = df.nw[i];
+	const delta = nw - base;
+	return {
+		base, baseRaw: df.braw[i], new: nw, delta, deltaPct: base > 0 ? (100 * delta) / base : null,
+		baseSelf: df.bs[i], newSelf: df.ns[i], selfDelta: df.ns[i] - df.bs[i], rel: df.rel[i],
+		level: df.level[i], rgb: diffRGB(df.level[i]),
 	};
 }
 
@@ -239,6 +392,16 @@ export function resolvePath(data, labels) {
 			if (nodeLabel(data.nodes[j]) === label) {
 				found = j;
 				break;
+			}
+		}
+		if (found < 0) {
+			const bare = withoutId(label);
+			for (const j of childrenOf(data, i)) {
+				const n = data.nodes[j];
+				if (hasId(n.kind) && withoutId(nodeLabel(n)) === bare) {
+					found = j;
+					break;
+				}
 			}
 		}
 		if (found < 0) break;
@@ -430,6 +593,10 @@ export class FlameView {
 		const viewH = scroller.clientHeight;
 		const [, , , ctx] = fitCanvas(canvas, cssW, viewH);
 		ctx.clearRect(0, 0, cssW, viewH);
+		if (d?.diff) {
+			ctx.fillStyle = DIFF_BG;
+			ctx.fillRect(0, 0, cssW, viewH);
+		}
 		const st = this.stats;
 		st.nodesDrawn = st.mergedDrawn = st.textsDrawn = st.matchedDrawn = 0;
 		if (!d || d.n === 0 || !(d.w[this.zoom] > 0)) {
@@ -455,7 +622,8 @@ export class FlameView {
 		const ancestors = [];
 		const matched = this.matched;
 		const { x, w, color, nodes } = d;
-		const splitOk = d.mode !== 'on';
+		// The split strip tells on/off/run-queue apart; in a diff the colour means change.
+		const splitOk = d.mode !== 'on' && !d.diff;
 		let drawn = 0, merged = 0, mdrawn = 0;
 		const barH = ROW_H - 1;
 
@@ -662,6 +830,7 @@ export class FlameView {
 				value: d.w[i], onCpu: d.on[i], offCpu: d.off[i], runqueue: d.rq[i], x: cr.left + r.x, y: cr.top + r.y, w: r.w, h: r.h,
 				matched: this.matched ? this.matched[i] === 1 : false,
 			});
+			if (d.diff) out[out.length - 1].diff = diffInfo(d, i);
 		};
 		for (let a = d.parent[this.zoom]; a >= 0; a = d.parent[a]) consider(a);
 		for (let i = this.zoom; i < d.end[this.zoom]; i++) consider(i);

@@ -30,6 +30,7 @@ export class Timeline {
 		this.cb = cb;
 		this.data = null;
 		this.sel = null; // {from, to} unix ms
+		this.base = null; // {from, to} unix ms: the base range of a differential graph
 		this.drag = null;
 		this.pending = false;
 		new ResizeObserver(() => this.scheduleRender()).observe(els.heat.parentElement);
@@ -146,6 +147,11 @@ export class Timeline {
 
 	setSelection(sel) {
 		this.sel = sel;
+		this.scheduleRender();
+	}
+
+	setBase(base) {
+		this.base = base;
 		this.scheduleRender();
 	}
 
@@ -268,13 +274,19 @@ export class Timeline {
 		hctx.clearRect(0, 0, W, H);
 		const [SW, SH, , sctx] = fitCanvas(stripOverlay, strip.clientWidth, strip.clientHeight);
 		sctx.clearRect(0, 0, SW, SH);
+		if (!this.data) return;
+		// The base of a differential graph under the selection, in orange.
+		if (this.base) this.drawRange(this.base, hctx, W, H, sctx, SW, ['rgba(255,140,0,0.30)', 'rgba(190,90,0,0.95)', 'rgba(255,140,0,0.28)']);
 		const r = this.dragRange();
+		if (r) this.drawRange(r, hctx, W, H, sctx, SW, ['rgba(20,90,255,0.28)', 'rgba(10,50,200,0.9)', 'rgba(20,90,255,0.22)']);
+	}
+
+	drawRange(r, hctx, W, H, sctx, SW, [fill, stroke, stripFill]) {
 		const hm = this.data?.heatmap;
-		if (!r || !this.data) return;
 		// Heat map: shade the selected part of every column it crosses.
 		if (hm && hm.columns > 0) {
-			hctx.fillStyle = 'rgba(20,90,255,0.28)';
-			hctx.strokeStyle = 'rgba(10,50,200,0.9)';
+			hctx.fillStyle = fill;
+			hctx.strokeStyle = stroke;
 			const colW = W / hm.columns;
 			const c0 = Math.max(0, Math.floor((r.from - hm.start_ms) / 1000));
 			const c1 = Math.min(hm.columns - 1, Math.floor((r.to - 1 - hm.start_ms) / 1000));
@@ -286,12 +298,15 @@ export class Timeline {
 			}
 			const x0 = Math.max(0, this.xOf(r.from));
 			const x1 = Math.min(W, this.xOf(r.to));
-			hctx.lineWidth = 1;
-			hctx.strokeRect(Math.floor(x0) + 0.5, 0.5, Math.max(1, x1 - x0 - 1), H - 1);
+			if (x1 > x0) {
+				hctx.lineWidth = 1;
+				hctx.strokeRect(Math.floor(x0) + 0.5, 0.5, Math.max(1, x1 - x0 - 1), H - 1);
+			}
 		}
 		const x0 = Math.max(0, this.xOf(r.from));
 		const x1 = Math.min(SW, this.xOf(r.to));
-		sctx.fillStyle = 'rgba(20,90,255,0.22)';
+		if (x1 <= x0) return;
+		sctx.fillStyle = stripFill;
 		sctx.fillRect(x0, 0, Math.max(1, x1 - x0), 3 * LANE_H);
 	}
 }

@@ -79,6 +79,9 @@ export const DEFAULT_STATE = Object.freeze({
 	icicle: false,
 	live: true,
 	max_nodes: '',
+	base: '', // differential graph: the base range FROM..TO (unix ms); the new one is sel/range
+	norm: '', // diff: '1' scale base to new's total, '0' do not, '' by default (different lengths)
+	dw: 'new', // diff: widths from the 'new' or the 'base' profile
 });
 
 /** Parses the location hash into a full state object (unknown keys are ignored). */
@@ -103,6 +106,11 @@ export function stateFromHash(hash) {
 	if (comm && new TextEncoder().encode(comm).length <= 15) s.comm = comm;
 	s.icicle = p.get('icicle') === '1';
 	s.live = p.get('live') !== '0';
+	const base = p.get('base');
+	if (base && parseAbsRange(base)) s.base = base;
+	const norm = p.get('norm');
+	if (norm === '0' || norm === '1') s.norm = norm;
+	if (p.get('dw') === 'base') s.dw = 'base';
 	return s;
 }
 
@@ -118,6 +126,9 @@ export function hashFromState(s) {
 	for (const k of ['pid', 'tid', 'comm', 'max_nodes']) if (s[k]) p.set(k, s[k]);
 	if (s.icicle) p.set('icicle', '1');
 	if (!s.live) p.set('live', '0');
+	if (s.base) p.set('base', s.base);
+	if (s.norm) p.set('norm', s.norm);
+	if (s.dw !== DEFAULT_STATE.dw) p.set('dw', s.dw);
 	const str = p.toString();
 	return str ? `#${str}` : '';
 }

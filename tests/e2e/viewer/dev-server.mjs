@@ -176,7 +176,13 @@ export function createDevServer({ profilePath = path.join(repo, 'fixtures/viewer
 	}
 
 	function profileAnswer(q, nowMs) {
-		range(q, nowMs);
+		// The range covered, as the real server says it: widened to whole seconds, clipped to the
+		// seconds held (the tree stays the fixture's).
+		const { from, to } = range(q, nowMs);
+		const ret = retention(nowMs);
+		const f = Math.max(Math.floor(from / 1000) * 1000, ret.oldest_ms);
+		const t = Math.min(Math.ceil(to / 1000) * 1000, ret.newest_ms + 1000);
+		const covered = { started_at: new Date(f).toISOString(), duration_ns: Math.max(0, t - f) * 1e6 };
 		const kind = q.get('kind') ?? 'all';
 		if (!['all', 'on', 'off'].includes(kind)) throw new HttpError(400, 'kind: all, on or off');
 		num(q, 'max_nodes', 1000000);
@@ -184,8 +190,8 @@ export function createDevServer({ profilePath = path.join(repo, 'fixtures/viewer
 		if (comm !== null && Buffer.byteLength(comm) > 15) throw new HttpError(400, 'comm: at most 15 bytes');
 		const pid = num(q, 'pid');
 		const tid = num(q, 'tid');
-		if (kind === 'all' && pid === null && tid === null && comm === null) return profileText;
-		return JSON.stringify({ ...profile, flamegraph: filterTree(profile.flamegraph, kind, pid, tid, comm) });
+		if (kind === 'all' && pid === null && tid === null && comm === null) return JSON.stringify({ ...profile, ...covered });
+		return JSON.stringify({ ...profile, ...covered, flamegraph: filterTree(profile.flamegraph, kind, pid, tid, comm) });
 	}
 
 	function histogram(name, q, nowMs) {

@@ -21,6 +21,7 @@ const HIGHLIGHT = [230, 0, 230]; // search match colour (flame.js MATCH_RGB)
 
 let passed = 0;
 let failed = 0;
+const requests = []; // every request of every page, as URLs
 
 class Check extends Error {}
 function ok(cond, msg) {
@@ -63,6 +64,432 @@ async function waitForData() {
 	throw new Check(`no data from ${BASE} within ${DATA_WAIT_MS / 1000} s (${last})`);
 }
 
+// ---------------------------------------------------------------------------- diff helpers
+
+const settleOn = (p) => p.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
+
+/** [r, g, b, a] of the flame canvas at a viewport position (CSS px). */
+const pixelAt = (p, x, y) => p.evaluate(({ x, y }) => {
+	const c = document.getElementById('flame');
+	const r = c.getBoundingClientRect();
+	const s = c.width / r.width;
+	return [...c.getContext('2d').getImageData(Math.floor((x - r.left) * s), Math.floor((y - r.top) * s), 1, 1).data];
+}, { x, y });
+
+const near = (a, b, tol = 3) => [0, 1, 2].every((k) => Math.abs(a[k] - b[k]) <= tol);
+
+// The colour rule of docs/viewer.md ("Differential flame graphs"), written out independently:
+// rel = (new self - base self) / max(base self, new self); level = sign(rel) * ceil(|rel| * 24)
+// for |rel| >= 2 %, else 0; channel c = round(255 - 200 * |level| / 24); grew [255, c, c],
+// shrank [c, c, 255], unchanged white.
+function expectedLevel(baseSelf, newSelf) {
+	const m = Math.max(baseSelf, newSelf);
+	const rel = m > 0 ? (newSelf - baseSelf) / m : 0;
+	if (Math.abs(rel) < 0.02) return 0;
+	return Math.sign(rel) * Math.min(24, Math.ceil(Math.abs(rel) * 24));
+}
+
+function expectedRGB(level) {
+	const c = Math.round(255 - (200 * Math.abs(level)) / 24);
+	return level > 0 ? [255, c, c] : level < 0 ? [c, c, 255] : [255, 255, 255];
+}
+
+/** A hotcold-profile/1 flamegraph from {name, kind, pid/tid/module, self: {on, off}, children}. */
+function profileTree(n) {
+	const kids = (n.children || []).map(profileTree);
+	const sum = (k) => kids.reduce((a, c) => a + c[k], 0);
+	const on = (n.self?.on || 0) + sum('on_cpu_ns');
+	const off = (n.self?.off || 0) + sum('off_cpu_ns');
+	const rq = sum('runqueue_ns');
+	const o = { name: n.name, kind: n.kind };
+	for (const k of ['pid', 'tid', 'module']) if (n[k] !== undefined) o[k] = n[k];
+	return Object.assign(o, {
+		value: on + off + rq, on_cpu_ns: on, off_cpu_ns: off, runqueue_ns: rq, samples: Math.round(on / 1e6), children: kids,
+	});
+}
+
+function profileDoc(root, durationNs, startedAt) {
+	const fg = profileTree(root);
+	return {
+		schema: 'hotcold-profile/1', host: 'diff-test', kernel: null, started_at: startedAt, duration_ns: durationNs,
+		sampling: { frequency_hz: 1000, period_ns: 1000000, cpus: 1, expected_samples: 0, samples: fg.samples, idle_samples: 0, per_cpu: [], lost: {} },
+		totals: { on_cpu_ns: fg.on_cpu_ns, off_cpu_ns: fg.off_cpu_ns, runqueue_ns: 0, idle_ns: 0 },
+		symbolize: {}, flamegraph: fg, histograms: {},
+	};
+}
+
+/**
+ * (1) Two files with known content: one function doubled (compute), one removed (old_fn), one
+ * new (new_fn), the rest unchanged; the new capture has two `app` processes with other pids
+ * and tids, and lasts 3 s against the base's 2 s (so normalisation is on by default).
+ */
+async function diffFileSteps(page, noProblems) {
+	const MS = 1e6;
+	const fn = (name, onMs, children = [], offMs = 0) => ({ name, kind: 'user', module: '/usr/bin/app', self: { on: onMs * MS, off: offMs * MS }, children });
+	const proc = (name, pid, tid, children) => ({ name, kind: 'process', pid, children: [{ name, kind: 'thread', tid, children }] });
+	const base = profileDoc({ name: 'all', kind: 'root', children: [
+		proc('app', 100, 100, [fn('main', 20, [fn('compute', 100), fn('parse', 50), fn('old_fn', 30), fn('wait_io', 0, [], 40)])]),
+		proc('other', 300, 300, [fn('loop', 0, [fn('tick', 2), fn('poll', 50), fn('spin', 8)])]),
+	] }, 2e9, '2026-11-22T08:00:00.000Z');
+	const next = profileDoc({ name: 'all', kind: 'root', children: [
+		proc('app', 200, 201, [fn('main', 20, [fn('compute', 150), fn('parse', 50), fn('new_fn', 40), fn('wait_io', 0, [], 40)])]),
+		proc('app', 250, 251, [fn('main', 0, [fn('compute', 50)])]),
+		proc('other', 301, 302, [fn('loop', 0, [fn('tick', 2), fn('poll', 50), fn('spin', 8)])]),
+	] }, 3e9, '2026-11-22T09:00:00.000Z');
+	// Expected per path: base and new inclusive, base and new self, all-kinds ms; [] is the root.
+	const M = ['app', 'app', 'main'];
+	const table = [
+		{ path: ['app'], b: 240, n: 350, bs: 0, ns: 0 },
+		{ path: M, b: 240, n: 350, bs: 20, ns: 20 },
+		{ path: [...M, 'compute'], b: 100, n: 200, bs: 100, ns: 200 },
+		{ path: [...M, 'parse'], b: 50, n: 50, bs: 50, ns: 50 },
+		{ path: [...M, 'new_fn'], b: 0, n: 40, bs: 0, ns: 40 },
+		{ path: [...M, 'wait_io'], b: 40, n: 40, bs: 40, ns: 40 },
+		// No self time on either side: unchanged, also normalised (2 + 50 + 8 ms scaled by 41/30
+		// do not add up to 60 ms scaled in floating point).
+		{ path: ['other', 'other', 'loop'], b: 60, n: 60, bs: 0, ns: 0 },
+		{ path: ['other', 'other', 'loop', 'poll'], b: 50, n: 50, bs: 50, ns: 50 },
+		{ path: [], b: 300, n: 410, bs: 0, ns: 0 },
+	];
+	const hook = (f, arg) => page.evaluate(f, arg);
+	const node = (labels) => hook((l) => __hotcold.diffNode(l), labels);
+	const frames = () => hook(() => __hotcold.frames(3, 500));
+
+	async function checkTable(scale, where) {
+		for (const t of table) {
+			const d = await node(t.path);
+			ok(d, `${where}: ${t.path.join(' › ')} not in the diff tree`);
+			const lvl = expectedLevel(t.bs * MS * scale, t.ns * MS);
+			ok(Math.abs(d.base - t.b * MS * scale) < 1 && Math.abs(d.baseRaw - t.b * MS) < 1 && d.new === t.n * MS,
+				`${where}: ${t.path.join(' › ')} base ${d.base} (raw ${d.baseRaw}) new ${d.new}, expected base ${t.b} ms × ${scale}, new ${t.n} ms`);
+			ok(Math.abs(d.delta - (t.n - t.b * scale) * MS) < 1, `${where}: ${t.path.join(' › ')} delta ${d.delta}`);
+			ok(Math.abs(d.baseSelf - t.bs * MS * scale) < 1 && d.newSelf === t.ns * MS, `${where}: ${t.path.join(' › ')} self ${d.baseSelf} / ${d.newSelf}`);
+			ok(d.level === lvl && JSON.stringify(d.rgb) === JSON.stringify(expectedRGB(lvl)),
+				`${where}: ${t.path.join(' › ')} colour level ${d.level} rgb(${d.rgb}), expected ${lvl} rgb(${expectedRGB(lvl)})`);
+		}
+	}
+	/** The pixel just inside the left edge of each named frame has its expected colour. */
+	async function checkPixels(levels, where) {
+		await page.mouse.move(1, 1); // no hover outline
+		await settleOn(page);
+		const fr = await frames();
+		for (const [name, lvl] of Object.entries(levels)) {
+			const f = fr.find((x) => x.name === name);
+			ok(f && f.diff, `${where}: frame ${name} not drawn (${fr.map((x) => x.name)})`);
+			ok(f.diff.level === lvl, `${where}: ${name} level ${f.diff.level}, expected ${lvl}`);
+			const px = await pixelAt(page, f.x + 1.5, f.y + f.h / 2);
+			ok(near(px, expectedRGB(lvl)), `${where}: ${name} pixel rgb(${px.slice(0, 3)}), expected rgb(${expectedRGB(lvl)})`);
+		}
+	}
+
+	const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'hotcold-diff-'));
+	try {
+		const baseFile = path.join(dir, 'base.json');
+		const newFile = path.join(dir, 'new.json');
+		fs.writeFileSync(baseFile, JSON.stringify(base));
+		fs.writeFileSync(newFile, JSON.stringify(next));
+
+		await step('diff of two files: a base file, then the new file', async () => {
+			await page.goto(`${BASE}/#live=0`, { timeout: T });
+			await page.waitForFunction(() => window.__hotcold?.ready, null, { timeout: T });
+			ok((await hook(() => __hotcold.diff)) === null, 'diff mode before any base');
+			ok(await page.isHidden('#diff-bar'), 'diff bar shown without a base');
+			await page.setInputFiles('#base-file', baseFile);
+			// Live profile against the base file first.
+			await page.waitForFunction(() => __hotcold.diff?.ready && __hotcold.source === 'api', null, { timeout: T });
+			ok(await page.isVisible('#diff-bar'), 'diff bar hidden in diff mode');
+			ok(await page.isHidden('#legend'), 'the normal legend is still shown in diff mode');
+			await page.setInputFiles('#file', newFile);
+			await page.waitForFunction(() => __hotcold.source === 'file' && __hotcold.diff?.ready && __hotcold.diff.newTotal === 410e6, null, { timeout: T });
+			const d = await hook(() => __hotcold.diff);
+			ok(d.kind === 'file' && d.base.file === 'base.json', `diff ${JSON.stringify(d)}`);
+			ok(d.baseTotal === 300 * MS && d.newTotal === 410 * MS, `totals ${d.baseTotal} / ${d.newTotal}`);
+			ok(d.normalizeDefault === true && d.normalize === true && Math.abs(d.scale - 410 / 300) < 1e-12,
+				`2 s vs 3 s should normalise by default: ${JSON.stringify(d)}`);
+			ok(await page.isChecked('#diff-norm'), 'normalise box not ticked');
+			ok((await page.textContent('#diff-desc')).includes('base.json'), 'diff bar does not name the base file');
+		});
+
+		await step('diff of two files: merged values, deltas and colours (normalised)', async () => {
+			await checkTable(410 / 300, 'normalised');
+			ok((await node([...M, 'old_fn'])) === null, 'old_fn (gone) is drawn with the new widths');
+			await checkPixels({ compute: 8, parse: -7, new_fn: 24, main: -7, loop: 0, poll: -7 }, 'normalised');
+			// The two `app` processes of the new capture are one frame; its ids say so.
+			const procs = (await frames()).filter((f) => f.depth === 1);
+			ok(procs.length === 2 && procs.every((f) => f.pid === undefined), `processes drawn: ${JSON.stringify(procs.map((f) => [f.name, f.pid]))}`);
+		});
+
+		await step('diff of two files: normalisation off changes deltas and colours', async () => {
+			await page.click('#diff-norm');
+			await page.waitForFunction(() => __hotcold.diff?.scale === 1 && location.hash.includes('norm=0'), null, { timeout: T });
+			ok((await hook(() => __hotcold.diff.normalize)) === false, 'still normalised');
+			await checkTable(1, 'raw');
+			await checkPixels({ compute: 12, parse: 0, new_fn: 24, main: 0, poll: 0 }, 'raw');
+		});
+
+		await step('diff of two files: tooltip gives base, new and the change', async () => {
+			const f = (await frames()).find((x) => x.name === 'compute');
+			await page.mouse.move(f.x + f.w / 2, f.y + f.h / 2);
+			await page.waitForFunction(() => !document.getElementById('tooltip').hidden, null, { timeout: T });
+			const tt = await page.textContent('#tooltip');
+			for (const want of ['new 200.0 ms', 'base 100.0 ms', 'change +100.0 ms (+100.0%)'])
+				ok(tt.includes(want), `tooltip lacks ${JSON.stringify(want)}: ${JSON.stringify(tt)}`);
+			await page.mouse.move(1, 1);
+		});
+
+		await step('diff of two files: base widths show the removed function, on-CPU mode', async () => {
+			await page.click('#diff-w-base');
+			await page.waitForFunction(() => __hotcold.diff?.widths === 'base' && location.hash.includes('dw=base'), null, { timeout: T });
+			const gone = await node([...M, 'old_fn']);
+			ok(gone && gone.base === 30 * MS && gone.new === 0 && gone.level === -24, `old_fn ${JSON.stringify(gone)}`);
+			ok((await node([...M, 'new_fn'])) === null, 'new_fn (not in base) drawn with the base widths');
+			await checkPixels({ old_fn: -24, compute: 12 }, 'base widths');
+			const fr = await frames();
+			const all = fr.find((x) => x.depth === 0);
+			const compute = fr.find((x) => x.name === 'compute');
+			ok(Math.abs(compute.w / all.w - 100 / 300) < 0.01, `compute is ${compute.w} of ${all.w} px with base widths`);
+			await page.click('#mode-on');
+			await page.waitForFunction(() => __hotcold.diff?.newTotal === 370e6, null, { timeout: T });
+			const d = await hook(() => __hotcold.diff);
+			ok(d.baseTotal === 260 * MS, `on-CPU base total ${d.baseTotal}`);
+			ok((await node([...M, 'wait_io'])) === null, 'blocked-only wait_io drawn in on-CPU mode');
+			await page.click('#mode-all');
+			await page.click('#diff-w-new');
+			await page.waitForFunction(() => __hotcold.diff?.widths === 'new' && __hotcold.diff.newTotal === 410e6, null, { timeout: T });
+		});
+
+		await step('diff of two files: search and zoom work on the diff', async () => {
+			await page.fill('#search', 'compute');
+			await page.press('#search', 'Enter');
+			await page.waitForFunction(() => __hotcold.match.nodes > 0, null, { timeout: T });
+			const m = await hook(() => __hotcold.match);
+			ok(m.nodes === 1 && Math.abs(m.pctTotal - (100 * 200) / 410) < 1e-6, `match ${JSON.stringify(m)} (one merged compute, 200 of 410 ms)`);
+			await settleOn(page);
+			const hit = (await frames()).find((f) => f.matched);
+			const px = await pixelAt(page, hit.x + 1.5, hit.y + 3);
+			ok(near(px, HIGHLIGHT), `matched frame pixel rgb(${px.slice(0, 3)})`);
+			await page.fill('#search', '');
+			await page.press('#search', 'Enter');
+			const main = (await frames()).find((f) => f.name === 'main');
+			await page.mouse.click(main.x + 4, main.y + main.h / 2);
+			await page.waitForFunction(() => __hotcold.zoomPath.length === 3, null, { timeout: T });
+			ok(JSON.stringify(await hook(() => __hotcold.zoomPath)) === JSON.stringify(M), 'zoom path');
+			ok((await page.locator('#crumbs button.crumb').count()) === 4, 'breadcrumb');
+			await page.keyboard.press('Escape');
+			await page.waitForFunction(() => __hotcold.zoomPath.length === 2, null, { timeout: T });
+			await page.locator('#crumbs button.crumb').first().click();
+			await page.waitForFunction(() => __hotcold.zoomPath.length === 0, null, { timeout: T });
+		});
+
+		await step('diff of two files: leaving diff mode restores the normal view', async () => {
+			await page.click('#diff-exit');
+			await page.waitForFunction(() => __hotcold.diff === null, null, { timeout: T });
+			ok(!/(^|[#&])(base|norm|dw)=/.test(await page.evaluate(() => location.hash)), 'diff keys left in the URL');
+			ok(await page.isHidden('#diff-bar'), 'diff bar still shown');
+			await settleOn(page);
+			const fr = await frames();
+			ok(fr.length > 0 && fr.every((f) => f.diff === undefined), 'frames still carry diff values');
+			const pids = fr.filter((f) => f.kind === 'process').map((f) => f.pid).sort();
+			ok(JSON.stringify(pids) === '[200,250,301]', `processes of the new file by pid: ${JSON.stringify(pids)}`);
+			const corner = await page.evaluate(() => [...document.getElementById('flame').getContext('2d').getImageData(1, 1, 1, 1).data]);
+			ok(corner[3] === 0, `diff background left on the canvas: rgba(${corner})`);
+			noProblems('after the file diff');
+		});
+	} finally {
+		fs.rmSync(dir, { recursive: true, force: true });
+		await page.close();
+	}
+}
+
+/** Drags on the heat map from fraction f0 to f1 of its width, at half height. */
+async function dragHeat(page, f0, f1) {
+	const box = await page.locator('#heat-overlay').boundingBox();
+	const y = box.y + box.height * 0.5;
+	await page.mouse.move(box.x + box.width * f0, y);
+	await page.mouse.down();
+	for (let k = 1; k <= 5; k++) await page.mouse.move(box.x + box.width * (f0 + ((f1 - f0) * k) / 5), y);
+	await page.mouse.up();
+}
+
+/** (2) Two ranges of the real server: set a base, pick another range, reload, leave. */
+async function diffRangeSteps(page, noProblems, setReloading) {
+	const hook = (f, arg) => page.evaluate(f, arg);
+	const profileReq = (pred) => page.waitForRequest((r) => {
+		const u = new URL(r.url());
+		return u.pathname === '/api/profile' && pred(u.searchParams);
+	}, { timeout: T });
+	const rangeReq = (rg, kind = 'all') => profileReq((q) => q.get('from') === String(rg.from_ms) && q.get('to') === String(rg.to_ms) && q.get('kind') === kind);
+	// The root weight of every /api/profile answer the page received, by relative URL: a past
+	// second may still gain off-CPU time (flushed at the wakeup), so asking again later could
+	// give another total.
+	const answers = new Map();
+	page.on('response', async (r) => {
+		const u = new URL(r.url());
+		if (u.pathname !== '/api/profile' || !r.ok()) return;
+		try {
+			answers.set(`api/profile${u.search}`, (await r.json()).flamegraph.value);
+		} catch {
+			/* the body of an answer to a document that was reloaded meanwhile */
+		}
+	});
+	const rootOf = async (url) => {
+		const deadline = Date.now() + T;
+		while (!answers.has(url)) {
+			ok(Date.now() < deadline, `the page received no answer for ${url}`);
+			await sleep(50);
+		}
+		return answers.get(url);
+	};
+	let s1;
+	let s2;
+	let cols; // heat-map columns to drag over: [first, last] whole seconds the store holds
+	try {
+		await step('diff of two ranges: "set as base" requests the base range', async () => {
+			// Ranges must hold data: wait (bounded) until the store holds 12 s, then pick columns
+			// among the newest it holds (the oldest are the first a full store drops), without the
+			// newest second (still filling).
+			let ret = null;
+			const deadline = Date.now() + DATA_WAIT_MS;
+			for (;;) {
+				const r = await fetch(`${BASE}/api/timeline?from=-60s`);
+				ret = r.ok ? (await r.json()).retention : null;
+				if (ret && ret.newest_ms - ret.oldest_ms >= 12000) break;
+				ok(Date.now() < deadline, `the store holds less than 12 s: ${JSON.stringify(ret)}`);
+				await sleep(1000);
+			}
+			await page.goto(`${BASE}/#live=0`, { timeout: T });
+			await page.waitForFunction(() => window.__hotcold?.ready && __hotcold.timelineLoads > 0, null, { timeout: T });
+			const tl = await hook(() => __hotcold.timeline);
+			const first = Math.max(0, Math.ceil((ret.oldest_ms - tl.start_ms) / 1000)) + 1;
+			const last = Math.min(tl.columns - 1, Math.floor((ret.newest_ms - tl.start_ms) / 1000)) - 1;
+			ok(last - first >= 8, `too few columns with data: ${first}..${last} of ${tl.columns} (${JSON.stringify(ret)})`);
+			cols = { first, last, n: tl.columns, at: (c) => (c + 0.5) / tl.columns, ret, tl };
+			const loads0 = await hook(() => __hotcold.profileLoads);
+			// Base: three seconds; new (below): the six after them, a different length.
+			await dragHeat(page, cols.at(last - 9), cols.at(last - 7));
+			await page.waitForFunction((n) => __hotcold.selection && __hotcold.profileLoads > n, loads0, { timeout: T });
+			s1 = await hook(() => __hotcold.selection);
+			ok(await page.isVisible('#diff-set'), 'no "set as base" control');
+			const baseReq = rangeReq(s1);
+			const newReq = profileReq((q) => q.get('from') === '-60s' && !q.has('to'));
+			await page.click('#diff-set');
+			await Promise.all([baseReq, newReq]);
+			await page.waitForFunction(() => __hotcold.diff?.ready, null, { timeout: T });
+			const d = await hook(() => __hotcold.diff);
+			ok(d.kind === 'range' && d.base.from_ms === s1.from_ms && d.base.to_ms === s1.to_ms, `diff ${JSON.stringify(d)}`);
+			const hash = await page.evaluate(() => location.hash);
+			ok(hash.includes(`base=${s1.from_ms}..${s1.to_ms}`) && !hash.includes('sel='), `URL ${hash}`);
+			ok((await page.textContent('#base-info')).includes('base'), 'the base range is not shown under the timeline');
+			// The base is marked on the heat map in orange.
+			const orange = await page.evaluate(({ a, b }) => {
+				const c = document.getElementById('heat-overlay');
+				const r = c.getBoundingClientRect();
+				const s = c.width / r.width;
+				const d = c.getContext('2d').getImageData(Math.floor(((a + b) / 2) * r.width * s), Math.floor(0.25 * r.height * s), 1, 1).data;
+				// the middle column of the base: fully shaded
+				return [...d];
+			}, { a: cols.at(cols.last - 8), b: cols.at(cols.last - 8) });
+			ok(orange[3] > 0 && orange[0] > orange[2], `heat map overlay at the base is rgba(${orange}), not orange`);
+		});
+
+		await step('diff of two ranges: picking another range draws the diff', async () => {
+			const loads0 = await hook(() => __hotcold.profileLoads);
+			await dragHeat(page, cols.at(cols.last - 5), cols.at(cols.last));
+			await page.waitForFunction((n) => __hotcold.profileLoads > n && __hotcold.diff?.ready, loads0, { timeout: T });
+			s2 = await hook(() => __hotcold.selection);
+			ok(s2 && s2.from_ms >= s1.to_ms, `second range ${JSON.stringify(s2)} vs base ${JSON.stringify(s1)}`);
+			ok(requests.some((u) => u.pathname === '/api/profile' && u.searchParams.get('from') === String(s2.from_ms) && u.searchParams.get('to') === String(s2.to_ms)),
+				'no profile request for the new range');
+			const d = await hook(() => __hotcold.diff);
+			ok(d.base.from_ms === s1.from_ms && d.base.to_ms === s1.to_ms, `base moved: ${JSON.stringify(d.base)}`);
+			const bq = new URL(d.lastBaseUrl, BASE).searchParams;
+			ok(bq.get('from') === String(s1.from_ms) && bq.get('to') === String(s1.to_ms) && bq.get('kind') === 'all', `base URL ${d.lastBaseUrl}`);
+			// Totals are the roots of the two answers.
+			const bt = await rootOf(`api/profile?from=${s1.from_ms}&to=${s1.to_ms}&kind=all`);
+			const nt = await rootOf(`api/profile?from=${s2.from_ms}&to=${s2.to_ms}&kind=all`);
+			ok(d.baseTotal === bt && d.newTotal === nt,
+				`totals ${d.baseTotal} / ${d.newTotal}, the API says ${bt} / ${nt}`);
+			// The answers cover the two ranges widened to whole seconds: 3 s and 6 s.
+			ok(d.baseDurationNs === 3e9 && d.newDurationNs === 6e9,
+				`the answers cover ${d.baseDurationNs} and ${d.newDurationNs} ns, not 3 and 6 s (${JSON.stringify({ s1, s2, retention: cols.ret })})`);
+			// Ranges of different lengths: normalised by default, base scaled to new's total.
+			ok(d.normalizeDefault === true && d.normalize === true && (await page.isChecked('#diff-norm')), `not normalised by default: ${JSON.stringify(d)}`);
+			ok(Math.abs(d.scale - d.newTotal / d.baseTotal) < 1e-9 * d.scale, `scale ${d.scale}, totals ${d.baseTotal} / ${d.newTotal}`);
+			await page.mouse.move(1, 1);
+			await settleOn(page);
+			const fr = await hook(() => __hotcold.frames(6, 2000));
+			ok(fr.length > 1 && fr.every((f) => f.diff), 'frames without diff values');
+			for (const f of fr) {
+				const x = f.diff;
+				ok(Math.abs(x.delta - (x.new - x.base)) <= 1e-6 * Math.max(1, x.new, x.base), `${f.name}: delta ${x.delta} != ${x.new} - ${x.base}`);
+				ok(x.level === expectedLevel(x.baseSelf, x.newSelf), `${f.name}: level ${x.level} for self ${x.baseSelf} -> ${x.newSelf}`);
+				ok(f.depth === 0 || Math.abs(f.value - x.new) < 1e-6 * x.new, `${f.name}: width ${f.value} is not new's ${x.new}`);
+			}
+			const pick = fr.find((f) => f.depth >= 1 && f.w >= 6);
+			const px = await pixelAt(page, pick.x + 1.5, pick.y + pick.h / 2);
+			ok(near(px, expectedRGB(pick.diff.level)), `${pick.name}: pixel rgb(${px.slice(0, 3)}), level ${pick.diff.level}`);
+		});
+
+		await step('diff of two ranges: the mode asks both ranges for that kind', async () => {
+			const reqs = [rangeReq(s1, 'on'), rangeReq(s2, 'on')];
+			const loads0 = await hook(() => __hotcold.profileLoads);
+			await page.click('#mode-on');
+			await Promise.all(reqs);
+			// Both answers are taken together: one more profile load is the diff of the two.
+			await page.waitForFunction((n) => __hotcold.profileLoads > n && __hotcold.diff?.ready, loads0, { timeout: T });
+			ok(new URL((await hook(() => __hotcold.diff)).lastBaseUrl, BASE).searchParams.get('kind') === 'on', 'base not asked with kind=on');
+			// The totals are now on-CPU time only, on both sides.
+			const d = await hook(() => __hotcold.diff);
+			const bt = await rootOf(`api/profile?from=${s1.from_ms}&to=${s1.to_ms}&kind=on`);
+			const nt = await rootOf(`api/profile?from=${s2.from_ms}&to=${s2.to_ms}&kind=on`);
+			ok(d.baseTotal === bt && d.newTotal === nt,
+				`on-CPU totals ${d.baseTotal} / ${d.newTotal}, the API says ${bt} / ${nt}`);
+			const back = [rangeReq(s1), rangeReq(s2)];
+			await page.click('#mode-all');
+			await Promise.all(back);
+		});
+
+		await step('diff of two ranges: reload restores it', async () => {
+			await page.waitForFunction(() => __hotcold.diff?.ready && __hotcold.lastProfileUrl.includes('kind=all'), null, { timeout: T });
+			const before = await hook(() => ({ state: __hotcold.state, hash: location.hash, diff: __hotcold.diff }));
+			const reqs = [rangeReq(s1), rangeReq(s2)];
+			answers.clear();
+			setReloading(true);
+			await page.reload({ timeout: T });
+			await Promise.all(reqs);
+			await page.waitForFunction(() => window.__hotcold?.diff?.ready && __hotcold.renders > 0, null, { timeout: T });
+			setReloading(false);
+			const after = await hook(() => ({ state: __hotcold.state, hash: location.hash, diff: __hotcold.diff }));
+			ok(after.hash === before.hash, `hash ${before.hash} -> ${after.hash}`);
+			ok(JSON.stringify(after.state) === JSON.stringify(before.state), `state ${JSON.stringify(after.state)}`);
+			for (const k of ['kind', 'base', 'normalize', 'widths', 'baseDurationNs', 'newDurationNs'])
+				ok(JSON.stringify(after.diff[k]) === JSON.stringify(before.diff[k]), `diff.${k}: ${JSON.stringify(before.diff[k])} -> ${JSON.stringify(after.diff[k])}`);
+			// The totals are those of the answers after the reload (past seconds may still grow).
+			const bt = await rootOf(`api/profile?from=${s1.from_ms}&to=${s1.to_ms}&kind=all`);
+			const nt = await rootOf(`api/profile?from=${s2.from_ms}&to=${s2.to_ms}&kind=all`);
+			ok(after.diff.baseTotal === bt && after.diff.newTotal === nt, `totals after the reload ${after.diff.baseTotal} / ${after.diff.newTotal}, answers ${bt} / ${nt}`);
+			ok((await hook(() => __hotcold.nodesDrawn)) > 0, 'nothing drawn after the reload');
+		});
+
+		await step('diff of two ranges: leaving diff mode restores the normal view', async () => {
+			await page.click('#diff-exit');
+			await page.waitForFunction(() => __hotcold.diff === null, null, { timeout: T });
+			const hash = await page.evaluate(() => location.hash);
+			ok(!hash.includes('base=') && hash.includes(`sel=${s2.from_ms}..${s2.to_ms}`), `URL ${hash}`);
+			await settleOn(page);
+			const fr = await hook(() => __hotcold.frames(6, 2000));
+			ok(fr.length > 1 && fr.every((f) => f.diff === undefined), 'frames still carry diff values');
+			ok(fr.filter((f) => f.kind === 'process').every((f) => Number.isInteger(f.pid)), 'process frames without pids');
+			const corner = await page.evaluate(() => [...document.getElementById('flame').getContext('2d').getImageData(1, 1, 1, 1).data]);
+			ok(corner[3] === 0, `diff background left on the canvas: rgba(${corner})`);
+			ok(await page.isHidden('#diff-bar') && await page.isVisible('#legend') && await page.isHidden('#base-info'), 'diff controls still shown');
+			noProblems('after the range diff');
+		});
+	} finally {
+		await page.close();
+	}
+}
+
 async function main() {
 	if (!BASE) {
 		console.error('viewer.test: set HOTCOLD_URL, e.g. HOTCOLD_URL=http://127.0.0.1:8080');
@@ -77,24 +504,27 @@ async function main() {
 	});
 	const problems = []; // console errors, page errors, failed requests
 	let reloading = false;
-	const requests = [];
-	try {
-		// deviceScaleFactor 2 exercises the devicePixelRatio path of every canvas.
-		const page = await browser.newPage({ viewport: { width: 1400, height: 950 }, deviceScaleFactor: 2 });
-		page.on('console', (m) => {
+	/** Records a page's console errors, page errors, failed requests and requests. */
+	const watch = (p) => {
+		p.on('console', (m) => {
 			if (m.type() === 'error') problems.push(`console error: ${m.text()}`);
 		});
-		page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
-		page.on('requestfailed', (r) => {
+		p.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
+		p.on('requestfailed', (r) => {
 			const why = r.failure()?.errorText || '?';
 			// A reload cancels what the old document had in flight: not a failure of the viewer.
 			if (reloading && why.includes('ERR_ABORTED')) return;
 			problems.push(`request failed: ${r.url()} (${why})`);
 		});
-		page.on('response', (r) => {
+		p.on('response', (r) => {
 			if (r.status() >= 400) problems.push(`HTTP ${r.status()} for ${r.url()}`);
 		});
-		page.on('request', (r) => requests.push(new URL(r.url())));
+		p.on('request', (r) => requests.push(new URL(r.url())));
+		return p;
+	};
+	try {
+		// deviceScaleFactor 2 exercises the devicePixelRatio path of every canvas.
+		const page = watch(await browser.newPage({ viewport: { width: 1400, height: 950 }, deviceScaleFactor: 2 }));
 		const hook = (expr) => page.evaluate(expr);
 		// Two animation frames: pending layouts and redraws are done.
 		const settle = () => page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
@@ -170,7 +600,11 @@ async function main() {
 			await settle();
 			const frames = await hook(() => __hotcold.frames(20, 400));
 			const blocked = (f) => f.offCpu + f.runqueue > 0;
-			zoomFrame = frames.find((f) => f.kind === 'process' && blocked(f)) || frames.find((f) => f.depth >= 1 && blocked(f));
+			// The workload's process when the harness names it: other processes on a busy machine
+			// come and go (and may be renamed or merged by the store) between two loads.
+			const workload = Number(process.env.HC_WORKLOAD_PID || 0);
+			zoomFrame = frames.find((f) => f.kind === 'process' && f.pid === workload && blocked(f)) ||
+				frames.find((f) => f.kind === 'process' && blocked(f)) || frames.find((f) => f.depth >= 1 && blocked(f));
 			ok(zoomFrame, `no frame with off-CPU time at least 20 px wide among ${frames.length}`);
 			// The filter step uses the workload's pid when the harness says which it is.
 			processPid = process.env.HC_WORKLOAD_PID ? Number(process.env.HC_WORKLOAD_PID) : zoomFrame.pid;
@@ -328,6 +762,10 @@ async function main() {
 			await page.waitForFunction((n) => __hotcold.source === 'api' && __hotcold.profileLoads > n, loads, { timeout: T });
 			ok(await page.isVisible('#timeline-panel'), 'timeline not back');
 		});
+
+		await diffFileSteps(await browser.newPage({ viewport: { width: 1400, height: 950 }, deviceScaleFactor: 2 }).then(watch), noProblems);
+		await diffRangeSteps(await browser.newPage({ viewport: { width: 1400, height: 950 }, deviceScaleFactor: 2 }).then(watch), noProblems,
+			(on) => { reloading = on; });
 
 		await step('no console errors or failed requests during the whole run', async () => noProblems('end'));
 	} finally {
