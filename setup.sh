@@ -11,11 +11,11 @@ cd "$(dirname "$0")"
 # Debian 12 packages: the toolchain, the libraries hotcold links, and what the tests use
 # (objcopy/strip/xz build the ELF fixtures, jq reads the test log, chromium drives the
 # viewer's browser tests, golang-go's `go tool pprof` reads the pprof files back, mandoc
-# checks the man page, systemd-analyze the units in contrib/).
+# checks the man page, systemd-analyze and strace the units in contrib/).
 PKGS=(clang bpftool libbpf-dev meson ninja-build pkg-config gcc make binutils xz-utils
       libelf-dev libdw-dev liblzma-dev libjansson-dev libcmocka-dev zlib1g-dev libiberty-dev jq
       libmicrohttpd-dev libcap-dev libcurl4-openssl-dev)
-TEST_PKGS=(chromium golang-go mandoc systemd)
+TEST_PKGS=(chromium golang-go mandoc systemd strace)
 
 die() { echo "setup.sh: $*" >&2; exit 1; }
 

@@ -44,7 +44,7 @@ static const struct command {
 	const char *help;
 } commands[] = {
 	{ "record", cmd_record, "sample every CPU for a while and write a profile" },
-	{ "report", cmd_report, "print a histogram of a saved profile, DTrace style" },
+	{ "report", cmd_report, "convert a saved profile (folded, pprof, speedscope), diff two, print a histogram" },
 	{ "serve", cmd_serve, "profile continuously; flame graphs and JSON at http://127.0.0.1:8080" },
 };
 

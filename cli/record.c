@@ -475,7 +475,9 @@ int cmd_record(int argc, char **argv)
 		goto out;
 	}
 	err = hc_symbolizer__load_kernel(sym);
-	if (err && cfg.c.verbose)
+	/* Not only with -v: a capture whose kernel frames are all [unknown] is degraded, and a
+	 * cron job should say so (CAP_SYSLOG missing, or kallsyms hidden by a sandbox). */
+	if (err)
 		hc_err("warning: kernel symbols unavailable (%s): kernel frames stay [unknown]",
 		       strerror(-err));
 	agg = hc_agg__new(sym, cfg.c.rate.period_ns);
