@@ -447,7 +447,7 @@ int cmd_record(int argc, char **argv)
 	struct hc_sampler_window win;
 	char comm[HC_TASK_COMM_LEN];
 	int64_t started_at;
-	int rc, err;
+	int rc, err, ksym_err;
 
 	rc = parse_args(argc, argv, &cfg);
 	if (rc)
@@ -474,12 +474,7 @@ int cmd_record(int argc, char **argv)
 		rc = EX_OSERR;
 		goto out;
 	}
-	err = hc_symbolizer__load_kernel(sym);
-	/* Not only with -v: a capture whose kernel frames are all [unknown] is degraded, and a
-	 * cron job should say so (CAP_SYSLOG missing, or kallsyms hidden by a sandbox). */
-	if (err)
-		hc_err("warning: kernel symbols unavailable (%s): kernel frames stay [unknown]",
-		       strerror(-err));
+	ksym_err = hc_symbolizer__load_kernel(sym);
 	agg = hc_agg__new(sym, cfg.c.rate.period_ns);
 	if (!agg) {
 		rc = EX_OSERR;
@@ -515,6 +510,12 @@ int cmd_record(int argc, char **argv)
 		goto out;
 	}
 
+	/* Said once sampling is sure to run, not only with -v: a capture whose kernel frames
+	 * are all [unknown] is degraded, and a cron job should say so (CAP_SYSLOG missing, or
+	 * kallsyms hidden by a sandbox). */
+	if (ksym_err)
+		hc_err("warning: kernel symbols unavailable (%s): kernel frames stay [unknown]",
+		       strerror(-ksym_err));
 	hc_catch_stop_signals();
 
 	started_at = (int64_t)now_ns(CLOCK_REALTIME);
