@@ -23,8 +23,9 @@
 int hc_output__expand(const char *pattern, time_t t, char *out, size_t out_len, char *why,
 		      size_t why_len)
 {
+	char pat[PATH_MAX * 2], secs[32];
+	size_t n, used = 0;
 	struct tm tm;
-	size_t n;
 
 	for (const char *p = pattern; *p; p++) {
 		if (*p != '%')
@@ -45,7 +46,32 @@ int hc_output__expand(const char *pattern, time_t t, char *out, size_t out_len, 
 		snprintf(why, why_len, "the time cannot be represented");
 		return -EINVAL;
 	}
-	n = strftime(out, out_len, pattern, &tm);
+	/* glibc's %s is mktime() of the broken-down time, i.e. it reads our UTC fields as local
+	 * time: off by the TZ offset. Put the seconds in ourselves. */
+	snprintf(secs, sizeof(secs), "%lld", (long long)t);
+	for (const char *p = pattern; *p; p++) {
+		const char *add = NULL;
+		char two[3] = { p[0], p[1], '\0' };
+
+		if (*p == '%' && p[1] == 's') {
+			add = secs;
+			p++;
+		} else if (*p == '%') {
+			add = two;
+			p++;
+		} else {
+			two[1] = '\0';
+			add = two;
+		}
+		if (used + strlen(add) >= sizeof(pat)) {
+			snprintf(why, why_len, "the pattern is too long");
+			return -EINVAL;
+		}
+		memcpy(pat + used, add, strlen(add));
+		used += strlen(add);
+	}
+	pat[used] = '\0';
+	n = strftime(out, out_len, pat, &tm);
 	if (n == 0) {
 		snprintf(why, why_len, *pattern ? "the name is empty or longer than %zu bytes"
 						: "empty file name",
@@ -69,7 +95,9 @@ static int take_lock(struct hc_output *o)
 {
 	for (int tries = 0; tries < 8; tries++) {
 		struct stat a, b;
-		int fd = open(o->lock_path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+		/* Read-only and 0644: flock needs no write access, so a later writer of another
+		 * user can still take a lock file a killed root capture left. */
+		int fd = open(o->lock_path, O_RDONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
 
 		if (fd < 0)
 			return -errno;
@@ -100,23 +128,54 @@ static void release_lock(struct hc_output *o)
 	o->lock_fd = -1;
 }
 
-/* A writer of this name that was killed left .NAME.tmp.*: remove them (we hold the lock). */
-static void remove_stale(const char *dir, const char *base)
+/* ".X.tmp.XXXXXX" -> X's length, or 0 when name is not one of our temporary files. */
+static size_t tmp_base_len(const char *name)
 {
-	char prefix[NAME_MAX + 8];
-	struct dirent *e;
-	size_t plen;
-	DIR *d;
+	size_t len = strlen(name);
 
-	plen = (size_t)snprintf(prefix, sizeof(prefix), ".%s.tmp.", base);
-	if (plen >= sizeof(prefix))
-		return;
-	d = opendir(dir);
+	if (len < 1 + 1 + 5 + 6 || name[0] != '.' || strncmp(name + len - 11, ".tmp.", 5))
+		return 0;
+	return len - 1 - 11;
+}
+
+/*
+ * Writers killed before they renamed (SIGKILL, a crash, power loss) leave `.X.tmp.XXXXXX`, and
+ * usually `.X.lock`. Names from a strftime pattern are never written again, so every writer
+ * cleans the whole directory: a temporary file whose lock file is gone or not held by anyone
+ * belongs to a dead writer; it goes, and so does its unheld lock file. Other hidden files
+ * (not ours) are left alone.
+ */
+static void remove_stale(const char *dir)
+{
+	struct dirent *e;
+	DIR *d = opendir(dir);
+
 	if (!d)
 		return;
-	while ((e = readdir(d)))
-		if (!strncmp(e->d_name, prefix, plen) && strlen(e->d_name) == plen + 6)
+	while ((e = readdir(d))) {
+		size_t blen = tmp_base_len(e->d_name);
+		char lock[NAME_MAX + 8];
+		struct stat a, b;
+		int fd;
+
+		if (!blen || blen + 7 >= sizeof(lock))
+			continue;
+		snprintf(lock, sizeof(lock), ".%.*s.lock", (int)blen, e->d_name + 1);
+		fd = openat(dirfd(d), lock, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+		if (fd < 0) {
+			if (errno == ENOENT)
+				unlinkat(dirfd(d), e->d_name, 0);
+			continue;
+		}
+		if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
 			unlinkat(dirfd(d), e->d_name, 0);
+			/* as release_lock(): unlink only the file we hold, while holding it */
+			if (fstat(fd, &a) == 0 && fstatat(dirfd(d), lock, &b, AT_SYMLINK_NOFOLLOW) == 0 &&
+			    a.st_dev == b.st_dev && a.st_ino == b.st_ino)
+				unlinkat(dirfd(d), lock, 0);
+		}
+		close(fd);
+	}
 	closedir(d);
 }
 
@@ -141,10 +200,19 @@ int hc_output__open(struct hc_output *o, const char *pattern, time_t t)
 		hc_err("cannot create %s: it is a directory; give a file name", path);
 		return EX_CANTCREAT;
 	}
+	/* The output replaces NAME by rename: a device, a FIFO or a symlink (/dev/null,
+	 * /dev/stdout) would be replaced by a regular file, not written to. */
+	if (lstat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+		hc_err("cannot write %s: not a regular file (a device, FIFO or symbolic link would "
+		       "be replaced, not written); leave out -o to write to stdout",
+		       path);
+		return EX_CANTCREAT;
+	}
 	o->path = strdup(path);
 	dup_dir = strdup(path);
 	dup_base = strdup(path);
 	if (!o->path || !dup_dir || !dup_base) {
+		hc_err("cannot create %s: out of memory", path);
 		rc = EX_OSERR;
 		goto err;
 	}
@@ -153,6 +221,7 @@ int hc_output__open(struct hc_output *o, const char *pattern, time_t t)
 	o->lock_path = join(dir, base, ".lock");
 	o->tmp_path = join(dir, base, ".tmp.XXXXXX");
 	if (!o->lock_path || !o->tmp_path) {
+		hc_err("cannot create %s: out of memory", path);
 		rc = EX_OSERR;
 		goto err;
 	}
@@ -171,7 +240,7 @@ int hc_output__open(struct hc_output *o, const char *pattern, time_t t)
 		rc = EX_CANTCREAT;
 		goto err;
 	}
-	remove_stale(dir, base);
+	remove_stale(dir);
 	fd = mkostemp(o->tmp_path, O_CLOEXEC);
 	if (fd < 0) {
 		hc_err("cannot create %s: %s", o->path, strerror(errno));

@@ -8,8 +8,10 @@
  *    second writer of the same name fails at once (EX_TEMPFAIL) instead of racing.
  *  - The data goes to a hidden temporary file `.NAME.tmp.XXXXXX` in the same directory, is
  *    flushed and fsync'd, then renamed over NAME and the directory fsync'd. Killed at any
- *    point (SIGKILL included), a writer leaves at most that hidden file, which the next writer
- *    of the same name removes once it holds the lock.
+ *    point (SIGKILL included), a writer leaves at most that hidden file and its lock file;
+ *    the next writer into the same directory removes both (it can tell they are stale: no
+ *    one holds the lock).
+ *  - A NAME that exists and is not a regular file (a device, FIFO, symlink) is refused.
  *  - Any failure removes the temporary file: a full disk or an I/O error leaves nothing.
  */
 #ifndef HOTCOLD_CLI_OUTPUT_H
@@ -30,7 +32,8 @@ struct hc_output {
 
 /*
  * Expand a strftime pattern for time t (UTC) into out. Conversions allowed: the ones that
- * make sense in a file name (aAbBCdDeFgGhHIjmMpsSuUVwWyYzZ and %%); anything else, a
+ * make sense in a file name (aAbBCdeFgGhHIjmMpsSuUVwWyYzZ and %%; %s is t itself, whatever
+ * TZ says); anything else, a
  * pattern ending in '%', an empty or over-long result: -EINVAL with why. A pattern without
  * '%' is copied as is.
  */

@@ -452,6 +452,9 @@ int cmd_record(int argc, char **argv)
 	rc = parse_args(argc, argv, &cfg);
 	if (rc)
 		goto out;
+	/* From here on SIGINT/SIGTERM only end the capture early: the output, once opened, is
+	 * always committed or removed, never left half-made by the default action. */
+	hc_catch_stop_signals();
 	hc_libbpf_verbose(cfg.c.verbose);
 	for (size_t i = 0; i < cfg.n_tgids; i++) {
 		if (kill((pid_t)cfg.tgids[i], 0) != 0 && errno == ESRCH) {
@@ -516,7 +519,6 @@ int cmd_record(int argc, char **argv)
 	if (ksym_err)
 		hc_err("warning: kernel symbols unavailable (%s): kernel frames stay [unknown]",
 		       strerror(-ksym_err));
-	hc_catch_stop_signals();
 
 	started_at = (int64_t)now_ns(CLOCK_REALTIME);
 	t0 = now_ns(CLOCK_MONOTONIC);

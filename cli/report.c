@@ -47,7 +47,7 @@ static void usage(FILE *out)
 		"\n"
 		"Exit codes: 0 ok, 64 usage or unknown histogram/key, 65 not a valid profile,\n"
 		"66 cannot read FILE, 73 cannot create OUT, 74 write error, 75 another writer holds\n"
-		"OUT's lock.\n");
+		"OUT's lock, 130 interrupted by SIGINT/SIGTERM (nothing written).\n");
 }
 
 /* The names of the histograms in `hists`, comma-separated, for error messages. */
@@ -288,6 +288,8 @@ int cmd_report(int argc, char **argv)
 		}
 	}
 
+	/* SIGINT/SIGTERM: stop, remove what was begun, exit 130 (nothing written). */
+	hc_catch_stop_signals();
 	/* Read everything before creating the output: a bad input leaves no file behind. */
 	rc = load_profile(argv[optind], &a);
 	if (!rc && diff)
@@ -303,10 +305,21 @@ int cmd_report(int argc, char **argv)
 		err = hc_profile__write_diff_folded(a, b, weights, normalize, out.f);
 	else
 		err = hc_format__write(a, format, weights, out.f);
+	if (err == -EOVERFLOW) {
+		hc_err("report: %s holds values %s cannot represent (above 2^63)", argv[optind],
+		       diff ? "folded stacks" : "this format");
+		rc = EX_DATAERR;
+		goto out;
+	}
 	if (err) {
 		hc_err("report: writing %s: %s", out.path ? out.path : "the output",
 		       strerror(-err));
 		rc = err == -ENOMEM ? EX_OSERR : EX_IOERR;
+		goto out;
+	}
+	if (hc_stop_requested) {
+		hc_err("report: interrupted: nothing written");
+		rc = 130;
 		goto out;
 	}
 	rc = hc_output__commit(&out);

@@ -285,14 +285,7 @@ static int run_server(const struct serve_cfg *cfg, int sock, struct hc_listen *l
 		hc_err("server: creating the store: %s", strerror(errno));
 		return EX_OSERR;
 	}
-	hc_backend__api(b, &api);
-	srv = hc_server__new(&sopts, &api);
-	if (!srv) {
-		hc_err("server: starting the HTTP server: %s", strerror(errno));
-		hc_listen__close(l);
-		hc_backend__free(b);
-		return EX_SOFTWARE;
-	}
+	/* The push client first: the HTTP threads read its status from their first request. */
 	if (cfg->push_url) {
 		struct hc_push_opts popts = {
 			.url = cfg->push_url,
@@ -309,11 +302,20 @@ static int run_server(const struct serve_cfg *cfg, int sock, struct hc_listen *l
 			err = errno;
 			hc_err("server: --push %s: %s", cfg->push_url,
 			       err == EINVAL ? "not a URL curl can use" : strerror(err));
-			hc_server__free(srv);
+			hc_listen__close(l);
 			hc_backend__free(b);
 			return err == EINVAL ? EX_USAGE : EX_OSERR;
 		}
 		hc_backend__set_push(b, push);
+	}
+	hc_backend__api(b, &api);
+	srv = hc_server__new(&sopts, &api);
+	if (!srv) {
+		hc_err("server: starting the HTTP server: %s", strerror(errno));
+		hc_listen__close(l);
+		hc_push__free(push);
+		hc_backend__free(b);
+		return EX_SOFTWARE;
 	}
 	while (!hc_stop_requested) {
 		struct pollfd p = { .fd = sock, .events = POLLIN };

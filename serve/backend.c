@@ -30,6 +30,9 @@ struct hc_backend {
 	uint64_t store_errors; /* records the store refused (out of memory, bad ids) */
 	uint32_t frames; /* frames defined */
 	struct hc_push *push; /* borrowed; NULL without --push */
+	int64_t sealed_s;     /* newest second the collector sealed (all its samples are in) */
+	int64_t pushed_until_s; /* seconds before this were handed to the push client */
+	uint64_t push_late_ns;	/* time added to them afterwards: never pushed (docs/fleet.md) */
 };
 
 static int64_t realtime_ns(void)
@@ -94,6 +97,10 @@ static int apply(struct hc_backend *b, const struct hc_wire_rec *r)
 	case HC_WIRE_FRAME:
 		return hc_store__define_frame(b->store, r->fid, &r->elem);
 	case HC_WIRE_ADD:
+		/* Off-CPU time is spread back over the seconds a block covered when it ends:
+		 * what lands in a second already pushed is counted, not silently missing. */
+		if (r->sec < b->pushed_until_s)
+			b->push_late_ns += hc_weights__value(&r->w);
 		return hc_store__add(b->store, r->sec, r->fids, r->n, &r->w);
 	case HC_WIRE_HEAT:
 		for (unsigned int i = 0; i < HC_WIRE_HEAT_ROWS; i++)
@@ -111,6 +118,8 @@ static int apply(struct hc_backend *b, const struct hc_wire_rec *r)
 		return hc_store__add_hist(b->store, r->sec, (enum hc_store_hist)r->hist, r->pid,
 					  r->key, r->value, r->count);
 	case HC_WIRE_SEAL:
+		if (r->sec > b->sealed_s)
+			b->sealed_s = r->sec;
 		return hc_store__seal(b->store, r->sec);
 	case HC_WIRE_RESET:
 		hc_store__reset_frames(b->store);
@@ -192,7 +201,7 @@ static bool range_of(struct hc_backend *b, const struct hc_api_query *q,
 	}
 	memset(f, 0, sizeof(*f));
 	if (q->last_ns) { /* Go's ?seconds=N: the newest N seconds held, complete ones */
-		f->to_s = st.newest_s + 1;
+		f->to_s = (b->sealed_s ? b->sealed_s : st.newest_s) + 1;
 		f->from_s = f->to_s - (int64_t)(q->last_ns / NS);
 	} else {
 		f->from_s = q->from_ns >= 0 ? q->from_ns / NS : -((-q->from_ns + NS - 1) / NS);
@@ -357,14 +366,15 @@ int hc_backend__pprof(struct hc_backend *b, int64_t from_ns, int64_t *to_ns, uns
 	int64_t end_s;
 	char why[128];
 
-	/* Only whole seconds the store holds: nothing newer than its newest second. */
+	/* Only sealed seconds, and only those HC_PUSH_LAG_S behind the newest: blocks that end
+	 * within that time are in them whole (later additions are counted as push_late_ns). */
 	pthread_rwlock_rdlock(&b->lock);
 	hc_store__stats(b->store, &st);
-	pthread_rwlock_unlock(&b->lock);
 	end_s = *to_ns / NS;
-	if (end_s > st.newest_s + 1)
-		end_s = st.newest_s + 1;
-	if (!st.newest_s || end_s <= from_ns / NS)
+	if (end_s > b->sealed_s + 1 - HC_PUSH_LAG_S)
+		end_s = b->sealed_s + 1 - HC_PUSH_LAG_S;
+	pthread_rwlock_unlock(&b->lock);
+	if (!st.newest_s || !b->sealed_s || end_s <= from_ns / NS)
 		return -ENODATA;
 	q.to_ns = end_s * NS;
 	*buf = encode_profile(b, &q, len, &status, why, sizeof(why), &f);
@@ -378,6 +388,10 @@ int hc_backend__pprof(struct hc_backend *b, int64_t from_ns, int64_t *to_ns, uns
 		return -ENODATA;
 	}
 	*to_ns = f.to_s * NS;
+	pthread_rwlock_wrlock(&b->lock);
+	if (f.to_s > b->pushed_until_s)
+		b->pushed_until_s = f.to_s;
+	pthread_rwlock_unlock(&b->lock);
 	return 0;
 }
 
@@ -556,9 +570,17 @@ static json_t *api_status(void *ctx, int *status, char *why, size_t wl)
 		(json_int_t)status_u64(coll, "rss_bytes"), "collector_cpu_ns",
 		(json_int_t)status_u64(coll, "cpu_ns"));
 	pthread_rwlock_unlock(&b->lock);
-	if (doc && b->push && json_object_set_new(doc, "push", hc_push__status(b->push))) {
-		json_decref(doc);
-		doc = NULL;
+	if (doc && b->push) {
+		json_t *push = hc_push__status(b->push);
+
+		pthread_rwlock_rdlock(&b->lock);
+		if (!push || json_object_set_new(push, "lag_s", json_integer(HC_PUSH_LAG_S)) ||
+		    json_object_set_new(push, "late_ns", json_integer((json_int_t)b->push_late_ns)) ||
+		    json_object_set_new(doc, "push", push)) {
+			json_decref(doc);
+			doc = NULL;
+		}
+		pthread_rwlock_unlock(&b->lock);
 	}
 	if (!doc)
 		fail(status, 500, why, wl, "out of memory");
@@ -630,6 +652,12 @@ static char *api_metrics(void *ctx, size_t *len, int *status, char *why, size_t 
 		   "# TYPE hotcold_collector_cpu_seconds_total counter\n"
 		   "hotcold_collector_cpu_seconds_total %.9f\n",
 		(double)status_u64(coll, "cpu_ns") / 1e9);
+	if (b->push)
+		fprintf(m, "# HELP hotcold_push_late_seconds_total time added to seconds after they "
+			   "were pushed (blocks longer than the push lag): never pushed.\n"
+			   "# TYPE hotcold_push_late_seconds_total counter\n"
+			   "hotcold_push_late_seconds_total %.9f\n",
+			(double)b->push_late_ns / 1e9);
 	pthread_rwlock_unlock(&b->lock);
 	if (b->push)
 		hc_push__metrics(b->push, m);

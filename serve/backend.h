@@ -24,10 +24,15 @@ void hc_backend__free(struct hc_backend *b);
 /* Read what fd has and apply every complete record. >0 progress, 0 end of stream, -errno
  * (-EBADMSG: the stream is broken). */
 int hc_backend__ingest(struct hc_backend *b, int fd);
+/* Seconds a push stays behind the newest sealed second, so that blocks ending within that
+ * time are in it whole (off-CPU time is spread back when a block ends). */
+#define HC_PUSH_LAG_S 10
+
 /*
  * The profile of [from_ns, *to_ns) as gzipped pprof carrying `weights` (HC_W_*), for the
  * push client (serve/push.h's fetch). *to_ns out: the end actually covered, a whole second
- * no later than the newest the store holds. 0 + *buf (malloc'd, *len bytes); -ENODATA when
+ * no later than HC_PUSH_LAG_S before the newest sealed one. Time the collector adds to
+ * seconds after they were handed out is counted (push.late_ns in /api/status). 0 + *buf (malloc'd, *len bytes); -ENODATA when
  * the store holds nothing new for it; -ENOMEM. Thread-safe.
  */
 int hc_backend__pprof(struct hc_backend *b, int64_t from_ns, int64_t *to_ns, unsigned int weights,

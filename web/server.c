@@ -489,10 +489,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	if (hc_params__parse(rt->params, args.kv, args.n, now_ns, &q, why, sizeof(why)))
 		goto bad_request;
 	q.format = rt->format;
-	/* Tools get the whole tree unless they ask for less; the viewer's JSON stays pruned.
+	/* Tools get the whole tree (up to the largest max_nodes, so that one request cannot
+	 * take the server's memory) unless they ask for less; the viewer's JSON stays pruned.
 	 * Go's handler profiles the CPU: on-CPU time unless kind says otherwise. */
 	if (rt->format != HC_API_FORMAT_JSON && !args_has(&args, "max_nodes"))
-		q.max_nodes = 0;
+		q.max_nodes = HC_API_MAX_MAX_NODES;
 	if ((rt->params & HC_P_SECONDS) && !args_has(&args, "kind"))
 		q.kind = HC_API_KIND_ON;
 

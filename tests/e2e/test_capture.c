@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sys/sysmacros.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -196,14 +197,71 @@ static void test_signals(void **state)
 	for (char *tok = strtok(list, " "); tok; tok = strtok(NULL, " "))
 		assert_true(!strncmp(tok, ".kill.json.", 11)); /* only hidden leftovers */
 
-	/* the next capture of the name succeeds and leaves only its profile */
+	/* the next capture into the directory, under another name (strftime names never
+	 * repeat), succeeds and removes what the killed one left */
 	{
-		char *argv2[] = { (char *)hotcold, "record", "-d", "500ms", "-o", path, NULL };
+		char other[700];
+		char *argv2[] = { (char *)hotcold, "record", "-d", "500ms", "-o", other, NULL };
 
+		snprintf(other, sizeof(other), "%s/next.json", dir);
 		assert_int_equal(run(argv2, NULL, NULL), 0);
 	}
 	assert_int_equal(list_dir(dir, list, sizeof(list)), 1);
-	assert_string_equal(list, "kill.json");
+	assert_string_equal(list, "next.json");
+	unlink(path);
+
+	/* SIGTERM while it is still loading BPF: the whole (empty-ish) profile, exit 0 */
+	snprintf(path, sizeof(path), "%s/early.json", dir);
+	pid = e2e_spawn(argv, &fd, "/dev/null");
+	assert_true(pid > 0);
+	usleep(100000);
+	kill(pid, SIGTERM);
+	rc = e2e_wait(pid, 20000);
+	close(fd);
+	assert_int_equal(rc, 0);
+	j = e2e_load_json(path);
+	assert_non_null(j);
+	json_decref(j);
+	assert_int_equal(list_dir(dir, list, sizeof(list)), 2); /* next.json, early.json */
+	assert_int_equal(access(path, R_OK), 0);
+}
+
+/* Not regular files: refused (73), never replaced. %s is the real epoch second in any TZ. */
+static void test_special_targets(void **state)
+{
+	char path[700], list[1024], *err;
+	char *argv[] = { (char *)hotcold, "record", "-d", "500ms", "-o", path, NULL };
+	struct stat st;
+	time_t t0, t1;
+	long long secs;
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/null", dir);
+	assert_int_equal(mknod(path, S_IFCHR | 0666, makedev(1, 3)), 0);
+	assert_int_equal(run(argv, NULL, &err), 73);
+	assert_non_null(strstr(err, "not a regular file"));
+	free(err);
+	assert_int_equal(stat(path, &st), 0);
+	assert_true(S_ISCHR(st.st_mode));
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/link", dir);
+	assert_int_equal(symlink("/proc/self/fd/1", path), 0);
+	assert_int_equal(run(argv, NULL, &err), 73);
+	free(err);
+	assert_int_equal(lstat(path, &st), 0);
+	assert_true(S_ISLNK(st.st_mode));
+	unlink(path);
+	assert_int_equal(list_dir(dir, list, sizeof(list)), 0);
+
+	snprintf(path, sizeof(path), "%s/at-%%s.json", dir);
+	setenv("TZ", "America/New_York", 1);
+	t0 = time(NULL);
+	assert_int_equal(run(argv, NULL, NULL), 0);
+	t1 = time(NULL);
+	unsetenv("TZ");
+	assert_int_equal(list_dir(dir, list, sizeof(list)), 1);
+	assert_int_equal(sscanf(list, "at-%lld.json", &secs), 1);
+	assert_true(secs >= (long long)t0 && secs <= (long long)t1);
 }
 
 /* Two captures to one name: the second fails at once with 75, the first completes. */
@@ -532,6 +590,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_strftime_name, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_signals, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_lock, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_special_targets, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_disk_errors, setup, teardown),
 	};
 	const struct CMUnitTest formats[] = {

@@ -564,7 +564,7 @@ static void test_profile_formats(void **state)
 	assert_int_equal(fake.q.from_ns, NOW - 300 * S);
 	assert_int_equal(fake.q.kind, HC_API_KIND_OFF);
 	assert_int_equal(fake.q.pid, 42);
-	assert_int_equal(fake.q.max_nodes, 0);
+	assert_int_equal(fake.q.max_nodes, HC_API_MAX_MAX_NODES);
 	assert_int_equal(fake.q.last_ns, 0);
 	resp_free(&r);
 
@@ -591,7 +591,7 @@ static void test_profile_formats(void **state)
 	assert_int_equal(fake.q.from_ns, NOW - 7 * S);
 	assert_int_equal(fake.q.to_ns, NOW);
 	assert_int_equal(fake.q.kind, HC_API_KIND_ON);
-	assert_int_equal(fake.q.max_nodes, 0);
+	assert_int_equal(fake.q.max_nodes, HC_API_MAX_MAX_NODES);
 	resp_free(&r);
 
 	fake_reset();
