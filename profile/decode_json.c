@@ -14,9 +14,15 @@
  *  - tree levels as record and serve make them: the root ("all") at the top, processes under
  *    it, threads under processes, then user, kernel and waker nodes in any order (a thread's
  *    stacks may be empty, serve's merged identities are pid/tid 0), at most 1000 levels deep
- *    (the encoders' limit); every node's value is on + off-CPU + run-queue ns, its children
- *    never worth more than it in any of on_cpu_ns, off_cpu_ns, runqueue_ns and samples, and
- *    no two siblings are the same node (kind, name, module, pid/tid, offset);
+ *    (the encoders' limit); every node's value is on + off-CPU + run-queue ns, and its
+ *    children are never worth more than it in any of on_cpu_ns, off_cpu_ns, runqueue_ns and
+ *    samples (checked on each node as the document writes it);
+ *  - siblings that are the same node (kind, name, module, pid/tid, offset), which earlier
+ *    versions wrote (two `[unknown]` frames of one module without an offset), are merged:
+ *    the later one's weights add to the earlier one's and its children are decoded under
+ *    it, merging again where they meet the earlier one's. The merged tree keeps both rules:
+ *    each merged weight is a sum of siblings' weights, so it stays within the parent (and
+ *    within a u64), and a merged node's children sum to no more than the nodes merged;
  *  - members added after the first revision of /1 (`sampling.per_cpu[].idle_ns`,
  *    `totals.cpu_unclaimed_ns`) may be absent and read as 0; unknown members are ignored
  *    (docs/profile-schema.md: readers must ignore keys they do not know).
@@ -24,7 +30,8 @@
  * The tree is rebuilt node by node with the inclusive weights the document states (the
  * private builder hc__tree_add_child(), O(1) per node), iteratively with an explicit stack,
  * so a hostile document cannot exhaust the C stack. Decoding what the encoder wrote and
- * encoding it again gives the same bytes (tests/profile/test_decode.c).
+ * encoding it again gives the same bytes (tests/profile/test_decode.c); a document with
+ * merged siblings encodes as the merged tree.
  */
 #include <errno.h>
 #include <math.h>
@@ -641,7 +648,7 @@ static int decode_tree(struct dec *d, const json_t *root, struct hc_tree *tree)
 	for (;;) {
 		struct dnode *top = &t.st[sp];
 		const json_t *c;
-		size_t pos, before;
+		size_t pos;
 		int64_t idx;
 
 		if (top->next == top->n) {
@@ -664,14 +671,11 @@ static int decode_tree(struct dec *d, const json_t *root, struct hc_tree *tree)
 			err = add_to_parent(&t, sp, &w);
 		if (err)
 			goto out;
-		before = hc_tree__node_count(tree);
+		/* the same node as an earlier sibling comes back as that sibling, its weights
+		 * summed (see the top of the file); its children then go under it as well */
 		idx = hc__tree_add_child(tree, top->idx, &e, &w);
 		if (idx < 0) {
 			err = (int)idx;
-			goto out;
-		}
-		if ((size_t)idx < before) {
-			err = node_fail(&t, sp + 1, NULL, "the same node as an earlier sibling");
 			goto out;
 		}
 		sp++;

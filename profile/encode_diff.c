@@ -26,6 +26,19 @@ struct folded_text {
 	uint64_t total;
 };
 
+/* BASE's value scaled by `scale` (normalize), rounded; exact when not scaling. Scaled values
+ * stay within NEW's total, a u64, up to the rounding of doubles: clamped at UINT64_MAX. */
+static uint64_t scaled(uint64_t v, double scale, bool normalize)
+{
+	double r;
+
+	if (!normalize)
+		return v;
+	r = round((double)v * scale);
+	/* 2^64: the first double above every u64 */
+	return r >= 18446744073709551616.0 ? UINT64_MAX : (uint64_t)r;
+}
+
 static void folded_text__release(struct folded_text *t)
 {
 	free(t->buf);
@@ -74,7 +87,9 @@ static int folded_text__build(struct folded_text *t, const struct hc_profile *p,
 		if (errno || *end)
 			return -EINVAL;
 		t->lines[t->n].text = line;
-		t->total += t->lines[t->n].value;
+		/* the lines add up to the root's selected value, a u64 (encode_folded.c) */
+		if (__builtin_add_overflow(t->total, t->lines[t->n].value, &t->total))
+			return -EOVERFLOW;
 		t->n++;
 	}
 	return 0;
@@ -100,7 +115,7 @@ int hc_profile__write_diff_folded(const struct hc_profile *base, const struct hc
 	errno = 0;
 	while (i < a.n || j < b.n) {
 		int c = i == a.n ? 1 : j == b.n ? -1 : strcmp(a.lines[i].text, b.lines[j].text);
-		uint64_t va = c <= 0 ? (uint64_t)llround((double)a.lines[i].value * scale) : 0;
+		uint64_t va = c <= 0 ? scaled(a.lines[i].value, scale, normalize) : 0;
 		uint64_t vb = c >= 0 ? b.lines[j].value : 0;
 		const char *text = c <= 0 ? a.lines[i].text : b.lines[j].text;
 

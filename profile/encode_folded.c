@@ -9,7 +9,10 @@
  * The walk recurses once per tree level (paths are ~260 levels deep at most); trees deeper
  * than HC_FOLDED_MAX_TREE_DEPTH are refused with -EOVERFLOW, which bounds the C stack use.
  * Name bytes other than ';', '\n' and '\r' are written as they are (no UTF-8 repair).
- * The root's own self time (paths of length 0) has no name to print and is left out.
+ * A node with self time but no frame on its path (the root, which holds the time of the nodes
+ * serve prunes; a thread hung right under the root) prints as a line named after itself:
+ * "all 123", pprof's stand-in frame for the same sample. So the lines always add up to the
+ * root's selected value.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -17,6 +20,7 @@
 #include <string.h>
 
 #include "profile/profile.h"
+#include "profile/profile_internal.h"
 
 #define HC_FOLDED_MAX_TREE_DEPTH 1000
 
@@ -86,9 +90,9 @@ static int sbuf_add_raw(struct sbuf *b, const char *s)
 
 static int add_frame(struct sbuf *b, const struct hc_node *n)
 {
-	const char *name = hc_node__name(n), *module = hc_node__module(n);
-	int64_t offset = hc_node__offset(n);
-	char hex[32];
+	const char *name = hc_node__name(n);
+	char *unknown;
+	int err;
 
 	if (b->len && sbuf_add_raw(b, ";"))
 		return -ENOMEM;
@@ -98,14 +102,12 @@ static int add_frame(struct sbuf *b, const struct hc_node *n)
 			return -ENOMEM;
 		return 0;
 	case HC_NODE_USER:
-		if (strcmp(name, "[unknown]") == 0 && module && offset >= 0) {
-			snprintf(hex, sizeof(hex), "+0x%" PRIx64 "]", (uint64_t)offset);
-			if (sbuf_add_raw(b, "[unknown ") || sbuf_add_name(b, module) ||
-			    sbuf_add_raw(b, hex))
-				return -ENOMEM;
-			return 0;
-		}
-		return sbuf_add_name(b, name);
+		err = hc__unknown_frame_name(n, &unknown);
+		if (err <= 0)
+			return err ? err : sbuf_add_name(b, name);
+		err = sbuf_add_name(b, unknown);
+		free(unknown);
+		return err;
 	case HC_NODE_WAKER:
 		/* offwaketime's separator between the blocked stack and its waker */
 		if (sbuf_add_raw(b, "--;") || sbuf_add_name(b, name))
@@ -163,8 +165,13 @@ static int walk(struct folded *f, const struct hc_node *n, unsigned int depth)
 	}
 	/* values are inclusive, so kids <= self; saturate rather than wrap if that broke */
 	self = self > kids ? self - kids : 0;
-	if (self && kind != HC_NODE_ROOT)
-		err = add_line(f, self);
+	if (self) {
+		/* no frame above: the line is named after the node, as pprof's stand-in frame */
+		if (!f->path.len)
+			err = sbuf_add_name(&f->path, hc_node__name(n));
+		if (!err)
+			err = add_line(f, self);
+	}
 
 out_restore:
 	f->path.len = saved_len;
@@ -192,16 +199,26 @@ int hc_profile__write_folded(const struct hc_profile *p, unsigned int weights, F
 
 	if (f.n_lines > 1)
 		qsort(f.lines, f.n_lines, sizeof(*f.lines), line_cmp);
+	/* Sum equal neighbours into the first of them before printing anything, so that a
+	 * refusal leaves no output. Lines never add up to more than the root's value, a u64,
+	 * unless a node's children are worth more than it (which no builder makes). */
+	for (i = 0; i < f.n_lines; i = j) {
+		for (j = i + 1; j < f.n_lines && !strcmp(f.lines[i].text, f.lines[j].text); j++) {
+			if (__builtin_add_overflow(f.lines[i].value, f.lines[j].value,
+						   &f.lines[i].value)) {
+				err = -EOVERFLOW;
+				goto out_free;
+			}
+		}
+	}
 	errno = 0;
 	for (i = 0; i < f.n_lines; i = j) {
-		uint64_t sum = f.lines[i].value;
-
-		for (j = i + 1; j < f.n_lines && strcmp(f.lines[i].text, f.lines[j].text) == 0; j++)
-			sum += f.lines[j].value;
-		if (fprintf(out, "%s %" PRIu64 "\n", f.lines[i].text, sum) < 0) {
+		if (fprintf(out, "%s %" PRIu64 "\n", f.lines[i].text, f.lines[i].value) < 0) {
 			err = errno ? -errno : -EIO;
 			goto out_free;
 		}
+		for (j = i + 1; j < f.n_lines && !strcmp(f.lines[i].text, f.lines[j].text); j++)
+			;
 	}
 	if (fflush(out) || ferror(out))
 		err = errno ? -errno : -EIO;

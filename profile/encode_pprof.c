@@ -8,8 +8,9 @@
  * stack of the path's location ids (outermost first); a node with
  * selected self weight becomes one sample whose location ids are that stack read backwards
  * (pprof wants the leaf first). Process and thread nodes are not locations: they set the
- * sample's `pid`/`process` and `tid`/`thread` labels. A waker node is two frames, "--" and the
- * waker's name, as in offwaketime and in the folded export. Samples are encoded and
+ * sample's `pid`/`process` and `tid`/`thread` labels (pid and tid numeric, with their key as
+ * num_unit so that pid 0 is not dropped: see put_num_label()). A waker node is two frames,
+ * "--" and the waker's name, as in offwaketime and in the folded export. Samples are encoded and
  * compressed as the walk finds them; the tables they refer to (strings, functions, locations,
  * mappings) are interned through hash tables and written after the samples (protobuf fields
  * may come in any order, and readers resolve string indices after the whole message), so
@@ -28,7 +29,6 @@
  * of the JSON and folded encoders) are refused with -EOVERFLOW.
  */
 #include <errno.h>
-#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -68,6 +68,7 @@ enum {
 	LABEL_KEY = 1,
 	LABEL_STR = 2,
 	LABEL_NUM = 3,
+	LABEL_NUM_UNIT = 4,
 
 	MAPPING_ID = 1,
 	MAPPING_FILENAME = 5,
@@ -95,12 +96,14 @@ struct pbuf {
 	size_t cap;
 };
 
+/* Room for `more` bytes; afterwards p->b is never NULL, so that memcpy() and pointer
+ * arithmetic on it are defined even for 0 bytes (an empty name). */
 static int pbuf_reserve(struct pbuf *p, size_t more)
 {
 	size_t cap;
 	uint8_t *b;
 
-	if (p->len + more <= p->cap)
+	if (p->b && p->len + more <= p->cap)
 		return 0;
 	cap = p->cap ? p->cap : 256;
 	while (cap < p->len + more)
@@ -202,17 +205,6 @@ struct tuptab {
 #define SLOT_IDX(slot) ((size_t)((slot) & 0xffffffffu) - 1)
 #define SLOT_TAG_MATCH(slot, hash) ((((slot) ^ (hash)) >> 32) == 0)
 
-static uint64_t hash_bytes(const char *s, size_t n)
-{
-	uint64_t h = 0xcbf29ce484222325ULL; /* FNV-1a, then a full avalanche */
-
-	for (size_t i = 0; i < n; i++) {
-		h ^= (unsigned char)s[i];
-		h *= 0x100000001b3ULL;
-	}
-	return hc__hash_mix(h ^ n);
-}
-
 static int slots_grow(uint64_t **slots, size_t *n_slots, size_t count,
 		      uint64_t (*hash_of)(const void *, size_t), const void *tab)
 {
@@ -249,7 +241,7 @@ static uint64_t strtab_hash_of(const void *tab, size_t idx)
 /* Index of s[0..n) in the table, adding it if new; -ENOMEM. */
 static int64_t strtab_intern(struct strtab *t, const char *s, size_t n)
 {
-	uint64_t h = hash_bytes(s, n);
+	uint64_t h = hc__hash_bytes(s, n);
 	size_t mask, i;
 
 	if (n > UINT32_MAX || t->n >= UINT32_MAX - 1)
@@ -261,8 +253,9 @@ static int64_t strtab_intern(struct strtab *t, const char *s, size_t n)
 	for (i = h & mask; t->slots[i]; i = (i + 1) & mask) {
 		size_t idx = SLOT_IDX(t->slots[i]);
 
+		/* the table's bytes are NULL while it holds only "" */
 		if (SLOT_TAG_MATCH(t->slots[i], h) && t->lens[idx] == n &&
-		    !memcmp(t->bytes + t->off[idx], s, n))
+		    (!n || !memcmp(t->bytes + t->off[idx], s, n)))
 			return (int64_t)idx;
 	}
 	if (t->n == t->cap_n) {
@@ -404,21 +397,17 @@ struct pprof {
 	FILE *file;
 };
 
-/*
- * Cleans s into b as folded would print it (';', '\n', '\r' -> '_') and as proto3 wants
- * it (invalid UTF-8 bytes -> U+FFFD), after `prefix` and before `suffix` (both clean ASCII).
- */
-static int clean_name(struct pbuf *b, const char *prefix, const char *s, const char *suffix)
+/* Cleans s into b as folded would print it (';', '\n', '\r' -> '_') and as proto3 wants it
+ * (invalid UTF-8 bytes -> U+FFFD). */
+static int clean_name(struct pbuf *b, const char *s)
 {
 	const unsigned char *u = (const unsigned char *)s;
-	size_t n = strlen(s), lp = strlen(prefix), ls = strlen(suffix);
+	size_t n = strlen(s);
 
 	b->len = 0;
 	/* each byte becomes at most 3 */
-	if (pbuf_reserve(b, lp + 3 * n + ls))
+	if (pbuf_reserve(b, 3 * n))
 		return -ENOMEM;
-	memcpy(b->b, prefix, lp);
-	b->len = lp;
 	for (size_t i = 0; i < n;) {
 		size_t l = hc__utf8_seq_len(u + i, n - i);
 
@@ -436,15 +425,12 @@ static int clean_name(struct pbuf *b, const char *prefix, const char *s, const c
 		}
 		i += l;
 	}
-	memcpy(b->b + b->len, suffix, ls);
-	b->len += ls;
 	return 0;
 }
 
-static int64_t intern_clean(struct pprof *pp, const char *prefix, const char *s,
-			    const char *suffix)
+static int64_t intern_clean(struct pprof *pp, const char *s)
 {
-	if (clean_name(&pp->name, prefix, s, suffix))
+	if (clean_name(&pp->name, s))
 		return -ENOMEM;
 	return strtab_intern(&pp->strs, (const char *)pp->name.b, pp->name.len);
 }
@@ -495,31 +481,34 @@ static int push_loc(struct pprof *pp, int64_t loc)
 static int64_t frame_location(struct pprof *pp, const struct hc_node *n)
 {
 	const char *name = hc_node__name(n), *module = hc_node__module(n);
-	int64_t offset = hc_node__offset(n), map = -1;
-	char hex[32];
+	int64_t map = -1, loc;
+	char *unknown;
+	int r;
 
 	switch (hc_node__kind(n)) {
 	case HC_NODE_KERNEL:
-		map = module ? intern_clean(pp, "", module, "") : pp->s_kernel_mapping;
+		map = module ? intern_clean(pp, module) : pp->s_kernel_mapping;
 		if (map < 0)
 			return map;
-		return location_of(pp, intern_clean(pp, "", name, ""), map, 0);
+		return location_of(pp, intern_clean(pp, name), map, 0);
 	case HC_NODE_USER:
 		if (module) {
-			map = intern_clean(pp, "", module, "");
+			map = intern_clean(pp, module);
 			if (map < 0)
 				return map;
 		}
-		if (strcmp(name, "[unknown]") == 0 && module && offset >= 0) {
-			/* folded's name, and the offset as the address, so that a reader with
-			 * the binary can still symbolize it */
-			snprintf(hex, sizeof(hex), "+0x%" PRIx64 "]", (uint64_t)offset);
-			return location_of(pp, intern_clean(pp, "[unknown ", module, hex), map,
-					   (uint64_t)offset);
-		}
-		return location_of(pp, intern_clean(pp, "", name, ""), map, 0);
+		r = hc__unknown_frame_name(n, &unknown);
+		if (r < 0)
+			return r;
+		if (!r)
+			return location_of(pp, intern_clean(pp, name), map, 0);
+		/* folded's name, and the offset as the address, so that a reader with the binary
+		 * can still symbolize it */
+		loc = location_of(pp, intern_clean(pp, unknown), map, (uint64_t)hc_node__offset(n));
+		free(unknown);
+		return loc;
 	default: /* HC_NODE_WAKER */
-		return location_of(pp, intern_clean(pp, "", name, ""), -1, 0);
+		return location_of(pp, intern_clean(pp, name), -1, 0);
 	}
 }
 
@@ -599,13 +588,33 @@ static int out_maybe_flush(struct pprof *pp)
 	return err;
 }
 
-static int put_label(struct pbuf *b, struct pbuf *scratch, int64_t key, int64_t str,
-		     uint64_t num)
+/* A string label; str is a string index. An empty string (index 0) is no label: str 0 is how
+ * profile.proto says "not a string label", so pprof would read it as a numeric one. */
+static int put_str_label(struct pbuf *b, struct pbuf *scratch, int64_t key, int64_t str)
 {
+	if (!str)
+		return 0;
 	scratch->len = 0;
 	if (put_uint_field(scratch, LABEL_KEY, (uint64_t)key) ||
-	    put_uint_field(scratch, LABEL_STR, (uint64_t)str) ||
-	    (str == 0 && put_uint_field(scratch, LABEL_NUM, num)))
+	    put_uint_field(scratch, LABEL_STR, (uint64_t)str))
+		return -ENOMEM;
+	return put_bytes_field(b, SAMPLE_LABEL, scratch->b, scratch->len);
+}
+
+/* A numeric label, whose unit is its key (callers keep num <= INT64_MAX: it is an int64). */
+static int put_num_label(struct pbuf *b, struct pbuf *scratch, int64_t key, uint64_t num)
+{
+	/*
+	 * proto3 leaves num out when it is 0 (serve's merged identities are pid/tid 0), and
+	 * pprof reads a label with neither str, num nor num_unit as no label at all (profile/
+	 * encode.go postDecode). The unit keeps it: the key itself, which is the unit pprof
+	 * infers for a numeric label without one (Profile.NumLabelUnits), so -tags and
+	 * -tagfocus read the same either way; -raw prints it ("pid:[0 pid]").
+	 */
+	scratch->len = 0;
+	if (put_uint_field(scratch, LABEL_KEY, (uint64_t)key) ||
+	    put_uint_field(scratch, LABEL_NUM, num) ||
+	    put_uint_field(scratch, LABEL_NUM_UNIT, (uint64_t)key))
 		return -ENOMEM;
 	return put_bytes_field(b, SAMPLE_LABEL, scratch->b, scratch->len);
 }
@@ -633,11 +642,11 @@ static int encode_sample(struct pprof *pp, const uint64_t *vals)
 	if (put_bytes_field(s, SAMPLE_VALUE, pk->b, pk->len))
 		return -ENOMEM;
 
-	if (pp->proc && (put_label(s, pk, pp->s_pid, 0, hc_node__id(pp->proc)) ||
-			 put_label(s, pk, pp->s_process, pp->s_proc, 0)))
+	if (pp->proc && (put_num_label(s, pk, pp->s_pid, hc_node__id(pp->proc)) ||
+			 put_str_label(s, pk, pp->s_process, pp->s_proc)))
 		return -ENOMEM;
-	if (pp->thread && (put_label(s, pk, pp->s_tid, 0, hc_node__id(pp->thread)) ||
-			   put_label(s, pk, pp->s_thread, pp->s_thread_name, 0)))
+	if (pp->thread && (put_num_label(s, pk, pp->s_tid, hc_node__id(pp->thread)) ||
+			   put_str_label(s, pk, pp->s_thread, pp->s_thread_name)))
 		return -ENOMEM;
 
 	if (put_bytes_field(&pp->out, PROFILE_SAMPLE, s->b, s->len))
@@ -654,8 +663,7 @@ static int emit_sample(struct pprof *pp, const struct hc_node *n, const uint64_t
 	if (!pp->n_path) {
 		/* no frame on the path: a stand-in named after the deepest node, for this
 		 * sample only */
-		err = push_loc(pp, location_of(pp, intern_clean(pp, "", hc_node__name(n), ""), -1,
-					       0));
+		err = push_loc(pp, location_of(pp, intern_clean(pp, hc_node__name(n)), -1, 0));
 		if (err)
 			return err;
 	}
@@ -684,14 +692,23 @@ static int walk(struct pprof *pp, const struct hc_node *n, unsigned int depth)
 		return -EOVERFLOW;
 	switch (hc_node__kind(n)) {
 	case HC_NODE_PROCESS:
+		/* pid and tid labels are int64 */
+		if (hc_node__id(n) > INT64_MAX) {
+			err = -EOVERFLOW;
+			break;
+		}
 		pp->proc = n;
-		pp->s_proc = intern_clean(pp, "", hc_node__name(n), "");
+		pp->s_proc = intern_clean(pp, hc_node__name(n));
 		if (pp->s_proc < 0)
 			err = (int)pp->s_proc;
 		break;
 	case HC_NODE_THREAD:
+		if (hc_node__id(n) > INT64_MAX) {
+			err = -EOVERFLOW;
+			break;
+		}
 		pp->thread = n;
-		pp->s_thread_name = intern_clean(pp, "", hc_node__name(n), "");
+		pp->s_thread_name = intern_clean(pp, hc_node__name(n));
 		if (pp->s_thread_name < 0)
 			err = (int)pp->s_thread_name;
 		break;
@@ -809,7 +826,7 @@ static int put_tables(struct pprof *pp, const struct hc_profile *p)
 		return -ENOMEM;
 	sprintf(text, "hotcold%s%s%s%s", p->host ? " " : "", p->host ? p->host : "",
 		p->kernel ? " " : "", p->kernel ? p->kernel : "");
-	err = clean_name(&pp->name, "", text, "");
+	err = clean_name(&pp->name, text);
 	free(text);
 	if (err)
 		return err;

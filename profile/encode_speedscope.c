@@ -128,23 +128,14 @@ static int grow(void **arr, size_t *cap, size_t need, size_t size)
 	return 0;
 }
 
-static uint64_t hash_bytes(uint64_t h, const char *s)
-{
-	for (; *s; s++) {
-		h ^= (unsigned char)*s;
-		h *= 0x100000001b3ULL;
-	}
-	return h;
-}
-
 static uint64_t frame_hash(const char *name, const char *file)
 {
-	uint64_t h = hash_bytes(0xcbf29ce484222325ULL, name);
+	uint64_t h = hc__fnv1a(HC_FNV1A_OFFSET, name, strlen(name));
 
-	/* a NUL-free separator byte that no string holds keeps ("ab", "c") from ("a", "bc") */
-	h = (h ^ (file ? 0x100 : 0x200)) * 0x100000001b3ULL;
+	/* a value no byte has keeps ("ab", "c") from ("a", "bc") */
+	h = (h ^ (file ? 0x100 : 0x200)) * HC_FNV1A_PRIME;
 	if (file)
-		h = hash_bytes(h, file);
+		h = hc__fnv1a(h, file, strlen(file));
 	return hc__hash_mix(h);
 }
 
@@ -212,19 +203,18 @@ err_free:
 static int64_t node_frame(struct speedscope *ss, const struct hc_node *n)
 {
 	const char *name = hc_node__name(n), *module = hc_node__module(n);
-	int64_t offset = hc_node__offset(n);
-	char *composed;
+	char *unknown;
+	int r;
 
 	switch (hc_node__kind(n)) {
 	case HC_NODE_KERNEL:
 		return frame_intern(ss, (char *)name, false, module ? module : SS_KERNEL_FILE);
 	case HC_NODE_USER:
-		if (strcmp(name, "[unknown]") == 0 && module && offset >= 0) {
-			if (asprintf(&composed, "[unknown %s+0x%" PRIx64 "]", module,
-				     (uint64_t)offset) < 0)
-				return -ENOMEM;
-			return frame_intern(ss, composed, true, module);
-		}
+		r = hc__unknown_frame_name(n, &unknown);
+		if (r < 0)
+			return r;
+		if (r)
+			return frame_intern(ss, unknown, true, module);
 		return frame_intern(ss, (char *)name, false, module);
 	default:
 		return frame_intern(ss, (char *)name, false, NULL);

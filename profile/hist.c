@@ -210,11 +210,7 @@ void hc_hist__free(struct hc_hist *h)
 
 static uint64_t key_hash(const char *key)
 {
-	uint64_t x = 0xcbf29ce484222325ull; /* FNV-1a, then a full avalanche */
-
-	for (; *key; key++)
-		x = (x ^ (unsigned char)*key) * 0x100000001b3ull;
-	return hc__hash_mix(x);
+	return hc__hash_bytes(key, strlen(key));
 }
 
 static struct hc_hist_series *series_find(const struct hc_hist *h, const char *key, uint64_t hash)

@@ -1,10 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /* struct hc_profile: lifetime and counters. Encoders live in encode_*.c. */
 #include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "profile/profile.h"
+#include "profile/profile_internal.h"
 
 void hc_weights__add(struct hc_weights *dst, const struct hc_weights *src)
 {
@@ -37,6 +40,19 @@ const char *hc_node_kind__name(enum hc_node_kind kind)
 		return "waker";
 	}
 	return "unknown";
+}
+
+int hc__unknown_frame_name(const struct hc_node *n, char **out)
+{
+	const char *module = hc_node__module(n);
+	int64_t offset = hc_node__offset(n);
+
+	if (hc_node__kind(n) != HC_NODE_USER || !module || offset < 0 ||
+	    strcmp(hc_node__name(n), "[unknown]") != 0)
+		return 0;
+	if (asprintf(out, "[unknown %s+0x%" PRIx64 "]", module, (uint64_t)offset) < 0)
+		return -ENOMEM;
+	return 1;
 }
 
 struct hc_profile *hc_profile__new(void)

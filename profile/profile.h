@@ -169,7 +169,12 @@ int hc_profile__write_json(const struct hc_profile *p, FILE *out);
  * `process;frame;frame VALUE`, VALUE in nanoseconds (pass `--countname=ns` to flamegraph.pl).
  * Threads are merged into their process (as stackcollapse-perf does). Kernel frames get the
  * suffix `_[k]`; ';' and newlines inside names become '_'. Unresolved frames print as
- * `[unknown]` (user frames: `[unknown module+0xOFF]`). Lines sorted for stable output.
+ * `[unknown]` (user frames: `[unknown module+0xOFF]`). The root's own self time (serve's
+ * pruned nodes are folded into it) is the line `all VALUE`, as pprof's stand-in frame names
+ * it; so the lines add up to the root's selected value. Lines sorted for stable output.
+ * -EOVERFLOW: a tree deeper than 1000 levels, or equal lines summing beyond a u64 (only a
+ * tree whose children outweigh their parent can); nothing is written then. -errno from the
+ * stream.
  */
 int hc_profile__write_folded(const struct hc_profile *p, unsigned int weights, FILE *out);
 
@@ -189,14 +194,19 @@ uint64_t hc_weights__select(const struct hc_weights *w, unsigned int weights);
  * only those selected: samples/count and cpu/nanoseconds (HC_W_ON), off_cpu/nanoseconds
  * (HC_W_OFF), runqueue/nanoseconds (HC_W_RUNQ); period_type cpu/nanoseconds, period =
  * sampling.period_ns. One sample per tree path with self weight, locations leaf first,
- * process and thread as labels. -errno on failure (-EIO/-errno from the stream).
+ * process and thread as labels (pid/tid numeric, with num_unit "pid"/"tid" so that 0 is kept;
+ * an empty comm is no label). -EOVERFLOW when something does not fit profile.proto's int64:
+ * a selected self value or sample count, a pid or tid, duration_ns or period_ns above
+ * INT64_MAX (a decoded document may hold them), or a tree deeper than 1000 levels; part of
+ * the file may have been written then. Else -errno (-EIO/-errno from the stream, -ENOMEM).
  */
 int hc_profile__write_pprof(const struct hc_profile *p, unsigned int weights, FILE *out);
 
 /*
  * speedscope's file format (https://www.speedscope.app/file-format-schema.json): one
  * "sampled" profile per thread, unit nanoseconds, weights = the selected self time of each
- * path, stacks outermost first. -errno on failure.
+ * path, stacks outermost first. Never -EOVERFLOW: weights above INT64_MAX are JSON reals, as
+ * in the JSON encoder, and there is no depth limit. -errno on failure.
  */
 int hc_profile__write_speedscope(const struct hc_profile *p, unsigned int weights, FILE *out);
 
@@ -204,7 +214,8 @@ int hc_profile__write_speedscope(const struct hc_profile *p, unsigned int weight
  * Differential folded stacks, flamegraph.pl's difffolded format: one line `stack BASE NEW`
  * (ns of the selected weights) per stack in either profile, in folded order; stacks are the
  * folded writer's, so processes match by name, not pid. normalize: scale BASE so that its
- * total equals NEW's (difffolded.pl -n). -errno on failure.
+ * total equals NEW's (difffolded.pl -n; scaled in doubles, else values are exact). -EOVERFLOW
+ * as write_folded(); -errno on failure.
  */
 int hc_profile__write_diff_folded(const struct hc_profile *base, const struct hc_profile *new,
 				  unsigned int weights, bool normalize, FILE *out);
@@ -212,7 +223,8 @@ int hc_profile__write_diff_folded(const struct hc_profile *base, const struct hc
 /*
  * Decoder: a parsed hotcold-profile/1 document back into a profile. Every field is checked
  * (types, ranges, tree depth, children never worth more than their parent); a document
- * that fails any check is refused with a one-line reason in `why`. Returns 0 and *out, or
+ * that fails any check is refused with a one-line reason in `why`. Siblings that are the same
+ * node (earlier versions wrote some) are merged into one, weights summed. Returns 0 and *out, or
  * -EINVAL (not a valid profile: `why` says where) or -ENOMEM.
  */
 int hc_profile__from_json(const json_t *doc, struct hc_profile **out, char *why,

@@ -13,6 +13,29 @@ uint64_t hc__hash_words(const uint64_t *key, size_t n, uint64_t seed);
 /* xxh64's final avalanche: a bijective 64-bit mix. */
 uint64_t hc__hash_mix(uint64_t h);
 
+#define HC_FNV1A_OFFSET 0xcbf29ce484222325ULL
+#define HC_FNV1A_PRIME 0x100000001b3ULL
+
+/* FNV-1a over n bytes, continuing from h (HC_FNV1A_OFFSET to start a hash): for hashes of
+ * several strings. Not mixed: finish with hc__hash_mix() before masking low bits. */
+static inline uint64_t hc__fnv1a(uint64_t h, const void *s, size_t n)
+{
+	const unsigned char *b = s;
+
+	for (size_t i = 0; i < n; i++) {
+		h ^= b[i];
+		h *= HC_FNV1A_PRIME;
+	}
+	return h;
+}
+
+/* The string tables' hash of n bytes: FNV-1a (cheap on short names: symbols, comms), with
+ * the length folded in, then a full avalanche, since the tables index by the low bits. */
+static inline uint64_t hc__hash_bytes(const void *s, size_t n)
+{
+	return hc__hash_mix(hc__fnv1a(HC_FNV1A_OFFSET, s, n) ^ n);
+}
+
 /*
  * The sibling order of hc_tree__sort() and of the encoders: value descending, then name, id,
  * kind, module (NULL first), offset. A total order over the children of one node, because
@@ -33,6 +56,14 @@ int64_t hc__tree_add_child(struct hc_tree *tree, uint32_t parent, const struct h
 			   const struct hc_weights *w);
 /* Add w to node idx only (0: the root). */
 void hc__tree_add_weights(struct hc_tree *tree, uint32_t idx, const struct hc_weights *w);
+
+/*
+ * The name the exports (folded, pprof, speedscope) give an unresolved user frame whose place
+ * is known (kind user, named "[unknown]", with a module and an offset >= 0):
+ * "[unknown MODULE+0xOFF]", malloc'ed into *out. Returns 1 (*out set), 0 when n is not such a
+ * frame (it shows under its own name; *out untouched), or -ENOMEM.
+ */
+int hc__unknown_frame_name(const struct hc_node *n, char **out);
 
 /* Length of the well-formed UTF-8 sequence at s (n bytes available), 0 if ill-formed. */
 size_t hc__utf8_seq_len(const unsigned char *s, size_t n);

@@ -81,18 +81,6 @@ static inline struct hc_node *node_at(const struct hc_tree *tree, size_t idx)
 
 /* ---- string pool ---- */
 
-static uint64_t hash_str(const char *s, size_t len)
-{
-	/* FNV-1a per byte, then an avalanche: strings are short (symbols, comms) */
-	uint64_t h = 0xcbf29ce484222325ULL;
-
-	for (size_t i = 0; i < len; i++) {
-		h ^= (unsigned char)s[i];
-		h *= 0x100000001b3ULL;
-	}
-	return hc__hash_mix(h ^ len);
-}
-
 static int str_slots_grow(struct hc_tree *tree)
 {
 	size_t n = tree->n_str_slots ? tree->n_str_slots * 2 : MIN_SLOTS;
@@ -148,7 +136,7 @@ static char *str_alloc(struct hc_tree *tree, size_t size)
 static const char *str_intern(struct hc_tree *tree, const char *s)
 {
 	size_t len = strlen(s);
-	uint64_t h = hash_str(s, len);
+	uint64_t h = hc__hash_bytes(s, len);
 	size_t mask = tree->n_str_slots - 1;
 	size_t i;
 	char *copy;

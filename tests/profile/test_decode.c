@@ -2,8 +2,9 @@
 /*
  * hc_profile__from_json(): round trips (encode -> decode -> encode gives the same bytes) for the
  * golden file, for a profile with every kind of node and field, and for a profile built the way
- * serve builds /api/profile; and a table of malformed documents, each refused with -EINVAL and
- * a reason naming where the problem is.
+ * serve builds /api/profile; siblings that are the same node (written by earlier versions,
+ * as in fixtures/viewer/profile.json) merged; and a table of malformed documents, each
+ * refused with -EINVAL and a reason naming where the problem is.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -429,8 +430,6 @@ static const struct bad_case bad_cases[] = {
 	  MAINP ": children worth more than the node (samples)" },
 	{ { { SET, F "/on_cpu_ns", "0" }, { SET, F "/value", "1000" } },
 	  "flamegraph: children worth more than the node (on_cpu_ns)" },
-	{ { { DUP, MAIN "/children/2", NULL } },
-	  MAINP ".children[3]: the same node as an earlier sibling" },
 	{ { { SET, MAIN "/children", "{}" } }, MAINP ".children: not an array" },
 	{ { { DEL, MAIN "/children", NULL } }, MAINP ": member \"children\" missing" },
 	{ { { SET, MAIN "/children/2", "5" } }, MAINP ".children[2]: not an object" },
@@ -543,6 +542,300 @@ static void test_malformed(void **state)
 	json_decref(base);
 }
 
+/* ---- siblings that are the same node: merged ---- */
+
+struct wline {
+	char *key;
+	struct hc_weights w;
+};
+
+struct wlines {
+	struct wline *l;
+	size_t n, cap;
+};
+
+static void wlines_add(struct wlines *wl, const char *key, const struct hc_weights *w)
+{
+	if (wl->n == wl->cap) {
+		wl->cap = wl->cap ? wl->cap * 2 : 256;
+		wl->l = realloc(wl->l, wl->cap * sizeof(*wl->l));
+		assert_non_null(wl->l);
+	}
+	wl->l[wl->n].key = strdup(key);
+	assert_non_null(wl->l[wl->n].key);
+	wl->l[wl->n++].w = *w;
+}
+
+static int wline_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct wline *)a)->key, ((const struct wline *)b)->key);
+}
+
+/* "key on off rq samples" per distinct key, sorted, weights of equal keys summed. */
+static char *wlines_render(struct wlines *wl)
+{
+	char *out = NULL;
+	size_t len = 0, i, j;
+	FILE *f = open_memstream(&out, &len);
+
+	assert_non_null(f);
+	qsort(wl->l, wl->n, sizeof(*wl->l), wline_cmp);
+	for (i = 0; i < wl->n; i = j) {
+		struct hc_weights sum = wl->l[i].w;
+
+		for (j = i + 1; j < wl->n && strcmp(wl->l[i].key, wl->l[j].key) == 0; j++)
+			hc_weights__add(&sum, &wl->l[j].w);
+		fprintf(f, "%s %llu %llu %llu %llu\n", wl->l[i].key,
+			(unsigned long long)sum.on_cpu_ns, (unsigned long long)sum.off_cpu_ns,
+			(unsigned long long)sum.runqueue_ns, (unsigned long long)sum.samples);
+	}
+	fclose(f);
+	for (i = 0; i < wl->n; i++)
+		free(wl->l[i].key);
+	free(wl->l);
+	*wl = (struct wlines){ 0 };
+	return out;
+}
+
+static uint64_t json_u64(const json_t *n, const char *key)
+{
+	const json_t *v = json_object_get(n, key);
+
+	assert_true(json_is_integer(v));
+	return (uint64_t)json_integer_value(v);
+}
+
+/* One key per node of the document's tree: the identity of every step from the root, the
+ * way the decoder's merge sees it; weights inclusive, as the document states them. */
+static void doc_wlines(const json_t *n, const char *prefix, struct wlines *wl)
+{
+	const char *kind = json_string_value(json_object_get(n, "kind"));
+	const json_t *module = json_object_get(n, "module"), *offset = json_object_get(n, "offset");
+	const struct hc_weights w = {
+		.on_cpu_ns = json_u64(n, "on_cpu_ns"),
+		.off_cpu_ns = json_u64(n, "off_cpu_ns"),
+		.runqueue_ns = json_u64(n, "runqueue_ns"),
+		.samples = json_u64(n, "samples"),
+	};
+	long long id = 0, off = -1;
+	const json_t *c;
+	char *key;
+	size_t i;
+
+	if (!strcmp(kind, "process")) {
+		id = (long long)json_u64(n, "pid");
+	} else if (!strcmp(kind, "thread")) {
+		id = (long long)json_u64(n, "tid");
+	} else if (!strcmp(kind, "waker")) {
+		id = (long long)json_u64(n, "tid");
+		off = (long long)json_u64(n, "pid");
+	} else if (offset) {
+		off = strtoll(json_string_value(offset), NULL, 16);
+	}
+	assert_true(asprintf(&key, "%s/%s:%s:%s:%lld:%lld", prefix, kind,
+			     json_string_value(json_object_get(n, "name")),
+			     module ? json_string_value(module) : "-", id, off) > 0);
+	wlines_add(wl, key, &w);
+	json_array_foreach(json_object_get(n, "children"), i, c)
+		doc_wlines(c, key, wl);
+	free(key);
+}
+
+/* The same keys for a tree; also checks that siblings are distinct nodes, that a node's
+ * value is the sum of its parts and its children are never worth more. */
+static void tree_wlines(const struct hc_node *n, const char *prefix, struct wlines *wl)
+{
+	const struct hc_weights *w = hc_node__weights(n);
+	struct hc_weights kids = { 0 };
+	char *key;
+
+	assert_true(asprintf(&key, "%s/%s:%s:%s:%lld:%lld", prefix,
+			     hc_node_kind__name(hc_node__kind(n)), hc_node__name(n),
+			     hc_node__module(n) ? hc_node__module(n) : "-",
+			     (long long)hc_node__id(n), (long long)hc_node__offset(n)) > 0);
+	wlines_add(wl, key, w);
+	for (size_t i = 0; i < hc_node__child_count(n); i++) {
+		const struct hc_node *c = hc_node__child(n, i);
+
+		hc_weights__add(&kids, hc_node__weights(c));
+		tree_wlines(c, key, wl);
+	}
+	assert_true(kids.on_cpu_ns <= w->on_cpu_ns && kids.off_cpu_ns <= w->off_cpu_ns &&
+		    kids.runqueue_ns <= w->runqueue_ns && kids.samples <= w->samples);
+	free(key);
+}
+
+/* The decoded tree is the document's with equal sibling paths summed: the same text of
+ * "path weights" lines, one per node in the tree (hence no duplicate siblings). */
+static void expect_merged(const json_t *doc, const struct hc_profile *p)
+{
+	struct wlines wl = { 0 };
+	char *from_doc, *from_tree;
+	size_t n;
+
+	doc_wlines(json_object_get(doc, "flamegraph"), "", &wl);
+	from_doc = wlines_render(&wl);
+	tree_wlines(hc_tree__root(p->tree), "", &wl);
+	n = wl.n;
+	from_tree = wlines_render(&wl);
+	assert_string_equal(from_tree, from_doc);
+	assert_int_equal(n, hc_tree__node_count(p->tree));
+	free(from_doc);
+	free(from_tree);
+}
+
+static json_t *first_child(json_t *node)
+{
+	json_t *c = json_array_get(json_object_get(node, "children"), 0);
+
+	assert_non_null(c);
+	return c;
+}
+
+/* The json child of `parent` (a node object) named `name`, the k-th such (0: the first). */
+static json_t *child_named(json_t *parent, const char *name, int k)
+{
+	json_t *c;
+	size_t i;
+
+	json_array_foreach(json_object_get(parent, "children"), i, c) {
+		if (!strcmp(json_string_value(json_object_get(c, "name")), name) && k-- == 0)
+			return c;
+	}
+	fail_msg("no child %s", name);
+	return NULL;
+}
+
+/*
+ * Two user frames u1 and u2 under one thread, each with a child a (which has a child c): the
+ * document is then edited to call u2 "u1", as earlier versions wrote two `[unknown]` frames of
+ * one module. The decoder merges them, and their a and c children below, two levels down.
+ */
+static void paths_u1_u2(struct hc_tree *t, const char *second)
+{
+	ADD_PATH(t, P, 5, 0, 0, PROC("app", 100), THR("app", 100), USR("u1", "/lib/m.so"));
+	ADD_PATH(t, P, 2, 0, 0, PROC("app", 100), THR("app", 100), USR("u1", "/lib/m.so"),
+		 USR("a", "/lib/m.so"));
+	ADD_PATH(t, P, 1, 0, 0, PROC("app", 100), THR("app", 100), USR("u1", "/lib/m.so"),
+		 USR("a", "/lib/m.so"), KRN("c"));
+	ADD_PATH(t, P, 1, 5, 0, PROC("app", 100), THR("app", 100), USR(second, "/lib/m.so"),
+		 USR("a", "/lib/m.so"));
+	ADD_PATH(t, P, 1, 0, 0, PROC("app", 100), THR("app", 100), USR(second, "/lib/m.so"),
+		 USR("a", "/lib/m.so"), KRN("c"));
+	ADD_PATH(t, P, 0, 0, 7, PROC("app", 100), THR("app", 100), USR(second, "/lib/m.so"),
+		 USR("b", "/lib/m.so"));
+	ADD_PATH(t, P, 0, 300, 0, PROC("app", 100), THR("app", 100), USR(second, "/lib/m.so"));
+}
+
+static void test_merged_siblings(void **state)
+{
+	struct hc_profile *p = hc_profile__new(), *merged = hc_profile__new(), *d;
+	json_t *doc, *thread, *u2, *bad;
+	char why[256], *expected, *again;
+	const struct hc_node *proc, *thr, *u1;
+
+	(void)state;
+	assert_non_null(p);
+	assert_non_null(merged);
+	paths_u1_u2(p->tree, "u2");
+	paths_u1_u2(merged->tree, "u1"); /* what the merge must give */
+	doc = hc_profile__to_json(p);
+	assert_non_null(doc);
+	thread = first_child(first_child(json_object_get(doc, "flamegraph")));
+	u2 = child_named(thread, "u2", 0);
+	assert_int_equal(json_object_set_new(u2, "name", json_string("u1")), 0);
+
+	assert_int_equal(hc_profile__from_json(doc, &d, why, sizeof(why)), 0);
+	assert_string_equal(why, "");
+	expect_merged(doc, d);
+	/* the values: u1 is 5 + 2 + 1 (its own) and 1 + 1 samples, 5 + 300 ns off, 7 ns rq */
+	hc_tree__sort(merged->tree);
+	proc = hc_node__child(hc_tree__root(d->tree), 0);
+	thr = hc_node__child(proc, 0);
+	u1 = hc_node__child(thr, 0);
+	assert_string_equal(hc_node__name(u1), "u1");
+	assert_int_equal(hc_node__child_count(proc), 1);
+	assert_int_equal(hc_node__child_count(thr), 1);
+	assert_int_equal(hc_node__weights(u1)->samples, 10);
+	assert_int_equal(hc_node__weights(u1)->on_cpu_ns, 10 * P);
+	assert_int_equal(hc_node__weights(u1)->off_cpu_ns, 305);
+	assert_int_equal(hc_node__weights(u1)->runqueue_ns, 7);
+	assert_int_equal(hc_node__child_count(u1), 2); /* a (merged) and b */
+	assert_int_equal(hc_tree__node_count(d->tree), hc_tree__node_count(merged->tree));
+	/* re-encoding gives the merged tree, byte for byte */
+	expected = encode_json(merged);
+	again = encode_json(d);
+	assert_string_equal(again, expected);
+	free(again);
+	free(expected);
+	hc_profile__free(d);
+
+	/* the per-node rules still hold for each node as written: the second u1's children
+	 * (a: 2 samples) are worth more than it (0), though not more than the merged u1 */
+	bad = json_deep_copy(doc);
+	assert_non_null(bad);
+	thread = first_child(first_child(json_object_get(bad, "flamegraph")));
+	u2 = child_named(thread, "u1", 1);
+	assert_int_equal(json_object_set_new(u2, "samples", json_integer(0)), 0);
+	d = (struct hc_profile *)1;
+	assert_int_equal(hc_profile__from_json(bad, &d, why, sizeof(why)), -EINVAL);
+	assert_null(d);
+	assert_non_null(strstr(why, "children worth more than the node (samples)"));
+	json_decref(bad);
+
+	/* the case the malformed table had: a duplicated zero-weight leaf */
+	bad = base_doc();
+	mutate(bad, &(struct mutation){ DUP, MAIN "/children/2", NULL });
+	assert_int_equal(hc_profile__from_json(bad, &d, why, sizeof(why)), 0);
+	expect_merged(bad, d);
+	hc_profile__free(d);
+	json_decref(bad);
+
+	json_decref(doc);
+	hc_profile__free(merged);
+	hc_profile__free(p);
+}
+
+/* A capture by an earlier version, with duplicate `[unknown]` siblings: it decodes, the
+ * root's totals are the file's, every node is the sum of the file's nodes on its path, and
+ * encoding it and decoding that again changes nothing. */
+static void test_viewer_fixture(void **state)
+{
+	const char *path = HC_VIEWER_FIXTURES_DIR "/profile.json";
+	struct hc_profile *p, *again;
+	const struct hc_weights *w;
+	json_t *doc, *root;
+	json_error_t jerr;
+	char why[256], *first, *second;
+
+	(void)state;
+	doc = json_load_file(path, 0, &jerr);
+	if (!doc)
+		fail_msg("%s: %s at line %d", path, jerr.text, jerr.line);
+	if (hc_profile__from_json(doc, &p, why, sizeof(why)))
+		fail_msg("%s refused: %s", path, why);
+	root = json_object_get(doc, "flamegraph");
+	w = hc_node__weights(hc_tree__root(p->tree));
+	assert_int_equal(w->on_cpu_ns, json_u64(root, "on_cpu_ns"));
+	assert_int_equal(w->off_cpu_ns, json_u64(root, "off_cpu_ns"));
+	assert_int_equal(w->runqueue_ns, json_u64(root, "runqueue_ns"));
+	assert_int_equal(w->samples, json_u64(root, "samples"));
+	assert_int_equal(hc_weights__value(w), json_u64(root, "value"));
+	/* the premise: the file has duplicates, so the tree has fewer nodes */
+	assert_true(hc_tree__node_count(p->tree) < count_nodes(root));
+	expect_merged(doc, p);
+
+	first = encode_json(p);
+	second = reencode(first, &again);
+	assert_string_equal(second, first);
+	assert_int_equal(hc_tree__node_count(again->tree), hc_tree__node_count(p->tree));
+	free(second);
+	free(first);
+	hc_profile__free(again);
+	hc_profile__free(p);
+	json_decref(doc);
+}
+
 /* Keys the decoder does not know are ignored; members added within /1 may be absent. */
 static void test_lenient(void **state)
 {
@@ -634,6 +927,8 @@ int run_decode_tests(void)
 		cmocka_unit_test(test_full_round_trip),
 		cmocka_unit_test(test_serve_shape),
 		cmocka_unit_test(test_malformed),
+		cmocka_unit_test(test_merged_siblings),
+		cmocka_unit_test(test_viewer_fixture),
 		cmocka_unit_test(test_lenient),
 		cmocka_unit_test(test_depth),
 	};

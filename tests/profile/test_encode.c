@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "profile/store.h"
 #include "tests.h"
 
 #define P 10000000 /* 100 Hz */
@@ -201,17 +202,209 @@ static void test_folded_names(void **state)
 	ADD_PATH(p->tree, 1, 2, 0, 0, PROC("p", 2), THR("p", 2), UNK("/lib/x;y.so", 0),
 		 UNK("/lib/z.so", -1));
 	ADD_PATH(p->tree, 1, 1, 0, 0, KRN("orphan"));
-	/* the root's own time has no path to print */
+	/* no frame above a node's own time: a line named after the node, as pprof's stand-in
+	 * frame is: the root's ("all"), a thread's hung right under the root */
 	assert_int_equal(hc_tree__add_path(p->tree, NULL, 0,
 					   &(struct hc_weights){ .on_cpu_ns = 9, .samples = 1 }),
 			 0);
+	ADD_PATH(p->tree, 1, 3, 0, 0, THR("lone;t", 7));
 	actual = encode(p, folded_all, &err);
 	assert_int_equal(err, 0);
 	assert_string_equal(actual, "a_b_c_d;k_k_[k] 5\n"
+				    "all 9\n"
+				    "lone_t 3\n"
 				    "orphan_[k] 1\n"
 				    "p;[unknown /lib/x_y.so+0x0];[unknown] 2\n");
 	free(actual);
 	hc_profile__free(p);
+}
+
+/* Sum of the values of folded output (last field of each line); *lines gets the line count. */
+static uint64_t folded_sum(const char *text, size_t column_from_end, size_t *lines)
+{
+	uint64_t sum = 0;
+
+	*lines = 0;
+	for (const char *l = text; *l;) {
+		const char *nl = strchr(l, '\n'), *sp = nl;
+		char *end;
+
+		assert_non_null(nl);
+		for (size_t c = 0; c <= column_from_end; c++) {
+			while (sp > l && sp[-1] != ' ')
+				sp--;
+			assert_true(sp > l);
+			if (c < column_from_end)
+				sp--;
+		}
+		errno = 0;
+		sum += strtoull(sp, &end, 10);
+		assert_int_equal(errno, 0);
+		assert_true(*end == ' ' || *end == '\n');
+		(*lines)++;
+		l = nl + 1;
+	}
+	return sum;
+}
+
+/*
+ * What serve's /api/profile folds: a store tree pruned so hard that whole processes fold into
+ * the root's own time. Folded (and the diff of it) still adds up to the root exactly, for
+ * every selection of weights.
+ */
+static void test_folded_pruned_totals(void **state)
+{
+	static const unsigned int masks[] = { HC_W_ALL, HC_W_ON, HC_W_OFF, HC_W_RUNQ,
+					      HC_W_ON | HC_W_OFF };
+	const struct hc_store_opts o = { .retention_s = 600, .period_ns = P };
+	struct hc_store_filter f = { .from_s = 1000, .to_s = 1002, .on = true, .off = true,
+				     .runqueue = true, .max_nodes = 4 };
+	struct hc_path_elem frames[] = {
+		PROC("app", 100), THR("app", 100), USR("main", "/usr/bin/app"),
+		PROC("db", 200),  THR("db", 201),  KRN("io_schedule"),
+		PROC("sh", 300),  THR("sh", 300),
+	};
+	const uint32_t a[] = { 1, 2, 3 }, b[] = { 4, 5, 6 }, c[] = { 7, 8 };
+	const struct hc_weights on = { .on_cpu_ns = 3 * P, .samples = 3 },
+				off = { .off_cpu_ns = 7777, .runqueue_ns = 55 },
+				both = { .on_cpu_ns = P, .samples = 1, .runqueue_ns = 9 };
+	struct hc_store *st = hc_store__new(&o);
+	struct hc_store_pruned pruned = { 0 };
+	struct hc_profile *p = hc_profile__new(), *base = hc_profile__new();
+	const struct hc_node *root;
+
+	(void)state;
+	assert_non_null(st);
+	assert_non_null(p);
+	assert_non_null(base);
+	for (uint32_t i = 0; i < ARRAY_SIZE(frames); i++)
+		assert_int_equal(hc_store__define_frame(st, i + 1, &frames[i]), 0);
+	for (int64_t sec = 1000; sec < 1002; sec++) {
+		assert_int_equal(hc_store__add(st, sec, a, ARRAY_SIZE(a), &on), 0);
+		assert_int_equal(hc_store__add(st, sec, b, ARRAY_SIZE(b), &off), 0);
+		assert_int_equal(hc_store__add(st, sec, c, ARRAY_SIZE(c), &both), 0);
+		assert_int_equal(hc_store__seal(st, sec), 0);
+	}
+	assert_int_equal(hc_store__tree(st, &f, p->tree, &pruned), 0);
+	root = hc_tree__root(p->tree);
+	/* the premise: the root holds pruned processes as its own time */
+	assert_true(hc_node__child_count(root) < 3);
+	{
+		uint64_t kids = 0;
+
+		for (size_t i = 0; i < hc_node__child_count(root); i++)
+			kids += hc_weights__value(hc_node__weights(hc_node__child(root, i)));
+		assert_true(hc_weights__value(hc_node__weights(root)) > kids);
+	}
+	/* the base of the diff: a smaller capture with its own root time */
+	ADD_PATH(base->tree, P, 1, 100, 0, PROC("app", 1), THR("app", 1),
+		 USR("main", "/usr/bin/app"));
+	assert_int_equal(hc_tree__add_path(base->tree, NULL, 0,
+					   &(struct hc_weights){ .off_cpu_ns = 40, .runqueue_ns = 2 }),
+			 0);
+
+	for (size_t m = 0; m < ARRAY_SIZE(masks); m++) {
+		uint64_t want = hc_weights__select(hc_node__weights(root), masks[m]);
+		uint64_t want_base = hc_weights__select(hc_node__weights(hc_tree__root(base->tree)),
+							masks[m]);
+		char *out = NULL;
+		size_t len = 0, lines;
+		FILE *mf = open_memstream(&out, &len);
+
+		assert_non_null(mf);
+		assert_int_equal(hc_profile__write_folded(p, masks[m], mf), 0);
+		fclose(mf);
+		assert_int_equal(folded_sum(out, 0, &lines), want);
+		assert_non_null(strstr(out, "all "));
+		free(out);
+
+		out = NULL;
+		mf = open_memstream(&out, &len);
+		assert_non_null(mf);
+		assert_int_equal(hc_profile__write_diff_folded(base, p, masks[m], false, mf), 0);
+		fclose(mf);
+		assert_int_equal(folded_sum(out, 0, &lines), want);
+		assert_int_equal(folded_sum(out, 1, &lines), want_base);
+		free(out);
+	}
+	hc_profile__free(base);
+	hc_profile__free(p);
+	hc_store__free(st);
+}
+
+/* Weights beyond a double's 53 bits, and beyond INT64_MAX: folded and its diff print them
+ * exactly; a normalized diff scales without wrapping. */
+static void test_folded_big_values(void **state)
+{
+	struct hc_profile *a = hc_profile__new(), *b = hc_profile__new();
+	const uint64_t big = (1ULL << 63) + 12345, odd = (1ULL << 53) + 1;
+	char *out;
+	int err;
+
+	(void)state;
+	assert_non_null(a);
+	assert_non_null(b);
+	ADD_PATH(a->tree, 1, 0, big, 0, PROC("p", 1), USR("f", NULL));
+	ADD_PATH(a->tree, 1, 0, odd, 0, PROC("p", 1), USR("g", NULL));
+	ADD_PATH(b->tree, 1, 0, odd, 0, PROC("p", 1), USR("f", NULL));
+	out = encode(a, folded_all, &err);
+	assert_int_equal(err, 0);
+	assert_string_equal(out, "p;f 9223372036854788153\np;g 9007199254740993\n");
+	free(out);
+	{
+		char *buf = NULL;
+		size_t len = 0;
+		FILE *f = open_memstream(&buf, &len);
+
+		assert_non_null(f);
+		assert_int_equal(hc_profile__write_diff_folded(a, b, HC_W_ALL, false, f), 0);
+		fclose(f);
+		assert_string_equal(buf, "p;f 9223372036854788153 9007199254740993\n"
+					 "p;g 9007199254740993 0\n");
+		free(buf);
+		buf = NULL;
+		f = open_memstream(&buf, &len);
+		assert_non_null(f);
+		/* base scaled to new's total (in doubles: to within rounding) */
+		assert_int_equal(hc_profile__write_diff_folded(a, b, HC_W_ALL, true, f), 0);
+		fclose(f);
+		{
+			size_t lines;
+			uint64_t sum = folded_sum(buf, 1, &lines);
+
+			assert_int_equal(lines, 2);
+			assert_true(sum >= odd - 2 && sum <= odd + 2);
+			/* g: odd / (big + odd) of new's total, about 2^43 */
+			assert_non_null(strstr(buf, "\np;g 87"));
+		}
+		free(buf);
+	}
+	hc_profile__free(a);
+	hc_profile__free(b);
+
+	/* Two processes of one name whose lines add up beyond a u64 (the root itself wrapped:
+	 * no real tree does this): -EOVERFLOW, and nothing written */
+	a = hc_profile__new();
+	assert_non_null(a);
+	ADD_PATH(a->tree, 1, 0, 1ULL << 63, 0, PROC("p", 1));
+	ADD_PATH(a->tree, 1, 0, 1ULL << 63, 0, PROC("p", 2));
+	out = encode(a, folded_all, &err);
+	assert_int_equal(err, -EOVERFLOW);
+	assert_string_equal(out, "");
+	free(out);
+	{
+		char *buf = NULL;
+		size_t len = 0;
+		FILE *f = open_memstream(&buf, &len);
+
+		assert_non_null(f);
+		assert_int_equal(hc_profile__write_diff_folded(a, a, HC_W_ALL, false, f),
+				 -EOVERFLOW);
+		fclose(f);
+		assert_string_equal(buf, "");
+		free(buf);
+	}
+	hc_profile__free(a);
 }
 
 /* A string's JSON form after sanitizing, via the process name. */
@@ -434,6 +627,8 @@ int run_encode_tests(void)
 		cmocka_unit_test(test_json_golden),
 		cmocka_unit_test(test_folded_golden),
 		cmocka_unit_test(test_folded_names),
+		cmocka_unit_test(test_folded_pruned_totals),
+		cmocka_unit_test(test_folded_big_values),
 		cmocka_unit_test(test_json_utf8),
 		cmocka_unit_test(test_json_numbers),
 		cmocka_unit_test(test_json_random_tree),

@@ -715,6 +715,130 @@ static void test_pprof_errors(void **state)
 	hc_profile__free(p);
 }
 
+/*
+ * serve's merged identities (pid and tid 0) and empty comms: pid/tid labels of 0 are kept
+ * (with their key as unit: proto3 drops a num of 0), an empty name is no string label. The
+ * empty comm comes first, while the encoder's name buffer is still unallocated (it once ran
+ * memcpy/memcmp on that NULL buffer: UBSan).
+ */
+static struct hc_profile *zero_ids_profile(void)
+{
+	struct hc_profile *p = hc_profile__new();
+
+	assert_non_null(p);
+	p->sampling.period_ns = P;
+	ADD_PATH(p->tree, P, 1, 0, 0, PROC("", 5), THR("", 6), KRN("x"));
+	ADD_PATH(p->tree, P, 0, 30, 0, PROC("", 5), THR("", 6));
+	ADD_PATH(p->tree, P, 0, 0, 4, PROC("", 5));
+	ADD_PATH(p->tree, P, 2, 0, 0, PROC("ls", 0), THR("ls", 0), USR("main", "/bin/ls"));
+	return p;
+}
+
+static void test_pprof_zero_ids(void **state)
+{
+	struct hc_profile *p = zero_ids_profile();
+	struct pp_profile pp;
+	size_t seen = 0;
+
+	(void)state;
+	encode_decode(p, HC_W_ALL, &pp);
+	assert_int_equal(pp.n_samples, 4);
+	for (size_t i = 0; i < pp.n_samples; i++) {
+		const struct pp_sample *s = &pp.samples[i];
+		char *stack = pp_sample_folded(&pp, s);
+		int64_t pid = -1, tid = -1;
+		bool has_tid = pp_label_num(s, "tid", &tid);
+
+		assert_non_null(stack);
+		assert_true(pp_label_num(s, "pid", &pid));
+		for (size_t l = 0; l < s->n_labels; l++) {
+			/* numeric labels carry their key as unit; no empty string labels */
+			if (s->labels[l].str) {
+				assert_string_not_equal(s->labels[l].str, "");
+			} else {
+				assert_non_null(s->labels[l].num_unit);
+				assert_string_equal(s->labels[l].num_unit, s->labels[l].key);
+			}
+		}
+		if (!strcmp(stack, "main")) {
+			assert_int_equal(pid, 0);
+			assert_true(has_tid);
+			assert_int_equal(tid, 0);
+			assert_string_equal(pp_label_str(s, "process"), "ls");
+			assert_string_equal(pp_label_str(s, "thread"), "ls");
+			seen |= 1;
+		} else {
+			/* comm "": no process or thread string label, the pid and tid still */
+			assert_int_equal(pid, 5);
+			assert_null(pp_label_str(s, "process"));
+			assert_null(pp_label_str(s, "thread"));
+			if (!strcmp(stack, "x")) {
+				assert_int_equal(tid, 6);
+				seen |= 2;
+			} else {
+				/* the stand-in frame of a stackless path: named "" too */
+				assert_string_equal(stack, "");
+				assert_int_equal(has_tid, s->values[2] == 30);
+				seen |= s->values[2] == 30 ? 4 : 8;
+			}
+		}
+		free(stack);
+	}
+	assert_int_equal(seen, 15);
+	pp_free(&pp);
+	hc_profile__free(p);
+}
+
+/* pid/tid above INT64_MAX (a decoded document may hold them) are not int64 labels. */
+static void test_pprof_overflow(void **state)
+{
+	struct hc_profile *p = hc_profile__new();
+	size_t len;
+	uint8_t *buf;
+	int err;
+
+	(void)state;
+	assert_non_null(p);
+	ADD_PATH(p->tree, P, 1, 0, 0, PROC("big", (uint64_t)INT64_MAX + 1), THR("t", 1));
+	buf = encode(p, HC_W_ALL, &len, &err);
+	assert_int_equal(err, -EOVERFLOW);
+	free(buf);
+	hc_profile__free(p);
+
+	p = hc_profile__new();
+	assert_non_null(p);
+	ADD_PATH(p->tree, P, 1, 0, 0, PROC("p", 1), THR("big", UINT64_MAX));
+	buf = encode(p, HC_W_ALL, &len, &err);
+	assert_int_equal(err, -EOVERFLOW);
+	free(buf);
+	hc_profile__free(p);
+
+	/* a self value above INT64_MAX, in any selected type, and the sample count */
+	p = hc_profile__new();
+	assert_non_null(p);
+	ADD_PATH(p->tree, P, 0, (uint64_t)INT64_MAX + 1, 0, PROC("p", 1), THR("t", 1));
+	buf = encode(p, HC_W_OFF, &len, &err);
+	assert_int_equal(err, -EOVERFLOW);
+	free(buf);
+	buf = encode(p, HC_W_ON, &len, &err); /* not selected: nothing to represent */
+	assert_int_equal(err, 0);
+	free(buf);
+	hc_profile__free(p);
+	p = hc_profile__new();
+	assert_non_null(p);
+	assert_int_equal(hc_tree__add_path(p->tree, NULL, 0,
+					   &(struct hc_weights){ .on_cpu_ns = 1,
+								 .samples = UINT64_MAX }),
+			 0);
+	buf = encode(p, HC_W_ON, &len, &err);
+	assert_int_equal(err, -EOVERFLOW);
+	free(buf);
+	buf = encode(p, HC_W_OFF | HC_W_RUNQ, &len, &err);
+	assert_int_equal(err, 0);
+	free(buf);
+	hc_profile__free(p);
+}
+
 /* ---- go tool pprof ---- */
 
 static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
@@ -956,7 +1080,7 @@ static void test_pprof_go_tool(void **state)
 	assert_non_null(strstr(out, "samples/count cpu/nanoseconds[dflt] off_cpu/nanoseconds "
 				    "runqueue/nanoseconds\n"));
 	assert_non_null(strstr(out, "process:[db] thread:[db]"));
-	assert_non_null(strstr(out, "pid:[200] tid:[201]"));
+	assert_non_null(strstr(out, "pid:[200 pid] tid:[201 tid]"));
 	raw_totals(out, 4, sums);
 	assert_int_equal(sums[0], MIXED_SAMPLES);
 	assert_int_equal(sums[1], MIXED_SAMPLES * P);
@@ -1002,6 +1126,28 @@ static void test_pprof_go_tool(void **state)
 	free(theirs);
 	pp_free(&re);
 	pp_free(&pp);
+	free(out);
+	hc_profile__free(p);
+
+	/* pid and tid 0 survive pprof's reading; an empty comm is no label, not a broken one */
+	p = zero_ids_profile();
+	snprintf(file, sizeof(file), "%s/zero.pb.gz", dir);
+	buf = encode(p, HC_W_ALL, &len, &err);
+	assert_int_equal(err, 0);
+	f = fopen(file, "wb");
+	assert_non_null(f);
+	assert_int_equal(fwrite(buf, 1, len, f), len);
+	assert_int_equal(fclose(f), 0);
+	free(buf);
+	out = go_pprof(dir, raw_args, file);
+	assert_non_null(strstr(out, "process:[ls] thread:[ls]\n                pid:[0 pid] "
+				    "tid:[0 tid]\n"));
+	assert_non_null(strstr(out, "pid:[5 pid] tid:[6 tid]\n"));
+	assert_null(strstr(out, "process:[]"));
+	raw_totals(out, 4, sums);
+	assert_int_equal(sums[0], 3);
+	assert_int_equal(sums[2], 30);
+	assert_int_equal(sums[3], 4);
 	free(out);
 	hc_profile__free(p);
 }
@@ -1360,6 +1506,8 @@ int run_pprof_tests(void)
 		cmocka_unit_test(test_pprof_matches_folded),
 		cmocka_unit_test(test_pprof_big_tree),
 		cmocka_unit_test(test_pprof_errors),
+		cmocka_unit_test(test_pprof_zero_ids),
+		cmocka_unit_test(test_pprof_overflow),
 		cmocka_unit_test_setup_teardown(test_pprof_go_tool, go_dir_setup, go_dir_teardown),
 		cmocka_unit_test(test_reader_hand_made),
 		cmocka_unit_test(test_reader_malformed),

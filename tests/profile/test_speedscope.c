@@ -379,7 +379,8 @@ static int line_cmp(const void *a, const void *b)
 /*
  * What folded output the speedscope document implies: the process comm (from the profile
  * name), then each frame, `_[k]` after kernel frames; threads merged, equal lines summed,
- * sorted. The root's own time has no line in folded output, so "[no process]" is left out.
+ * sorted. The root's own time ("[no process]", with empty stacks in these trees) is folded's
+ * line named after the root, "all".
  */
 static char *folded_from_speedscope(const json_t *doc)
 {
@@ -393,10 +394,11 @@ static char *folded_from_speedscope(const json_t *doc)
 	json_array_foreach(json_object_get(doc, "profiles"), i, prof) {
 		const char *pname = json_string_value(json_object_get(prof, "name"));
 		const char *cut = strstr(pname, " (pid ");
+		bool root = strcmp(pname, "[no process]") == 0;
 		const json_t *stack;
 
-		if (strcmp(pname, "[no process]") == 0)
-			continue;
+		if (root)
+			cut = pname;
 		assert_non_null(cut);
 		json_array_foreach(json_object_get(prof, "samples"), j, stack) {
 			const json_t *idx;
@@ -406,6 +408,10 @@ static char *folded_from_speedscope(const json_t *doc)
 
 			assert_non_null(t);
 			fwrite(pname, 1, (size_t)(cut - pname), t);
+			if (root) {
+				assert_int_equal(json_array_size(stack), 0);
+				fputs("all", t);
+			}
 			json_array_foreach(stack, k, idx) {
 				const json_t *f = json_array_get(
 					json_object_get(json_object_get(doc, "shared"), "frames"),
