@@ -74,7 +74,7 @@ err_decref:
 }
 
 /* RFC 3339, UTC, milliseconds (truncated): 2026-11-22T08:01:02.345Z */
-static json_t *rfc3339_ms(int64_t ns)
+json_t *hc_json__rfc3339_ms(int64_t ns)
 {
 	int64_t sec = ns / 1000000000, rem = ns % 1000000000;
 	char buf[64];
@@ -359,7 +359,7 @@ static json_t *header_to_json(const struct hc_profile *p)
 		return NULL;
 	if (jset(doc, "schema", json_string(HC_PROFILE_SCHEMA)) ||
 	    jset(doc, "host", jstr(p->host)) || jset(doc, "kernel", jstr(p->kernel)) ||
-	    jset(doc, "started_at", rfc3339_ms(p->started_at_ns)) ||
+	    jset(doc, "started_at", hc_json__rfc3339_ms(p->started_at_ns)) ||
 	    jset(doc, "duration_ns", ju64(p->duration_ns)) ||
 	    jset(doc, "sampling", sampling_to_json(p)) || jset(doc, "totals", totals_to_json(p)) ||
 	    jset(doc, "symbolize", counts_to_json(p->symbolize, p->n_symbolize)) ||

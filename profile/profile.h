@@ -161,6 +161,10 @@ void hc_profile__free(struct hc_profile *p);
 int hc_profile__add_lost(struct hc_profile *p, const char *reason, uint64_t count);
 int hc_profile__add_symbolize(struct hc_profile *p, const char *name, uint64_t count);
 
+/* ns since the epoch (CLOCK_REALTIME) as an RFC 3339 UTC string with milliseconds,
+ * "2026-11-22T10:00:00.000Z"; JSON null when gmtime cannot represent it. */
+json_t *hc_json__rfc3339_ms(int64_t ns);
+
 /* Encoders. to_json returns a new reference (NULL + errno on failure). */
 json_t *hc_profile__to_json(const struct hc_profile *p);
 int hc_profile__write_json(const struct hc_profile *p, FILE *out);

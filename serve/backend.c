@@ -170,15 +170,7 @@ static void fail(int *status, int code, char *why, size_t len, const char *msg)
 
 static json_t *rfc3339(int64_t ns)
 {
-	char buf[96];
-	time_t t = (time_t)(ns / NS);
-	struct tm tm;
-
-	gmtime_r(&t, &tm);
-	snprintf(buf, sizeof(buf), "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
-		 tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
-		 (int)(ns % NS / 1000000));
-	return json_string(buf);
+	return hc_json__rfc3339_ms(ns);
 }
 
 static uint64_t status_u64(const json_t *status, const char *key)

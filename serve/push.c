@@ -715,19 +715,10 @@ void hc_push__free(struct hc_push *p)
 
 /* ---- status and metrics ---- */
 
+/* Times in the status: RFC 3339, or null for "never". */
 static json_t *rfc3339(int64_t ns)
 {
-	char buf[64];
-	time_t t = (time_t)(ns / NS);
-	struct tm tm;
-
-	if (!ns)
-		return json_null();
-	gmtime_r(&t, &tm);
-	snprintf(buf, sizeof(buf), "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
-		 tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
-		 (int)(ns % NS / MS));
-	return json_string(buf);
+	return ns ? hc_json__rfc3339_ms(ns) : json_null();
 }
 
 json_t *hc_push__status(struct hc_push *p)
