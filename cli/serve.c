@@ -317,6 +317,13 @@ static int run_server(const struct serve_cfg *cfg, int sock, struct hc_listen *l
 		hc_backend__free(b);
 		return EX_SOFTWARE;
 	}
+	/* Tell the collector we answer: only then does it print the URL. */
+	if (write(sock, "R", 1) != 1) {
+		hc_server__free(srv);
+		hc_push__free(push);
+		hc_backend__free(b);
+		return EX_OSERR;
+	}
 	while (!hc_stop_requested) {
 		struct pollfd p = { .fd = sock, .events = POLLIN };
 
@@ -422,6 +429,19 @@ int cmd_serve(int argc, char **argv)
 		hc_err("%s: %s", what, strerror(err));
 		rc = (err == EPERM || err == EACCES) ? EX_NOPERM : EX_UNAVAILABLE;
 		goto out;
+	}
+	/* The URL is printed once the HTTP process answers: if it could not drop its privileges
+	 * or start, it has said why, and its exit code is ours. */
+	{
+		struct pollfd p = { .fd = sv[0], .events = POLLIN };
+		char ready = 0;
+
+		while ((err = poll(&p, 1, 10000)) < 0 && errno == EINTR && !hc_stop_requested)
+			;
+		if (err > 0 && read(sv[0], &ready, 1) != 1) {
+			peer_gone = true;
+			goto out;
+		}
 	}
 	fprintf(stderr, "hotcold: serving http://%s/ (sampling %g Hz on every CPU%s; keeping %llu s)\n",
 		l.addr, cfg.c.rate.hz, cfg.c.no_offcpu ? "" : ", off-CPU time too",

@@ -853,6 +853,7 @@ static void test_bad_user(void **state)
 	print_message("serve --user no-such-user-hc -> %d: %s", rc, text);
 	assert_int_equal(rc, 77);
 	assert_non_null(strstr(text, "no user 'no-such-user-hc'"));
+	assert_null(strstr(text, "serving http://")); /* no URL that never answers */
 	/* the kernel frees programs shortly after their last fd closes */
 	for (int i = 0; i < 100 && hc_programs_loaded() != 0; i++)
 		usleep(20000);
