@@ -572,10 +572,12 @@ int cmd_record(int argc, char **argv)
 	}
 	/* With off-CPU tracking the window is the scheduler programs' (idle and off-CPU time
 	 * are measured against it); the perf events run inside it. */
-	err = fill_profile(prof, &cfg, &cnt, agg, sym, started_at,
-			   cnt.offcpu ? win.end_ns - win.start_ns : t1 - t0);
+	/* The tree first: building it symbolizes, and the profile's symbolize counters
+	 * (unresolved frames...) are read after. */
+	err = hc_agg__build_tree(agg, prof->tree);
 	if (!err)
-		err = hc_agg__build_tree(agg, prof->tree);
+		err = fill_profile(prof, &cfg, &cnt, agg, sym, started_at,
+				   cnt.offcpu ? win.end_ns - win.start_ns : t1 - t0);
 	t_tree = now_ns(CLOCK_MONOTONIC);
 	if (err) {
 		hc_err("building the profile: %s", strerror(-err));

@@ -264,6 +264,28 @@ static void test_special_targets(void **state)
 	assert_true(secs >= (long long)t0 && secs <= (long long)t1);
 }
 
+/* Without CAP_SYSLOG the kernel frames cannot be named: the capture works, warns once on
+ * stderr, and counts what it could not name (the counters are read after symbolization). */
+static void test_no_kernel_symbols(void **state)
+{
+	char path[700], *err;
+	char *argv[] = { "/usr/bin/setpriv", "--bounding-set=-all,+bpf,+perfmon,+sys_ptrace",
+			 "--inh-caps=-all", (char *)hotcold, "record", "-d", "1s", "-o", path,
+			 NULL };
+	json_t *j;
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/nosyslog.json", dir);
+	assert_int_equal(run(argv, NULL, &err), 0);
+	print_message("without CAP_SYSLOG: %s", err);
+	assert_non_null(strstr(err, "warning: kernel symbols unavailable"));
+	free(err);
+	j = e2e_load_json(path);
+	assert_non_null(j);
+	assert_true(e2e_u64(j, "symbolize.kernel_unresolved") > 0);
+	json_decref(j);
+}
+
 /* Two captures to one name: the second fails at once with 75, the first completes. */
 static void test_lock(void **state)
 {
@@ -549,8 +571,18 @@ static void test_record_formats_and_diff(void **state)
 	{
 		char *argv[] = { (char *)hotcold, "record", "-d", "1s", "--format", "pprof",
 				 "--kind", "on", "-o", out, NULL };
+		/* a busy CPU: an idle one may deliver no cpu-clock samples at all */
+		char *wargv[] = { (char *)workload, "cpu", "3", NULL };
+		pid_t w;
+		int fd;
 
+		w = e2e_spawn(wargv, &fd, NULL);
+		assert_true(w > 0);
+		e2e_read_pid(fd);
+		close(fd);
 		assert_int_equal(run(argv, NULL, NULL), 0);
+		kill(w, SIGKILL);
+		e2e_wait(w, 5000);
 	}
 	assert_int_equal(pp_read_file(out, &pp, why, sizeof(why)), 0);
 	assert_int_equal(pp.n_sample_types, 2);
@@ -591,6 +623,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_signals, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_lock, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_special_targets, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_no_kernel_symbols, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_disk_errors, setup, teardown),
 	};
 	const struct CMUnitTest formats[] = {
