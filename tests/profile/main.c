@@ -23,6 +23,16 @@ void expect_golden_text(const char *actual, const char *expected, const char *na
 	assert_string_equal(actual, expected);
 }
 
+uint64_t hc_test_rng(void)
+{
+	static uint64_t state = 7;
+
+	state ^= state << 13;
+	state ^= state >> 7;
+	state ^= state << 17;
+	return state;
+}
+
 int main(void)
 {
 	int failed = 0;

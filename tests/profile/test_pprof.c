@@ -385,15 +385,7 @@ static void test_pprof_weight_selection(void **state)
 	hc_profile__free(p);
 }
 
-static uint64_t rng_state = 7;
-
-static uint64_t rng(void)
-{
-	rng_state ^= rng_state << 13;
-	rng_state ^= rng_state >> 7;
-	rng_state ^= rng_state << 17;
-	return rng_state;
-}
+#define rng hc_test_rng
 
 /* Paths of random shape: processes, threads, user, kernel and waker frames. */
 static void add_random_paths(struct hc_tree *t, int n_paths, unsigned int max_frames,

@@ -356,15 +356,7 @@ static void test_errors(void **state)
 
 /* ---- random trees against the folded encoder ---- */
 
-static uint64_t rng_state = 7;
-
-static uint64_t rng(void)
-{
-	rng_state ^= rng_state << 13;
-	rng_state ^= rng_state >> 7;
-	rng_state ^= rng_state << 17;
-	return rng_state;
-}
+#define rng hc_test_rng
 
 struct line {
 	char *text;

@@ -37,6 +37,9 @@
  * directory) for a human to diff and review. */
 void expect_golden_text(const char *actual, const char *expected, const char *name);
 
+/* xorshift64: the random trees of the encoder tests, the same sequence every run. */
+uint64_t hc_test_rng(void);
+
 int run_stacktab_tests(void);
 int run_tree_tests(void);
 int run_encode_tests(void);
