@@ -22,12 +22,13 @@ function keyOf(node) {
 	case 'waker':
 		return `w\0${node.name}`;
 	default:
-		return `f\0${node.kind}\0${node.name}\0${node.module ?? ''}`;
+		// unresolved frames stay apart by offset, as in the flame graph and report --diff
+		return `f\0${node.kind}\0${node.name}\0${node.module ?? ''}\0${node.offset ?? ''}`;
 	}
 }
 
 function mkNode(src, name) {
-	const n = { name, kind: src.kind, module: src.module, v: [0, 0, 0, 0, 0, 0, 0, 0], children: [], ids: null, byKey: null };
+	const n = { name, kind: src.kind, module: src.module, offset: src.offset, v: [0, 0, 0, 0, 0, 0, 0, 0], children: [], ids: null, byKey: null };
 	return n;
 }
 
@@ -38,7 +39,8 @@ const SCAN_MAX = 12;
 function sameNode(m, c, name) {
 	if (m.name !== name || m.kind !== c.kind) return false;
 	const k = c.kind;
-	return k === 'process' || k === 'thread' || k === 'waker' || m.module === c.module;
+	return k === 'process' || k === 'thread' || k === 'waker' ||
+		(m.module === c.module && m.offset === c.offset);
 }
 
 const MAX_IDS = 8; // pids/tids remembered per side for the tooltip

@@ -37,6 +37,7 @@ async function step(name, fn) {
 		failed++;
 		console.log(`not ok ${passed + failed} - ${name}`);
 		console.log(`  # ${e instanceof Check ? e.message : e.stack || e}`);
+		if (e && typeof e === 'object') e.counted = true;
 		throw e;
 	}
 }
@@ -116,6 +117,34 @@ function profileDoc(root, durationNs, startedAt) {
 		totals: { on_cpu_ns: fg.on_cpu_ns, off_cpu_ns: fg.off_cpu_ns, runqueue_ns: 0, idle_ns: 0 },
 		symbolize: {}, flamegraph: fg, histograms: {},
 	};
+}
+
+/**
+ * Matching in diffs: unresolved frames of one module stay apart by offset (as the flame graph
+ * and report --diff keep them), equal ones merge; processes merge by name whatever their pid.
+ */
+async function diffMatchStep(page) {
+	await step('diff matching: unresolved frames apart by offset, processes by name', () => diffMatch(page));
+	await page.close();
+}
+
+async function diffMatch(page) {
+	await page.goto(`${BASE}/#live=0`, { timeout: 30000 });
+	const r = await page.evaluate(async () => {
+		const { mergeTrees } = await import('/diff.js');
+		const w = (on) => ({ value: on, on_cpu_ns: on, off_cpu_ns: 0, runqueue_ns: 0, samples: 1 });
+		const unk = (off, on) => ({ name: '[unknown]', kind: 'user', module: '/lib/x.so', offset: off, ...w(on), children: [] });
+		const tree = (pid, kids) => {
+			const sum = kids.reduce((a, c) => a + c.value, 0);
+			const thr = { name: 'p', kind: 'thread', tid: pid, ...w(sum), children: kids };
+			return { name: 'all', kind: 'root', ...w(sum), children: [{ name: 'p', kind: 'process', pid, ...w(sum), children: [thr] }] };
+		};
+		const m = mergeTrees(tree(1, [unk('0x10', 5), unk('0x20', 7)]), tree(2, [unk('0x10', 3)]));
+		const thr = m.children[0].children[0];
+		return { procs: m.children.length, frames: thr.children.map((c) => [c.offset, c.v[0], c.v[4]]) };
+	});
+	ok(r.procs === 1, `processes merge by name: ${JSON.stringify(r)}`);
+	ok(r.frames.length === 2, `unresolved frames stay apart by offset: ${JSON.stringify(r)}`);
 }
 
 /**
@@ -764,6 +793,7 @@ async function main() {
 		});
 
 		await diffFileSteps(await browser.newPage({ viewport: { width: 1400, height: 950 }, deviceScaleFactor: 2 }).then(watch), noProblems);
+		await diffMatchStep(await browser.newPage().then(watch));
 		await diffRangeSteps(await browser.newPage({ viewport: { width: 1400, height: 950 }, deviceScaleFactor: 2 }).then(watch), noProblems,
 			(on) => { reloading = on; });
 
@@ -775,9 +805,11 @@ async function main() {
 
 main()
 	.catch((e) => {
-		if (!(e instanceof Check) && !failed) {
+		// A failure a step already reported is counted; anything else (a check or an error
+		// outside a step) is a failure too, never a silent end of the run.
+		if (!e?.counted) {
 			failed++;
-			console.log(`not ok - ${e.stack || e}`);
+			console.log(`not ok - ${e instanceof Check ? e.message : e?.stack || e}`);
 		}
 	})
 	.finally(() => {
