@@ -68,6 +68,7 @@ struct object {
 	uint64_t size;	    /* OBJ_SPECIAL: mapping size */
 	/* OBJ_JIT: */
 	uint32_t tgid;
+	uint32_t nspid; /* tgid in the process's own pid namespace: its perf map's name */
 	struct hc_perfmap *perfmap;
 	struct stat perfmap_st; /* of the file perfmap was read from, to notice rewrites */
 	bool perfmap_read;
@@ -150,8 +151,12 @@ struct hc_symbolizer *hc_symbolizer__new(const struct hc_symbolizer_opts *opts)
 	sym->proc_root = dup_or_default(opts->proc_root, "/proc");
 	sym->kallsyms_path = dup_or_default(opts->kallsyms, "/proc/kallsyms");
 	sym->debug_root = dup_or_default(opts->debug_root, "/usr/lib/debug");
-	sym->perfmap_dir = dup_or_default(opts->perfmap_dir, "/tmp");
-	if (!sym->proc_root || !sym->kallsyms_path || !sym->debug_root || !sym->perfmap_dir)
+	if (opts->perfmap_dir) {
+		sym->perfmap_dir = strdup(opts->perfmap_dir);
+		if (!sym->perfmap_dir)
+			goto err_free;
+	}
+	if (!sym->proc_root || !sym->kallsyms_path || !sym->debug_root)
 		goto err_free;
 	sym->no_demangle = opts->no_demangle;
 	return sym;
@@ -375,9 +380,65 @@ static int special_object(struct hc_symbolizer *sym, const struct hc_mapping *m,
 	return err;
 }
 
-static void perfmap_path(const struct hc_symbolizer *sym, uint32_t tgid, char *buf, size_t size)
+/* The innermost pid of an NSpid line of /proc/PID/status ("NSpid:\t4242\t7\n" -> 7). */
+int hc__status_nspid(const char *status, uint32_t *out)
 {
-	snprintf(buf, size, "%s/perf-%u.map", sym->perfmap_dir, tgid);
+	const char *p = strstr(status, "\nNSpid:");
+	unsigned long v = 0;
+	bool any = false;
+
+	if (!p)
+		return -ENOENT;
+	for (p += 7; *p && *p != '\n';) {
+		char *end;
+		unsigned long x;
+
+		while (*p == ' ' || *p == '\t')
+			p++;
+		if (*p < '0' || *p > '9')
+			break;
+		errno = 0;
+		x = strtoul(p, &end, 10);
+		if (errno || x == 0 || x > UINT32_MAX)
+			return -EINVAL;
+		v = x;
+		any = true;
+		p = end;
+	}
+	if (!any)
+		return -EINVAL;
+	*out = (uint32_t)v;
+	return 0;
+}
+
+static uint32_t read_nspid(const struct hc_symbolizer *sym, uint32_t tgid)
+{
+	char path[PATH_MAX], buf[4096];
+	uint32_t nspid;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%u/status", sym->proc_root, tgid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return tgid;
+	buf[0] = '\n'; /* so that a first line matches "\nNSpid:" too */
+	n = read(fd, buf + 1, sizeof(buf) - 2);
+	close(fd);
+	if (n <= 0)
+		return tgid;
+	buf[n + 1] = '\0';
+	return hc__status_nspid(buf, &nspid) ? tgid : nspid;
+}
+
+static void perfmap_path(const struct hc_symbolizer *sym, const struct object *o, char *buf,
+			 size_t size)
+{
+	if (sym->perfmap_dir)
+		snprintf(buf, size, "%s/perf-%u.map", sym->perfmap_dir, o->tgid);
+	else
+		snprintf(buf, size, "%s/%u/root/tmp/perf-%u.map", sym->proc_root, o->tgid,
+			 o->nspid ? o->nspid : o->tgid);
 }
 
 /*
@@ -390,7 +451,7 @@ static void refresh_perfmap(struct hc_symbolizer *sym, struct object *o)
 	char path[PATH_MAX];
 	struct stat st;
 
-	perfmap_path(sym, o->tgid, path, sizeof(path));
+	perfmap_path(sym, o, path, sizeof(path));
 	if (stat(path, &st))
 		return;
 	if (o->perfmap_read && st.st_size == o->perfmap_st.st_size &&
@@ -421,6 +482,7 @@ static int jit_object(struct hc_symbolizer *sym, struct proc *p, uint32_t *id)
 		return err;
 	o = get_object(sym, *id);
 	o->tgid = p->tgid;
+	o->nspid = read_nspid(sym, p->tgid);
 	p->jit_obj = *id;
 	/* Read while the process lives; a runtime may remove its map at exit. */
 	refresh_perfmap(sym, o);

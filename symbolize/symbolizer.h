@@ -27,9 +27,16 @@ struct hc_symbolizer_opts {
 	const char *proc_root;   /* "/proc" when NULL */
 	const char *kallsyms;    /* "/proc/kallsyms" when NULL */
 	const char *debug_root;  /* "/usr/lib/debug" when NULL: .build-id/xx/yyyy.debug lives here */
-	const char *perfmap_dir; /* "/tmp" when NULL: JIT maps perf-PID.map */
+	/* Where JIT maps perf-PID.map are. NULL: in the process's own /tmp, as the runtime wrote
+	 * it: PROC_ROOT/PID/root/tmp/perf-NSPID.map, NSPID its pid in its own pid namespace
+	 * (containers, systemd's PrivateTmp). Given: DIR/perf-PID.map. */
+	const char *perfmap_dir;
 	bool no_demangle;        /* keep C++/Rust names mangled */
 };
+
+/* For tests: the innermost pid of the NSpid line in a /proc/PID/status text (which must
+ * start with '\n' or hold the line after one). 0, -ENOENT (no line), -EINVAL. */
+int hc__status_nspid(const char *status, uint32_t *out);
 
 /* Object id 0: the address fell in no known mapping; off is then the raw address. */
 #define HC_OBJ_UNKNOWN 0u

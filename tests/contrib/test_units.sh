@@ -160,8 +160,9 @@ start_workloads() {
 	for p in $WORKLOADS; do
 		kill -0 "$p" 2>/dev/null || fail "workload $p did not start"
 	done
-	# A JIT: its functions are named only from /tmp/perf-PID.map, in hotcold's own /tmp
-	# (a unit with PrivateTmp=yes loses them). Node.js is a test dependency (the viewer).
+	# A JIT: its functions are named only from its /tmp/perf-PID.map, which hotcold reads
+	# through /proc/PID/root (so the units' PrivateTmp=yes keeps them). Node.js is a test
+	# dependency (the viewer).
 	if ! command -v node >/dev/null; then
 		echo "note: no node; the JIT check (PrivateTmp=) is left out"
 		return

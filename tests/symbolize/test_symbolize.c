@@ -1300,6 +1300,66 @@ static void test_facade_fake_proc(void **state)
 	hc_symbolizer__free(NULL);
 }
 
+/* A JIT in a container: its perf map is in its own /tmp, named by its pid there. */
+static void test_facade_jit_namespaced(void **state)
+{
+	char dir[] = "/tmp/hc-proc-XXXXXX", path[4200];
+	struct hc_symbolizer_opts opts = { 0 };
+	struct hc_symbolizer *sym;
+	struct hc_frame_info fi;
+	struct hc_uloc loc;
+	uint32_t v;
+	FILE *f;
+
+	(void)state;
+	assert_int_equal(hc__status_nspid("\nName:\tx\nNSpid:\t4242\t7\n", &v), 0);
+	assert_int_equal(v, 7);
+	assert_int_equal(hc__status_nspid("\nNSpid:\t4242\n", &v), 0);
+	assert_int_equal(v, 4242);
+	assert_int_equal(hc__status_nspid("\nName:\tx\n", &v), -ENOENT);
+	assert_int_equal(hc__status_nspid("\nNSpid:\t\n", &v), -EINVAL);
+	assert_int_equal(hc__status_nspid("\nNSpid:\t4242\t99999999999\n", &v), -EINVAL);
+
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "mkdir -p %s/4242/root/tmp", dir);
+	assert_int_equal(system(path), 0);
+	snprintf(path, sizeof(path), "%s/4242/maps", dir);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fprintf(f, "7f0000000000-7f0000010000 r-xp 00000000 00:00 0 \n");
+	fclose(f);
+	snprintf(path, sizeof(path), "%s/4242/status", dir);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fprintf(f, "Name:\tnode\nTgid:\t4242\nNSpid:\t4242\t7\n");
+	fclose(f);
+	/* a decoy under the host pid: must not be read */
+	snprintf(path, sizeof(path), "%s/4242/root/tmp/perf-4242.map", dir);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fprintf(f, "7f0000000100 100 wrong_map\n");
+	fclose(f);
+	snprintf(path, sizeof(path), "%s/4242/root/tmp/perf-7.map", dir);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fprintf(f, "7f0000000100 100 js:in_container\n");
+	fclose(f);
+
+	opts.proc_root = dir;
+	sym = hc_symbolizer__new(&opts);
+	assert_non_null(sym);
+	assert_int_equal(hc_symbolizer__add_process(sym, 4242), 0);
+	assert_int_equal(hc_symbolizer__normalize(sym, 4242, 0x7f0000000110ull, &loc), 0);
+	assert_int_not_equal(loc.obj, HC_OBJ_UNKNOWN);
+	assert_int_equal(hc_symbolizer__resolve_user(sym, &loc, &fi), 0);
+	assert_string_equal(fi.name, "js:in_container");
+	assert_string_equal(fi.module, "[jit]");
+	assert_int_equal(fi.offset, 0x10);
+	hc_symbolizer__free(sym);
+	snprintf(path, sizeof(path), "rm -rf '%s'", dir);
+	assert_int_equal(system(path), 0);
+}
+
 /* Maps that cannot be read for a reason other than exit: an error each time, never "known". */
 static void test_facade_unreadable(void **state)
 {
@@ -1421,6 +1481,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_facade_jit_self),
 		cmocka_unit_test(test_facade_vdso_self),
 		cmocka_unit_test(test_facade_fake_proc),
+		cmocka_unit_test(test_facade_jit_namespaced),
 		cmocka_unit_test(test_facade_unreadable),
 		cmocka_unit_test(test_facade_kernel),
 	};
