@@ -787,7 +787,7 @@ static void read_fns(struct fixture_proc *fp, const char *until)
 	char line[512];
 
 	while (fgets(line, sizeof(line), fp->out)) {
-		unsigned long long addr;
+		unsigned long long addr = 0;
 		char name[64], *sp;
 
 		line[strcspn(line, "\n")] = '\0';
