@@ -263,8 +263,15 @@ sandbox_prepare() {
 			hide_mount "$([ "${p#-}" != "$p" ] && echo 1 || echo 0)" "${p#-}" "$d"
 		done
 		if [ "$(unit_bool "$f" PrivateTmp)" = 1 ]; then
-			echo "mount -t tmpfs -o mode=1777 none /tmp"
-			echo "mount -t tmpfs -o mode=1777 none /var/tmp"
+			for p in /tmp /var/tmp; do
+				# As for ProtectHome below: a checkout under /tmp (a CI clone) must stay
+				# visible to the process under test. The note goes to the test's log,
+				# not into the sandbox (whose stderr must stay silent).
+				case "$d/ $HOTCOLD" in
+				"$p"/* | *" $p"/*) echo "note: $p holds the test; not made private" >&2 ;;
+				*) echo "mount -t tmpfs -o mode=1777 none '$p'" ;;
+				esac
+			done
 		fi
 		case "$(unit_get "$f" Service ProtectHome | tail -n 1)" in
 		yes | true | 1 | tmpfs)
@@ -272,7 +279,7 @@ sandbox_prepare() {
 				[ -d "$p" ] || continue
 				# What systemd would hide must not hold what this test runs.
 				case "$d/ $HOTCOLD" in
-				"$p"/* | *" $p"/*) echo "echo 'note: $p holds the test; not hidden' >&2" ;;
+				"$p"/* | *" $p"/*) echo "note: $p holds the test; not hidden" >&2 ;;
 				*) echo "mount -t tmpfs -o mode=000,size=4k none '$p'" ;;
 				esac
 			done
