@@ -39,7 +39,9 @@ help_codes() {
 		tr -dc '0-9\n ' | tr ' ' '\n' | grep . | sort -un
 }
 
-# check MANFILE: 0 when everything is documented, else 1 with what is missing.
+# check MANFILE: 0 when everything is documented, else 1 with what is missing. (Searches read
+# here-strings, not `printf | grep -q`: under pipefail, grep -q leaving early can kill printf
+# with SIGPIPE and turn a match into a miss.)
 check() {
 	local f=$1 text sub opts codes o c bad=0 cmd n
 	# Rendered text, overstrike (bold, underline) removed.
@@ -57,7 +59,7 @@ check() {
 		n=$(printf '%s\n' "$opts" | grep -c .)
 		[ "$n" -ge 6 ] || { echo "only $n options read from '$cmd --help'"; bad=1; }
 		for o in $opts; do
-			printf '%s\n' "$sub" | grep -qE -- "(^|[^A-Za-z0-9-])$o([^A-Za-z0-9-]|\$)" ||
+			grep -qE -- "(^|[^A-Za-z0-9-])$o([^A-Za-z0-9-]|\$)" <<<"$sub" ||
 				{ echo "hotcold $cmd: $o is not documented in its subsection"; bad=1; }
 		done
 		codes=$("$HOTCOLD" "$cmd" --help | help_codes)
@@ -66,13 +68,13 @@ check() {
 		sub=$(printf '%s\n' "$text" |
 			awk '$0 == "EXIT STATUS" { on = 1; next } on && /^[^ ]/ { exit } on')
 		for c in $codes; do
-			printf '%s\n' "$sub" | grep -qE "^ {5}$c( |\$)" ||
+			grep -qE "^ {5}$c( |\$)" <<<"$sub" ||
 				{ echo "hotcold $cmd: exit code $c is not an item of EXIT STATUS"; bad=1; }
 		done
 		[ $bad -eq 0 ] && [ "$f" = "$man" ] &&
 			echo "hotcold $cmd: $(echo $opts | wc -w) options and exit codes $(echo $codes) documented"
 	done
-	printf '%s\n' "$text" | grep -qE -- '(^|[^A-Za-z0-9-])--version([^A-Za-z0-9-]|$)' ||
+	grep -qE -- '(^|[^A-Za-z0-9-])--version([^A-Za-z0-9-]|$)' <<<"$text" ||
 		{ echo "--version is not documented"; bad=1; }
 	return $bad
 }
@@ -82,10 +84,10 @@ check "$man" || fail "$man is missing the above"
 # 2. The check can fail: a flag's every mention removed, then an exit code's item.
 grep -v -e 'Fl -wakers' "$man" >"$t/no-flag.8"
 out=$(check "$t/no-flag.8") && fail "the check passed a page without --wakers"
-printf '%s\n' "$out" | grep -q -- '--wakers is not documented' ||
+grep -q -- '--wakers is not documented' <<<"$out" ||
 	fail "the check missed the removal of --wakers: $out"
 grep -v -e '^\.It 75' "$man" >"$t/no-code.8"
 out=$(check "$t/no-code.8") && fail "the check passed a page without exit code 75"
-printf '%s\n' "$out" | grep -q 'exit code 75 is not' ||
+grep -q 'exit code 75 is not' <<<"$out" ||
 	fail "the check missed the removal of exit code 75: $out"
 echo "the check fails without --wakers or exit code 75: ok"

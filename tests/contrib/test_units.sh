@@ -105,7 +105,7 @@ verify() {
 	# One capture an hour, in the hour, caught up after downtime.
 	cal=$(unit_get "$timer" Timer OnCalendar)
 	out=$(systemd-analyze calendar "$cal" 2>&1) || fail "OnCalendar=$cal:"$'\n'"$out"
-	printf '%s\n' "$out" | grep -q 'Normalized form: \*-\*-\* \*:00:00' ||
+	grep -q 'Normalized form: \*-\*-\* \*:00:00' <<<"$out" ||
 		fail "OnCalendar=$cal is not hourly:"$'\n'"$out"
 	delay=$(unit_get "$timer" Timer RandomizedDelaySec | tail -n 1)
 	out=$(systemd-analyze timespan "${delay:-0}" | sed -n 's/.*μs: *//p')
@@ -263,7 +263,7 @@ bpf_record() {
 	out=$("$HC_CONTRIB_CHECK" profile "$PROFILE" $WORKLOADS 2>&1) &&
 		fail "the profile check passed without CAP_SYSLOG and the /proc capabilities: $out"
 	for msg in "kernel frames are not named" "pid ${WORKLOADS%% *}: its frames are not named"; do
-		printf '%s\n' "$out" | grep -q "$msg" || fail "without them, no '$msg':"$'\n'"$out"
+		grep -q "$msg" <<<"$out" || fail "without them, no '$msg':"$'\n'"$out"
 	done
 	echo "without CAP_SYSLOG, CAP_SYS_PTRACE, CAP_DAC_READ_SEARCH, CAP_CHECKPOINT_RESTORE the check fails: ok"
 
