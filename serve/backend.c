@@ -250,8 +250,9 @@ static unsigned int kind_weights(enum hc_api_kind k)
 }
 
 /* The range's profile, encoded as q->format: malloc'd, *len bytes. NULL + status/why. */
-static char *encode_profile(struct hc_backend *b, const struct hc_api_query *q, size_t *len,
-			    int *status, char *why, size_t wl, struct hc_store_filter *f_out)
+static char *encode_profile(struct hc_backend *b, const struct hc_api_query *q,
+			    unsigned int weights, size_t *len, int *status, char *why, size_t wl,
+			    struct hc_store_filter *f_out)
 {
 	struct hc_store_pruned pruned = {0};
 	struct hc_store_filter f;
@@ -271,6 +272,10 @@ static char *encode_profile(struct hc_backend *b, const struct hc_api_query *q, 
 		hc_profile__free(p);
 		return NULL;
 	}
+	/* The weights exported decide what the tree holds, whoever asked (kind= or --push-kind). */
+	f.on = weights & HC_W_ON;
+	f.off = weights & HC_W_OFF;
+	f.runqueue = weights & HC_W_RUNQ;
 	if (f_out)
 		*f_out = f;
 	err = hc_store__tree(b->store, &f, p->tree, &pruned);
@@ -313,10 +318,10 @@ static char *encode_profile(struct hc_backend *b, const struct hc_api_query *q, 
 		goto err_free;
 	switch (q->format) {
 	case HC_API_FORMAT_FOLDED:
-		err = hc_profile__write_folded(p, kind_weights(q->kind), mem);
+		err = hc_profile__write_folded(p, weights, mem);
 		break;
 	case HC_API_FORMAT_PPROF:
-		err = hc_profile__write_pprof(p, kind_weights(q->kind), mem);
+		err = hc_profile__write_pprof(p, weights, mem);
 		break;
 	default:
 		err = hc_profile__write_json(p, mem);
@@ -338,7 +343,7 @@ err_free:
 static char *api_profile(void *ctx, const struct hc_api_query *q, size_t *len, int *status,
 			 char *why, size_t wl)
 {
-	return encode_profile(ctx, q, len, status, why, wl, NULL);
+	return encode_profile(ctx, q, kind_weights(q->kind), len, status, why, wl, NULL);
 }
 
 int hc_backend__pprof(struct hc_backend *b, int64_t from_ns, int64_t *to_ns, unsigned int weights,
@@ -347,9 +352,6 @@ int hc_backend__pprof(struct hc_backend *b, int64_t from_ns, int64_t *to_ns, uns
 	struct hc_api_query q = {
 		.from_ns = from_ns,
 		.to_ns = *to_ns,
-		.kind = weights == HC_W_ON		  ? HC_API_KIND_ON
-			: weights == (HC_W_OFF | HC_W_RUNQ) ? HC_API_KIND_OFF
-							    : HC_API_KIND_ALL,
 		.format = HC_API_FORMAT_PPROF,
 	};
 	struct hc_store_filter f;
@@ -369,7 +371,7 @@ int hc_backend__pprof(struct hc_backend *b, int64_t from_ns, int64_t *to_ns, uns
 	if (!st.newest_s || !b->sealed_s || end_s <= from_ns / NS)
 		return -ENODATA;
 	q.to_ns = end_s * NS;
-	*buf = encode_profile(b, &q, len, &status, why, sizeof(why), &f);
+	*buf = encode_profile(b, &q, weights, len, &status, why, sizeof(why), &f);
 	if (!*buf)
 		return status == 503 ? -ENODATA : -ENOMEM;
 	/* What the store held: from may have been clipped up to its oldest second (older
