@@ -14,7 +14,7 @@ cd "$(dirname "$0")"
 # checks the man page, systemd-analyze and strace the units in contrib/).
 PKGS=(clang bpftool libbpf-dev meson ninja-build pkg-config gcc make binutils xz-utils
       libelf-dev libdw-dev liblzma-dev libjansson-dev libcmocka-dev zlib1g-dev libiberty-dev jq
-      libmicrohttpd-dev libcap-dev libcurl4-openssl-dev)
+      libmicrohttpd-dev libcap-dev libseccomp-dev libcurl4-openssl-dev)
 TEST_PKGS=(chromium golang-go mandoc systemd strace)
 
 die() { echo "setup.sh: $*" >&2; exit 1; }

@@ -231,6 +231,7 @@ int hc_sample(struct bpf_perf_event_data *ctx)
 	e->user_ip = in_kernel ? 0 : ctx->regs.ip;
 	e->tgid = tgid;
 	e->tid = tid;
+	e->pstart_ns = BPF_CORE_READ(task, group_leader, start_boottime);
 	e->runq_len = runq_len(task);
 	unclaimed(e);
 	e->prio = BPF_CORE_READ(task, prio);
@@ -296,6 +297,7 @@ int BPF_PROG(hc_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm 
 	e->type = HC_EVENT_EXEC;
 	e->tgid = tgid;
 	e->time_ns = bpf_ktime_get_ns();
+	e->pstart_ns = BPF_CORE_READ(p, group_leader, start_boottime);
 	BPF_CORE_READ_STR_INTO(&e->comm, p, comm);
 	bpf_map_delete_elem(&seen_tgids, &tgid);
 	bpf_ringbuf_submit(e, BPF_RB_FORCE_WAKEUP);
@@ -529,6 +531,7 @@ static __always_inline struct tstate *tstate_get(struct task_struct *t, bool cre
 		return 0;
 	}
 	ts->ev[0].tgid = ts->ev[1].tgid = BPF_CORE_READ(t, tgid);
+	ts->ev[0].pstart_ns = ts->ev[1].pstart_ns = BPF_CORE_READ(t, group_leader, start_boottime);
 	ts->ev[0].tid = ts->ev[1].tid = BPF_CORE_READ(t, pid);
 	if (BPF_CORE_READ(t, flags) & PF_KTHREAD)
 		ts->ev[0].flags = ts->ev[1].flags = HC_OFF_KTHREAD;

@@ -68,6 +68,9 @@ struct hc_sample_event {
 	__u32 type; /* HC_EVENT_SAMPLE */
 	__u32 cpu;
 	__u64 time_ns; /* bpf_ktime_get_ns(): CLOCK_MONOTONIC */
+	/* The process's identity with tgid (pids are reused): its group leader's
+	 * start_boottime, what /proc/PID/stat's starttime counts in clock ticks. */
+	__u64 pstart_ns;
 	__u64 kernel_ip;
 	__u64 user_ip;
 	__u32 tgid;
@@ -97,6 +100,7 @@ struct hc_exec_event {
 	__u32 type; /* HC_EVENT_EXEC */
 	__u32 tgid;
 	__u64 time_ns;
+	__u64 pstart_ns; /* as in hc_sample_event */
 	char comm[HC_TASK_COMM_LEN];
 };
 
@@ -116,6 +120,7 @@ struct hc_offcpu_event {
 	__u32 flags;
 	__u32 tgid;
 	__u32 tid;
+	__u64 pstart_ns; /* as in hc_sample_event */
 	__u64 first_ns; /* earliest interval start in this flush */
 	__u64 last_ns;	/* latest interval end */
 	__u64 off_ns;	/* blocked: switch-out asleep -> wakeup (or -> switch-in, no wakeup seen) */

@@ -135,6 +135,7 @@ struct task_struct {
 	pid_t pid;
 	pid_t tgid;
 	struct task_struct *group_leader;
+	__u64 start_boottime;
 	char comm[16];
 } __attribute__((preserve_access_index));
 

@@ -11,7 +11,9 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/prctl.h>
 #include <sys/utsname.h>
+#include <sys/wait.h>
 #include <sysexits.h>
 #include <time.h>
 #include <unistd.h>
@@ -19,6 +21,8 @@
 #include "cli/cli.h"
 #include "cli/output.h"
 #include "cli/timespec.h"
+#include "privsep/broker.h"
+#include "privsep/sandbox.h"
 #include "profile/profile.h"
 #include "sampler/aggregate.h"
 #include "sampler/sampler.h"
@@ -36,6 +40,7 @@ struct record_cfg {
 	bool kind_set;
 	const char *comm;
 	bool wakers;
+	const char *user; /* the sandboxed worker's user */
 };
 
 static void usage(FILE *out)
@@ -98,6 +103,9 @@ static void usage(FILE *out)
 		"      --kind KIND       what folded, pprof and speedscope carry: all (on-CPU,\n"
 		"                        blocked and run-queue time; the default), on or off\n"
 		"      --no-demangle     keep C++/Rust symbol names mangled\n"
+		"      --user NAME       the user the sandboxed worker runs as (default nobody;\n"
+		"                        root is refused): it reads the profiled programs' files\n"
+		"                        and /proc text with no privileges (docs/security.md)\n"
 		"  -v, --verbose         libbpf warnings and a summary on stderr\n"
 		"  -h, --help            this text\n"
 		"\n"
@@ -164,6 +172,7 @@ static int parse_args(int argc, char **argv, struct record_cfg *cfg)
 		OPT_COMM,
 		OPT_WAKERS,
 		OPT_KIND,
+		OPT_USER,
 	};
 	static const struct option opts[] = {
 		HC_COMMON_LONGOPTS,
@@ -174,6 +183,7 @@ static int parse_args(int argc, char **argv, struct record_cfg *cfg)
 		{"comm", required_argument, NULL, OPT_COMM},
 		{"wakers", no_argument, NULL, OPT_WAKERS},
 		{"kind", required_argument, NULL, OPT_KIND},
+		{"user", required_argument, NULL, OPT_USER},
 		{"help", no_argument, NULL, 'h'},
 		{0},
 	};
@@ -183,6 +193,7 @@ static int parse_args(int argc, char **argv, struct record_cfg *cfg)
 	hc_common_args__init(&cfg->c);
 	cfg->weights = HC_W_ALL;
 	cfg->duration_ns = 10ull * 1000000000ull;
+	cfg->user = "nobody";
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "F:d:p:o:vh", opts, NULL)) != -1) {
 		rc = hc_common_args__parse(&cfg->c, c, optarg);
@@ -229,6 +240,13 @@ static int parse_args(int argc, char **argv, struct record_cfg *cfg)
 			}
 			cfg->comm = optarg;
 			break;
+		case OPT_USER:
+			if (!*optarg) {
+				hc_err("--user: empty user name");
+				return EX_USAGE;
+			}
+			cfg->user = optarg;
+			break;
 		case OPT_WAKERS:
 			cfg->wakers = true;
 			break;
@@ -269,27 +287,27 @@ static int parse_args(int argc, char **argv, struct record_cfg *cfg)
 
 static int on_sample(void *ctx, const struct hc_sample_event *e, size_t size)
 {
-	return hc_agg__sample(ctx, e, size);
+	return hc_agg__sample(*(struct hc_agg **)ctx, e, size);
 }
 
 static int on_exec(void *ctx, const struct hc_exec_event *e)
 {
-	return hc_agg__exec(ctx, e);
+	return hc_agg__exec(*(struct hc_agg **)ctx, e);
 }
 
 static int on_offcpu(void *ctx, const struct hc_offcpu_event *e, size_t size)
 {
-	return hc_agg__offcpu(ctx, e, size);
+	return hc_agg__offcpu(*(struct hc_agg **)ctx, e, size);
 }
 
 static int on_thist(void *ctx, const struct hc_thist_event *e)
 {
-	return hc_agg__thist(ctx, e);
+	return hc_agg__thist(*(struct hc_agg **)ctx, e);
 }
 
 static int on_waker(void *ctx, const struct hc_waker_event *e, size_t size)
 {
-	return hc_agg__waker(ctx, e, size);
+	return hc_agg__waker(*(struct hc_agg **)ctx, e, size);
 }
 
 static uint64_t now_ns(clockid_t clk)
@@ -302,9 +320,14 @@ static uint64_t now_ns(clockid_t clk)
 
 static bool any_alive(const struct record_cfg *cfg)
 {
-	for (size_t i = 0; i < cfg->n_tgids; i++)
-		if (kill((pid_t)cfg->tgids[i], 0) == 0 || errno == EPERM)
+	char path[32];
+
+	/* Not kill(pid, 0): the sandbox may not signal anybody. A zombie still counts. */
+	for (size_t i = 0; i < cfg->n_tgids; i++) {
+		snprintf(path, sizeof(path), "/proc/%u", cfg->tgids[i]);
+		if (access(path, F_OK) == 0)
 			return true;
+	}
 	return false;
 }
 
@@ -415,6 +438,7 @@ static int fill_profile(struct hc_profile *p, const struct record_cfg *cfg,
 		const struct hc_count sc[] = {
 			{"processes", ss.processes},
 			{"process_gone", ss.process_gone},
+			{"pid_reused", ss.pid_reused},
 			{"objects", ss.objects},
 			{"object_open_err", ss.object_open_err},
 			{"elf_err", ss.elf_err},
@@ -431,87 +455,45 @@ static int fill_profile(struct hc_profile *p, const struct record_cfg *cfg,
 	return err;
 }
 
-int cmd_record(int argc, char **argv)
+/*
+ * The sandboxed half: everything after the BPF objects exist. Runs as --user with no
+ * capabilities under the worker seccomp allow-list; gets its files from the broker on
+ * broker_fd; writes the profile to out->f (opened by the privileged half, which commits it
+ * when we exit 0). Returns the exit code.
+ */
+static int record_worker(const struct record_cfg *cfg, struct hc_sampler *sampler,
+			 struct hc_agg **aggp, struct hc_output *out, int broker_fd)
 {
-	struct record_cfg cfg = {0};
+	struct hc_broker_client bc = { .sock = broker_fd };
 	struct hc_symbolizer_opts sopts = {0};
-	struct hc_sampler_opts popts = {0};
 	struct hc_sampler_counts cnt = {0};
-	struct hc_sampler_callbacks cb;
+	struct hc_symbolizer_io io;
 	struct hc_symbolizer *sym = NULL;
-	struct hc_sampler *sampler = NULL;
 	struct hc_profile *prof = NULL;
-	struct hc_output out = {0};
 	struct hc_agg *agg = NULL;
 	uint64_t t0, t1, t_tree, t_enc, deadline;
 	struct hc_sampler_window win;
-	char comm[HC_TASK_COMM_LEN];
 	int64_t started_at;
-	int rc, err, ksym_err;
+	int rc = 0, err, ksym_err;
 
-	rc = parse_args(argc, argv, &cfg);
-	if (rc)
-		goto out;
-	/* From here on SIGINT/SIGTERM only end the capture early: the output, once opened, is
-	 * always committed or removed, never left half-made by the default action. */
-	hc_catch_stop_signals();
-	hc_libbpf_verbose(cfg.c.verbose);
-	for (size_t i = 0; i < cfg.n_tgids; i++) {
-		if (kill((pid_t)cfg.tgids[i], 0) != 0 && errno == ESRCH) {
-			hc_err("-p %u: no such process", cfg.tgids[i]);
-			rc = EX_NOINPUT;
-			goto out;
-		}
-	}
-	/* Create the output first: a bad path fails now, not after the capture. */
-	rc = hc_output__open(&out, cfg.output, time(NULL));
-	if (!rc && hc_format__refuse_tty(cfg.format, out.f))
-		rc = EX_USAGE;
-	if (rc)
-		goto out;
-
-	hc_raise_nofile_limit();
-	sopts.no_demangle = cfg.c.no_demangle;
+	hc_broker_client__io(&bc, &io);
+	sopts.no_demangle = cfg->c.no_demangle;
+	sopts.io = &io;
 	sym = hc_symbolizer__new(&sopts);
 	if (!sym) {
 		rc = EX_OSERR;
 		goto out;
 	}
 	ksym_err = hc_symbolizer__load_kernel(sym);
-	agg = hc_agg__new(sym, cfg.c.rate.period_ns);
+	agg = hc_agg__new(sym, cfg->c.rate.period_ns);
 	if (!agg) {
 		rc = EX_OSERR;
 		goto out;
 	}
+	*aggp = agg;
 	/* Snapshot the -p processes now, before any sample. */
-	for (size_t i = 0; i < cfg.n_tgids; i++)
-		hc_symbolizer__add_process(sym, cfg.tgids[i]);
-
-	cb = (struct hc_sampler_callbacks){ .sample = on_sample,
-					   .exec = on_exec,
-					   .offcpu = on_offcpu,
-					   .thist = on_thist,
-					   .waker = on_waker,
-					   .ctx = agg};
-	popts.period_ns = cfg.c.rate.period_ns;
-	popts.tgids = cfg.tgids;
-	popts.n_tgids = cfg.n_tgids;
-	popts.no_offcpu = cfg.c.no_offcpu;
-	popts.min_block_ns = cfg.c.min_block_ns;
-	popts.wakers = cfg.wakers;
-	popts.no_stack_reuse = cfg.c.no_stack_reuse;
-	popts.stack_budget = cfg.c.stack_budget;
-	if (cfg.comm) {
-		snprintf(comm, sizeof(comm), "%s", cfg.comm); /* the kernel's 15 bytes */
-		popts.comm = comm;
-	}
-	sampler = hc_sampler__new(&popts, &cb);
-	if (!sampler) {
-		err = errno;
-		hc_err("%s: %s", hc_sampler__last_error(), strerror(err));
-		rc = (err == EPERM || err == EACCES) ? EX_NOPERM : EX_UNAVAILABLE;
-		goto out;
-	}
+	for (size_t i = 0; i < cfg->n_tgids; i++)
+		hc_symbolizer__add_process(sym, cfg->tgids[i], 0);
 
 	/* Said once sampling is sure to run, not only with -v: a capture whose kernel frames
 	 * are all [unknown] is degraded, and a cron job should say so (CAP_SYSLOG missing, or
@@ -532,7 +514,7 @@ int cmd_record(int argc, char **argv)
 	}
 	hc_sampler__window(sampler, &win);
 	hc_agg__set_window_start(agg, win.start_ns);
-	deadline = t0 + cfg.duration_ns;
+	deadline = t0 + cfg->duration_ns;
 	while (!hc_stop_requested) {
 		uint64_t now = now_ns(CLOCK_MONOTONIC);
 		int64_t left_ms;
@@ -546,7 +528,7 @@ int cmd_record(int argc, char **argv)
 			rc = EX_OSERR;
 			goto out;
 		}
-		if (cfg.n_tgids && !any_alive(&cfg))
+		if (cfg->n_tgids && !any_alive(cfg))
 			break;
 	}
 	err = hc_sampler__stop(sampler);
@@ -560,8 +542,8 @@ int cmd_record(int argc, char **argv)
 		rc = EX_OSERR;
 		goto out;
 	}
-	/* BPF is no longer needed: release programs, links and perf events before the
-	 * (possibly slow) symbolization. */
+	/* BPF is no longer needed here: our copies of programs, links and perf events go
+	 * before the (possibly slow) symbolization; the privileged half releases its own. */
 	hc_sampler__free(sampler);
 	sampler = NULL;
 
@@ -576,7 +558,7 @@ int cmd_record(int argc, char **argv)
 	 * (unresolved frames...) are read after. */
 	err = hc_agg__build_tree(agg, prof->tree);
 	if (!err)
-		err = fill_profile(prof, &cfg, &cnt, agg, sym, started_at,
+		err = fill_profile(prof, cfg, &cnt, agg, sym, started_at,
 				   cnt.offcpu ? win.end_ns - win.start_ns : t1 - t0);
 	t_tree = now_ns(CLOCK_MONOTONIC);
 	if (err) {
@@ -610,16 +592,18 @@ int cmd_record(int argc, char **argv)
 		}
 	}
 	hc_tree__sort(prof->tree);
-	err = hc_format__write(prof, cfg.format, cfg.weights, out.f);
+	err = hc_format__write(prof, cfg->format, cfg->weights, out->f);
+	/* Flushed here: the privileged half only syncs and renames what we wrote. */
+	if (!err && (fflush(out->f) != 0 || ferror(out->f)))
+		err = -(errno ? errno : EIO);
 	t_enc = now_ns(CLOCK_MONOTONIC);
 	if (err) {
-		hc_err("writing %s: %s", out.path ? out.path : "the profile to stdout",
+		hc_err("writing %s: %s", out->path ? out->path : "the profile to stdout",
 		       strerror(-err));
 		rc = EX_IOERR;
 		goto out;
 	}
-	rc = hc_output__commit(&out);
-	if (!rc && cfg.c.verbose) {
+	if (cfg->c.verbose) {
 		fprintf(stderr,
 			"hotcold: %llu samples (%llu idle) on %u CPUs in %.3f s, expected %llu; "
 			"%zu distinct stacks, %zu nodes; written %.1f ms after the window closed "
@@ -633,12 +617,141 @@ int cmd_record(int argc, char **argv)
 			(double)(t_enc - t_tree) / 1e6);
 	}
 out:
-	hc_output__abort(&out);
 	hc_profile__free(prof);
 	hc_sampler_counts__release(&cnt);
 	hc_sampler__free(sampler);
 	hc_agg__free(agg);
 	hc_symbolizer__free(sym);
+	return rc;
+}
+
+int cmd_record(int argc, char **argv)
+{
+	struct record_cfg cfg = {0};
+	struct hc_sampler_opts popts = {0};
+	struct hc_sampler_callbacks cb;
+	struct hc_sampler *sampler = NULL;
+	struct hc_broker_stats bstats = {0};
+	struct hc_output out = {0};
+	struct hc_agg *agg = NULL; /* set by the worker, read by the callbacks */
+	char comm[HC_TASK_COMM_LEN];
+	int rc, err, status, sv[2] = { -1, -1 };
+	pid_t parent, child;
+
+	rc = parse_args(argc, argv, &cfg);
+	if (rc)
+		goto out;
+	/* From here on SIGINT/SIGTERM only end the capture early: the output, once opened, is
+	 * always committed or removed, never left half-made by the default action. */
+	hc_catch_stop_signals();
+	hc_libbpf_verbose(cfg.c.verbose);
+	for (size_t i = 0; i < cfg.n_tgids; i++) {
+		if (kill((pid_t)cfg.tgids[i], 0) != 0 && errno == ESRCH) {
+			hc_err("-p %u: no such process", cfg.tgids[i]);
+			rc = EX_NOINPUT;
+			goto out;
+		}
+	}
+	/* Create the output first: a bad path fails now, not after the capture. */
+	rc = hc_output__open(&out, cfg.output, time(NULL));
+	if (!rc && hc_format__refuse_tty(cfg.format, out.f))
+		rc = EX_USAGE;
+	if (rc)
+		goto out;
+
+	hc_raise_nofile_limit();
+	cb = (struct hc_sampler_callbacks){ .sample = on_sample,
+					   .exec = on_exec,
+					   .offcpu = on_offcpu,
+					   .thist = on_thist,
+					   .waker = on_waker,
+					   .ctx = &agg};
+	popts.period_ns = cfg.c.rate.period_ns;
+	popts.tgids = cfg.tgids;
+	popts.n_tgids = cfg.n_tgids;
+	popts.no_offcpu = cfg.c.no_offcpu;
+	popts.min_block_ns = cfg.c.min_block_ns;
+	popts.wakers = cfg.wakers;
+	popts.no_stack_reuse = cfg.c.no_stack_reuse;
+	popts.stack_budget = cfg.c.stack_budget;
+	if (cfg.comm) {
+		snprintf(comm, sizeof(comm), "%s", cfg.comm); /* the kernel's 15 bytes */
+		popts.comm = comm;
+	}
+	sampler = hc_sampler__new(&popts, &cb);
+	if (!sampler) {
+		err = errno;
+		hc_err("%s: %s", hc_sampler__last_error(), strerror(err));
+		rc = (err == EPERM || err == EACCES) ? EX_NOPERM : EX_UNAVAILABLE;
+		goto out;
+	}
+
+	/* The split: from here everything that reads what users control runs in a child with
+	 * no privileges (privsep/); we keep the BPF objects alive and open files for it. */
+	err = hc_broker__socketpair(sv);
+	if (err) {
+		hc_err("socketpair: %s", strerror(-err));
+		rc = EX_OSERR;
+		goto out;
+	}
+	fflush(NULL);
+	parent = getpid();
+	child = fork();
+	if (child < 0) {
+		hc_err("fork: %s", strerror(errno));
+		rc = EX_OSERR;
+		goto out;
+	}
+	if (child == 0) {
+		char why[256];
+
+		close(sv[0]);
+		/* The lock is the parent's to hold and release: were we to keep a copy, a next
+		 * capture could find it held for a moment after a SIGKILL and keep the killed
+		 * one's leftovers. */
+		if (out.lock_fd >= 0)
+			close(out.lock_fd);
+		/* A killed parent takes us along: nothing outlives it holding its BPF objects. */
+		if (prctl(PR_SET_PDEATHSIG, SIGKILL) || getppid() != parent)
+			_exit(EX_OSERR);
+		if (hc_sandbox__enter(HC_SANDBOX_WORKER, cfg.user, why, sizeof(why))) {
+			hc_err("%s", why);
+			_exit(EX_NOPERM);
+		}
+		_exit(record_worker(&cfg, sampler, &agg, &out, sv[1]));
+	}
+	close(sv[1]);
+	sv[1] = -1;
+	err = hc_broker__serve(sv[0], child, &hc_stop_requested, NULL, &bstats);
+	if (err)
+		hc_err("serving the sandboxed worker: %s", strerror(-err));
+	close(sv[0]);
+	sv[0] = -1;
+	while (waitpid(child, &status, 0) < 0 && errno == EINTR)
+		;
+	/* Release programs, links and perf events before committing the output. */
+	hc_sampler__free(sampler);
+	sampler = NULL;
+	if (WIFEXITED(status)) {
+		rc = WEXITSTATUS(status);
+	} else {
+		hc_err("the sandboxed worker ended by signal %d%s", WTERMSIG(status),
+		       WTERMSIG(status) == SIGSYS ? " (a system call outside its allow-list)" : "");
+		rc = EX_SOFTWARE;
+	}
+	if (!rc)
+		rc = hc_output__commit(&out);
+	if (cfg.c.verbose)
+		fprintf(stderr, "hotcold: broker: %llu requests, %llu descriptors passed, %llu refused\n",
+			(unsigned long long)bstats.requests, (unsigned long long)bstats.opened,
+			(unsigned long long)bstats.refused);
+out:
+	if (sv[0] >= 0)
+		close(sv[0]);
+	if (sv[1] >= 0)
+		close(sv[1]);
+	hc_output__abort(&out);
+	hc_sampler__free(sampler);
 	free(cfg.tgids);
 	return rc;
 }

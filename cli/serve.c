@@ -27,7 +27,7 @@
 #include "cli/timespec.h"
 #include "serve/backend.h"
 #include "serve/collector.h"
-#include "serve/privdrop.h"
+#include "privsep/privdrop.h"
 #include "serve/push.h"
 #include "web/server.h"
 

@@ -138,19 +138,19 @@ static int add_runq(struct hc_agg *agg, uint32_t cpu, int64_t len, uint64_t coun
 }
 
 /* Normalize a user stack (leaf first) to {object, offset} pairs at key[*n...]. */
-static int put_user_frames(struct hc_agg *agg, uint32_t tgid, const __u64 *ustack, size_t nu,
-			   uint64_t *key, size_t *n)
+static int put_user_frames(struct hc_agg *agg, uint32_t tgid, uint64_t pstart_ns,
+			   const __u64 *ustack, size_t nu, uint64_t *key, size_t *n)
 {
 	if (!nu)
 		return 0;
 	/* Cheap when known; otherwise reads the maps now, while the process lives. */
-	hc_symbolizer__add_process(agg->sym, tgid);
+	hc_symbolizer__add_process(agg->sym, tgid, pstart_ns);
 	for (size_t i = 0; i < nu; i++) {
 		struct hc_uloc loc;
 		/* Callers' frames hold return addresses: step back into the call. */
 		uint64_t ip = i == 0 ? ustack[i] : ustack[i] - 1;
 
-		if (hc_symbolizer__normalize(agg->sym, tgid, ip, &loc))
+		if (hc_symbolizer__normalize(agg->sym, tgid, pstart_ns, ip, &loc))
 			return -ENOMEM;
 		key[(*n)++] = loc.obj;
 		key[(*n)++] = loc.off;
@@ -165,7 +165,7 @@ static void put_kernel_frames(const __u64 *kstack, size_t nk, uint64_t *key, siz
 }
 
 /* Build the key of a path in agg->key; returns its length, or -ENOMEM. */
-static int64_t build_key(struct hc_agg *agg, uint32_t tgid, uint32_t tid,
+static int64_t build_key(struct hc_agg *agg, uint32_t tgid, uint64_t pstart_ns, uint32_t tid,
 			 const char pcomm[HC_TASK_COMM_LEN], const char comm[HC_TASK_COMM_LEN],
 			 const __u64 *ustack, size_t nu, const __u64 *kstack, size_t nk,
 			 uint64_t ext)
@@ -184,7 +184,7 @@ static int64_t build_key(struct hc_agg *agg, uint32_t tgid, uint32_t tid,
 	key[5] = nk;
 	key[6] = ext;
 	key[7] = 0;
-	if (put_user_frames(agg, tgid, ustack, nu, key, &n))
+	if (put_user_frames(agg, tgid, pstart_ns, ustack, nu, key, &n))
 		return -ENOMEM;
 	put_kernel_frames(kstack, nk, key, &n);
 	return (int64_t)n;
@@ -306,7 +306,7 @@ int hc_agg__sample(struct hc_agg *agg, const struct hc_sample_event *e, size_t s
 	(void)size; /* validated by the sampler */
 	if (nu > HC_MAX_STACK_DEPTH || nk > HC_MAX_STACK_DEPTH)
 		return -EINVAL;
-	n = build_key(agg, e->tgid, e->tid, e->pcomm, e->comm, e->stacks, nu, e->stacks + nu, nk,
+	n = build_key(agg, e->tgid, e->pstart_ns, e->tid, e->pcomm, e->comm, e->stacks, nu, e->stacks + nu, nk,
 		      0);
 	if (n >= 0 && agg->bucketed)
 		agg->key[7] = (uint64_t)real_second(agg, e->time_ns);
@@ -404,7 +404,7 @@ int hc_agg__offcpu(struct hc_agg *agg, const struct hc_offcpu_event *e, size_t s
 	}
 	/* Run-queue time hangs on the thread's own stack... */
 	if (e->rq_ns) {
-		n = build_key(agg, e->tgid, e->tid, e->pcomm, e->comm, e->stacks, nu,
+		n = build_key(agg, e->tgid, e->pstart_ns, e->tid, e->pcomm, e->comm, e->stacks, nu,
 			      e->stacks + nu, nk, ext);
 		if (n < 0 || add_offcpu_time(agg, (size_t)n, false, e->rq_ns, e->first_ns,
 					     e->last_ns))
@@ -415,7 +415,7 @@ int hc_agg__offcpu(struct hc_agg *agg, const struct hc_offcpu_event *e, size_t s
 		wref = waker_ref(agg, e);
 		if (wref < 0)
 			goto err_nomem;
-		n = build_key(agg, e->tgid, e->tid, e->pcomm, e->comm, e->stacks, nu,
+		n = build_key(agg, e->tgid, e->pstart_ns, e->tid, e->pcomm, e->comm, e->stacks, nu,
 			      e->stacks + nu, nk, ext | (uint64_t)wref);
 		if (n < 0 || add_offcpu_time(agg, (size_t)n, true, e->off_ns, e->first_ns,
 					     e->last_ns))
@@ -441,7 +441,8 @@ int hc_agg__waker(struct hc_agg *agg, const struct hc_waker_event *e, size_t siz
 		return -EINVAL;
 	key[0] = nu;
 	key[1] = nk;
-	if (put_user_frames(agg, e->waker_tgid, e->stacks, nu, key, &n))
+	/* The waker's start time is not recorded: its tgid alone (0: not checked). */
+	if (put_user_frames(agg, e->waker_tgid, 0, e->stacks, nu, key, &n))
 		goto err_nomem;
 	put_kernel_frames(e->stacks + nu, nk, key, &n);
 	wi = hc_stacktab__intern(agg->wstacks, key, n);
@@ -499,7 +500,7 @@ int hc_agg__exec(struct hc_agg *agg, const struct hc_exec_event *e)
 	hc_symbolizer__forget_process(agg->sym, e->tgid);
 	/* The new image and the dynamic loader are mapped now; libraries come later and are
 	 * picked up by normalize()'s re-read on an unknown address. */
-	hc_symbolizer__add_process(agg->sym, e->tgid);
+	hc_symbolizer__add_process(agg->sym, e->tgid, e->pstart_ns);
 	return 0;
 }
 

@@ -248,6 +248,11 @@ struct hc_kallsyms *hc_kallsyms__load(const char *path)
 	return hc_parse_file(path, KALLSYMS_MAX_BYTES, parse_any);
 }
 
+struct hc_kallsyms *hc_kallsyms__load_fd(int fd)
+{
+	return hc_parse_fd(fd, KALLSYMS_MAX_BYTES, parse_any);
+}
+
 int hc_kallsyms__lookup(const struct hc_kallsyms *ks, uint64_t addr, struct hc_ksym *out)
 {
 	const struct ksym *s, *next;

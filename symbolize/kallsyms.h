@@ -34,6 +34,8 @@ struct hc_ksym {
 struct hc_kallsyms *hc_kallsyms__parse(const char *buf, size_t len);
 /* Read and parse a file (normally "/proc/kallsyms"). NULL + errno as above or from open(). */
 struct hc_kallsyms *hc_kallsyms__load(const char *path);
+/* The same from an open descriptor (not closed). */
+struct hc_kallsyms *hc_kallsyms__load_fd(int fd);
 void hc_kallsyms__free(struct hc_kallsyms *ks);
 
 /* 0 and *out filled, or -ENOENT (before the first function, in data, past the last one). */

@@ -145,6 +145,11 @@ struct hc_perfmap *hc_perfmap__load(const char *path)
 	return hc_parse_file(path, PERFMAP_MAX_BYTES, parse_any);
 }
 
+struct hc_perfmap *hc_perfmap__load_fd(int fd)
+{
+	return hc_parse_fd(fd, PERFMAP_MAX_BYTES, parse_any);
+}
+
 int hc_perfmap__lookup(const struct hc_perfmap *pm, uint64_t addr, const char **name,
 		       uint64_t *offset)
 {

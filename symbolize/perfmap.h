@@ -15,6 +15,8 @@ struct hc_perfmap;
 /* NULL + errno (ENOMEM; EINVAL if there were lines and none parsed). Empty input is valid. */
 struct hc_perfmap *hc_perfmap__parse(const char *buf, size_t len);
 struct hc_perfmap *hc_perfmap__load(const char *path);
+/* The same from an open descriptor (not closed). */
+struct hc_perfmap *hc_perfmap__load_fd(int fd);
 void hc_perfmap__free(struct hc_perfmap *pm);
 
 /*

@@ -198,6 +198,11 @@ struct hc_procmaps *hc_procmaps__load(const char *path)
 	return hc_parse_file(path, MAPS_MAX_BYTES, parse_any);
 }
 
+struct hc_procmaps *hc_procmaps__load_fd(int fd)
+{
+	return hc_parse_fd(fd, MAPS_MAX_BYTES, parse_any);
+}
+
 const struct hc_mapping *hc_procmaps__find(const struct hc_procmaps *pm, uint64_t addr)
 {
 	size_t lo = 0, hi;

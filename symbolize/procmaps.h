@@ -42,6 +42,8 @@ struct hc_procmaps {
 struct hc_procmaps *hc_procmaps__parse(const char *buf, size_t len);
 /* Read and parse a file; NULL + errno (ENOENT/ESRCH when the process is gone). */
 struct hc_procmaps *hc_procmaps__load(const char *path);
+/* The same from an open descriptor (not closed). */
+struct hc_procmaps *hc_procmaps__load_fd(int fd);
 void hc_procmaps__free(struct hc_procmaps *pm);
 
 /* The mapping containing addr, or NULL. */

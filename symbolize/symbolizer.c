@@ -84,6 +84,8 @@ struct symtab {
 
 struct proc {
 	uint32_t tgid;
+	uint64_t start_ns;    /* the process's start_boottime as BPF saw it; 0: not known */
+	uint64_t start_ticks; /* starttime of its /proc/PID/stat; 0: not read */
 	bool stale; /* forgotten (exec): next add_process re-reads */
 	bool gone;  /* maps could not be read any more */
 	struct hc_procmaps *maps;
@@ -99,6 +101,9 @@ struct hc_symbolizer {
 	char *debug_root;
 	char *perfmap_dir;
 	bool no_demangle;
+	struct hc_symbolizer_io io;
+	bool has_io;
+	uint64_t tick_ns; /* one clock tick of /proc/PID/stat's starttime */
 
 	struct hc_kallsyms *kallsyms;
 	bool kernel_tried;
@@ -159,6 +164,15 @@ struct hc_symbolizer *hc_symbolizer__new(const struct hc_symbolizer_opts *opts)
 	if (!sym->proc_root || !sym->kallsyms_path || !sym->debug_root)
 		goto err_free;
 	sym->no_demangle = opts->no_demangle;
+	if (opts->io) {
+		sym->io = *opts->io;
+		sym->has_io = true;
+	}
+	{
+		long hz = sysconf(_SC_CLK_TCK);
+
+		sym->tick_ns = hz > 0 ? 1000000000ull / (uint64_t)hz : 10000000ull;
+	}
 	return sym;
 
 err_free:
@@ -217,6 +231,21 @@ int hc_symbolizer__load_kernel(struct hc_symbolizer *sym)
 	/* Already loaded: keep it, names handed out earlier point into it. */
 	if (sym->kallsyms)
 		return 0;
+	if (sym->has_io) {
+		int fd = sym->io.open_kallsyms(sym->io.ctx);
+
+		if (fd < 0)
+			return fd;
+		sym->kallsyms = hc_kallsyms__load_fd(fd);
+		if (!sym->kallsyms) {
+			int err = -errno;
+
+			close(fd);
+			return err;
+		}
+		close(fd);
+		return 0;
+	}
 	sym->kallsyms = hc_kallsyms__load(sym->kallsyms_path);
 	return sym->kallsyms ? 0 : -errno;
 }
@@ -290,6 +319,9 @@ static int open_mapping(struct hc_symbolizer *sym, uint32_t tgid, const struct h
 	struct stat st;
 	int fd, n;
 
+	/* Sandboxed: the broker opens map_files only, the kernel's word that tgid maps it. */
+	if (sym->has_io)
+		return sym->io.open_mapped(sym->io.ctx, tgid, m->start, m->end);
 	n = snprintf(path, sizeof(path), "%s/%u/map_files/%llx-%llx", sym->proc_root, tgid,
 		     (unsigned long long)m->start, (unsigned long long)m->end);
 	if (n > 0 && (size_t)n < sizeof(path)) {
@@ -418,8 +450,12 @@ static uint32_t read_nspid(const struct hc_symbolizer *sym, uint32_t tgid)
 	ssize_t n;
 	int fd;
 
-	snprintf(path, sizeof(path), "%s/%u/status", sym->proc_root, tgid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (sym->has_io) {
+		fd = sym->io.open_status(sym->io.ctx, tgid);
+	} else {
+		snprintf(path, sizeof(path), "%s/%u/status", sym->proc_root, tgid);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+	}
 	if (fd < 0)
 		return tgid;
 	buf[0] = '\n'; /* so that a first line matches "\nNSpid:" too */
@@ -450,16 +486,26 @@ static void refresh_perfmap(struct hc_symbolizer *sym, struct object *o)
 	struct hc_perfmap *pm;
 	char path[PATH_MAX];
 	struct stat st;
+	int fd;
 
-	perfmap_path(sym, o, path, sizeof(path));
-	if (stat(path, &st))
+	if (sym->has_io && !sym->perfmap_dir) {
+		fd = sym->io.open_perfmap(sym->io.ctx, o->tgid, o->nspid ? o->nspid : o->tgid);
+	} else {
+		perfmap_path(sym, o, path, sizeof(path));
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+	}
+	if (fd < 0)
 		return;
-	if (o->perfmap_read && st.st_size == o->perfmap_st.st_size &&
-	    st.st_mtim.tv_sec == o->perfmap_st.st_mtim.tv_sec &&
-	    st.st_mtim.tv_nsec == o->perfmap_st.st_mtim.tv_nsec &&
-	    st.st_ino == o->perfmap_st.st_ino)
+	if (fstat(fd, &st) ||
+	    (o->perfmap_read && st.st_size == o->perfmap_st.st_size &&
+	     st.st_mtim.tv_sec == o->perfmap_st.st_mtim.tv_sec &&
+	     st.st_mtim.tv_nsec == o->perfmap_st.st_mtim.tv_nsec &&
+	     st.st_ino == o->perfmap_st.st_ino)) {
+		close(fd);
 		return;
-	pm = hc_perfmap__load(path);
+	}
+	pm = hc_perfmap__load_fd(fd);
+	close(fd);
 	if (!pm)
 		return;
 	hc_perfmap__free(o->perfmap);
@@ -543,19 +589,107 @@ static int new_proc(struct hc_symbolizer *sym, uint32_t tgid, struct proc **out)
 	return 0;
 }
 
+int hc__stat_starttime(const char *stat, size_t len, uint64_t *ticks)
+{
+	const char *p = NULL, *end = stat + len;
+	int field = 2; /* the one ')' closes: comm may hold spaces and parentheses */
+
+	for (const char *q = stat; q < end; q++)
+		if (*q == ')')
+			p = q;
+	if (!p)
+		return -EINVAL;
+	for (p++; p < end && field < 22;) {
+		while (p < end && *p == ' ')
+			p++;
+		if (p == end)
+			return -EINVAL;
+		if (++field == 22)
+			break;
+		while (p < end && *p != ' ')
+			p++;
+	}
+	if (field != 22 || p == end || *p < '0' || *p > '9')
+		return -EINVAL;
+	*ticks = 0;
+	for (; p < end && *p >= '0' && *p <= '9'; p++) {
+		if (*ticks > (UINT64_MAX - 9) / 10)
+			return -EINVAL;
+		*ticks = *ticks * 10 + (uint64_t)(*p - '0');
+	}
+	return p == end || *p == ' ' || *p == '\n' ? 0 : -EINVAL;
+}
+
+/*
+ * tgid's mappings and, when its stat can be read, its start time in ticks (0 if not), both
+ * of the same process: opened through one /proc/PID directory.
+ */
+static int open_proc(struct hc_symbolizer *sym, uint32_t tgid, struct hc_procmaps **maps,
+		     uint64_t *ticks)
+{
+	int maps_fd = -1, stat_fd = -1, err = 0;
+	char buf[1024];
+	ssize_t n;
+
+	if (sym->has_io) {
+		err = sym->io.open_proc(sym->io.ctx, tgid, &maps_fd, &stat_fd);
+	} else {
+		char path[PATH_MAX];
+		int dir;
+
+		snprintf(path, sizeof(path), "%s/%u", sym->proc_root, tgid);
+		dir = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (dir < 0)
+			return -errno;
+		maps_fd = openat(dir, "maps", O_RDONLY | O_CLOEXEC);
+		if (maps_fd < 0)
+			err = -errno;
+		stat_fd = openat(dir, "stat", O_RDONLY | O_CLOEXEC); /* fixtures may have none */
+		close(dir);
+	}
+	if (err)
+		goto out;
+	*maps = hc_procmaps__load_fd(maps_fd);
+	if (!*maps) {
+		err = -errno;
+		goto out;
+	}
+	/* Read after the maps: a stat still readable now means the maps were this process's. */
+	if (stat_fd >= 0) {
+		n = pread(stat_fd, buf, sizeof(buf), 0);
+		if (n < 0 && (errno == ESRCH || errno == ENOENT)) {
+			hc_procmaps__free(*maps);
+			*maps = NULL;
+			err = -ESRCH;
+		} else if (n <= 0 || hc__stat_starttime(buf, (size_t)n, ticks)) {
+			*ticks = 0;
+		}
+	}
+out:
+	if (maps_fd >= 0)
+		close(maps_fd);
+	if (stat_fd >= 0)
+		close(stat_fd);
+	return err;
+}
+
 /* Read p's maps now and open the objects of its executable mappings. 0, -ESRCH, -errno. */
 static int snapshot(struct hc_symbolizer *sym, struct proc *p)
 {
-	struct hc_procmaps *maps;
-	char path[PATH_MAX];
+	struct hc_procmaps *maps = NULL;
+	uint64_t ticks = 0;
 	uint32_t *ids;
 	size_t i;
 	int err;
 
-	snprintf(path, sizeof(path), "%s/%u/maps", sym->proc_root, p->tgid);
-	maps = hc_procmaps__load(path);
-	if (!maps) {
-		err = -errno;
+	err = open_proc(sym, p->tgid, &maps, &ticks);
+	/* The pid names another process now: the one sampled has exited. */
+	if (!err && ticks && p->start_ns && ticks != p->start_ns / sym->tick_ns) {
+		hc_procmaps__free(maps);
+		maps = NULL;
+		err = -ESRCH;
+	}
+	if (err) {
 		if (err == -ENOENT || err == -ESRCH) {
 			/* A known process that is gone keeps its last snapshot for normalize. */
 			p->gone = true;
@@ -584,6 +718,8 @@ static int snapshot(struct hc_symbolizer *sym, struct proc *p)
 	free(p->map_obj);
 	p->maps = maps;
 	p->map_obj = ids;
+	if (ticks)
+		p->start_ticks = ticks;
 	p->stale = false;
 	p->gone = false;
 	sym->stats.processes++;
@@ -595,17 +731,45 @@ err_free:
 	return err;
 }
 
-int hc_symbolizer__add_process(struct hc_symbolizer *sym, uint32_t tgid)
+/* A pid seen with another start time than p's: a new process. Start p afresh; the old
+ * process's objects stay (stacks already name them). */
+static void check_identity(struct hc_symbolizer *sym, struct proc *p, uint64_t start_ns)
+{
+	bool reused;
+
+	if (!start_ns)
+		return;
+	if (p->start_ns)
+		reused = p->start_ns != start_ns;
+	else
+		reused = p->start_ticks && p->start_ticks != start_ns / sym->tick_ns;
+	if (reused) {
+		uint32_t tgid = p->tgid;
+
+		hc_procmaps__free(p->maps);
+		free(p->map_obj);
+		memset(p, 0, sizeof(*p));
+		p->tgid = tgid;
+		p->stale = true;
+		sym->stats.pid_reused++;
+	}
+	p->start_ns = start_ns;
+}
+
+int hc_symbolizer__add_process(struct hc_symbolizer *sym, uint32_t tgid, uint64_t start_ns)
 {
 	struct proc *p = find_proc(sym, tgid);
 	int err;
 
+	if (p)
+		check_identity(sym, p, start_ns);
 	if (p && !p->stale)
 		return p->gone ? -ESRCH : 0;
 	if (!p) {
 		err = new_proc(sym, tgid, &p);
 		if (err)
 			return err;
+		p->start_ns = start_ns;
 	}
 	return snapshot(sym, p);
 }
@@ -667,8 +831,8 @@ int hc_symbolizer__prune_gone(struct hc_symbolizer *sym, size_t *dropped)
 	return 0;
 }
 
-int hc_symbolizer__normalize(struct hc_symbolizer *sym, uint32_t tgid, uint64_t ip,
-			     struct hc_uloc *out)
+int hc_symbolizer__normalize(struct hc_symbolizer *sym, uint32_t tgid, uint64_t start_ns,
+			     uint64_t ip, struct hc_uloc *out)
 {
 	const struct hc_mapping *m;
 	struct proc *p;
@@ -679,6 +843,8 @@ int hc_symbolizer__normalize(struct hc_symbolizer *sym, uint32_t tgid, uint64_t 
 	out->obj = HC_OBJ_UNKNOWN;
 	out->off = ip;
 	p = find_proc(sym, tgid);
+	if (p)
+		check_identity(sym, p, start_ns);
 	if (p && p->stale && !p->maps && p->last_reread_ns) {
 		/* Its maps could not be read (e.g. EACCES): retry on the same backoff as an
 		 * unknown address, not at every frame. */
@@ -695,7 +861,7 @@ int hc_symbolizer__normalize(struct hc_symbolizer *sym, uint32_t tgid, uint64_t 
 		p->last_reread_ns = now_ns();
 	}
 	if (!p || p->stale) {
-		err = hc_symbolizer__add_process(sym, tgid);
+		err = hc_symbolizer__add_process(sym, tgid, start_ns);
 		if (err == -ENOMEM || err == -E2BIG)
 			return err;
 		p = find_proc(sym, tgid);

@@ -3,7 +3,8 @@
  * symbolize/: addresses -> names. A library: no BPF, no HTTP, never prints.
  *
  * Flow used by the sampler side:
- *   1. hc_symbolizer__add_process(tgid) on a process's first sample or exec, while it lives:
+ *   1. hc_symbolizer__add_process(tgid, start) on a process's first sample or exec, while it
+ *      lives:
  *      snapshots /proc/PID/maps and opens each mapped file (via /proc/PID/map_files or
  *      /proc/PID/root/PATH, so other mount namespaces and deleted files work) once per
  *      (dev, inode). Cheap when the process is already known.
@@ -23,6 +24,25 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/*
+ * Where the symbolizer's files come from. Without it (opts.io NULL) they are opened directly
+ * under proc_root. `hotcold` itself symbolizes in a sandbox with no privileges, and gets the
+ * descriptors from its privileged half (privsep/broker.h), which opens them and parses
+ * nothing. Each returns a descriptor the caller owns, or -errno.
+ */
+struct hc_symbolizer_io {
+	/* /proc/TGID/maps and /proc/TGID/stat, both of the same process (a reused pid can not
+	 * slip between them). */
+	int (*open_proc)(void *ctx, uint32_t tgid, int *maps_fd, int *stat_fd);
+	int (*open_status)(void *ctx, uint32_t tgid);
+	/* The file mapped at [start, end) in tgid: /proc/TGID/map_files/START-END. */
+	int (*open_mapped)(void *ctx, uint32_t tgid, uint64_t start, uint64_t end);
+	/* tgid's JIT map: perf-NSPID.map in the /tmp of its own root. */
+	int (*open_perfmap)(void *ctx, uint32_t tgid, uint32_t nspid);
+	int (*open_kallsyms)(void *ctx);
+	void *ctx;
+};
+
 struct hc_symbolizer_opts {
 	const char *proc_root;   /* "/proc" when NULL */
 	const char *kallsyms;    /* "/proc/kallsyms" when NULL */
@@ -32,11 +52,15 @@ struct hc_symbolizer_opts {
 	 * (containers, systemd's PrivateTmp). Given: DIR/perf-PID.map. */
 	const char *perfmap_dir;
 	bool no_demangle;        /* keep C++/Rust names mangled */
+	const struct hc_symbolizer_io *io; /* NULL: open files directly (copied) */
 };
 
 /* For tests: the innermost pid of the NSpid line in a /proc/PID/status text (which must
  * start with '\n' or hold the line after one). 0, -ENOENT (no line), -EINVAL. */
 int hc__status_nspid(const char *status, uint32_t *out);
+/* For tests: field 22 (starttime, clock ticks since boot) of a /proc/PID/stat text.
+ * 0 or -EINVAL. */
+int hc__stat_starttime(const char *stat, size_t len, uint64_t *ticks);
 
 /* Object id 0: the address fell in no known mapping; off is then the raw address. */
 #define HC_OBJ_UNKNOWN 0u
@@ -57,6 +81,7 @@ struct hc_frame_info {
 struct hc_symbolizer_stats {
 	uint64_t processes;        /* maps snapshots taken */
 	uint64_t process_gone;     /* add_process on a process that had already exited */
+	uint64_t pid_reused;       /* a pid seen again with another start time: new process */
 	uint64_t objects;          /* distinct objects opened */
 	uint64_t object_open_err;  /* mapped file could not be opened */
 	uint64_t elf_err;          /* object opened but not parseable as ELF */
@@ -73,8 +98,14 @@ void hc_symbolizer__free(struct hc_symbolizer *sym);
 /* Read kallsyms (vmlinux and modules), sorted once. -EPERM when addresses are hidden. */
 int hc_symbolizer__load_kernel(struct hc_symbolizer *sym);
 
-/* Snapshot tgid's mappings now. 0 if done or already known; -ESRCH if the process is gone. */
-int hc_symbolizer__add_process(struct hc_symbolizer *sym, uint32_t tgid);
+/*
+ * Snapshot tgid's mappings now. start_ns identifies the process behind a pid: the
+ * group leader's start_boottime in ns (what /proc/PID/stat's starttime counts in ticks), as
+ * the BPF records carry it; 0 when unknown. A known pid with another start time is a new
+ * process (the pid was reused): its state starts afresh, and a /proc/PID whose start time is
+ * not start_ns is not read for it. 0 if done or already known; -ESRCH if the process is gone.
+ */
+int hc_symbolizer__add_process(struct hc_symbolizer *sym, uint32_t tgid, uint64_t start_ns);
 /* tgid exec'd (or its maps changed): the next add_process re-reads its mappings. */
 void hc_symbolizer__forget_process(struct hc_symbolizer *sym, uint32_t tgid);
 
@@ -90,8 +121,8 @@ int hc_symbolizer__prune_gone(struct hc_symbolizer *sym, size_t *dropped);
  * the maps are re-read once (dlopen, late mmap) before giving up with obj = HC_OBJ_UNKNOWN.
  * Returns 0 (also for unknown) or -errno on allocation failure.
  */
-int hc_symbolizer__normalize(struct hc_symbolizer *sym, uint32_t tgid, uint64_t ip,
-			     struct hc_uloc *out);
+int hc_symbolizer__normalize(struct hc_symbolizer *sym, uint32_t tgid, uint64_t start_ns,
+			     uint64_t ip, struct hc_uloc *out);
 
 /* Location -> frame. Returns 0 when resolved, -ENOENT when not (out->name NULL, module/offset
  * still filled in as far as known). */

@@ -53,20 +53,15 @@ void hc_strpool__release(struct hc_strpool *p)
 	p->cap = 0;
 }
 
-int hc_read_file(const char *path, size_t max_bytes, char **buf, size_t *len)
+int hc_read_fd(int fd, size_t max_bytes, char **buf, size_t *len)
 {
 	size_t cap = 16384, n = 0;
 	char *data, *ndata;
-	int fd, err;
+	int err;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
 	data = malloc(cap);
-	if (!data) {
-		err = -ENOMEM;
-		goto err_close;
-	}
+	if (!data)
+		return -ENOMEM;
 	for (;;) {
 		ssize_t r;
 
@@ -95,14 +90,22 @@ int hc_read_file(const char *path, size_t max_bytes, char **buf, size_t *len)
 		n += (size_t)r;
 	}
 	data[n] = '\0';
-	close(fd);
 	*buf = data;
 	*len = n;
 	return 0;
 
 err_free:
 	free(data);
-err_close:
+	return err;
+}
+
+int hc_read_file(const char *path, size_t max_bytes, char **buf, size_t *len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC), err;
+
+	if (fd < 0)
+		return -errno;
+	err = hc_read_fd(fd, max_bytes, buf, len);
 	close(fd);
 	return err;
 }
@@ -331,14 +334,11 @@ int hc_parse_hex(const char **pp, const char *end, bool allow_0x, uint64_t *out)
 	return 0;
 }
 
-void *hc_parse_file(const char *path, size_t max_bytes, void *(*parse)(const char *buf, size_t len))
+static void *parse_buf(int err, char *buf, size_t len,
+		       void *(*parse)(const char *buf, size_t len))
 {
-	size_t len;
-	char *buf;
 	void *obj;
-	int err;
 
-	err = hc_read_file(path, max_bytes, &buf, &len);
 	if (err) {
 		errno = -err;
 		return NULL;
@@ -348,4 +348,24 @@ void *hc_parse_file(const char *path, size_t max_bytes, void *(*parse)(const cha
 	free(buf);
 	errno = err;
 	return obj;
+}
+
+void *hc_parse_file(const char *path, size_t max_bytes, void *(*parse)(const char *buf, size_t len))
+{
+	size_t len = 0;
+	char *buf = NULL;
+
+	int err = hc_read_file(path, max_bytes, &buf, &len);
+
+	return parse_buf(err, buf, len, parse);
+}
+
+void *hc_parse_fd(int fd, size_t max_bytes, void *(*parse)(const char *buf, size_t len))
+{
+	size_t len = 0;
+	char *buf = NULL;
+
+	int err = hc_read_fd(fd, max_bytes, &buf, &len);
+
+	return parse_buf(err, buf, len, parse);
 }

@@ -35,12 +35,15 @@ void hc_strpool__release(struct hc_strpool *p);
  * NUL-terminated buffer. Fails with -EFBIG beyond max_bytes. 0 or -errno.
  */
 int hc_read_file(const char *path, size_t max_bytes, char **buf, size_t *len);
+/* The same from an open descriptor (read from its current offset; not closed). */
+int hc_read_fd(int fd, size_t max_bytes, char **buf, size_t *len);
 
 /*
  * Read path (at most max_bytes, see hc_read_file) and return parse(buf, len); the buffer is
  * freed afterwards. NULL + errno on failure (the read's, or parse's).
  */
 void *hc_parse_file(const char *path, size_t max_bytes, void *(*parse)(const char *buf, size_t len));
+void *hc_parse_fd(int fd, size_t max_bytes, void *(*parse)(const char *buf, size_t len));
 
 /*
  * Parse hex digits at *pp (at most 16; with allow_0x an optional 0x/0X prefix) and advance

@@ -269,7 +269,7 @@ static void test_special_targets(void **state)
 static void test_no_kernel_symbols(void **state)
 {
 	char path[700], *err;
-	char *argv[] = { "/usr/bin/setpriv", "--bounding-set=-all,+bpf,+perfmon,+sys_ptrace",
+	char *argv[] = { "/usr/bin/setpriv", "--bounding-set=-all,+bpf,+perfmon,+sys_ptrace,+setuid,+setgid,+setpcap",
 			 "--inh-caps=-all", (char *)hotcold, "record", "-d", "1s", "-o", path,
 			 NULL };
 	json_t *j;

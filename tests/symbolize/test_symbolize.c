@@ -881,7 +881,7 @@ static void check_resolves(struct hc_symbolizer *sym, const struct fixture_proc 
 		struct hc_frame_info fi;
 		struct hc_uloc loc;
 
-		assert_int_equal(hc_symbolizer__normalize(sym, (uint32_t)fp->pid, fp->addrs[i],
+		assert_int_equal(hc_symbolizer__normalize(sym, (uint32_t)fp->pid, 0, fp->addrs[i],
 							  &loc), 0);
 		assert_int_not_equal(loc.obj, HC_OBJ_UNKNOWN);
 		if (locs)
@@ -908,9 +908,9 @@ static void run_and_check(const char *env, size_t want_fns, const char *debug_ro
 
 	spawn(&fp, exe);
 	assert_int_equal(fp.nr, want_fns);
-	assert_int_equal(hc_symbolizer__add_process(sym, (uint32_t)fp.pid), 0);
+	assert_int_equal(hc_symbolizer__add_process(sym, (uint32_t)fp.pid, 0), 0);
 	/* Known now: cheap, no re-read. */
-	assert_int_equal(hc_symbolizer__add_process(sym, (uint32_t)fp.pid), 0);
+	assert_int_equal(hc_symbolizer__add_process(sym, (uint32_t)fp.pid, 0), 0);
 	check_resolves(sym, &fp, exe, NULL);
 	hc_symbolizer__stats(sym, &st);
 	assert_int_equal(st.processes, 1);
@@ -955,9 +955,9 @@ static void test_facade_debuginfo(void **state)
 
 	/* Without the debug root the stripped executable's functions are unknown. */
 	spawn(&fp, exe);
-	assert_int_equal(hc_symbolizer__add_process(sym, (uint32_t)fp.pid), 0);
+	assert_int_equal(hc_symbolizer__add_process(sym, (uint32_t)fp.pid, 0), 0);
 	for (i = 0; i < fp.nr; i++) {
-		assert_int_equal(hc_symbolizer__normalize(sym, (uint32_t)fp.pid, fp.addrs[i],
+		assert_int_equal(hc_symbolizer__normalize(sym, (uint32_t)fp.pid, 0, fp.addrs[i],
 							  &loc), 0);
 		assert_int_equal(hc_symbolizer__resolve_user(sym, &loc, &fi), -ENOENT);
 		assert_string_equal(fi.module, "fix_debuginfo");
@@ -984,8 +984,8 @@ static void test_facade_shared_objects(void **state)
 	(void)state;
 	spawn(&p1, exe);
 	spawn(&p2, exe);
-	assert_int_equal(hc_symbolizer__add_process(sym, (uint32_t)p1.pid), 0);
-	assert_int_equal(hc_symbolizer__add_process(sym, (uint32_t)p2.pid), 0);
+	assert_int_equal(hc_symbolizer__add_process(sym, (uint32_t)p1.pid, 0), 0);
+	assert_int_equal(hc_symbolizer__add_process(sym, (uint32_t)p2.pid, 0), 0);
 	hc_symbolizer__stats(sym, &st);
 	check_resolves(sym, &p1, exe, a);
 	check_resolves(sym, &p2, exe, b);
@@ -1020,12 +1020,12 @@ static void test_facade_dlopen(void **state)
 
 	(void)state;
 	spawn(&fp, exe);
-	assert_int_equal(hc_symbolizer__add_process(sym, (uint32_t)fp.pid), 0);
+	assert_int_equal(hc_symbolizer__add_process(sym, (uint32_t)fp.pid, 0), 0);
 	n = snprintf(cmd, sizeof(cmd), "dlopen %s\n", env_path("HC_FIX_LIB"));
 	assert_int_equal(write(fp.in_fd, cmd, (size_t)n), n);
 	read_fns(&fp, "");
 	assert_string_equal(fp.names[fp.nr - 1], "hc_fixlib_delta");
-	assert_int_equal(hc_symbolizer__normalize(sym, (uint32_t)fp.pid, fp.addrs[fp.nr - 1],
+	assert_int_equal(hc_symbolizer__normalize(sym, (uint32_t)fp.pid, 0, fp.addrs[fp.nr - 1],
 						  &loc), 0);
 	assert_int_not_equal(loc.obj, HC_OBJ_UNKNOWN);
 	assert_int_equal(hc_symbolizer__resolve_user(sym, &loc, &fi), 0);
@@ -1036,7 +1036,7 @@ static void test_facade_dlopen(void **state)
 
 	/* Unknown addresses: one more re-read at most within the rate-limit window. */
 	for (int i = 0; i < 100; i++) {
-		assert_int_equal(hc_symbolizer__normalize(sym, (uint32_t)fp.pid, 0x10 + i, &loc),
+		assert_int_equal(hc_symbolizer__normalize(sym, (uint32_t)fp.pid, 0, 0x10 + i, &loc),
 				 0);
 		assert_int_equal(loc.obj, HC_OBJ_UNKNOWN);
 		assert_int_equal(loc.off, 0x10 + i);
@@ -1058,12 +1058,12 @@ static void test_facade_no_demangle(void **state)
 
 	(void)state;
 	spawn(&fp, exe);
-	assert_int_equal(hc_symbolizer__add_process(sym, (uint32_t)fp.pid), 0);
+	assert_int_equal(hc_symbolizer__add_process(sym, (uint32_t)fp.pid, 0), 0);
 	for (i = 0; i < fp.nr; i++) {
 		struct hc_frame_info fi;
 		struct hc_uloc loc;
 
-		assert_int_equal(hc_symbolizer__normalize(sym, (uint32_t)fp.pid, fp.addrs[i],
+		assert_int_equal(hc_symbolizer__normalize(sym, (uint32_t)fp.pid, 0, fp.addrs[i],
 							  &loc), 0);
 		assert_int_equal(hc_symbolizer__resolve_user(sym, &loc, &fi), 0);
 		if (!strcmp(fp.names[i], "hc::fixture::spin(int)")) {
@@ -1095,9 +1095,9 @@ static void test_facade_gone(void **state)
 		_exit(0);
 	assert_int_equal(waitpid(pid, &status, 0), pid);
 	sym = new_sym(false);
-	assert_int_equal(hc_symbolizer__add_process(sym, (uint32_t)pid), -ESRCH);
-	assert_int_equal(hc_symbolizer__add_process(sym, (uint32_t)pid), -ESRCH);
-	assert_int_equal(hc_symbolizer__normalize(sym, (uint32_t)pid, 0x401000, &loc), 0);
+	assert_int_equal(hc_symbolizer__add_process(sym, (uint32_t)pid, 0), -ESRCH);
+	assert_int_equal(hc_symbolizer__add_process(sym, (uint32_t)pid, 0), -ESRCH);
+	assert_int_equal(hc_symbolizer__normalize(sym, (uint32_t)pid, 0, 0x401000, &loc), 0);
 	assert_int_equal(loc.obj, HC_OBJ_UNKNOWN);
 	assert_int_equal(loc.off, 0x401000);
 	hc_symbolizer__stats(sym, &st);
@@ -1130,8 +1130,8 @@ static void test_facade_jit_self(void **state)
 	opts.perfmap_dir = dir;
 	sym = hc_symbolizer__new(&opts);
 	assert_non_null(sym);
-	assert_int_equal(hc_symbolizer__add_process(sym, (uint32_t)getpid()), 0);
-	assert_int_equal(hc_symbolizer__normalize(sym, (uint32_t)getpid(),
+	assert_int_equal(hc_symbolizer__add_process(sym, (uint32_t)getpid(), 0), 0);
+	assert_int_equal(hc_symbolizer__normalize(sym, (uint32_t)getpid(), 0,
 						  (uintptr_t)code + 0x10, &loc), 0);
 	assert_int_not_equal(loc.obj, HC_OBJ_UNKNOWN);
 	assert_int_equal(loc.off, (uintptr_t)code + 0x10); /* JIT: absolute address */
@@ -1141,7 +1141,7 @@ static void test_facade_jit_self(void **state)
 	assert_int_equal(fi.offset, 0x10);
 
 	/* Code compiled after the snapshot: the map is re-read when an address misses. */
-	assert_int_equal(hc_symbolizer__normalize(sym, (uint32_t)getpid(),
+	assert_int_equal(hc_symbolizer__normalize(sym, (uint32_t)getpid(), 0,
 						  (uintptr_t)code + 0x1010, &loc), 0);
 	assert_int_equal(hc_symbolizer__resolve_user(sym, &loc, &fi), -ENOENT);
 	assert_string_equal(fi.module, "[jit]");
@@ -1189,7 +1189,7 @@ static void test_facade_vdso_self(void **state)
 	assert_int_equal(hc_elfsym__off_to_vaddr(es, vaddr, &v), 0);
 	assert_int_equal(v, vaddr);
 
-	assert_int_equal(hc_symbolizer__normalize(sym, (uint32_t)getpid(),
+	assert_int_equal(hc_symbolizer__normalize(sym, (uint32_t)getpid(), 0,
 						  vdso->start + vaddr + 3, &loc), 0);
 	assert_int_equal(loc.off, vaddr + 3);
 	assert_int_equal(hc_symbolizer__resolve_user(sym, &loc, &fi), 0);
@@ -1219,7 +1219,7 @@ static void test_facade_fake_proc(void **state)
 	opts.kallsyms = "/nonexistent/kallsyms";
 	sym = hc_symbolizer__new(&opts);
 	assert_non_null(sym);
-	assert_int_equal(hc_symbolizer__add_process(sym, 4242), 0);
+	assert_int_equal(hc_symbolizer__add_process(sym, 4242, 0), 0);
 	hc_symbolizer__stats(sym, &st);
 	assert_int_equal(st.processes, 1);
 	/* "/usr/bin/my prog", libc (other inode than ours), libgone (deleted). */
@@ -1227,7 +1227,7 @@ static void test_facade_fake_proc(void **state)
 	assert_int_equal(st.object_open_err, 3);
 
 	/* File mapping: file offset = ip - start + pgoff; unresolved keeps module + offset. */
-	assert_int_equal(hc_symbolizer__normalize(sym, 4242, 0x55d0c8a02010ull, &loc), 0);
+	assert_int_equal(hc_symbolizer__normalize(sym, 4242, 0, 0x55d0c8a02010ull, &loc), 0);
 	assert_int_not_equal(loc.obj, HC_OBJ_UNKNOWN);
 	assert_int_equal(loc.off, 0x2010);
 	assert_int_equal(hc_symbolizer__resolve_user(sym, &loc, &fi), -ENOENT);
@@ -1235,39 +1235,39 @@ static void test_facade_fake_proc(void **state)
 	assert_string_equal(fi.module, "my prog");
 	assert_int_equal(fi.offset, 0x2010);
 	/* The non-executable mapping of the same file is the same object. */
-	assert_int_equal(hc_symbolizer__normalize(sym, 4242, 0x55d0c8a00010ull, &loc2), 0);
+	assert_int_equal(hc_symbolizer__normalize(sym, 4242, 0, 0x55d0c8a00010ull, &loc2), 0);
 	assert_int_equal(loc2.obj, loc.obj);
 	assert_int_equal(loc2.off, 0x10);
 
-	assert_int_equal(hc_symbolizer__normalize(sym, 4242, 0x7f3a1c300004ull, &loc), 0);
+	assert_int_equal(hc_symbolizer__normalize(sym, 4242, 0, 0x7f3a1c300004ull, &loc), 0);
 	assert_int_equal(hc_symbolizer__resolve_user(sym, &loc, &fi), -ENOENT);
 	assert_string_equal(fi.module, "libgone.so");
 	assert_int_equal(fi.offset, 0x1004);
 
 	/* Anonymous rwx and [anon:v8 code]: one JIT object, resolved by perf-4242.map. */
-	assert_int_equal(hc_symbolizer__normalize(sym, 4242, 0x7f1200000110ull, &loc), 0);
+	assert_int_equal(hc_symbolizer__normalize(sym, 4242, 0, 0x7f1200000110ull, &loc), 0);
 	assert_int_equal(loc.off, 0x7f1200000110ull);
 	assert_int_equal(hc_symbolizer__resolve_user(sym, &loc, &fi), 0);
 	assert_string_equal(fi.name, "LazyCompile:~add /srv/app.js:3");
 	assert_string_equal(fi.module, "[jit]");
 	assert_int_equal(fi.offset, 0x10);
-	assert_int_equal(hc_symbolizer__normalize(sym, 4242, 0x7f1200010100ull, &loc2), 0);
+	assert_int_equal(hc_symbolizer__normalize(sym, 4242, 0, 0x7f1200010100ull, &loc2), 0);
 	assert_int_equal(loc2.obj, loc.obj);
 	assert_int_equal(hc_symbolizer__resolve_user(sym, &loc2, &fi), 0);
 	assert_string_equal(fi.name, "JIT stub [vm]");
 
 	/* [vdso] of another size than ours: module only. [vsyscall]: module only. */
-	assert_int_equal(hc_symbolizer__normalize(sym, 4242, 0x7ffd4e5ff100ull, &loc), 0);
+	assert_int_equal(hc_symbolizer__normalize(sym, 4242, 0, 0x7ffd4e5ff100ull, &loc), 0);
 	assert_int_equal(loc.off, 0x100);
 	hc_symbolizer__resolve_user(sym, &loc, &fi);
 	assert_string_equal(fi.module, "[vdso]");
-	assert_int_equal(hc_symbolizer__normalize(sym, 4242, 0xffffffffff600400ull, &loc), 0);
+	assert_int_equal(hc_symbolizer__normalize(sym, 4242, 0, 0xffffffffff600400ull, &loc), 0);
 	assert_int_equal(hc_symbolizer__resolve_user(sym, &loc, &fi), -ENOENT);
 	assert_string_equal(fi.module, "[vsyscall]");
 	assert_int_equal(fi.offset, 0x400);
 
 	/* In no mapping: one re-read, then unknown with the raw address. */
-	assert_int_equal(hc_symbolizer__normalize(sym, 4242, 0x1000, &loc), 0);
+	assert_int_equal(hc_symbolizer__normalize(sym, 4242, 0, 0x1000, &loc), 0);
 	assert_int_equal(loc.obj, HC_OBJ_UNKNOWN);
 	assert_int_equal(loc.off, 0x1000);
 	assert_int_equal(hc_symbolizer__resolve_user(sym, &loc, &fi), -ENOENT);
@@ -1278,7 +1278,7 @@ static void test_facade_fake_proc(void **state)
 
 	/* forget: the next add_process re-reads; objects are reused. */
 	hc_symbolizer__forget_process(sym, 4242);
-	assert_int_equal(hc_symbolizer__add_process(sym, 4242), 0);
+	assert_int_equal(hc_symbolizer__add_process(sym, 4242, 0), 0);
 	hc_symbolizer__stats(sym, &st);
 	assert_int_equal(st.processes, 3);
 	assert_int_equal(st.objects, 3);
@@ -1348,8 +1348,8 @@ static void test_facade_jit_namespaced(void **state)
 	opts.proc_root = dir;
 	sym = hc_symbolizer__new(&opts);
 	assert_non_null(sym);
-	assert_int_equal(hc_symbolizer__add_process(sym, 4242), 0);
-	assert_int_equal(hc_symbolizer__normalize(sym, 4242, 0x7f0000000110ull, &loc), 0);
+	assert_int_equal(hc_symbolizer__add_process(sym, 4242, 0), 0);
+	assert_int_equal(hc_symbolizer__normalize(sym, 4242, 0, 0x7f0000000110ull, &loc), 0);
 	assert_int_not_equal(loc.obj, HC_OBJ_UNKNOWN);
 	assert_int_equal(hc_symbolizer__resolve_user(sym, &loc, &fi), 0);
 	assert_string_equal(fi.name, "js:in_container");
@@ -1377,12 +1377,12 @@ static void test_facade_unreadable(void **state)
 	opts.proc_root = dir;
 	sym = hc_symbolizer__new(&opts);
 	assert_non_null(sym);
-	assert_int_equal(hc_symbolizer__add_process(sym, 77), -EISDIR);
-	assert_int_equal(hc_symbolizer__add_process(sym, 77), -EISDIR);
-	assert_int_equal(hc_symbolizer__normalize(sym, 77, 0x1234, &loc), 0);
+	assert_int_equal(hc_symbolizer__add_process(sym, 77, 0), -EISDIR);
+	assert_int_equal(hc_symbolizer__add_process(sym, 77, 0), -EISDIR);
+	assert_int_equal(hc_symbolizer__normalize(sym, 77, 0, 0x1234, &loc), 0);
 	assert_int_equal(loc.obj, HC_OBJ_UNKNOWN);
 	/* No such pid at all. */
-	assert_int_equal(hc_symbolizer__add_process(sym, 78), -ESRCH);
+	assert_int_equal(hc_symbolizer__add_process(sym, 78, 0), -ESRCH);
 	hc_symbolizer__free(sym);
 	rmdir(path);
 	snprintf(path, sizeof(path), "%s/77", dir);

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
-/* serve/privdrop: make the calling process unprivileged for good. */
-#ifndef HOTCOLD_SERVE_PRIVDROP_H
-#define HOTCOLD_SERVE_PRIVDROP_H
+/* privsep/privdrop: make the calling process unprivileged for good. */
+#ifndef HOTCOLD_PRIVSEP_PRIVDROP_H
+#define HOTCOLD_PRIVSEP_PRIVDROP_H
 
 #include <stddef.h>
 

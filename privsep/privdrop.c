@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-only
-#include "serve/privdrop.h"
+#include "privsep/privdrop.h"
 
 #include <errno.h>
 #include <grp.h>
@@ -30,7 +30,7 @@ int hc_privdrop(const char *user, char *why, size_t why_len)
 
 		if (!pw) {
 			errno = errno ? errno : ENOENT;
-			snprintf(why, why_len, "no user '%s' to run the HTTP server as (--user)",
+			snprintf(why, why_len, "no user '%s' to run the unprivileged side as (--user)",
 				 user);
 			return -ENOENT;
 		}

@@ -1,0 +1,39 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * privsep/sandbox: the seccomp allow-lists of hotcold's unprivileged processes.
+ *
+ *  - HC_SANDBOX_WORKER: what reads files a local user controls. `record`'s and `serve`'s
+ *    collector (drains the ring buffer of programs the privileged half loaded, symbolizes with
+ *    descriptors from the broker, writes the profile to a descriptor it was given) and
+ *    `report` (reads a profile file, writes the output). No sockets of its own, no exec, no
+ *    process creation, files opened read-only, no executable mappings; bpf() only for the
+ *    map, link and iterator commands of objects it already holds; ioctl() only to turn its
+ *    perf events on and off and to ask whether a descriptor is a terminal.
+ *  - HC_SANDBOX_SERVER: serve's HTTP process (libmicrohttpd's threads, the push client):
+ *    additionally threads (clone with CLONE_THREAD only), sockets, accept, connect.
+ *
+ * A call outside the list is not executed: the process gets SIGSYS, and our handler says
+ * which system call it was on stderr and exits 70 (a bug, or an attack: either way loud).
+ * The filter is installed after privileges are dropped (NoNewPrivs is set by then) and is
+ * inherited by every thread created later.
+ */
+#ifndef HOTCOLD_PRIVSEP_SANDBOX_H
+#define HOTCOLD_PRIVSEP_SANDBOX_H
+
+#include <stddef.h>
+
+enum hc_sandbox {
+	HC_SANDBOX_WORKER,
+	HC_SANDBOX_SERVER,
+};
+
+/* Install the allow-list. 0, or -errno with a reason in why. */
+int hc_sandbox__install(enum hc_sandbox which, char *why, size_t why_len);
+
+/*
+ * Drop privileges (privsep/privdrop.h: become `user` when root, no capabilities,
+ * NoNewPrivs), then install the allow-list. 0, or -errno with a reason in why.
+ */
+int hc_sandbox__enter(enum hc_sandbox which, const char *user, char *why, size_t why_len);
+
+#endif
