@@ -11,7 +11,6 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
-#include <sys/prctl.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
 #include <sysexits.h>
@@ -318,19 +317,15 @@ static uint64_t now_ns(clockid_t clk)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-static bool any_alive(const struct record_cfg *cfg)
+/* Asked of the broker: the sandbox may not signal anybody (kill(pid, 0)), and its own /proc
+ * may hide other users' processes (hidepid). A zombie still counts. */
+static bool any_alive(const struct record_cfg *cfg, struct hc_broker_client *bc)
 {
-	char path[32];
-
-	/* Not kill(pid, 0): the sandbox may not signal anybody. A zombie still counts. */
-	for (size_t i = 0; i < cfg->n_tgids; i++) {
-		snprintf(path, sizeof(path), "/proc/%u", cfg->tgids[i]);
-		if (access(path, F_OK) == 0)
+	for (size_t i = 0; i < cfg->n_tgids; i++)
+		if (hc_broker_client__alive(bc, cfg->tgids[i]) != -ENOENT)
 			return true;
-	}
 	return false;
 }
-
 
 /* The `scheduler` section: how off-CPU time was taken and what it cost. */
 static json_t *scheduler_json(const struct record_cfg *cfg, const struct hc_sampler_counts *cnt,
@@ -458,11 +453,12 @@ static int fill_profile(struct hc_profile *p, const struct record_cfg *cfg,
 /*
  * The sandboxed half: everything after the BPF objects exist. Runs as --user with no
  * capabilities under the worker seccomp allow-list; gets its files from the broker on
- * broker_fd; writes the profile to out->f (opened by the privileged half, which commits it
- * when we exit 0). Returns the exit code.
+ * broker_fd; finishes early when asked on stop_fd (privsep/broker.h: the stop line) or on a
+ * signal; writes the profile to out->f (opened by the privileged half, which commits it when
+ * we exit 0). Returns the exit code.
  */
 static int record_worker(const struct record_cfg *cfg, struct hc_sampler *sampler,
-			 struct hc_agg **aggp, struct hc_output *out, int broker_fd)
+			 struct hc_agg **aggp, struct hc_output *out, int broker_fd, int stop_fd)
 {
 	struct hc_broker_client bc = { .sock = broker_fd };
 	struct hc_symbolizer_opts sopts = {0};
@@ -528,7 +524,9 @@ static int record_worker(const struct record_cfg *cfg, struct hc_sampler *sample
 			rc = EX_OSERR;
 			goto out;
 		}
-		if (cfg->n_tgids && !any_alive(cfg))
+		if (cfg->n_tgids && !any_alive(cfg, &bc))
+			break;
+		if (hc_stopline__asked(stop_fd))
 			break;
 	}
 	err = hc_sampler__stop(sampler);
@@ -635,7 +633,7 @@ int cmd_record(int argc, char **argv)
 	struct hc_output out = {0};
 	struct hc_agg *agg = NULL; /* set by the worker, read by the callbacks */
 	char comm[HC_TASK_COMM_LEN];
-	int rc, err, status, sv[2] = { -1, -1 };
+	int rc, err, status, sv[2] = { -1, -1 }, line[2] = { -1, -1 };
 	pid_t parent, child;
 
 	rc = parse_args(argc, argv, &cfg);
@@ -689,6 +687,8 @@ int cmd_record(int argc, char **argv)
 	/* The split: from here everything that reads what users control runs in a child with
 	 * no privileges (privsep/); we keep the BPF objects alive and open files for it. */
 	err = hc_broker__socketpair(sv);
+	if (!err)
+		err = hc_stopline__new(line);
 	if (err) {
 		hc_err("socketpair: %s", strerror(-err));
 		rc = EX_OSERR;
@@ -706,23 +706,26 @@ int cmd_record(int argc, char **argv)
 		char why[256];
 
 		close(sv[0]);
+		close(line[1]);
 		/* The lock is the parent's to hold and release: were we to keep a copy, a next
 		 * capture could find it held for a moment after a SIGKILL and keep the killed
 		 * one's leftovers. */
 		if (out.lock_fd >= 0)
 			close(out.lock_fd);
-		/* A killed parent takes us along: nothing outlives it holding its BPF objects. */
-		if (prctl(PR_SET_PDEATHSIG, SIGKILL) || getppid() != parent)
-			_exit(EX_OSERR);
-		if (hc_sandbox__enter(HC_SANDBOX_WORKER, cfg.user, why, sizeof(why))) {
+		/* A killed parent takes us along (PR_SET_PDEATHSIG, armed by the sandbox after
+		 * the drop): nothing outlives it holding its BPF objects. */
+		err = hc_sandbox__enter(HC_SANDBOX_WORKER, cfg.user, parent, why, sizeof(why));
+		if (err) {
 			hc_err("%s", why);
-			_exit(EX_NOPERM);
+			_exit(err == -ESRCH ? EX_OSERR : EX_NOPERM);
 		}
-		_exit(record_worker(&cfg, sampler, &agg, &out, sv[1]));
+		_exit(record_worker(&cfg, sampler, &agg, &out, sv[1], line[0]));
 	}
 	close(sv[1]);
 	sv[1] = -1;
-	err = hc_broker__serve(sv[0], child, &hc_stop_requested, NULL, &bstats);
+	close(line[0]);
+	line[0] = -1;
+	err = hc_broker__serve(sv[0], line[1], &hc_stop_requested, NULL, &bstats);
 	if (err)
 		hc_err("serving the sandboxed worker: %s", strerror(-err));
 	close(sv[0]);
@@ -750,6 +753,9 @@ out:
 		close(sv[0]);
 	if (sv[1] >= 0)
 		close(sv[1]);
+	for (int i = 0; i < 2; i++)
+		if (line[i] >= 0)
+			close(line[i]);
 	hc_output__abort(&out);
 	hc_sampler__free(sampler);
 	free(cfg.tgids);

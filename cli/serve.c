@@ -2,11 +2,18 @@
 /*
  * hotcold serve: continuous on/off-CPU profiling of the machine, browsed at localhost.
  *
- * Two processes. The collector (this process, privileged) loads BPF, drains, symbolizes and
- * sends one batch a second over a socketpair. The server (a child forked before any BPF
- * work, so it never held a BPF fd or a byte of kernel symbol data) drops to an unprivileged
- * user with no capabilities and NoNewPrivs, holds the store and speaks HTTP. Either side
- * ending ends the other: the collector sees EPIPE, the server EOF.
+ * Three processes (docs/security.md):
+ *  - this one keeps the privileges: it loads BPF and then only opens files for the worker
+ *    (privsep/broker.h), parsing none of them;
+ *  - the collector worker (forked once BPF is loaded) drops to --user with no capabilities,
+ *    NoNewPrivs and the worker seccomp allow-list, drains, symbolizes from the descriptors
+ *    it is given and sends one batch a second over a socketpair;
+ *  - the server (forked before any BPF work, so it never held a BPF fd or a byte of kernel
+ *    symbol data) drops the same way under the server allow-list, holds the store and
+ *    speaks HTTP.
+ * Any of them ending ends the others: the worker sees EPIPE from the server, the server
+ * EOF from the worker, the privileged process the worker's exit; a SIGKILLed privileged
+ * process takes the worker along (PR_SET_PDEATHSIG), and the server then sees EOF.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -27,7 +34,8 @@
 #include "cli/timespec.h"
 #include "serve/backend.h"
 #include "serve/collector.h"
-#include "privsep/privdrop.h"
+#include "privsep/broker.h"
+#include "privsep/sandbox.h"
 #include "serve/push.h"
 #include "web/server.h"
 
@@ -254,7 +262,7 @@ static int push_fetch(void *ctx, int64_t from_ns, int64_t *to_ns, unsigned int w
 }
 
 /* The server process: unprivileged, the store and HTTP. Returns its exit code. */
-static int run_server(const struct serve_cfg *cfg, int sock, struct hc_listen *l)
+static int run_server(const struct serve_cfg *cfg, int sock, struct hc_listen *l, pid_t parent)
 {
 	struct hc_backend_opts bopts = {
 		.store = { .retention_s = cfg->retention_s,
@@ -270,7 +278,7 @@ static int run_server(const struct serve_cfg *cfg, int sock, struct hc_listen *l
 	char why[256];
 	int err, rc = 0;
 
-	err = hc_privdrop(cfg->user, why, sizeof(why));
+	err = hc_sandbox__enter(HC_SANDBOX_SERVER, cfg->user, parent, why, sizeof(why));
 	if (err) {
 		hc_err("server: %s", why);
 		return EX_NOPERM;
@@ -370,17 +378,61 @@ static int reap(pid_t child, int timeout_ms)
 	}
 }
 
+/* The worker's exit code when the server went away first (internal: the server's own exit
+ * code is then passed on). */
+#define WORKER_PEER_GONE 100
+
+/* The collector worker: sandboxed, its files from the broker (copts.io), told to stop on
+ * stop_fd. Never returns. */
+static void run_worker(const struct serve_cfg *cfg, struct hc_collector *coll, pid_t parent,
+		       int stop_fd)
+{
+	bool peer_gone = false;
+	char why[256];
+	int err;
+
+	/* A killed parent takes us along (PR_SET_PDEATHSIG, armed by the sandbox after the
+	 * drop): nothing outlives it holding its BPF objects. */
+	err = hc_sandbox__enter(HC_SANDBOX_WORKER, cfg->user, parent, why, sizeof(why));
+	if (err) {
+		hc_err("collector: %s", why);
+		_exit(err == -ESRCH ? EX_OSERR : EX_NOPERM);
+	}
+	err = hc_collector__run(coll, &hc_stop_requested, stop_fd, &peer_gone);
+	if (err) {
+		hc_err("collector: %s", strerror(-err));
+		_exit(EX_SOFTWARE);
+	}
+	/* Our copies of the BPF objects only: the parent releases the programs. */
+	hc_collector__free(coll);
+	_exit(peer_gone ? WORKER_PEER_GONE : 0);
+}
+
+/* The exit code of a child's wait status; 70 (said) when a signal ended it. */
+static int child_rc(int status, const char *who)
+{
+	if (WIFEXITED(status))
+		return WEXITSTATUS(status);
+	hc_err("the %s process ended by signal %d%s", who, WIFSIGNALED(status) ? WTERMSIG(status) : 0,
+	       WIFSIGNALED(status) && WTERMSIG(status) == SIGSYS ?
+		       " (a system call outside its allow-list)" : "");
+	return EX_SOFTWARE;
+}
+
 int cmd_serve(int argc, char **argv)
 {
 	struct serve_cfg cfg = {0};
 	struct hc_collector_opts copts = {0};
 	struct hc_collector *coll = NULL;
+	struct hc_broker_stats bstats = {0};
+	struct hc_broker_client bc = { .sock = -1 };
+	struct hc_symbolizer_io io;
 	struct hc_listen l = { .fd = -1 };
 	const char *what = NULL;
 	bool peer_gone = false;
 	char why[256];
-	int sv[2], rc, err, status;
-	pid_t child;
+	int sv[2], bv[2] = { -1, -1 }, line[2] = { -1, -1 }, rc, err, status;
+	pid_t child, worker = -1, self = getpid();
 
 	rc = parse_args(argc, argv, &cfg);
 	if (rc)
@@ -408,11 +460,21 @@ int cmd_serve(int argc, char **argv)
 	}
 	if (child == 0) {
 		close(sv[0]);
-		_exit(run_server(&cfg, sv[1], &l));
+		_exit(run_server(&cfg, sv[1], &l, self));
 	}
 	close(sv[1]);
 	hc_listen__close(&l);
 
+	err = hc_broker__socketpair(bv);
+	if (!err)
+		err = hc_stopline__new(line);
+	if (err) {
+		hc_err("socketpair: %s", strerror(-err));
+		rc = EX_OSERR;
+		goto out;
+	}
+	bc.sock = bv[1];
+	hc_broker_client__io(&bc, &io);
 	copts.period_ns = cfg.c.rate.period_ns;
 	copts.frequency_hz = cfg.c.rate.hz;
 	copts.retention_s = cfg.retention_s;
@@ -422,6 +484,7 @@ int cmd_serve(int argc, char **argv)
 	copts.no_stack_reuse = cfg.c.no_stack_reuse;
 	copts.no_demangle = cfg.c.no_demangle;
 	copts.fd = sv[0];
+	copts.io = &io;
 	hc_raise_nofile_limit();
 	coll = hc_collector__new(&copts, &what);
 	if (!coll) {
@@ -443,28 +506,58 @@ int cmd_serve(int argc, char **argv)
 			goto out;
 		}
 	}
+	if (hc_stop_requested)
+		goto out;
+	fflush(NULL);
+	worker = fork();
+	if (worker < 0) {
+		hc_err("fork: %s", strerror(errno));
+		rc = EX_OSERR;
+		goto out;
+	}
+	if (worker == 0) {
+		close(bv[0]);
+		close(line[1]);
+		run_worker(&cfg, coll, self, line[0]);
+	}
+	close(bv[1]);
+	bv[1] = -1;
+	close(line[0]);
+	line[0] = -1;
+	/* The worker alone talks to the server now. */
+	close(sv[0]);
+	sv[0] = -1;
 	fprintf(stderr, "hotcold: serving http://%s/ (sampling %g Hz on every CPU%s; keeping %llu s)\n",
 		l.addr, cfg.c.rate.hz, cfg.c.no_offcpu ? "" : ", off-CPU time too",
 		(unsigned long long)cfg.retention_s);
-	err = hc_collector__run(coll, &hc_stop_requested, &peer_gone);
-	if (err) {
-		hc_err("collector: %s", strerror(-err));
-		rc = EX_SOFTWARE;
+	err = hc_broker__serve(bv[0], line[1], &hc_stop_requested, NULL, &bstats);
+	if (err)
+		hc_err("serving the collector: %s", strerror(-err));
+	while (waitpid(worker, &status, 0) < 0 && errno == EINTR)
+		;
+	rc = child_rc(status, "collector");
+	if (rc == WORKER_PEER_GONE) {
+		peer_gone = true;
+		rc = 0;
 	}
+	if (cfg.c.verbose)
+		fprintf(stderr, "hotcold: broker: %llu requests, %llu descriptors passed, %llu refused\n",
+			(unsigned long long)bstats.requests, (unsigned long long)bstats.opened,
+			(unsigned long long)bstats.refused);
 out:
 	/* BPF released before anything else, then the server told (EOF) and reaped. */
 	hc_collector__free(coll);
-	close(sv[0]);
+	for (int i = 0; i < 2; i++) {
+		if (bv[i] >= 0)
+			close(bv[i]);
+		if (line[i] >= 0)
+			close(line[i]);
+	}
+	if (sv[0] >= 0)
+		close(sv[0]);
 	status = reap(child, 1500);
 	/* The server ended on its own: its exit code (it said why), or 70 for a crash. */
-	if (!rc && peer_gone && !hc_stop_requested) {
-		if (WIFEXITED(status)) {
-			rc = WEXITSTATUS(status);
-		} else {
-			hc_err("the HTTP server process ended (signal %d)",
-			       WIFSIGNALED(status) ? WTERMSIG(status) : 0);
-			rc = EX_SOFTWARE;
-		}
-	}
+	if (!rc && peer_gone && !hc_stop_requested)
+		rc = child_rc(status, "HTTP server");
 	return rc;
 }

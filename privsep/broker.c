@@ -190,6 +190,14 @@ int hc_broker__answer(int sock, const void *req, size_t len, const char *proc,
 	case HC_BROKER_PERFMAP:
 		fds[0] = open_perfmap(proc, rq.tgid, rq.a);
 		break;
+	case HC_BROKER_ALIVE: {
+		char path[PATH_MAX];
+
+		snprintf(path, sizeof(path), "%s/%u", proc, rq.tgid);
+		err = access(path, F_OK) ? -errno : 0;
+		nfds = 0;
+		break;
+	}
 	case HC_BROKER_KALLSYMS:
 		/* Opened by us, so the addresses show: kallsyms checks the opener. */
 		{
@@ -205,7 +213,7 @@ int hc_broker__answer(int sock, const void *req, size_t len, const char *proc,
 		err = -EINVAL;
 		break;
 	}
-	if (!err && fds[0] < 0)
+	if (!err && nfds && fds[0] < 0)
 		err = fds[0];
 out:
 	if (err)
@@ -222,7 +230,21 @@ out:
 	}
 }
 
-int hc_broker__serve(int sock, pid_t worker, const volatile sig_atomic_t *stop,
+int hc_stopline__new(int line[2])
+{
+	/* A socket, not a pipe: send(MSG_NOSIGNAL) to a worker gone is EPIPE, not SIGPIPE. */
+	return socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, line) ? -errno : 0;
+}
+
+bool hc_stopline__asked(int fd)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+
+	/* POLLHUP (our end closed) and POLLERR count too: either way nobody is left to serve. */
+	return poll(&p, 1, 0) > 0;
+}
+
+int hc_broker__serve(int sock, int stop_wfd, const volatile sig_atomic_t *stop,
 		     const char *proc, struct hc_broker_stats *stats)
 {
 	bool told = false;
@@ -234,7 +256,9 @@ int hc_broker__serve(int sock, pid_t worker, const volatile sig_atomic_t *stop,
 		int r;
 
 		if (*stop && !told) {
-			kill(worker, SIGTERM);
+			/* A full pipe already says it; EPIPE (the worker gone) is seen below. */
+			while (send(stop_wfd, "", 1, MSG_NOSIGNAL) < 0 && errno == EINTR)
+				;
 			told = true;
 		}
 		r = poll(&p, 1, 200);
@@ -348,6 +372,16 @@ static int io_kallsyms(void *ctx)
 	return one(ctx, HC_BROKER_KALLSYMS, 0, 0, 0);
 }
 
+int hc_broker_client__alive(struct hc_broker_client *c, uint32_t tgid)
+{
+	return request(c, HC_BROKER_ALIVE, tgid, 0, 0, NULL, 0);
+}
+
+static int io_alive(void *ctx, uint32_t tgid)
+{
+	return hc_broker_client__alive(ctx, tgid);
+}
+
 void hc_broker_client__io(struct hc_broker_client *c, struct hc_symbolizer_io *io)
 {
 	*io = (struct hc_symbolizer_io){
@@ -356,6 +390,7 @@ void hc_broker_client__io(struct hc_broker_client *c, struct hc_symbolizer_io *i
 		.open_mapped = io_mapped,
 		.open_perfmap = io_perfmap,
 		.open_kallsyms = io_kallsyms,
+		.alive = io_alive,
 		.ctx = c,
 	};
 }

@@ -35,12 +35,24 @@ struct hc_broker_stats {
 int hc_broker__socketpair(int sv[2]);
 
 /*
- * The privileged side: answer the worker's requests on sock until the worker closes it or
- * exits. When *stop becomes set (SIGINT/SIGTERM to us), the worker is sent SIGTERM once and
- * the broker keeps answering while it finishes. Returns 0 at end of stream, or -errno.
- * `proc` is the procfs to open under ("/proc" when NULL; tests may point elsewhere).
+ * The stop line: how the privileged side tells the worker to finish. Not a signal: the worker
+ * runs as another user, and signalling it would take CAP_KILL, which the units do not grant.
+ * A connected pair, line[0] for the worker, line[1] for us, both close-on-exec. We write a byte
+ * to ask; our death closes line[1], which the worker reads the same way, so a SIGKILLed
+ * privileged process never leaves a worker behind even where PR_SET_PDEATHSIG cannot help.
  */
-int hc_broker__serve(int sock, pid_t worker, const volatile sig_atomic_t *stop,
+int hc_stopline__new(int line[2]);
+/* The worker's side: true once line[0] is readable (asked, or our end closed). Never blocks. */
+bool hc_stopline__asked(int fd);
+
+/*
+ * The privileged side: answer the worker's requests on sock until the worker closes it or
+ * exits. When *stop becomes set (SIGINT/SIGTERM to us), the worker is asked once on the stop
+ * line (stop_wfd) and the broker keeps answering while it finishes. Returns 0 at end of
+ * stream, or -errno. `proc` is the procfs to open under ("/proc" when NULL; tests may point
+ * elsewhere).
+ */
+int hc_broker__serve(int sock, int stop_wfd, const volatile sig_atomic_t *stop,
 		     const char *proc, struct hc_broker_stats *stats);
 
 /* Answer one request already received (exposed for tests). */
@@ -52,6 +64,8 @@ struct hc_broker_client {
 	int sock;
 };
 void hc_broker_client__io(struct hc_broker_client *c, struct hc_symbolizer_io *io);
+/* 0 while tgid exists (a zombie too), -ENOENT once it is gone, or another -errno. */
+int hc_broker_client__alive(struct hc_broker_client *c, uint32_t tgid);
 
 /* The request's wire form (fixed size; exposed for tests). */
 enum hc_broker_op {
@@ -60,6 +74,7 @@ enum hc_broker_op {
 	HC_BROKER_MAPPED,    /* tgid, a = start, b = end -> the mapped file */
 	HC_BROKER_PERFMAP,   /* tgid, a = nspid -> perf-NSPID.map in tgid's /tmp */
 	HC_BROKER_KALLSYMS,  /* -> /proc/kallsyms */
+	HC_BROKER_ALIVE,     /* tgid -> 0 while /proc/TGID exists, -ENOENT after (no descriptor) */
 };
 
 struct hc_broker_req {

@@ -205,9 +205,24 @@ out:
 	return err;
 }
 
-int hc_sandbox__enter(enum hc_sandbox which, const char *user, char *why, size_t why_len)
+int hc_sandbox__enter(enum hc_sandbox which, const char *user, pid_t parent, char *why,
+		      size_t why_len)
 {
 	int err = hc_privdrop(user, why, why_len);
 
-	return err ? err : hc_sandbox__install(which, why, why_len);
+	if (err)
+		return err;
+	if (parent > 0) {
+		if (prctl(PR_SET_PDEATHSIG, SIGKILL)) {
+			err = -errno;
+			snprintf(why, why_len, "PR_SET_PDEATHSIG: %s", strerror(-err));
+			return err;
+		}
+		/* Died between fork() and here: the signal was never armed for it. */
+		if (getppid() != parent) {
+			snprintf(why, why_len, "the privileged process is gone");
+			return -ESRCH;
+		}
+	}
+	return hc_sandbox__install(which, why, why_len);
 }

@@ -21,6 +21,7 @@
 #define HOTCOLD_PRIVSEP_SANDBOX_H
 
 #include <stddef.h>
+#include <sys/types.h>
 
 enum hc_sandbox {
 	HC_SANDBOX_WORKER,
@@ -33,7 +34,11 @@ int hc_sandbox__install(enum hc_sandbox which, char *why, size_t why_len);
 /*
  * Drop privileges (privsep/privdrop.h: become `user` when root, no capabilities,
  * NoNewPrivs), then install the allow-list. 0, or -errno with a reason in why.
+ * parent > 0: a forked child of that process, which the kernel is to SIGKILL when the
+ * parent dies. Set here, after the drop, because a change of credentials clears
+ * PR_SET_PDEATHSIG; -ESRCH if the parent is already gone.
  */
-int hc_sandbox__enter(enum hc_sandbox which, const char *user, char *why, size_t why_len);
+int hc_sandbox__enter(enum hc_sandbox which, const char *user, pid_t parent, char *why,
+		      size_t why_len);
 
 #endif

@@ -11,6 +11,7 @@
 
 #include <jansson.h>
 
+#include "privsep/broker.h"
 #include "profile/store.h"
 #include "sampler/aggregate.h"
 #include "sampler/sampler.h"
@@ -385,7 +386,7 @@ static int flush(struct hc_collector *c)
 
 struct hc_collector *hc_collector__new(const struct hc_collector_opts *o, const char **why)
 {
-	struct hc_symbolizer_opts sopts = { .no_demangle = o->no_demangle };
+	struct hc_symbolizer_opts sopts = { .no_demangle = o->no_demangle, .io = o->io };
 	struct hc_sampler_opts popts = {0};
 	struct hc_sampler_callbacks cb = {
 		.sample = on_sample,
@@ -409,7 +410,6 @@ struct hc_collector *hc_collector__new(const struct hc_collector_opts *o, const 
 	c->fcache = calloc(FCACHE_SLOTS, sizeof(*c->fcache));
 	if (!c->sym || !c->frames || !c->cells || !c->idle_prev || !c->fcache)
 		goto err_free;
-	hc_symbolizer__load_kernel(c->sym); /* without it kernel frames stay [unknown] */
 	c->agg = new_agg(c);
 	if (!c->agg)
 		goto err_free;
@@ -465,18 +465,23 @@ void hc_collector__free(struct hc_collector *c)
 	free(c);
 }
 
-int hc_collector__run(struct hc_collector *c, const volatile sig_atomic_t *stop,
+int hc_collector__run(struct hc_collector *c, const volatile sig_atomic_t *stop, int stop_fd,
 		      bool *peer_gone)
 {
 	int64_t last_flush_s = c->now_s;
 
 	*peer_gone = false;
 	c->stop = stop;
+	/* Here, not in new(): sandboxed, the kallsyms descriptor comes from the broker, which
+	 * answers only once run() is under way. Without it kernel frames stay [unknown]. */
+	hc_symbolizer__load_kernel(c->sym);
 	while (!*stop) {
 		int err = hc_sampler__poll(c->sampler, 100);
 
 		if (err < 0 && err != -EINTR)
 			return err;
+		if (stop_fd >= 0 && hc_stopline__asked(stop_fd))
+			break;
 		c->now_s = clock_ns(CLOCK_REALTIME) / 1000000000ll;
 		if (c->now_s == last_flush_s)
 			continue;

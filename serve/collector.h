@@ -1,9 +1,13 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
- * serve/collector: the privileged half of `hotcold serve`. Loads the BPF programs, drains
+ * serve/collector: the sampling side of `hotcold serve`. Loads the BPF programs, drains
  * them, symbolizes, and once a second sends that second's paths, heat map, histogram
  * observations and counters to the server half (serve/wire.h) over a socket. Keeps no
  * history: the store lives on the other side.
+ *
+ * hc_collector__new() needs the privileges (BPF, perf events); hc_collector__run() needs
+ * none when opts.io gives it its files (`hotcold serve` forks it into the worker sandbox,
+ * privsep/, and the privileged parent answers opts.io's requests).
  */
 #ifndef HOTCOLD_SERVE_COLLECTOR_H
 #define HOTCOLD_SERVE_COLLECTOR_H
@@ -11,6 +15,8 @@
 #include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
+
+#include "symbolize/symbolizer.h"
 
 struct hc_collector_opts {
 	uint64_t period_ns;
@@ -22,19 +28,23 @@ struct hc_collector_opts {
 	bool no_stack_reuse;
 	bool no_demangle;
 	int fd; /* the server's socket; not owned */
+	/* Where the symbolizer's files come from (copied); NULL: opened directly. */
+	const struct hc_symbolizer_io *io;
 };
 
 struct hc_collector;
 
-/* Symbolizer and BPF loaded and attached. NULL + errno; *why names the step that failed. */
+/* BPF loaded, attached and started; the symbolizer made (kernel symbols are loaded by run).
+ * NULL + errno; *why names the step that failed. */
 struct hc_collector *hc_collector__new(const struct hc_collector_opts *o, const char **why);
 void hc_collector__free(struct hc_collector *c);
 
 /*
- * Sample and send until *stop is set or the server goes away. 0 on either (peer_gone tells
- * which), -errno on a failure.
+ * Sample and send until *stop is set, stop_fd is asked (privsep/broker.h: the stop line; -1:
+ * none), or the server goes away. 0 on any of them (peer_gone tells the last), -errno on a
+ * failure.
  */
-int hc_collector__run(struct hc_collector *c, const volatile sig_atomic_t *stop,
+int hc_collector__run(struct hc_collector *c, const volatile sig_atomic_t *stop, int stop_fd,
 		      bool *peer_gone);
 
 #endif

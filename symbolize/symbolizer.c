@@ -801,10 +801,17 @@ int hc_symbolizer__prune_gone(struct hc_symbolizer *sym, size_t *dropped)
 		return -ENOMEM;
 	/* The new index first: on failure nothing has changed. */
 	for (i = 0; i < sym->nr_procs; i++) {
-		snprintf(path, sizeof(path), "%s/%u", sym->proc_root, sym->procs[i].tgid);
+		bool exited;
+
+		if (sym->has_io) {
+			exited = sym->io.alive(sym->io.ctx, sym->procs[i].tgid) == -ENOENT;
+		} else {
+			snprintf(path, sizeof(path), "%s/%u", sym->proc_root, sym->procs[i].tgid);
+			exited = access(path, F_OK) != 0 && errno == ENOENT;
+		}
 		/* Gone (its maps could not be read because it had exited), or no /proc entry:
 		 * a later process with this pid gets a fresh snapshot. */
-		if (sym->procs[i].gone || (access(path, F_OK) != 0 && errno == ENOENT)) {
+		if (sym->procs[i].gone || exited) {
 			dead[i] = true;
 			continue;
 		}

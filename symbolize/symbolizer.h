@@ -40,6 +40,9 @@ struct hc_symbolizer_io {
 	/* tgid's JIT map: perf-NSPID.map in the /tmp of its own root. */
 	int (*open_perfmap)(void *ctx, uint32_t tgid, uint32_t nspid);
 	int (*open_kallsyms)(void *ctx);
+	/* 0 while tgid exists (a zombie too), -ENOENT once it is gone. Asked by the side that
+	 * sees every process: the sandbox's own /proc may hide other users' (hidepid). */
+	int (*alive)(void *ctx, uint32_t tgid);
 	void *ctx;
 };
 

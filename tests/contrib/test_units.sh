@@ -13,8 +13,9 @@
 #       of three workloads only those capabilities reach (another user's binary in a 0700
 #       directory, one in a private mount namespace, a deleted one) and of a JIT (node, its
 #       /tmp/perf-PID.map: what PrivateTmp=yes would hide); serve answers its API
-#       and its HTTP process ends as --user with nothing; every system call and socket
-#       family either makes (strace) passes SystemCallFilter= and RestrictAddressFamilies=.
+#       and its HTTP server and collector worker run as --user with nothing but a seccomp
+#       filter; every system call and socket family either makes (strace) passes
+#       SystemCallFilter= and RestrictAddressFamilies=.
 #       And the same record without CAP_SYSLOG, CAP_SYS_PTRACE, CAP_DAC_READ_SEARCH and
 #       CAP_CHECKPOINT_RESTORE must fail the profile check: the check can fail.
 set -uo pipefail
@@ -313,27 +314,31 @@ stop_serve() {
 }
 
 bpf_serve() {
-	local d=$t/serve user uid child st f
+	local d=$t/serve user uid child children st f
 	SERVE_EXTRA=()
 	mkdir -p "$d"
 	sandbox_prepare "$serve" "$d"
 	sandbox_check "$serve" "$d"
 	start_serve "$serve" "$d" "$d/sandbox.sh"
-	# The collector holds the unit's capabilities; the HTTP process nothing, as --user.
+	# The main process holds the unit's capabilities; its two children (the HTTP server,
+	# forked first, and the collector worker) nothing, as --user, under seccomp.
 	st=$(awk '/^CapEff:/ { print $2 }' "/proc/$SERVE_PID/status")
 	load_caps "$serve"
-	[ "$st" = "$(caps_mask "$CAPS")" ] || fail "collector: CapEff $st"
-	child=$(cat "/proc/$SERVE_PID/task/$SERVE_PID/children" | awk '{ print $1 }')
-	[ -n "$child" ] || fail "serve has no HTTP process"
+	[ "$st" = "$(caps_mask "$CAPS")" ] || fail "main process: CapEff $st"
+	children=$(cat "/proc/$SERVE_PID/task/$SERVE_PID/children")
+	[ "$(wc -w <<<"$children")" -eq 2 ] ||
+		fail "serve has not two children (HTTP server, collector worker): '$children'"
 	load_argv "$serve"
 	user=$(arg_after --user)
 	uid=$(id -u "${user:-nobody}") || fail "no user ${user:-nobody} here"
-	for f in "Uid:	$uid	$uid	$uid	$uid" "CapEff:	0000000000000000" \
-		"CapBnd:	0000000000000000" "NoNewPrivs:	1"; do
-		grep -qF "$f" "/proc/$child/status" ||
-			fail "HTTP process: no '$f' in: $(grep -E '^(Uid|Cap|NoNew)' "/proc/$child/status")"
+	for child in $children; do
+		for f in "Uid:	$uid	$uid	$uid	$uid" "CapEff:	0000000000000000" \
+			"CapBnd:	0000000000000000" "NoNewPrivs:	1" "Seccomp:	2"; do
+			grep -qF "$f" "/proc/$child/status" ||
+				fail "child $child: no '$f' in: $(grep -E '^(Uid|Cap|NoNew|Seccomp:)' "/proc/$child/status")"
+		done
 	done
-	echo "hotcold-serve.service: collector CapEff $st; HTTP process uid $uid, no capabilities, NoNewPrivs"
+	echo "hotcold-serve.service: main process CapEff $st; HTTP server and collector worker uid $uid, no capabilities, NoNewPrivs, seccomp filter"
 	sleep 3
 	"$HC_CONTRIB_CHECK" http "$ADDR" /api/status "$d/status.json" || fail "GET /api/status"
 	"$HC_CONTRIB_CHECK" http "$ADDR" '/api/profile?from=-10s' "$d/profile.json" ||
