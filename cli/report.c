@@ -1,19 +1,32 @@
 // SPDX-License-Identifier: GPL-2.0-only
-/* hotcold report: read a saved hotcold-profile/1 document and print part of it. */
+/*
+ * hotcold report: read a saved hotcold-profile/1 document and print part of it.
+ *
+ * A profile file may come from anywhere, so it is parsed without privileges (docs/security.md):
+ * this process opens the inputs and the output (as whoever runs it), then a forked child
+ * becomes --user when we are root, drops every capability, sets NoNewPrivs, enters the worker
+ * seccomp allow-list (no opening for writing, no sockets, no exec) and only then parses and
+ * converts, reading and writing the descriptors it inherited. We commit the output (rename
+ * into place) once the child exits 0.
+ */
 #include <errno.h>
 #include <getopt.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <sysexits.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <jansson.h>
 
 #include "cli/cli.h"
 #include "cli/output.h"
 #include "profile/hist.h"
+#include "privsep/sandbox.h"
 #include "profile/profile.h"
 
 /* A saved profile is parsed without privileges and may be hostile: refuse absurd sizes. */
@@ -43,11 +56,14 @@ static void usage(FILE *out)
 		"                 `stack BASE_NS NEW_NS` line per stack (flamegraph.pl draws them as\n"
 		"                 a differential flame graph); processes match by name\n"
 		"  --normalize    with --diff: scale BASE so that its total equals NEW's\n"
+		"  --user NAME    run as root: the user that parses the files (default nobody);\n"
+		"                 the parsing never runs with privileges (docs/security.md)\n"
 		"  -h, --help     this text\n"
 		"\n"
 		"Exit codes: 0 ok, 64 usage or unknown histogram/key, 65 not a valid profile,\n"
-		"66 cannot read FILE, 73 cannot create OUT, 74 write error, 75 another writer holds\n"
-		"OUT's lock, 130 interrupted by SIGINT/SIGTERM (nothing written).\n");
+		"66 cannot read FILE, 70 the parsing process crashed, 73 cannot create OUT, 74 write\n"
+		"error, 75 another writer holds OUT's lock, 77 cannot drop privileges (no --user),\n"
+		"130 interrupted by SIGINT/SIGTERM (nothing written).\n");
 }
 
 /* The names of the histograms in `hists`, comma-separated, for error messages. */
@@ -70,15 +86,14 @@ static void list_names(json_t *hists, char *buf, size_t len)
 		snprintf(buf, len, "none");
 }
 
-/* Read and parse `path`: 0, or an exit code after printing why. */
-static int load_doc(const char *path, json_t **doc)
+/* Open `path` for the parsing child (no parsing here): 0, or an exit code after printing
+ * why. */
+static int open_input(const char *path, FILE **fp)
 {
-	json_error_t jerr;
-	const char *schema;
 	FILE *f = fopen(path, "re");
 	struct stat st;
 
-	*doc = NULL;
+	*fp = NULL;
 	if (!f) {
 		hc_err("report: cannot read %s: %s", path, strerror(errno));
 		return EX_NOINPUT;
@@ -93,8 +108,17 @@ static int load_doc(const char *path, json_t **doc)
 		hc_err("report: %s is larger than 1 GiB", path);
 		return EX_DATAERR;
 	}
+	*fp = f;
+	return 0;
+}
+
+/* Parse f (named path in messages): 0, or an exit code after printing why. */
+static int load_doc(FILE *f, const char *path, json_t **doc)
+{
+	json_error_t jerr;
+	const char *schema;
+
 	*doc = json_loadf(f, JSON_REJECT_DUPLICATES, &jerr);
-	fclose(f);
 	if (!*doc) {
 		hc_err("report: %s is not valid JSON: %s (line %d, column %d)", path, jerr.text,
 		       jerr.line, jerr.column);
@@ -111,15 +135,15 @@ static int load_doc(const char *path, json_t **doc)
 	return 0;
 }
 
-/* Read, parse and decode `path` into a profile: 0, or an exit code after printing why. */
-static int load_profile(const char *path, struct hc_profile **out)
+/* Parse and decode f (named path) into a profile: 0, or an exit code after printing why. */
+static int load_profile(FILE *f, const char *path, struct hc_profile **out)
 {
 	char why[256];
 	json_t *doc;
 	int rc, err;
 
 	*out = NULL;
-	rc = load_doc(path, &doc);
+	rc = load_doc(f, path, &doc);
 	if (rc)
 		return rc;
 	err = hc_profile__from_json(doc, out, why, sizeof(why));
@@ -135,14 +159,14 @@ static int load_profile(const char *path, struct hc_profile **out)
 	return 0;
 }
 
-static int print_hist(const char *path, const char *hist_name, const char *key)
+static int print_hist(FILE *f, const char *path, const char *hist_name, const char *key)
 {
 	struct hc_hist *h = NULL;
 	json_t *doc, *hists, *hj;
 	char why[256], names[256];
 	int rc, err;
 
-	rc = load_doc(path, &doc);
+	rc = load_doc(f, path, &doc);
 	if (rc)
 		return rc;
 	hists = json_object_get(doc, "histograms");
@@ -178,9 +202,99 @@ out:
 	return rc;
 }
 
+/* What the parsing child is to do, with the descriptors opened for it. */
+struct report_job {
+	const char *path[2]; /* for messages */
+	FILE *in[2];	     /* BASE and NEW with --diff; in[1] NULL otherwise */
+	const char *hist_name, *key;
+	enum hc_format format;
+	unsigned int weights;
+	bool diff, normalize;
+	FILE *out; /* the output's temporary file, or stdout */
+	const char *out_name;
+};
+
+/* The parsing child's work, sandboxed: an exit code, having said why when not 0. */
+static int report_child(const struct report_job *j)
+{
+	struct hc_profile *a = NULL, *b = NULL;
+	int rc, err;
+
+	if (j->hist_name) {
+		rc = print_hist(j->in[0], j->path[0], j->hist_name, j->key);
+		return rc ? rc : (hc_stop_requested ? 130 : 0);
+	}
+	rc = load_profile(j->in[0], j->path[0], &a);
+	if (!rc && j->diff)
+		rc = load_profile(j->in[1], j->path[1], &b);
+	if (rc)
+		goto out;
+	if (j->diff)
+		err = hc_profile__write_diff_folded(a, b, j->weights, j->normalize, j->out);
+	else
+		err = hc_format__write(a, j->format, j->weights, j->out);
+	/* Ours to flush: the parent's copy of the stream never saw these bytes. */
+	if (!err && fflush(j->out))
+		err = -errno;
+	if (err == -EOVERFLOW) {
+		hc_err("report: %s holds values %s cannot represent (above 2^63)", j->path[0],
+		       j->diff ? "folded stacks" : "this format");
+		rc = EX_DATAERR;
+	} else if (err) {
+		hc_err("report: writing %s: %s", j->out_name, strerror(-err));
+		rc = err == -ENOMEM ? EX_OSERR : EX_IOERR;
+	} else if (hc_stop_requested) {
+		hc_err("report: interrupted: nothing written");
+		rc = 130;
+	}
+out:
+	hc_profile__free(a);
+	hc_profile__free(b);
+	return rc;
+}
+
+/*
+ * Run report_child() in a forked child that becomes `user` (when root), with no capabilities,
+ * NoNewPrivs and the worker allow-list. lock_fd (the output's lock, or -1) stays ours. The
+ * child's exit code; 70 when a signal ended it.
+ */
+static int run_sandboxed(const struct report_job *j, const char *user, int lock_fd)
+{
+	pid_t parent = getpid(), child;
+	int status;
+
+	fflush(NULL);
+	child = fork();
+	if (child < 0) {
+		hc_err("report: fork: %s", strerror(errno));
+		return EX_OSERR;
+	}
+	if (child == 0) {
+		char why[256];
+		int err;
+
+		if (lock_fd >= 0)
+			close(lock_fd);
+		err = hc_sandbox__enter(HC_SANDBOX_WORKER, user, parent, why, sizeof(why));
+		if (err) {
+			hc_err("report: %s", why);
+			_exit(err == -ESRCH ? EX_OSERR : EX_NOPERM);
+		}
+		_exit(report_child(j));
+	}
+	while (waitpid(child, &status, 0) < 0)
+		if (errno != EINTR)
+			return EX_OSERR;
+	if (WIFEXITED(status))
+		return WEXITSTATUS(status);
+	hc_err("report: the parsing process ended by signal %d%s", WTERMSIG(status),
+	       WTERMSIG(status) == SIGSYS ? " (a system call outside its allow-list)" : "");
+	return EX_SOFTWARE;
+}
+
 int cmd_report(int argc, char **argv)
 {
-	enum { OPT_HIST = 256, OPT_KEY, OPT_FORMAT, OPT_KIND, OPT_DIFF, OPT_NORMALIZE };
+	enum { OPT_HIST = 256, OPT_KEY, OPT_FORMAT, OPT_KIND, OPT_DIFF, OPT_NORMALIZE, OPT_USER };
 	static const struct option opts[] = {
 		{ "hist", required_argument, NULL, OPT_HIST },
 		{ "key", required_argument, NULL, OPT_KEY },
@@ -189,16 +303,17 @@ int cmd_report(int argc, char **argv)
 		{ "diff", no_argument, NULL, OPT_DIFF },
 		{ "normalize", no_argument, NULL, OPT_NORMALIZE },
 		{ "output", required_argument, NULL, 'o' },
+		{ "user", required_argument, NULL, OPT_USER },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
-	const char *hist_name = NULL, *key = NULL, *output = NULL;
+	const char *hist_name = NULL, *key = NULL, *output = NULL, *user = "nobody";
 	enum hc_format format = HC_FORMAT_FOLDED;
 	unsigned int weights = HC_W_ALL;
 	bool diff = false, normalize = false, format_set = false, kind_set = false;
-	struct hc_profile *a = NULL, *b = NULL;
-	struct hc_output out = {0};
-	int c, rc = 0, err;
+	struct report_job job = {0};
+	struct hc_output out = { .lock_fd = -1 };
+	int c, rc = 0;
 
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
@@ -237,6 +352,13 @@ int cmd_report(int argc, char **argv)
 			}
 			output = optarg;
 			break;
+		case OPT_USER:
+			if (!*optarg) {
+				hc_err("report: --user: empty user name");
+				return EX_USAGE;
+			}
+			user = optarg;
+			break;
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -260,9 +382,7 @@ int cmd_report(int argc, char **argv)
 			hc_err("report: give exactly one profile FILE (see hotcold report --help)");
 			return EX_USAGE;
 		}
-		return print_hist(argv[optind], hist_name, key);
-	}
-	if (diff) {
+	} else if (diff) {
 		if (format_set && format != HC_FORMAT_FOLDED) {
 			hc_err("report: --diff writes differential folded stacks only (for pprof, "
 			       "convert both and use go tool pprof -diff_base)");
@@ -290,42 +410,43 @@ int cmd_report(int argc, char **argv)
 
 	/* SIGINT/SIGTERM: stop, remove what was begun, exit 130 (nothing written). */
 	hc_catch_stop_signals();
-	/* Read everything before creating the output: a bad input leaves no file behind. */
-	rc = load_profile(argv[optind], &a);
-	if (!rc && diff)
-		rc = load_profile(argv[optind + 1], &b);
-	if (rc)
-		goto out;
-	rc = hc_output__open(&out, output, time(NULL));
-	if (!rc && hc_format__refuse_tty(format, out.f))
-		rc = EX_USAGE;
-	if (rc)
-		goto out;
-	if (diff)
-		err = hc_profile__write_diff_folded(a, b, weights, normalize, out.f);
-	else
-		err = hc_format__write(a, format, weights, out.f);
-	if (err == -EOVERFLOW) {
-		hc_err("report: %s holds values %s cannot represent (above 2^63)", argv[optind],
-		       diff ? "folded stacks" : "this format");
-		rc = EX_DATAERR;
-		goto out;
+	job.hist_name = hist_name;
+	job.key = key;
+	job.format = format;
+	job.weights = weights;
+	job.diff = diff;
+	job.normalize = normalize;
+	for (int i = 0; i < (diff ? 2 : 1); i++) {
+		job.path[i] = argv[optind + i];
+		rc = open_input(job.path[i], &job.in[i]);
+		if (rc)
+			goto out;
 	}
-	if (err) {
-		hc_err("report: writing %s: %s", out.path ? out.path : "the output",
-		       strerror(-err));
-		rc = err == -ENOMEM ? EX_OSERR : EX_IOERR;
-		goto out;
+	if (hist_name) {
+		job.out = stdout;
+		job.out_name = "the histogram";
+	} else {
+		/* Only the file is created here; a bad input still leaves nothing behind (the
+		 * temporary file is removed unless the child succeeds). */
+		rc = hc_output__open(&out, output, time(NULL));
+		if (!rc && hc_format__refuse_tty(format, out.f))
+			rc = EX_USAGE;
+		if (rc)
+			goto out;
+		job.out = out.f;
+		job.out_name = out.path ? out.path : "the output";
 	}
-	if (hc_stop_requested) {
+	rc = run_sandboxed(&job, user, out.lock_fd);
+	if (!rc && hc_stop_requested) {
 		hc_err("report: interrupted: nothing written");
 		rc = 130;
-		goto out;
 	}
-	rc = hc_output__commit(&out);
+	if (!rc && !hist_name)
+		rc = hc_output__commit(&out);
 out:
 	hc_output__abort(&out);
-	hc_profile__free(a);
-	hc_profile__free(b);
+	for (int i = 0; i < 2; i++)
+		if (job.in[i])
+			fclose(job.in[i]);
 	return rc;
 }

@@ -8,6 +8,7 @@
  * Pyroscope-style receiver on loopback, decoded; the HTTP process is unprivileged; SIGTERM
  * releases all BPF.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <setjmp.h>
@@ -17,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/time.h>
@@ -42,6 +44,8 @@ struct serve {
 };
 
 static struct serve srv;   /* shared by the API tests */
+/* In the workload's command line only: no HTTP output may carry it (process names only). */
+#define CMDLINE_TAG "hc-cmdline-tag-5b1e"
 static pid_t work, work_child;
 
 /* ---- a Pyroscope stand-in: POST /ingest, multipart form with a `profile` part ---- */
@@ -285,7 +289,7 @@ static int group_setup(void **state)
 	(void)state;
 	/* The workload first, so it runs through every second the tests query. */
 	{
-		char *argv[] = { (char *)workload, "worksleep", "60", NULL };
+		char *argv[] = { (char *)workload, "worksleep", "60", (char *)CMDLINE_TAG, NULL };
 
 		work_child = e2e_spawn(argv, &fd, NULL);
 		if (work_child <= 0)
@@ -725,49 +729,154 @@ static char *status_line(pid_t pid, const char *key)
 	return p;
 }
 
-static pid_t server_child(pid_t collector)
+/* The n-th child (0: the HTTP server, forked first; 1: the collector worker) of pid, or 0. */
+static pid_t nth_child(pid_t pid, int n)
 {
-	char path[64], *text;
+	char path[64], *text, *p;
 	int child = 0;
 
-	snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)collector, (int)collector);
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)pid, (int)pid);
 	text = e2e_read_file(path, NULL);
-	if (text && sscanf(text, "%d", &child) != 1)
-		child = 0;
+	p = text;
+	for (int i = 0; p && i <= n; i++) {
+		char *end;
+
+		child = (int)strtol(p, &end, 10);
+		if (end == p) {
+			child = 0;
+			break;
+		}
+		p = end;
+	}
 	free(text);
 	return child;
 }
 
+/*
+ * Three processes: the main one keeps root for BPF and brokering files; the HTTP server and
+ * the collector worker (which parses what profiled processes map) run as --user with no
+ * capabilities at all, NoNewPrivs and a seccomp filter.
+ */
 static void test_least_privilege(void **state)
 {
 	static const char *const zero_caps[] = { "CapInh", "CapPrm", "CapEff", "CapBnd",
 						  "CapAmb" };
-	pid_t child = server_child(srv.pid);
+	static const char *const who[] = { "server", "worker" };
 	char *v;
 
 	(void)state;
-	assert_true(child > 0);
-	for (size_t i = 0; i < sizeof(zero_caps) / sizeof(zero_caps[0]); i++) {
-		v = status_line(child, zero_caps[i]);
+	for (int k = 0; k < 2; k++) {
+		pid_t child = nth_child(srv.pid, k);
+
+		assert_true(child > 0);
+		for (size_t i = 0; i < sizeof(zero_caps) / sizeof(zero_caps[0]); i++) {
+			v = status_line(child, zero_caps[i]);
+			assert_non_null(v);
+			print_message("%s %s: %s\n", who[k], zero_caps[i], v);
+			assert_string_equal(v, "0000000000000000");
+			free(v);
+		}
+		v = status_line(child, "NoNewPrivs");
 		assert_non_null(v);
-		print_message("server %s: %s\n", zero_caps[i], v);
-		assert_string_equal(v, "0000000000000000");
+		assert_string_equal(v, "1");
+		free(v);
+		v = status_line(child, "Seccomp");
+		assert_non_null(v);
+		assert_string_equal(v, "2");
+		free(v);
+		v = status_line(child, "Uid");
+		assert_non_null(v);
+		print_message("%s Uid: %s\n", who[k], v);
+		assert_true(atoi(v) != 0);
 		free(v);
 	}
-	v = status_line(child, "NoNewPrivs");
-	assert_non_null(v);
-	assert_string_equal(v, "1");
-	free(v);
-	v = status_line(child, "Uid");
-	assert_non_null(v);
-	print_message("server Uid: %s\n", v);
-	assert_true(atoi(v) != 0);
-	free(v);
-	/* The collector keeps root for BPF and /proc. */
+	assert_int_equal(nth_child(srv.pid, 2), 0);
+	/* The main process keeps root for BPF and /proc. */
 	v = status_line(srv.pid, "Uid");
 	assert_non_null(v);
 	assert_int_equal(atoi(v), 0);
 	free(v);
+}
+
+/* Whether body holds something that looks like a raw kernel address: hex with the kernel
+ * half's ffff prefix, or its decimal form (>= 0xffff800000000000 = 18446603336221196288). */
+static const char *kernel_address_in(const char *body, size_t len)
+{
+	for (size_t i = 0; i + 8 <= len; i++) {
+		if (!strncasecmp(body + i, "ffff", 4) && isxdigit((unsigned char)body[i + 4]) &&
+		    isxdigit((unsigned char)body[i + 5]) && isxdigit((unsigned char)body[i + 6]) &&
+		    isxdigit((unsigned char)body[i + 7]))
+			return body + i;
+		if (!strncmp(body + i, "18446", 5) && (i == 0 || !isdigit((unsigned char)body[i - 1])))
+			return body + i;
+	}
+	return NULL;
+}
+
+/*
+ * Nothing served over HTTP carries a raw kernel address (it would undo KASLR for whoever can
+ * reach the port) or a command line (other users' arguments: passwords, tokens); processes
+ * are named by their 15-byte comm. Every endpoint, every format.
+ */
+static void test_no_kernel_addresses_or_cmdlines(void **state)
+{
+	const char *paths[] = { "/api/profile?from=-20s", "/api/profile.folded?from=-20s",
+				"/api/timeline",
+				"/api/status", "/metrics", "/api/histograms" };
+	char path[256], *body, *cmdline;
+	size_t len;
+	struct pp_profile pp = {0};
+	json_t *names;
+	size_t i;
+	const char *name;
+
+	(void)state;
+	/* The tag is really in the workload's command line, and its name is in the profile:
+	 * what is checked below is there to be found. */
+	snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)work);
+	cmdline = e2e_read_file(path, &len);
+	assert_non_null(cmdline);
+	assert_true(memmem(cmdline, len, CMDLINE_TAG, strlen(CMDLINE_TAG)) != NULL);
+	free(cmdline);
+	for (i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
+		const char *hit;
+
+		body = NULL;
+		assert_int_equal(e2e_http(srv.addr, "GET", paths[i], NULL, &body, &len), 200);
+		assert_non_null(body);
+		if (i == 0)
+			assert_non_null(strstr(body, "\"hc-workload\""));
+		hit = kernel_address_in(body, len);
+		if (hit)
+			fail_msg("GET %s: a kernel address? ...%.40s", paths[i], hit);
+		assert_null(memmem(body, len, CMDLINE_TAG, strlen(CMDLINE_TAG)));
+		free(body);
+	}
+	names = get_json("/api/histograms", 200);
+	assert_true(json_array_size(json_object_get(names, "histograms")) > 0);
+	for (i = 0; i < json_array_size(json_object_get(names, "histograms")); i++) {
+		const char *hit;
+
+		name = json_string_value(json_array_get(json_object_get(names, "histograms"), i));
+		assert_non_null(name);
+		snprintf(path, sizeof(path), "/api/histograms/%s?from=-20s", name);
+		body = NULL;
+		assert_int_equal(e2e_http(srv.addr, "GET", path, NULL, &body, &len), 200);
+		hit = kernel_address_in(body, len);
+		if (hit)
+			fail_msg("GET %s: a kernel address? ...%.40s", path, hit);
+		assert_null(memmem(body, len, CMDLINE_TAG, strlen(CMDLINE_TAG)));
+		free(body);
+	}
+	json_decref(names);
+	get_pprof("/api/profile.pprof?from=-20s", &pp);
+	for (i = 0; i < pp.n_strings; i++) {
+		name = pp.strings[i];
+		assert_null(strstr(name, CMDLINE_TAG));
+		if (kernel_address_in(name, strlen(name)))
+			fail_msg("pprof string %zu: %s", i, name);
+	}
+	pp_free(&pp);
 }
 
 /* BPF programs of ours loaded anywhere (bpftool, names start with hc_). */
@@ -789,31 +898,49 @@ static int hc_programs_loaded(void)
 	return count;
 }
 
-static void stop_and_check(const char *who, int sig)
+/* Whether pid still runs: gone and zombie both count as ended (an orphan's zombie waits for
+ * init to reap it, which some inits do only every few seconds). */
+static bool running(pid_t pid)
+{
+	char *st = status_line(pid, "State");
+	bool r = st && st[0] != 'Z';
+
+	free(st);
+	return r;
+}
+
+/*
+ * Signal sig to one of serve's processes ("main", "server" or "worker"): serve exits want_rc
+ * (128 + sig: killed itself), no process of it is left, and every BPF program is released,
+ * within 2 s.
+ */
+static void stop_and_check(const char *who, int sig, int want_rc)
 {
 	struct serve s = {0};
 	struct timespec a, b;
-	pid_t target;
+	pid_t target, kids[2];
 	int rc;
 	char cmd[300];
 
 	assert_true(serve_start(&s, "99", NULL));
 	assert_true(serve_wait_span(&s, 1));
 	assert_true(hc_programs_loaded() > 0);
-	target = !strcmp(who, "server") ? server_child(s.pid) : s.pid;
-	assert_true(target > 0);
+	kids[0] = nth_child(s.pid, 0);
+	kids[1] = nth_child(s.pid, 1);
+	assert_true(kids[0] > 0 && kids[1] > 0);
+	target = !strcmp(who, "server") ? kids[0] : !strcmp(who, "worker") ? kids[1] : s.pid;
 	clock_gettime(CLOCK_MONOTONIC, &a);
 	kill(target, sig);
 	rc = e2e_wait(s.pid, 5000);
 	clock_gettime(CLOCK_MONOTONIC, &b);
 	print_message("signal %d to the %s: serve exited %d after %.0f ms\n", sig, who, rc,
 		      (double)(b.tv_sec - a.tv_sec) * 1e3 + (double)(b.tv_nsec - a.tv_nsec) / 1e6);
-	if (rc != 0)
+	if (rc != want_rc)
 		dump_stderr(s.err);
-	assert_int_equal(rc, 0);
+	assert_int_equal(rc, want_rc);
 	/* The kernel frees programs shortly after their last fd closes: all of them gone
-	 * within 2 s of the signal. */
-	while (hc_programs_loaded() != 0) {
+	 * within 2 s of the signal, and with them every process of serve's. */
+	while (hc_programs_loaded() != 0 || running(kids[0]) || running(kids[1])) {
 		clock_gettime(CLOCK_MONOTONIC, &b);
 		if ((double)(b.tv_sec - a.tv_sec) + (double)(b.tv_nsec - a.tv_nsec) / 1e9 >= 2.0)
 			break;
@@ -823,6 +950,8 @@ static void stop_and_check(const char *who, int sig)
 	print_message("  BPF programs gone %.0f ms after the signal\n",
 		      (double)(b.tv_sec - a.tv_sec) * 1e3 + (double)(b.tv_nsec - a.tv_nsec) / 1e6);
 	assert_int_equal(hc_programs_loaded(), 0);
+	assert_false(running(kids[0]));
+	assert_false(running(kids[1]));
 	assert_true((double)(b.tv_sec - a.tv_sec) + (double)(b.tv_nsec - a.tv_nsec) / 1e9 < 2.0);
 	assert_int_equal(e2e_http(s.addr, "GET", "/api/status", NULL, NULL, NULL), -1);
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", s.dir);
@@ -833,9 +962,15 @@ static void stop_and_check(const char *who, int sig)
 static void test_sigterm_releases_bpf(void **state)
 {
 	(void)state;
-	stop_and_check("collector", SIGTERM);
-	stop_and_check("collector", SIGINT);
-	stop_and_check("server", SIGTERM);
+	stop_and_check("main", SIGTERM, 0);
+	stop_and_check("main", SIGINT, 0);
+	stop_and_check("server", SIGTERM, 0);
+	stop_and_check("worker", SIGTERM, 0);
+	/* Faults: nothing outlives a killed main process (PR_SET_PDEATHSIG, the stop line); a
+	 * killed child ends serve with 70 and a message. */
+	stop_and_check("main", SIGKILL, 128 + SIGKILL);
+	stop_and_check("worker", SIGKILL, 70);
+	stop_and_check("server", SIGKILL, 70);
 }
 
 /* The server cannot become --user: serve ends with its exit code (77) and says why. */
@@ -877,6 +1012,7 @@ int main(void)
 		cmocka_unit_test(test_push),
 		cmocka_unit_test(test_http_rules),
 		cmocka_unit_test(test_least_privilege),
+		cmocka_unit_test(test_no_kernel_addresses_or_cmdlines),
 	};
 	const struct CMUnitTest lifecycle[] = {
 		cmocka_unit_test(test_sigterm_releases_bpf),
