@@ -7,6 +7,7 @@
 #include <linux/openat2.h>
 #include <poll.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -79,13 +80,51 @@ static int open_under(const char *proc, uint32_t tgid, const char *name)
 	return fd < 0 ? -errno : fd;
 }
 
+/*
+ * 0 when tgid has an executable mapping exactly [start, end), -EPERM when the mapping is not
+ * executable, -ENOENT when there is none. Code addresses are all the symbolizer asks about;
+ * anything else a process maps (a database's data file, a private key it mmaps) is refused,
+ * so even a worker taken over gets program text and nothing more. Reads only the leading
+ * "start-end perms" fields, which the kernel writes itself, never a path (the kernel escapes
+ * newlines in those, so every line is one mapping).
+ */
+static int mapping_is_exec(const char *proc, uint32_t tgid, uint64_t start, uint64_t end)
+{
+	char path[PATH_MAX], *line = NULL;
+	size_t cap = 0;
+	int err = -ENOENT;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%u/maps", proc, tgid);
+	f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	while (getline(&line, &cap, f) > 0) {
+		unsigned long long s, e;
+		char perms[5];
+
+		if (sscanf(line, "%llx-%llx %4s", &s, &e, perms) != 3)
+			continue;
+		if (s == start && e == end) {
+			err = perms[2] == 'x' ? 0 : -EPERM;
+			break;
+		}
+	}
+	free(line);
+	fclose(f);
+	return err;
+}
+
 static int open_mapped(const char *proc, uint32_t tgid, uint64_t start, uint64_t end)
 {
 	char path[PATH_MAX];
-	int fd;
+	int fd, err;
 
 	if (start >= end)
 		return -EINVAL;
+	err = mapping_is_exec(proc, tgid, start, end);
+	if (err)
+		return err;
 	/* The kernel resolves it to the file mapped there: only what tgid maps can be had. */
 	snprintf(path, sizeof(path), "%s/%u/map_files/%llx-%llx", proc, tgid,
 		 (unsigned long long)start, (unsigned long long)end);

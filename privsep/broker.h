@@ -11,9 +11,12 @@
  * a fixed set (/proc/TGID/maps + stat, /proc/TGID/status, /proc/TGID/map_files/START-END,
  * TGID's /tmp/perf-NSPID.map, /proc/kallsyms), checks what it opened (a regular file where
  * one is expected; a perf map owned by the process's owner and reached without following a
- * symlink out of its root) and passes the descriptor. It reads no byte of any of them.
- * The worker can therefore read what the profiled processes map and their /proc text, as
- * a profiler must, and nothing else with the broker's privileges.
+ * symlink out of its root; a mapping that is executable) and passes the descriptor. Of all
+ * those bytes it reads one thing: the kernel-written "start-end perms" head of each line of
+ * /proc/TGID/maps, to check that a requested mapping is program text, never a path.
+ * The worker can therefore read the code the profiled processes run and their /proc text,
+ * as a profiler must, and nothing else with the broker's privileges: not a data file a
+ * process maps.
  */
 #ifndef HOTCOLD_PRIVSEP_BROKER_H
 #define HOTCOLD_PRIVSEP_BROKER_H

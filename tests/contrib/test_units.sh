@@ -313,6 +313,16 @@ stop_serve() {
 	[ $i -eq 0 ] || fail "serve exited $i after SIGTERM: $(cat "$2/stderr")"
 }
 
+# wait_served DIR: until serve answers for its first seconds (at most 30 s: traced, every
+# system call is slower), rather than guessing how long that takes.
+wait_served() {
+	local i
+	for i in $(seq 150); do
+		"$HC_CONTRIB_CHECK" http "$ADDR" '/api/profile?from=-5s' "$1/body" 2>/dev/null && return
+		sleep 0.2
+	done
+}
+
 bpf_serve() {
 	local d=$t/serve user uid child children st f
 	SERVE_EXTRA=()
@@ -340,6 +350,7 @@ bpf_serve() {
 	done
 	echo "hotcold-serve.service: main process CapEff $st; HTTP server and collector worker uid $uid, no capabilities, NoNewPrivs, seccomp filter"
 	sleep 3
+	wait_served "$d"
 	"$HC_CONTRIB_CHECK" http "$ADDR" /api/status "$d/status.json" || fail "GET /api/status"
 	"$HC_CONTRIB_CHECK" http "$ADDR" '/api/profile?from=-10s' "$d/profile.json" ||
 		fail "GET /api/profile"
@@ -354,7 +365,9 @@ bpf_serve() {
 	start_serve "$serve" "$d" strace -f -qq -o "$d/strace"
 	local pid
 	pid=$(awk 'NR == 1 { print $1 }' "$d/strace")
-	sleep 3
+	# A killed strace lets its tracees run on: the cleanup must kill hotcold itself too.
+	pids+=("$pid")
+	wait_served "$d"
 	for f in /api/status '/api/profile?from=-5s' '/api/profile.pprof?from=-5s' \
 		'/api/profile.folded?from=-5s' '/debug/pprof/profile?seconds=2' /api/timeline /metrics; do
 		"$HC_CONTRIB_CHECK" http "$ADDR" "$f" "$d/body" || fail "traced serve: GET $f"
