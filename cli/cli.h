@@ -66,6 +66,10 @@ void hc_catch_stop_signals(void);
 /* The symbolizer keeps one fd per mapped object it has seen: soft RLIMIT_NOFILE to the hard one. */
 void hc_raise_nofile_limit(void);
 
+/* The exit code a sandboxed child's wait status stands for: its own, or 70 after saying which
+ * signal ended "the <who>" (SIGSYS: a system call outside its seccomp allow-list). */
+int hc_child_exit_code(int status, const char *who);
+
 /* One line on stderr, "hotcold: <message>". */
 void hc_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
 #include <sysexits.h>
 #include <unistd.h>
 
@@ -157,4 +158,14 @@ int hc_format__write(const struct hc_profile *p, enum hc_format fmt, unsigned in
 		break;
 	}
 	return hc_profile__write_json(p, out);
+}
+
+int hc_child_exit_code(int status, const char *who)
+{
+	if (WIFEXITED(status))
+		return WEXITSTATUS(status);
+	hc_err("the %s ended by signal %d%s", who, WIFSIGNALED(status) ? WTERMSIG(status) : 0,
+	       WIFSIGNALED(status) && WTERMSIG(status) == SIGSYS ?
+		       " (a system call outside its seccomp allow-list)" : "");
+	return EX_SOFTWARE;
 }

@@ -735,13 +735,7 @@ int cmd_record(int argc, char **argv)
 	/* Release programs, links and perf events before committing the output. */
 	hc_sampler__free(sampler);
 	sampler = NULL;
-	if (WIFEXITED(status)) {
-		rc = WEXITSTATUS(status);
-	} else {
-		hc_err("the sandboxed worker ended by signal %d%s", WTERMSIG(status),
-		       WTERMSIG(status) == SIGSYS ? " (a system call outside its allow-list)" : "");
-		rc = EX_SOFTWARE;
-	}
+	rc = hc_child_exit_code(status, "sandboxed worker");
 	if (!rc)
 		rc = hc_output__commit(&out);
 	if (cfg.c.verbose)

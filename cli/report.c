@@ -285,11 +285,7 @@ static int run_sandboxed(const struct report_job *j, const char *user, int lock_
 	while (waitpid(child, &status, 0) < 0)
 		if (errno != EINTR)
 			return EX_OSERR;
-	if (WIFEXITED(status))
-		return WEXITSTATUS(status);
-	hc_err("report: the parsing process ended by signal %d%s", WTERMSIG(status),
-	       WTERMSIG(status) == SIGSYS ? " (a system call outside its allow-list)" : "");
-	return EX_SOFTWARE;
+	return hc_child_exit_code(status, "report's parsing process");
 }
 
 int cmd_report(int argc, char **argv)

@@ -408,17 +408,6 @@ static void run_worker(const struct serve_cfg *cfg, struct hc_collector *coll, p
 	_exit(peer_gone ? WORKER_PEER_GONE : 0);
 }
 
-/* The exit code of a child's wait status; 70 (said) when a signal ended it. */
-static int child_rc(int status, const char *who)
-{
-	if (WIFEXITED(status))
-		return WEXITSTATUS(status);
-	hc_err("the %s process ended by signal %d%s", who, WIFSIGNALED(status) ? WTERMSIG(status) : 0,
-	       WIFSIGNALED(status) && WTERMSIG(status) == SIGSYS ?
-		       " (a system call outside its allow-list)" : "");
-	return EX_SOFTWARE;
-}
-
 int cmd_serve(int argc, char **argv)
 {
 	struct serve_cfg cfg = {0};
@@ -535,7 +524,7 @@ int cmd_serve(int argc, char **argv)
 		hc_err("serving the collector: %s", strerror(-err));
 	while (waitpid(worker, &status, 0) < 0 && errno == EINTR)
 		;
-	rc = child_rc(status, "collector");
+	rc = hc_child_exit_code(status, "collector worker");
 	if (rc == WORKER_PEER_GONE) {
 		peer_gone = true;
 		rc = 0;
@@ -558,6 +547,6 @@ out:
 	status = reap(child, 1500);
 	/* The server ended on its own: its exit code (it said why), or 70 for a crash. */
 	if (!rc && peer_gone && !hc_stop_requested)
-		rc = child_rc(status, "HTTP server");
+		rc = hc_child_exit_code(status, "HTTP server");
 	return rc;
 }
