@@ -246,7 +246,8 @@ static struct receiver *receiver_start(const unsigned int *script, size_t n, uns
 
 	assert_non_null(rc);
 	assert_true(n <= 8);
-	memcpy(rc->script, script, n * sizeof(*script));
+	if (n) /* script may be NULL then: memcpy's arguments must not be */
+		memcpy(rc->script, script, n * sizeof(*script));
 	rc->n_script = n;
 	rc->dflt = dflt;
 	rc->hang = hang;
