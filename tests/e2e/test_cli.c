@@ -565,6 +565,18 @@ static void test_report_sandbox(void **state)
 	rc = e2e_wait(pid, 20000);
 	assert_int_equal(rc, 0);
 	assert_true(got > 100);
+	/* As root the child must become --user: one that does not exist is exit 77, said. */
+	if (geteuid() == 0) {
+		char *argv[] = { (char *)hotcold, "report", "--hist", "priority", "--user",
+				 "no-such-user-hc", prof, NULL }, *out, *err;
+
+		rc = run_capture(argv, &out, &err);
+		assert_int_equal(rc, 77);
+		assert_non_null(strstr(err, "no user 'no-such-user-hc'"));
+		assert_string_equal(out, "");
+		free(out);
+		free(err);
+	}
 	unlink(fifo);
 	unlink(err_path);
 	rmdir(dir);
@@ -601,6 +613,7 @@ static void test_report_bad_input(void **state)
 		{ "{}", { "--kind", "on", "--format", "json" }, 64, "carries every kind" },
 		{ "{}", { "--hist", "priority", "--format", "pprof" }, 64, "takes no --diff" },
 		{ "{}", { "--diff", "--format", "pprof" }, 64, "differential folded stacks only" },
+		{ "{}", { "--user", "" }, 64, "--user: empty user name" },
 		{ "{\"schema\":\"hotcold-profile/1\"}", { "--format", "folded" }, 65,
 		  "not a valid profile" },
 		{ NULL, { "--format", "folded" }, 66, "cannot read" },
