@@ -798,17 +798,26 @@ static void test_least_privilege(void **state)
 	free(v);
 }
 
-/* Whether body holds something that looks like a raw kernel address: hex with the kernel
- * half's ffff prefix, or its decimal form (>= 0xffff800000000000 = 18446603336221196288). */
+/* Whether body holds something that looks like a raw kernel address: a run of exactly 16 hex
+ * digits in the kernel half (ffff8000_00000000 and up; a user address such as 7fffffffe824
+ * is not one), or a 20-digit decimal number from 18446603336221196288 (the same bound) up. */
 static const char *kernel_address_in(const char *body, size_t len)
 {
-	for (size_t i = 0; i + 8 <= len; i++) {
-		if (!strncasecmp(body + i, "ffff", 4) && isxdigit((unsigned char)body[i + 4]) &&
-		    isxdigit((unsigned char)body[i + 5]) && isxdigit((unsigned char)body[i + 6]) &&
-		    isxdigit((unsigned char)body[i + 7]))
+	size_t i = 0;
+
+	while (i < len) {
+		size_t hex = 0, dec = 0;
+
+		while (i + hex < len && isxdigit((unsigned char)body[i + hex]))
+			hex++;
+		while (dec < hex && isdigit((unsigned char)body[i + dec]))
+			dec++;
+		if (hex == 16 && !strncasecmp(body + i, "ffff", 4) &&
+		    strchr("89abcdefABCDEF", body[i + 4]))
 			return body + i;
-		if (!strncmp(body + i, "18446", 5) && (i == 0 || !isdigit((unsigned char)body[i - 1])))
+		if (dec == 20 && dec == hex && strncmp(body + i, "18446603336221196288", 20) >= 0)
 			return body + i;
+		i += hex ? hex : 1;
 	}
 	return NULL;
 }
