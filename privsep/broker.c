@@ -306,7 +306,9 @@ int hc_broker__serve(int sock, int stop_wfd, const volatile sig_atomic_t *stop,
 		if (r <= 0)
 			continue;
 		n = recv(sock, buf, sizeof(buf), MSG_TRUNC);
-		if (n == 0)
+		/* 0 is also an empty datagram, which is a bad request: the end of the stream
+		 * is 0 with POLLHUP. One that slips between poll and recv ends in EPIPE below. */
+		if (n == 0 && (p.revents & POLLHUP))
 			return 0; /* the worker closed its end, or exited */
 		if (n < 0) {
 			if (errno == EINTR)
