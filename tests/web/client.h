@@ -10,8 +10,8 @@
 #include <stddef.h>
 
 struct resp {
-	int status;	/* from the status line; -1 when there was none */
-	char *raw;	/* the whole answer, NUL-terminated */
+	int status; /* from the status line; -1 when there was none */
+	char *raw;  /* the whole answer, NUL-terminated */
 	size_t raw_len;
 	char *head_end; /* first byte after "\r\n\r\n" */
 	const char *body;
