@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,12 +37,45 @@
 	"frame-ancestors 'none'"
 #define CSP_API "default-src 'none'; frame-ancestors 'none'"
 
+/*
+ * Slow clients. libmicrohttpd's connection timeout is an idle timeout: every byte received
+ * restarts it, so a client sending its request a byte every few seconds holds its connection
+ * for ever, and max_connections such clients hold the whole server (slowloris). A per-IP limit
+ * does not help on loopback, where every client, the user's browser included, is 127.0.0.1.
+ * So each request gets a deadline: it must have arrived whole (head and any body) within
+ * timeout_s of the connection's opening or of the end of the previous answer on it; a watchdog
+ * thread shuts down the sockets of those that have not. The connection's slot frees at once
+ * and the next client waiting in the listen backlog gets it. The time we take to answer is
+ * not counted (a large range can take a second or more under load), and sending the answer is
+ * bounded by the idle timeout.
+ */
+struct watched {
+	struct watched *prev, *next;
+	struct hc_server *server;
+	/* Our own duplicate of the connection's socket: libmicrohttpd may close its descriptor
+	 * before telling us the connection closed, and a number it closed can be reused by the
+	 * next connection; shutting the socket down through our duplicate can only ever reach
+	 * this connection. */
+	int fd;
+	int64_t since_ns; /* CLOCK_MONOTONIC: opened, or the previous answer was sent */
+	bool arrived;	  /* the request is in whole, or refused: the deadline no longer applies */
+	bool cut;
+};
+
 struct hc_server {
 	struct MHD_Daemon *mhd;
 	struct hc_api_backend backend;
 	char listen_addr[HC_LISTEN_ADDR_MAX];
 	int64_t (*now_ns)(void *ctx);
 	void *now_ctx;
+
+	/* The watchdog of slow requests (struct watched). */
+	pthread_mutex_t watch_lock;
+	pthread_cond_t watch_wake; /* CLOCK_MONOTONIC; signalled to stop */
+	struct watched *watch_head;
+	int64_t deadline_ns;
+	bool watch_stop;
+	pthread_t watchdog;
 };
 
 /* --listen ---------------------------------------------------------------------------------- */
@@ -118,6 +152,142 @@ void hc_listen__close(struct hc_listen *l)
 	}
 }
 
+/* The slow-request watchdog --------------------------------------------------------------- */
+
+static int64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000ll + ts.tv_nsec;
+}
+
+static struct watched *watched_of(struct MHD_Connection *c)
+{
+	const union MHD_ConnectionInfo *ci =
+		MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+
+	return ci ? ci->socket_context : NULL;
+}
+
+/* Connections opening and closing, on libmicrohttpd's threads. */
+static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+			  enum MHD_ConnectionNotificationCode code)
+{
+	struct hc_server *s = cls;
+	struct watched *w = *socket_context;
+	const union MHD_ConnectionInfo *ci;
+
+	if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+		ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+		if (!ci)
+			return;
+		w = calloc(1, sizeof(*w));
+		if (w)
+			w->fd = fcntl(ci->connect_fd, F_DUPFD_CLOEXEC, 3);
+		if (!w || w->fd < 0) {
+			/* A connection the watchdog cannot bound is not served. */
+			shutdown(ci->connect_fd, SHUT_RDWR);
+			free(w);
+			return;
+		}
+		w->server = s;
+		w->since_ns = mono_ns();
+		pthread_mutex_lock(&s->watch_lock);
+		w->next = s->watch_head;
+		if (w->next)
+			w->next->prev = w;
+		s->watch_head = w;
+		pthread_mutex_unlock(&s->watch_lock);
+		*socket_context = w;
+		return;
+	}
+	if (code != MHD_CONNECTION_NOTIFY_CLOSED || !w)
+		return;
+	pthread_mutex_lock(&s->watch_lock);
+	if (w->prev)
+		w->prev->next = w->next;
+	else
+		s->watch_head = w->next;
+	if (w->next)
+		w->next->prev = w->prev;
+	pthread_mutex_unlock(&s->watch_lock);
+	close(w->fd);
+	free(w);
+	*socket_context = NULL;
+}
+
+/* An answer went out (or the request ended otherwise): the next request's time starts. */
+static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
+			 enum MHD_RequestTerminationCode toe)
+{
+	struct hc_server *s = cls;
+	struct watched *w = watched_of(c);
+
+	(void)con_cls;
+	(void)toe;
+	if (!w)
+		return;
+	pthread_mutex_lock(&s->watch_lock);
+	w->arrived = false;
+	w->since_ns = mono_ns();
+	pthread_mutex_unlock(&s->watch_lock);
+}
+
+static void mark_arrived(struct MHD_Connection *c)
+{
+	struct watched *w = watched_of(c);
+
+	if (!w)
+		return;
+	pthread_mutex_lock(&w->server->watch_lock);
+	w->arrived = true;
+	pthread_mutex_unlock(&w->server->watch_lock);
+}
+
+/*
+ * Wakes every quarter of the deadline (at least every second, at most ten times a second), so
+ * a slow request is cut between 1 and 1.25 deadlines after its time started. shutdown(2), not
+ * close: libmicrohttpd sees the end of the stream on its own thread and closes the connection
+ * itself.
+ */
+static void *watchdog_main(void *arg)
+{
+	struct hc_server *s = arg;
+	int64_t tick_ns = s->deadline_ns / 4;
+	struct timespec until;
+
+	if (tick_ns > 1000000000ll)
+		tick_ns = 1000000000ll;
+	if (tick_ns < 100000000ll)
+		tick_ns = 100000000ll;
+	pthread_mutex_lock(&s->watch_lock);
+	while (!s->watch_stop) {
+		int64_t now = mono_ns(), next = now + tick_ns;
+
+		for (struct watched *w = s->watch_head; w; w = w->next) {
+			if (w->arrived || w->cut || now - w->since_ns < s->deadline_ns)
+				continue;
+			shutdown(w->fd, SHUT_RDWR);
+			w->cut = true;
+		}
+		until.tv_sec = next / 1000000000ll;
+		until.tv_nsec = next % 1000000000ll;
+		pthread_cond_timedwait(&s->watch_wake, &s->watch_lock, &until);
+	}
+	pthread_mutex_unlock(&s->watch_lock);
+	return NULL;
+}
+
+static void watchdog_stop(struct hc_server *s)
+{
+	pthread_mutex_lock(&s->watch_lock);
+	s->watch_stop = true;
+	pthread_cond_signal(&s->watch_wake);
+	pthread_mutex_unlock(&s->watch_lock);
+	pthread_join(s->watchdog, NULL);
+}
+
 /* Responses ------------------------------------------------------------------------------- */
 
 /*
@@ -153,6 +323,9 @@ static enum MHD_Result queue(struct MHD_Connection *c, unsigned int status, void
 	}
 	ret = MHD_queue_response(c, status, r);
 	MHD_destroy_response(r);
+	/* refusals are queued before the request is in whole (a body is never read) */
+	if (ret == MHD_YES)
+		mark_arrived(c);
 	return ret;
 }
 
@@ -437,6 +610,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		*upload_data_size = 0; /* a GET with a body: the body means nothing */
 		return MHD_YES;
 	}
+	mark_arrived(c);
 
 	/* The request's arrival, for relative times: the headers are all in, nothing slow ran. */
 	now_ns = s->now_ns(s->now_ctx);
@@ -512,9 +686,10 @@ struct hc_server *hc_server__new(const struct hc_server_opts *o,
 				 const struct hc_api_backend *backend)
 {
 	unsigned int threads, max_conn, timeout_s;
+	pthread_condattr_t cattr;
 	struct hc_server *s;
 	size_t mem;
-	int fd;
+	int fd, err;
 
 	if (!o || !backend || o->listen_fd < 0 || !o->listen_addr ||
 	    strlen(o->listen_addr) >= HC_LISTEN_ADDR_MAX) {
@@ -538,6 +713,23 @@ struct hc_server *hc_server__new(const struct hc_server_opts *o,
 	strcpy(s->listen_addr, o->listen_addr);
 	s->now_ns = o->now_ns ? o->now_ns : real_now_ns;
 	s->now_ctx = o->now_ctx;
+	s->deadline_ns = (int64_t)timeout_s * 1000000000ll;
+
+	err = pthread_condattr_init(&cattr);
+	if (err)
+		goto free_server;
+	err = pthread_condattr_setclock(&cattr, CLOCK_MONOTONIC);
+	if (!err)
+		err = pthread_cond_init(&s->watch_wake, &cattr);
+	pthread_condattr_destroy(&cattr);
+	if (err)
+		goto free_server;
+	err = pthread_mutex_init(&s->watch_lock, NULL);
+	if (err)
+		goto destroy_cond;
+	err = pthread_create(&s->watchdog, NULL, watchdog_main, s);
+	if (err)
+		goto destroy_lock;
 
 	/*
 	 * libmicrohttpd gets a duplicate: whether it closes a listen socket it was given when
@@ -545,29 +737,40 @@ struct hc_server *hc_server__new(const struct hc_server_opts *o,
 	 * we know the server runs (a failure may leak the duplicate; serve exits then anyway).
 	 */
 	fd = fcntl(o->listen_fd, F_DUPFD_CLOEXEC, 3);
-	if (fd < 0)
-		goto free_server;
+	if (fd < 0) {
+		err = errno;
+		goto stop_watchdog;
+	}
 
 	/*
 	 * No MHD_USE_ERROR_LOG: the library never prints. Not strict for clients (RFC 7230
 	 * section 3.2.4 lenience is libmicrohttpd's default): a missing Host reaches us and is
-	 * answered 421 like a wrong one.
+	 * answered 421 like a wrong one. The connection timeout is an idle timeout; the
+	 * watchdog bounds each request as a whole (struct watched).
 	 */
 	s->mhd = MHD_start_daemon(
 		MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL, 0, NULL, NULL, on_request, s,
 		MHD_OPTION_LISTEN_SOCKET, (MHD_socket)fd, MHD_OPTION_THREAD_POOL_SIZE, threads,
 		MHD_OPTION_CONNECTION_LIMIT, max_conn, MHD_OPTION_CONNECTION_TIMEOUT, timeout_s,
 		MHD_OPTION_CONNECTION_MEMORY_LIMIT, mem, MHD_OPTION_UNESCAPE_CALLBACK,
-		unescape_none, NULL, MHD_OPTION_END);
+		unescape_none, NULL, MHD_OPTION_NOTIFY_CONNECTION, on_connection, s,
+		MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_END);
 	if (!s->mhd) {
-		errno = EIO; /* libmicrohttpd does not say why */
-		goto free_server;
+		err = EIO; /* libmicrohttpd does not say why */
+		goto stop_watchdog;
 	}
 	close(o->listen_fd);
 	return s;
 
+stop_watchdog:
+	watchdog_stop(s);
+destroy_lock:
+	pthread_mutex_destroy(&s->watch_lock);
+destroy_cond:
+	pthread_cond_destroy(&s->watch_wake);
 free_server:
 	free(s);
+	errno = err;
 	return NULL;
 }
 
@@ -575,7 +778,11 @@ void hc_server__free(struct hc_server *s)
 {
 	if (!s)
 		return;
-	/* Joins the pool threads and closes the listen socket and every connection. */
+	/* Joins the pool threads and closes the listen socket and every connection (each
+	 * closing connection leaves the watchdog's list). */
 	MHD_stop_daemon(s->mhd);
+	watchdog_stop(s);
+	pthread_mutex_destroy(&s->watch_lock);
+	pthread_cond_destroy(&s->watch_wake);
 	free(s);
 }

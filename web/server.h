@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
- * web/server: the HTTP server of `hotcold serve` (libmicrohttpd, an internal thread pool).
+ * web/server: the HTTP server of `hotcold serve` (libmicrohttpd, an internal thread pool, and
+ * a watchdog thread that cuts requests arriving too slowly).
  * Routes, parameters, errors and headers: docs/api.md. The data comes from a backend
  * (web/api.h). Never prints.
  *
@@ -51,8 +52,12 @@ struct hc_server_opts {
 	const char *listen_addr; /* canonical address (hc_listen.addr) for the Host check; copied */
 	unsigned int threads;	 /* pool threads; 0: HC_SERVER_DEFAULT_THREADS */
 	unsigned int max_connections; /* 0: HC_SERVER_DEFAULT_MAX_CONNECTIONS */
-	unsigned int timeout_s;	      /* idle connection timeout; 0: HC_SERVER_DEFAULT_TIMEOUT_S */
-	size_t memory_limit;	      /* per connection; 0: HC_SERVER_DEFAULT_MEMORY_LIMIT */
+	/* 0: HC_SERVER_DEFAULT_TIMEOUT_S. Both the idle timeout of a connection and the time a
+	 * request may take to arrive whole (head and body), counted from the connection's
+	 * opening or the end of the previous answer on it: a client trickling its request a
+	 * byte at a time (slowloris) is cut after it. Answering is not counted. */
+	unsigned int timeout_s;
+	size_t memory_limit; /* per connection; 0: HC_SERVER_DEFAULT_MEMORY_LIMIT */
 	/* The clock relative times resolve against (CLOCK_REALTIME ns); NULL: the real one.
 	 * Tests pin it. Called on pool threads. */
 	int64_t (*now_ns)(void *ctx);

@@ -19,6 +19,7 @@
 
 #include <jansson.h>
 
+#include "client.h"
 #include "tests.h"
 #include "web/assets.h"
 #include "web/server.h"
@@ -201,76 +202,19 @@ static int teardown(void **state)
 	return 0;
 }
 
-/* A raw HTTP client ------------------------------------------------------------------- */
-
-struct resp {
-	int status;
-	char *raw; /* the whole answer, NUL-terminated */
-	size_t raw_len;
-	char *head_end; /* first byte after "\r\n\r\n" */
-	const char *body;
-	size_t body_len;
-	int read_err; /* errno of a read that failed after some data (e.g. ECONNRESET) */
-};
+/* The raw HTTP client (client.h), pointed at this server ------------------------------ */
 
 static int connect_to(unsigned short p)
 {
-	struct sockaddr_in sin = {.sin_family = AF_INET, .sin_port = htons(p)};
-	struct timeval tv = {.tv_sec = 5};
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	int fd = client_connect(p);
 
-	assert_true(fd >= 0);
-	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-	if (connect(fd, (struct sockaddr *)&sin, sizeof(sin))) {
-		close(fd);
-		return -errno;
-	}
+	assert_true(fd >= 0 || fd == -ECONNREFUSED);
 	return fd;
 }
 
-/* Send `req` as is, read until the server closes (every request says Connection: close or is
- * one the server closes after), at most 1 MiB, each read bounded by SO_RCVTIMEO. */
 static void http_raw(const char *req, size_t req_len, struct resp *r)
 {
-	size_t cap = 1 << 20, off = 0;
-	int fd = connect_to(port);
-
-	assert_true(fd >= 0);
-	memset(r, 0, sizeof(*r));
-	r->raw = calloc(1, cap + 1);
-	assert_non_null(r->raw);
-	while (off < req_len) {
-		ssize_t n = send(fd, req + off, req_len - off, MSG_NOSIGNAL);
-
-		if (n <= 0)
-			break; /* the server may refuse before reading everything */
-		off += (size_t)n;
-	}
-	off = 0;
-	while (off < cap) {
-		ssize_t n = recv(fd, r->raw + off, cap - off, 0);
-
-		if (n < 0) {
-			r->read_err = errno;
-			break;
-		}
-		if (n == 0)
-			break;
-		off += (size_t)n;
-	}
-	close(fd);
-	r->raw_len = off;
-	r->raw[off] = '\0';
-	if (sscanf(r->raw, "HTTP/1.%*c %d ", &r->status) != 1)
-		r->status = -1;
-	r->head_end = strstr(r->raw, "\r\n\r\n");
-	if (r->head_end) {
-		r->head_end += 4;
-		r->body = r->head_end;
-		r->body_len = off - (size_t)(r->head_end - r->raw);
-	}
+	assert_int_equal(client_request(port, req, req_len, r), 0);
 }
 
 static void http(const char *method, const char *target, const char *host, const char *extra,
@@ -291,39 +235,9 @@ static void get(const char *target, struct resp *r)
 	http("GET", target, listener.addr, NULL, r);
 }
 
-static void resp_free(struct resp *r)
-{
-	free(r->raw);
-	r->raw = NULL;
-}
-
-/* The value of header `name` (case-insensitive), copied into buf; NULL when absent. */
 static const char *header(const struct resp *r, const char *name, char *buf, size_t len)
 {
-	size_t nlen = strlen(name);
-	const char *line = strstr(r->raw, "\r\n");
-
-	while (line && r->head_end && line + 2 < r->head_end) {
-		const char *start = line + 2, *end = strstr(start, "\r\n");
-
-		if (!end)
-			return NULL;
-		if (!strncasecmp(start, name, nlen) && start[nlen] == ':') {
-			const char *v = start + nlen + 1;
-			size_t vlen;
-
-			while (*v == ' ')
-				v++;
-			vlen = (size_t)(end - v);
-			if (vlen >= len)
-				vlen = len - 1;
-			memcpy(buf, v, vlen);
-			buf[vlen] = '\0';
-			return buf;
-		}
-		line = end;
-	}
-	return NULL;
+	return resp_header(r, name, buf, len);
 }
 
 static void expect_header(const struct resp *r, const char *name, const char *value)
