@@ -196,6 +196,11 @@ static __always_inline void unclaimed(struct hc_sample_event *e)
 	e->queued_cpus = c.queued;
 }
 
+/* Set by user space around the window, sampling and scheduler
+ * programs alike (bpf_ktime_get_ns() clock: CLOCK_MONOTONIC). */
+__u64 window_start_ns = 0;
+__u64 window_end_ns = 0;
+
 SEC("perf_event")
 int hc_sample(struct bpf_perf_event_data *ctx)
 {
@@ -206,8 +211,15 @@ int hc_sample(struct bpf_perf_event_data *ctx)
 	struct hc_sample_event *e;
 	long ulen = 0, klen = 0;
 	__u32 prev_tgid;
-	__u64 size;
+	__u64 size, now = bpf_ktime_get_ns();
 
+	/* libbpf enables a perf event when it attaches a program to it, and the privileged half
+	 * attaches long before the worker opens the window (fork, sandbox, broker: hundreds of
+	 * ms on a loaded machine, measured 10 % more samples than the window holds). A sample
+	 * before the window is not part of the profile; the window ends after the events are
+	 * disabled, so nothing comes after it. */
+	if (!window_start_ns || now < window_start_ns)
+		return 0;
 	count(HC_CNT_SEEN);
 	if (tid == 0) {
 		/* The idle task: counted (idle_samples), never drawn. */
@@ -226,7 +238,7 @@ int hc_sample(struct bpf_perf_event_data *ctx)
 	prev_tgid = e->tgid;
 	e->type = HC_EVENT_SAMPLE;
 	e->cpu = bpf_get_smp_processor_id();
-	e->time_ns = bpf_ktime_get_ns();
+	e->time_ns = now;
 	e->kernel_ip = in_kernel ? ctx->regs.ip : 0;
 	e->user_ip = in_kernel ? 0 : ctx->regs.ip;
 	e->tgid = tgid;
@@ -337,9 +349,6 @@ const volatile bool stack_reuse = true;
 const volatile bool capture_wakers = false; /* --wakers */
 const volatile __u64 flush_ns = 1000000000; /* flush a slot at least this often */
 
-/* Set by user space around the window (bpf_ktime_get_ns() clock: CLOCK_MONOTONIC). */
-__u64 window_start_ns = 0;
-__u64 window_end_ns = 0;
 
 struct tstate {
 	__u64 t_out;	       /* switch-out time; 0 while on a CPU (or not tracked yet) */

@@ -510,6 +510,11 @@ static int record_worker(const struct record_cfg *cfg, struct hc_sampler *sample
 	}
 	hc_sampler__window(sampler, &win);
 	hc_agg__set_window_start(agg, win.start_ns);
+	/* Loading, the split and the sandbox come first (tenths of a second, more on a loaded
+	 * machine): the window, and so the profile, starts here, not at the command. */
+	if (cfg->c.verbose)
+		fprintf(stderr, "hotcold: sampling every %llu ns; the window is open\n",
+			(unsigned long long)cfg->c.rate.period_ns);
 	deadline = t0 + cfg->duration_ns;
 	while (!hc_stop_requested) {
 		uint64_t now = now_ns(CLOCK_MONOTONIC);

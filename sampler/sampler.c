@@ -293,6 +293,13 @@ struct hc_sampler *hc_sampler__new(const struct hc_sampler_opts *opts,
 			last_error = "cannot attach the sampling program to a perf event";
 			goto err_free;
 		}
+		/* Attaching enabled it (libbpf does); it runs from hc_sampler__start(). Samples
+		 * in between are dropped by the program (window_start_ns still 0). */
+		if (ioctl(s->pfds[i], PERF_EVENT_IOC_DISABLE, 0) < 0) {
+			err = -errno;
+			last_error = "cannot disable a perf event";
+			goto err_free;
+		}
 	}
 	s->exec_link = bpf_program__attach(s->skel->progs.hc_exec);
 	if (!s->exec_link) {
@@ -468,6 +475,10 @@ bad:
 
 int hc_sampler__start(struct hc_sampler *s)
 {
+	/* Samples, idle and slices count from here; tasks asleep now are caught by the
+	 * iterator. */
+	s->window.start_ns = mono_ns();
+	s->skel->bss->window_start_ns = s->window.start_ns;
 	if (s->offcpu) {
 		struct bpf_program *progs[] = {s->skel->progs.hc_switch, s->skel->progs.hc_wakeup,
 					       s->skel->progs.hc_wakeup_new,
@@ -476,9 +487,6 @@ int hc_sampler__start(struct hc_sampler *s)
 		size_t len;
 		int err;
 
-		/* Idle and slices count from here; tasks asleep now are caught by the iterator. */
-		s->window.start_ns = mono_ns();
-		s->skel->bss->window_start_ns = s->window.start_ns;
 		for (size_t i = 0; i < sizeof(progs) / sizeof(progs[0]); i++) {
 			s->sched_links[i] = bpf_program__attach(progs[i]);
 			if (!s->sched_links[i])
@@ -490,8 +498,6 @@ int hc_sampler__start(struct hc_sampler *s)
 		parse_iter_records(s, buf, len);
 		free(buf);
 	}
-	if (!s->window.start_ns)
-		s->window.start_ns = mono_ns();
 	return set_enabled(s, true);
 }
 

@@ -238,6 +238,20 @@ char *e2e_read_file(const char *path, size_t *len)
 	return buf;
 }
 
+bool e2e_wait_text(const char *path, const char *text, int timeout_ms)
+{
+	for (int waited = 0; waited <= timeout_ms; waited += 10) {
+		char *s = e2e_read_file(path, NULL);
+		bool found = s && strstr(s, text);
+
+		free(s);
+		if (found)
+			return true;
+		usleep(10000);
+	}
+	return false;
+}
+
 char *e2e_tmpdir(void)
 {
 	char *d = strdup("/tmp/hotcold-e2e.XXXXXX");

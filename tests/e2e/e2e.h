@@ -32,6 +32,8 @@ bool e2e_has_chain(json_t *root, uint32_t pid, const char *const chain[], int n)
 json_t *e2e_process_node(json_t *root, uint32_t pid);
 uint64_t e2e_u64(json_t *obj, const char *path); /* "a.b.c" */
 char *e2e_read_file(const char *path, size_t *len);
+/* Whether the file comes to hold text within timeout_ms (polled every 10 ms). */
+bool e2e_wait_text(const char *path, const char *text, int timeout_ms);
 /* The first node (depth first) of kind whose integer member key is id, or NULL. */
 json_t *e2e_find_node(json_t *n, const char *kind, const char *key, json_int_t id);
 /* An integer member of a node (0 if absent). */
