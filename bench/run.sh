@@ -371,11 +371,17 @@ child_of() {
 }
 
 # Wait until process $1 holds at least one perf_event fd per CPU (every profiler here opens
-# one cpu-clock event per CPU), i.e. it is sampling, or has exited. Max 60 s.
+# one cpu-clock event per CPU), i.e. it is sampling, or has exited. Max 60 s. With $2, a
+# stderr file: wait instead for hotcold -v's "the window is open" (its privileged half holds
+# the events, disabled, before its worker opens the window).
 wait_ready() {
 	local i
 	for i in $(seq 1 6000); do
-		[ "$(n_perf_fds "$1")" -ge "$NCPU" ] && return 0
+		if [ -n "${2:-}" ]; then
+			grep -q "the window is open" "$2" 2>/dev/null && return 0
+		elif [ "$(n_perf_fds "$1")" -ge "$NCPU" ]; then
+			return 0
+		fi
 		alive "$1" || return 1
 		sleep 0.01
 	done
@@ -522,7 +528,8 @@ overhead_run() {
 	if [ "$cfg" != none ]; then
 		# The profiler outlives the workload by about a second; bpftrace is stopped by SIGINT.
 		start_profiler "$cfg" "$hz" $((SECONDS_T + 2)) "$pfx"
-		if [ -z "$PROF_PID" ] || ! wait_ready "$PROF_PID"; then
+		if [ -z "$PROF_PID" ] || ! wait_ready "$PROF_PID" \
+			"$([ "$cfg" = hotcold ] && echo "$pfx.err")"; then
 			note "$cfg at $hz Hz did not start sampling (see $log.err)"
 			cp "$pfx.err" "$log.err" 2>/dev/null
 			wait_bounded "$PROF_TPID" 30 "$PROF_PID"
