@@ -130,12 +130,11 @@ test)
 	build
 	rc=0
 	suite build "" || rc=1
-	# The unit suite again, every C file under AddressSanitizer and UBSan: a memory error,
-	# undefined behaviour or a leak fails its test. (Not yet the e2e suite: under the
-	# sanitizers some of its accuracy bounds and stop deadlines miss, and LeakSanitizer
-	# cannot stop the world in a process strace already traces; docs/fuzzing.md.)
+	# The whole suite again, every C file (hotcold and the tests) under AddressSanitizer and
+	# UBSan: a memory error, undefined behaviour or a leak in any process fails its test,
+	# the sandboxed workers and the BPF runs included (docs/fuzzing.md).
 	sanitized_build
-	suite build-asan "under ASan+UBSan" --suite unit || rc=1
+	suite build-asan "under ASan+UBSan" || rc=1
 	# Every fuzz target from its seed corpus for a bounded time (bench/fuzz.sh; longer
 	# campaigns: docs/fuzzing.md). A crash, leak or timeout fails the run.
 	bench/fuzz.sh "${HC_FUZZ_SECONDS:-20}" || rc=1
