@@ -152,6 +152,25 @@ static int rm_one(const char *path, const struct stat *sb, int flag, struct FTW 
 	return remove(path);
 }
 
+/*
+ * Every close() of this binary, broker.c's included, goes through here (the test is linked
+ * with --wrap=close). A close that fails with EBADF is a descriptor closed twice, or never
+ * opened: in a broker with threads, the second close could take a descriptor another thread
+ * had just been given.
+ */
+int __real_close(int fd);
+int __wrap_close(int fd);
+static unsigned int close_ebadf;
+
+int __wrap_close(int fd)
+{
+	int r = __real_close(fd);
+
+	if (r < 0 && errno == EBADF)
+		close_ebadf++;
+	return r;
+}
+
 /* ---- the wire ---- */
 
 /* The broker's reply as the worker receives it: the error, the descriptors (rep.nfds of
@@ -190,7 +209,12 @@ static int recv_reply(int sock, int *fds, unsigned int *nfds)
 
 static int ask_raw(const void *req, size_t len, const char *proc, int *fds, unsigned int *nfds)
 {
+	unsigned int ebadf = close_ebadf;
+
 	assert_int_equal(hc_broker__answer(sv[0], req, len, proc, &st), 0);
+	if (close_ebadf != ebadf)
+		fail_msg("the broker closed a descriptor it did not hold (%u times)",
+			 close_ebadf - ebadf);
 	return recv_reply(sv[1], fds, nfds);
 }
 
