@@ -883,9 +883,14 @@ static void test_enter_nobody(void **state)
 		close(hold[1]);
 		c = fork();
 		if (c == 0) {
+			static const gid_t extra[] = { 4242, 4243 };
 			char w[256] = "";
-			int e = hc_sandbox__enter(HC_SANDBOX_WORKER, "nobody", getppid(), w,
-						  sizeof(w));
+			int e;
+
+			/* Groups to be cleared (root here has none of its own). */
+			if (setgroups(2, extra))
+				_exit(2);
+			e = hc_sandbox__enter(HC_SANDBOX_WORKER, "nobody", getppid(), w, sizeof(w));
 
 			if (write(infop[1], &e, sizeof(e)) < 0 || write(infop[1], w, sizeof(w)) < 0)
 				_exit(2);
@@ -989,12 +994,14 @@ static void test_pdeathsig_cleared_by_drop(void **state)
  * back to root. */
 static void privdrop_checks(int out)
 {
+	static const gid_t extra[] = { 4242 }; /* to be cleared: root here has no groups */
 	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
 	struct __user_cap_data_struct data[2];
 	uid_t r, e, s;
 	gid_t gr, ge, gs;
 	char why[256] = "";
 
+	STEP(out, "setgroups-before", !setgroups(1, extra) && getgroups(0, NULL) == 1);
 	STEP(out, "privdrop", !hc_privdrop("nobody", why, sizeof(why)));
 	STEP(out, "uid", !getresuid(&r, &e, &s) && r == NOBODY && e == NOBODY && s == NOBODY);
 	STEP(out, "gid", !getresgid(&gr, &ge, &gs) && gr == NOBODY && ge == NOBODY &&
@@ -1024,7 +1031,7 @@ static void privdrop_checks(int out)
 
 static void test_privdrop_nobody(void **state)
 {
-	static const char steps[] = "privdrop\nuid\ngid\ngroups\ncapget\nbounding-ambient\n"
+	static const char steps[] = "setgroups-before\nprivdrop\nuid\ngid\ngroups\ncapget\nbounding-ambient\n"
 				    "no-new-privs\nsetuid0\nseteuid0\nsetgid0\nsetgroups\ncapset\n"
 				    "done\n";
 	struct outcome o;
