@@ -112,20 +112,19 @@ static void drain(int fd, char *buf, size_t cap)
 /* Wait for pid up to ms; kill it when it does not end. The status, or -1 on timeout. */
 static int wait_for(pid_t pid, int ms)
 {
-	int status;
+	int pidfd = (int)syscall(SYS_pidfd_open, pid, 0), status, r;
+	struct pollfd p = { .fd = pidfd, .events = POLLIN };
 
-	for (int i = 0; i < ms / 5; i++) {
-		pid_t r = waitpid(pid, &status, WNOHANG);
-
-		if (r == pid)
-			return status;
-		if (r < 0 && errno != EINTR)
-			fail_msg("waitpid %d: %s", (int)pid, strerror(errno));
-		usleep(5000);
-	}
-	kill(pid, SIGKILL);
-	waitpid(pid, &status, 0);
-	return -1;
+	if (pidfd < 0)
+		fail_msg("pidfd_open %d: %s", (int)pid, strerror(errno));
+	/* Readable once the process has ended. */
+	r = poll(&p, 1, ms);
+	close(pidfd);
+	if (r != 1)
+		kill(pid, SIGKILL);
+	if (waitpid(pid, &status, 0) != pid)
+		fail_msg("waitpid %d: %s", (int)pid, strerror(errno));
+	return r == 1 ? status : -1;
 }
 
 static void run(enum hc_sandbox which, enum how how, action_fn fn, struct outcome *o)
