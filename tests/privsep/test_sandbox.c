@@ -721,16 +721,21 @@ static const char server_steps[] =
 	"socket-inet\nconnect\naccept\nsend-recv\nsocket-unix\nsocketpair\npipe2\neventfd\n"
 	"clone3-enosys\npthread_create\npthread_join\nprctl-set-name\ndone\n";
 
-static void test_server_allowed(void **state)
+static void expect_server_allowed(enum how how)
 {
 	struct outcome o;
 
-	(void)state;
-	run(HC_SANDBOX_SERVER, INSTALL, server_allowed, &o);
+	run(HC_SANDBOX_SERVER, how, server_allowed, &o);
 	if (!WIFEXITED(o.status) || WEXITSTATUS(o.status) != 0 || strcmp(o.out, server_steps))
 		fail_msg("the child ended with status %#x\nout:\n%s\nerr:\n%s\nwant out:\n%s",
 			 o.status, o.out, o.err, server_steps);
 	assert_string_equal(o.err, "");
+}
+
+static void test_server_allowed(void **state)
+{
+	(void)state;
+	expect_server_allowed(INSTALL);
 }
 
 /* ---- root: entering the sandbox as nobody ---- */
@@ -786,7 +791,7 @@ static ssize_t read_wait(int fd, void *buf, size_t len, int ms)
  * keeping its permitted capabilities (PR_SET_KEEPCAPS), so that there is something to drop;
  * otherwise it is us. Checked from outside: the child can no longer ask (capget, prctl).
  */
-static void test_enter_unprivileged(void **state)
+static void enter_unprivileged(enum hc_sandbox which)
 {
 	int infop[2], hold[2], e = 1, status;
 	uint32_t prm_before = 0;
@@ -795,7 +800,6 @@ static void test_enter_unprivileged(void **state)
 	gid_t gid = geteuid() == 0 ? NOBODY : getgid();
 	pid_t c;
 
-	(void)state;
 	assert_int_equal(pipe2(infop, O_CLOEXEC), 0);
 	assert_int_equal(pipe2(hold, O_CLOEXEC), 0);
 	fflush(NULL);
@@ -814,7 +818,7 @@ static void test_enter_unprivileged(void **state)
 		     setresgid(NOBODY, NOBODY, NOBODY) || setresuid(NOBODY, NOBODY, NOBODY)))
 			_exit(2);
 		prm = syscall(SYS_capget, &hdr, data) ? UINT32_MAX : data[0].permitted;
-		err = hc_sandbox__enter(HC_SANDBOX_WORKER, "nobody", getppid(), w, sizeof(w));
+		err = hc_sandbox__enter(which, "nobody", getppid(), w, sizeof(w));
 		if (write(infop[1], &prm, sizeof(prm)) < 0 ||
 		    write(infop[1], &err, sizeof(err)) < 0 || write(infop[1], w, sizeof(w)) < 0)
 			_exit(3);
@@ -853,14 +857,21 @@ static void test_enter_unprivileged(void **state)
 	close(infop[0]);
 }
 
+static void test_enter_unprivileged(void **state)
+{
+	(void)state;
+	enter_unprivileged(HC_SANDBOX_WORKER);
+	enter_unprivileged(HC_SANDBOX_SERVER);
+}
+
 /*
- * We fork P (the privileged process's stand-in), P forks C, C enters the worker sandbox as
- * nobody naming P as its parent. From outside (C can no longer call capget or prctl), C's
+ * We fork P (the privileged process's stand-in), P forks C, C enters the sandbox (either
+ * profile) as nobody naming P as its parent. From outside (C can no longer call capget or prctl), C's
  * credentials, capabilities, NoNewPrivs and seccomp mode; then P is SIGKILLed and C must
  * die of SIGKILL: the parent-death signal was armed, and after the change of credentials
  * that would have cleared it. We are a subreaper, so C becomes ours to wait for.
  */
-static void test_enter_nobody(void **state)
+static void enter_nobody(enum hc_sandbox which)
 {
 	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
 	struct __user_cap_data_struct data[2];
@@ -868,7 +879,6 @@ static void test_enter_nobody(void **state)
 	char why[256] = "", u[64];
 	pid_t p, c;
 
-	(void)state;
 	assert_int_equal(pipe2(pidp, O_CLOEXEC), 0);
 	assert_int_equal(pipe2(infop, O_CLOEXEC), 0);
 	assert_int_equal(pipe2(hold, O_CLOEXEC), 0);
@@ -889,7 +899,7 @@ static void test_enter_nobody(void **state)
 			/* Groups to be cleared (root here has none of its own). */
 			if (setgroups(2, extra))
 				_exit(2);
-			e = hc_sandbox__enter(HC_SANDBOX_WORKER, "nobody", getppid(), w, sizeof(w));
+			e = hc_sandbox__enter(which, "nobody", getppid(), w, sizeof(w));
 
 			if (write(infop[1], &e, sizeof(e)) < 0 || write(infop[1], w, sizeof(w)) < 0)
 				_exit(2);
@@ -949,6 +959,13 @@ static void test_enter_nobody(void **state)
 	close(hold[1]);
 	close(pidp[0]);
 	close(infop[0]);
+}
+
+static void test_enter_nobody(void **state)
+{
+	(void)state;
+	enter_nobody(HC_SANDBOX_WORKER);
+	enter_nobody(HC_SANDBOX_SERVER);
 }
 
 /* The premise of enter's order: a change of credentials clears the parent-death signal. */
@@ -1068,6 +1085,7 @@ static void test_enter_then_setuid(void **state)
 	expect_trapped(HC_SANDBOX_WORKER, ENTER_NOBODY, do_open_wronly_creat, SYS_openat,
 		       "open(O_WRONLY|O_CREAT) after enter");
 	expect_allowed(HC_SANDBOX_WORKER, ENTER_NOBODY, worker_allowed, worker_steps);
+	expect_server_allowed(ENTER_NOBODY);
 }
 
 /* enter's refusals: a parent that is not ours, users that are no good. */
