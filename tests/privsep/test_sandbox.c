@@ -866,10 +866,10 @@ static void test_enter_unprivileged(void **state)
 
 /*
  * We fork P (the privileged process's stand-in), P forks C, C enters the sandbox (either
- * profile) as nobody naming P as its parent. From outside (C can no longer call capget or prctl), C's
- * credentials, capabilities, NoNewPrivs and seccomp mode; then P is SIGKILLed and C must
- * die of SIGKILL: the parent-death signal was armed, and after the change of credentials
- * that would have cleared it. We are a subreaper, so C becomes ours to wait for.
+ * profile) as nobody naming P as its parent. From outside (C can no longer call capget or
+ * prctl), C's credentials, capabilities, NoNewPrivs and seccomp mode; then P is SIGKILLed
+ * and C must die of SIGKILL: the parent-death signal was armed, and after the change of
+ * credentials that would have cleared it. We are a subreaper, so C becomes ours to wait for.
  */
 static void enter_nobody(enum hc_sandbox which)
 {
@@ -1047,9 +1047,9 @@ static void privdrop_checks(int out)
 
 static void test_privdrop_nobody(void **state)
 {
-	static const char steps[] = "setgroups-before\nprivdrop\nuid\ngid\ngroups\ncapget\nbounding-ambient\n"
-				    "no-new-privs\nsetuid0\nseteuid0\nsetgid0\nsetgroups\ncapset\n"
-				    "done\n";
+	static const char steps[] = "setgroups-before\nprivdrop\nuid\ngid\ngroups\ncapget\n"
+				    "bounding-ambient\nno-new-privs\nsetuid0\nseteuid0\nsetgid0\n"
+				    "setgroups\ncapset\ndone\n";
 	struct outcome o;
 	int outp[2];
 	pid_t pid;
