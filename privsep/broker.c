@@ -63,6 +63,8 @@ static int open_proc(const char *proc, uint32_t tgid, int fds[2])
 
 		if (fds[0] >= 0)
 			close(fds[0]);
+		/* Closed: hc_broker__answer closes whatever is still >= 0 here. */
+		fds[0] = fds[1] = -1;
 		close(dir);
 		return err;
 	}
