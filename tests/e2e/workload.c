@@ -9,11 +9,14 @@
  *   hc-workload pipeblock SECONDS  main -> hc_pipe_read: blocked reading an empty pipe
  *   hc-workload pingpong SECONDS   a child (hc_pong) blocks reading a pipe until the parent
  *                                (hc_ping) writes to it, 1 ms of work apart, back and forth
+ *   hc-workload reuse SECONDS PID  a child forked with exactly pid PID (clone3's set_tid: root)
+ *                                runs hc_work_loop, with no exec; the parent waits for it
  * Built with frame pointers so user stacks unwind without DWARF. The blocking system calls
  * are made from our own functions (raw `syscall` instructions), not through glibc, whose
  * wrappers have no frame pointer and would hide their caller from a frame-pointer walk.
  */
 #include <fcntl.h>
+#include <linux/sched.h>
 #include <signal.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -213,15 +216,40 @@ static void pingpong(double seconds)
 	waitpid(child, NULL, 0);
 }
 
+/* A process that gets a pid another one had, and runs this program's code without an exec: only
+ * its start time tells a profiler it is not the old process. */
+static int reuse(double seconds, pid_t pid)
+{
+	struct clone_args ca = {
+		.exit_signal = SIGCHLD,
+		.set_tid = (uint64_t)(uintptr_t)&pid,
+		.set_tid_size = 1,
+	};
+	long r = syscall(SYS_clone3, &ca, sizeof(ca));
+	int status;
+
+	if (r < 0) {
+		perror("hc-workload: clone3 with set_tid");
+		return 1;
+	}
+	if (r == 0) {
+		hc_work_loop(seconds);
+		_exit(0);
+	}
+	if (waitpid((pid_t)r, &status, 0) != (pid_t)r)
+		return 1;
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+}
+
 int main(int argc, char **argv)
 {
 	double arg;
 
-	/* A fourth argument is ignored: a tag that only /proc/PID/cmdline carries, for tests
-	 * that check command lines never leak into hotcold's output. */
+	/* A fourth argument is ignored (but by reuse): a tag that only /proc/PID/cmdline
+	 * carries, for tests that check command lines never leak into hotcold's output. */
 	if (argc != 3 && argc != 4) {
 		fprintf(stderr, "usage: hc-workload cpu|syscall|worksleep|pipeblock|pingpong SECONDS"
-				" | short MS [TAG]\n");
+				" | short MS [TAG] | reuse SECONDS PID\n");
 		return 64;
 	}
 	arg = atof(argv[2]);
@@ -240,6 +268,8 @@ int main(int argc, char **argv)
 		hc_pipe_block(arg);
 	else if (!strcmp(argv[1], "pingpong"))
 		pingpong(arg);
+	else if (!strcmp(argv[1], "reuse") && argc == 4)
+		return reuse(arg, (pid_t)atoi(argv[3]));
 	else
 		return 64;
 	return 0;
