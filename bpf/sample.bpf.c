@@ -213,11 +213,10 @@ int hc_sample(struct bpf_perf_event_data *ctx)
 	__u32 prev_tgid;
 	__u64 size, now = bpf_ktime_get_ns();
 
-	/* libbpf enables a perf event when it attaches a program to it, and the privileged half
-	 * attaches long before the worker opens the window (fork, sandbox, broker: hundreds of
-	 * ms on a loaded machine, measured 10 % more samples than the window holds). A sample
-	 * before the window is not part of the profile; the window ends after the events are
-	 * disabled, so nothing comes after it. */
+	/* A sample before the window is not part of the profile. The events are enabled only
+	 * when the window opens (sampler.c), but whatever else enables one early (libbpf's
+	 * attach did: up to 4x the window's CPU time was counted) must not add to it. The
+	 * window ends after the events are disabled, so nothing comes after it. */
 	if (!window_start_ns || now < window_start_ns)
 		return 0;
 	count(HC_CNT_SEEN);

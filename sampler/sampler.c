@@ -300,13 +300,6 @@ struct hc_sampler *hc_sampler__new(const struct hc_sampler_opts *opts,
 			last_error = "cannot attach the sampling program to a perf event";
 			goto err_free;
 		}
-		/* Attaching enabled it (libbpf does); it runs from hc_sampler__start(). Samples
-		 * in between are dropped by the program (window_start_ns still 0). */
-		if (ioctl(s->pfds[i], PERF_EVENT_IOC_DISABLE, 0) < 0) {
-			err = -errno;
-			last_error = "cannot disable a perf event";
-			goto err_free;
-		}
 	}
 	s->exec_link = bpf_program__attach(s->skel->progs.hc_exec);
 	if (!s->exec_link) {
