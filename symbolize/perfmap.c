@@ -9,12 +9,6 @@
 
 #define PERFMAP_MAX_BYTES (1024u * 1024u * 1024u)
 
-/*
- * Overlaps are resolved by looking back at most this many entries: enough for code that was
- * regenerated a few times at one address without making a lookup O(n).
- */
-#define OVERLAP_LOOKBACK 16
-
 struct jit_sym {
 	uint64_t start;
 	uint64_t end;
@@ -22,9 +16,24 @@ struct jit_sym {
 	uint32_t seq;  /* line number: later lines supersede earlier ones */
 };
 
+/*
+ * Entries overlap when a JIT reuses freed code space (the old lines stay in the file), and
+ * a new function may cover any number of stale ones. So the entries are flattened once, at
+ * parse time, into sorted disjoint ranges, each naming the last line that covers it: a lookup
+ * is one binary search, exact however deep the overlap, and a hostile map cannot make it
+ * O(n).
+ */
+struct jit_range {
+	uint64_t start;
+	uint64_t end;
+	uint32_t sym; /* index into syms */
+};
+
 struct hc_perfmap {
 	struct jit_sym *syms;
 	size_t nr, cap;
+	struct jit_range *ranges;
+	size_t nr_ranges;
 	size_t bad_lines;
 	struct hc_strpool pool;
 };
@@ -34,6 +43,7 @@ void hc_perfmap__free(struct hc_perfmap *pm)
 	if (!pm)
 		return;
 	free(pm->syms);
+	free(pm->ranges);
 	hc_strpool__release(&pm->pool);
 	free(pm);
 }
@@ -94,6 +104,113 @@ static int jit_cmp(const void *a, const void *b)
 	return 0;
 }
 
+static int u64_cmp(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* A binary max-heap of syms indices, by seq: the line written last on top. */
+static bool heap_above(const struct jit_sym *syms, uint32_t a, uint32_t b)
+{
+	return syms[a].seq > syms[b].seq;
+}
+
+static void heap_push(const struct jit_sym *syms, uint32_t *heap, size_t *n, uint32_t idx)
+{
+	size_t i = (*n)++;
+
+	while (i && heap_above(syms, idx, heap[(i - 1) / 2])) {
+		heap[i] = heap[(i - 1) / 2];
+		i = (i - 1) / 2;
+	}
+	heap[i] = idx;
+}
+
+static void heap_pop(const struct jit_sym *syms, uint32_t *heap, size_t *n)
+{
+	uint32_t last = heap[--(*n)];
+	size_t i = 0;
+
+	for (;;) {
+		size_t c = 2 * i + 1;
+
+		if (c >= *n)
+			break;
+		if (c + 1 < *n && heap_above(syms, heap[c + 1], heap[c]))
+			c++;
+		if (!heap_above(syms, heap[c], last))
+			break;
+		heap[i] = heap[c];
+		i = c;
+	}
+	heap[i] = last;
+}
+
+/*
+ * syms sorted by start -> pm->ranges. A sweep over every start and end: the entries begun
+ * and not yet ended are in a heap by line order, and between two consecutive boundaries the
+ * top of the heap covers the whole stretch (its end is a boundary too). n entries give at
+ * most 2n - 1 ranges. 0 or -ENOMEM.
+ */
+static int flatten(struct hc_perfmap *pm)
+{
+	const struct jit_sym *syms = pm->syms;
+	size_t nr = pm->nr, i = 0, j = 0, nheap = 0, k;
+	struct jit_range *ranges, *shrunk;
+	uint64_t *ends;
+	uint32_t *heap;
+	int err = -ENOMEM;
+
+	ranges = malloc(2 * nr * sizeof(*ranges));
+	ends = malloc(nr * sizeof(*ends));
+	heap = malloc(nr * sizeof(*heap));
+	if (!ranges || !ends || !heap)
+		goto out;
+	for (k = 0; k < nr; k++)
+		ends[k] = syms[k].end;
+	qsort(ends, nr, sizeof(*ends), u64_cmp);
+	pm->nr_ranges = 0;
+	/* Every end lies after its own start, so while starts remain, so do ends (j < nr). */
+	while (j < nr) {
+		uint64_t x = i < nr && syms[i].start < ends[j] ? syms[i].start : ends[j], next;
+		uint32_t top;
+
+		while (i < nr && syms[i].start == x)
+			heap_push(syms, heap, &nheap, (uint32_t)i++);
+		while (j < nr && ends[j] == x)
+			j++;
+		while (nheap && syms[heap[0]].end <= x)
+			heap_pop(syms, heap, &nheap);
+		if (!nheap)
+			continue;
+		/* An entry is live past x, so an end is left: j < nr. */
+		next = i < nr && syms[i].start < ends[j] ? syms[i].start : ends[j];
+		top = heap[0];
+		if (pm->nr_ranges && ranges[pm->nr_ranges - 1].end == x &&
+		    ranges[pm->nr_ranges - 1].sym == top) {
+			ranges[pm->nr_ranges - 1].end = next;
+		} else {
+			ranges[pm->nr_ranges].start = x;
+			ranges[pm->nr_ranges].end = next;
+			ranges[pm->nr_ranges].sym = top;
+			pm->nr_ranges++;
+		}
+	}
+	shrunk = realloc(ranges, pm->nr_ranges * sizeof(*ranges));
+	if (shrunk)
+		ranges = shrunk;
+	pm->ranges = ranges;
+	ranges = NULL;
+	err = 0;
+out:
+	free(heap);
+	free(ends);
+	free(ranges);
+	return err;
+}
+
 struct hc_perfmap *hc_perfmap__parse(const char *buf, size_t len)
 {
 	const char *p = buf, *end = buf + len;
@@ -126,6 +243,11 @@ struct hc_perfmap *hc_perfmap__parse(const char *buf, size_t len)
 	}
 	if (pm->nr > 1)
 		qsort(pm->syms, pm->nr, sizeof(*pm->syms), jit_cmp);
+	if (pm->nr) {
+		err = flatten(pm);
+		if (err)
+			goto err_free;
+	}
 	hc_strpool__shrink(&pm->pool);
 	return pm;
 
@@ -153,30 +275,27 @@ struct hc_perfmap *hc_perfmap__load_fd(int fd)
 int hc_perfmap__lookup(const struct hc_perfmap *pm, uint64_t addr, const char **name,
 		       uint64_t *offset)
 {
-	const struct jit_sym *best = NULL;
-	size_t lo = 0, hi, i, n;
+	const struct jit_range *r;
+	const struct jit_sym *s;
+	size_t lo = 0, hi;
 
 	if (!pm)
 		return -ENOENT;
-	hi = pm->nr;
+	hi = pm->nr_ranges;
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
 
-		if (pm->syms[mid].start <= addr)
+		if (pm->ranges[mid].start <= addr)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
-	for (i = lo, n = 0; i > 0 && n < OVERLAP_LOOKBACK; i--, n++) {
-		const struct jit_sym *s = &pm->syms[i - 1];
-
-		if (addr < s->end && (!best || s->seq > best->seq))
-			best = s;
-	}
-	if (!best)
+	if (!lo || addr >= pm->ranges[lo - 1].end)
 		return -ENOENT;
-	*name = hc_strpool__get(&pm->pool, best->name);
-	*offset = addr - best->start;
+	r = &pm->ranges[lo - 1];
+	s = &pm->syms[r->sym];
+	*name = hc_strpool__get(&pm->pool, s->name);
+	*offset = addr - s->start;
 	return 0;
 }
 

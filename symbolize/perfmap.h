@@ -21,8 +21,8 @@ void hc_perfmap__free(struct hc_perfmap *pm);
 
 /*
  * Absolute address -> name (borrowed until hc_perfmap__free) and offset into it.
- * When entries overlap (code regenerated at the same place), the line written last wins.
- * 0 or -ENOENT.
+ * When entries overlap (code regenerated at the same place, or freed code space reused), the
+ * line written last wins, however many lines lie in between. O(log n). 0 or -ENOENT.
  */
 int hc_perfmap__lookup(const struct hc_perfmap *pm, uint64_t addr, const char **name,
 		       uint64_t *offset);

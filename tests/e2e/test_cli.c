@@ -110,12 +110,12 @@ static void test_bad_input(void **state)
 		char *text = NULL;
 		int rc = run_case(c->args, outdir, err_path, &text), lines = 0;
 
-		for (char *p = text; p && *p; p++)
+		assert_non_null(text);
+		for (char *p = text; *p; p++)
 			lines += *p == '\n';
 		print_message("record %s %s -> %d: %s", c->args[0], c->args[1] ? c->args[1] : "", rc,
-			      text ? text : "(none)\n");
+			      text);
 		assert_int_equal(rc, c->exit_code);
-		assert_non_null(text);
 		assert_non_null(strstr(text, c->why));
 		/* getopt's own complaint plus our usage are fine for unknown options */
 		if (strcmp(c->args[0], "--bogus"))
@@ -167,12 +167,12 @@ static void test_serve_bad_input(void **state)
 		argv[n] = NULL;
 		rc = e2e_run(argv, err_path, 20000);
 		text = e2e_read_file(err_path, NULL);
-		for (char *p = text; p && *p; p++)
+		assert_non_null(text);
+		for (char *p = text; *p; p++)
 			lines += *p == '\n';
 		print_message("serve %s %s -> %d: %s", c->args[0], c->args[1] ? c->args[1] : "", rc,
-			      text ? text : "(none)\n");
+			      text);
 		assert_int_equal(rc, c->exit_code);
-		assert_non_null(text);
 		assert_non_null(strstr(text, c->why));
 		assert_int_equal(lines, 1);
 		free(text);
@@ -343,7 +343,8 @@ static void test_unprivileged(void **state)
 		rc = e2e_run(argv, err_path, 20000);
 	}
 	text = e2e_read_file(err_path, NULL);
-	for (char *p = text; p && *p; p++)
+	assert_non_null(text);
+	for (char *p = text; *p; p++)
 		lines += *p == '\n';
 	print_message("unprivileged -> %d: %s", rc, text);
 	assert_int_equal(rc, 77);

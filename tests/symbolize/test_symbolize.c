@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -448,6 +449,72 @@ static void test_perfmap_garbage(void **state)
 		hc_perfmap__free(pm);
 	}
 	hc_perfmap__free(NULL);
+}
+
+/*
+ * A JIT reuses freed code space, and the map keeps the stale lines: a new function can cover
+ * any number of older ones, and an old one any number of newer ones. Whatever lies in between,
+ * the line written last wins (the lookup once looked back only 16 entries: 0x1100 below named
+ * stale_16, 0x1f00 and 0x100f00 nothing).
+ */
+static void test_perfmap_deep_overlap(void **state)
+{
+	static const struct {
+		uint64_t addr;
+		const char *name;
+		uint64_t offset;
+	} cases[] = {
+		{ 0x1008, "new_big", 0x8 },	/* over stale_0 */
+		{ 0x1100, "new_big", 0x100 }, /* over stale_16 */
+		{ 0x1f00, "new_big", 0xf00 }, /* past every stale one */
+		{ 0x1fff, "new_big", 0xfff },
+		{ 0x2000, NULL, 0 },
+		{ 0x100008, "old_big", 0x8 },
+		{ 0x100110, "new_16", 0 },	/* newer small ones win inside the old one */
+		{ 0x100117, "new_16", 0x7 },
+		{ 0x100118, "old_big", 0x118 },
+		{ 0x100f00, "old_big", 0xf00 }, /* past 19 newer ones */
+		{ 0x100ff0, "new_19", 0 },
+		{ 0x100fff, "new_19", 0xf },
+		{ 0x101000, NULL, 0 },
+	};
+	char text[4096];
+	size_t len = 0, i;
+	struct hc_perfmap *pm;
+
+	(void)state;
+	for (i = 0; i < 20; i++)
+		len += (size_t)snprintf(text + len, sizeof(text) - len, "%zx 10 stale_%zu\n",
+					0x1000 + i * 0x10, i);
+	len += (size_t)snprintf(text + len, sizeof(text) - len, "1000 1000 new_big\n");
+	len += (size_t)snprintf(text + len, sizeof(text) - len, "100000 1000 old_big\n");
+	for (i = 0; i < 19; i++)
+		len += (size_t)snprintf(text + len, sizeof(text) - len, "%zx 8 new_%zu\n",
+					0x100000 + (i + 1) * 0x10, i);
+	len += (size_t)snprintf(text + len, sizeof(text) - len, "100ff0 10 new_19\n");
+	assert_true(len < sizeof(text));
+	pm = hc_perfmap__parse(text, len);
+	assert_non_null(pm);
+	assert_int_equal(hc_perfmap__nr(pm), 42);
+	assert_int_equal(hc_perfmap__bad_lines(pm), 0);
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const char *name = NULL;
+		uint64_t off = 0;
+		int err = hc_perfmap__lookup(pm, cases[i].addr, &name, &off);
+
+		if (!cases[i].name) {
+			if (err != -ENOENT)
+				fail_msg("%#" PRIx64 ": want -ENOENT, got %d %s", cases[i].addr, err,
+					 name);
+			continue;
+		}
+		if (err)
+			fail_msg("%#" PRIx64 ": want %s, got %d", cases[i].addr, cases[i].name, err);
+		if (strcmp(name, cases[i].name) || off != cases[i].offset)
+			fail_msg("%#" PRIx64 ": want %s+%#" PRIx64 ", got %s+%#" PRIx64,
+				 cases[i].addr, cases[i].name, cases[i].offset, name, off);
+	}
+	hc_perfmap__free(pm);
 }
 
 /* ---- elf ---- */
@@ -1454,6 +1521,7 @@ int main(int argc, char **argv)
 	const struct CMUnitTest perfmap[] = {
 		cmocka_unit_test(test_perfmap_table),
 		cmocka_unit_test(test_perfmap_garbage),
+		cmocka_unit_test(test_perfmap_deep_overlap),
 	};
 	const struct CMUnitTest elf[] = {
 		cmocka_unit_test(test_elf_pie),
