@@ -203,6 +203,7 @@ static void test_serve_port_in_use(void **state)
 		rc = e2e_run(argv, err_path, 20000);
 	}
 	text = e2e_read_file(err_path, NULL);
+	assert_non_null(text);
 	print_message("serve --listen %s (taken) -> %d: %s", listen_arg, rc, text);
 	assert_int_equal(rc, 73);
 	assert_non_null(strstr(text, listen_arg));
@@ -224,6 +225,7 @@ static void test_unwritable_output(void **state)
 	snprintf(err_path, sizeof(err_path), "%s/stderr", dir);
 	rc = e2e_run(argv, err_path, 20000);
 	text = e2e_read_file(err_path, NULL);
+	assert_non_null(text);
 	print_message("-o /nonexistent/dir/x.json -> %d: %s", rc, text);
 	assert_int_equal(rc, 73);
 	assert_non_null(strstr(text, "/nonexistent/dir/x.json"));
