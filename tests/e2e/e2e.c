@@ -2,6 +2,7 @@
 #include "e2e.h"
 
 #include <errno.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -250,6 +251,54 @@ bool e2e_wait_text(const char *path, const char *text, int timeout_ms)
 		usleep(10000);
 	}
 	return false;
+}
+
+int e2e_list_dir(const char *d, const char *skip, char *list, size_t len)
+{
+	DIR *dp = opendir(d);
+	struct dirent *e;
+	size_t used = 0;
+	int n = 0;
+
+	if (!dp)
+		return -1;
+	list[0] = '\0';
+	while ((e = readdir(dp))) {
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") ||
+		    (skip && !strcmp(e->d_name, skip)))
+			continue;
+		n++;
+		used += (size_t)snprintf(list + used, len - used, "%s%s", used ? " " : "",
+					 e->d_name);
+		if (used >= len)
+			used = len - 1;
+	}
+	closedir(dp);
+	return n;
+}
+
+char *e2e_status_value(pid_t pid, const char *key)
+{
+	char path[64], *text, *p, *end;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	text = e2e_read_file(path, NULL);
+	if (!text)
+		return NULL;
+	p = strstr(text, key);
+	if (!p) {
+		free(text);
+		return NULL;
+	}
+	p += strlen(key);
+	while (*p == ':' || *p == '\t' || *p == ' ')
+		p++;
+	end = strchr(p, '\n');
+	if (end)
+		*end = 0;
+	p = strdup(p);
+	free(text);
+	return p;
 }
 
 char *e2e_tmpdir(void)

@@ -42,6 +42,11 @@ uint64_t e2e_field(json_t *n, const char *name);
  * nested ones are not counted twice). */
 uint64_t e2e_sum_named(json_t *n, const char *kind, const char *name, const char *what);
 char *e2e_tmpdir(void);
+/* Entries of directory d but skip (hidden ones included), names joined by ' ' into list;
+ * how many, or -1 when d cannot be opened. */
+int e2e_list_dir(const char *d, const char *skip, char *list, size_t len);
+/* The value of /proc/PID/status's line "key:", malloc'd; NULL if none. */
+char *e2e_status_value(pid_t pid, const char *key);
 /* One HTTP/1.1 request to addr ("127.0.0.1:PORT") with Host: host (NULL: addr). Returns the
  * status (-1 on a transport failure); *body gets the malloc'd body (NUL-ended) when asked. */
 int e2e_http(const char *addr, const char *method, const char *path, const char *host,

@@ -46,29 +46,6 @@ static void rm_rf(const char *path)
 		fprintf(stderr, "warning: could not remove %s\n", path);
 }
 
-/* Entries of d (hidden ones included); names joined by ' ' into list. */
-static int list_dir(const char *d, char *list, size_t len)
-{
-	DIR *dp = opendir(d);
-	struct dirent *e;
-	size_t used = 0;
-	int n = 0;
-
-	assert_non_null(dp);
-	list[0] = '\0';
-	while ((e = readdir(dp))) {
-		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
-			continue;
-		n++;
-		used += (size_t)snprintf(list + used, len - used, "%s%s", used ? " " : "",
-					 e->d_name);
-		if (used >= len)
-			used = len - 1;
-	}
-	closedir(dp);
-	return n;
-}
-
 static int run(char *const argv[], char **out, char **err)
 {
 	char outp[600], errp[600];
@@ -134,7 +111,7 @@ static void test_strftime_name(void **state)
 	assert_int_equal(rc, 0);
 	assert_string_equal(out, "");
 	assert_string_equal(err, "");
-	n = list_dir(dir, list, sizeof(list));
+	n = e2e_list_dir(dir, NULL, list, sizeof(list));
 	print_message("after the capture: %s", list);
 	assert_int_equal(n, 1); /* no temporary or lock file left */
 	assert_int_equal(sscanf(list, "cap-%16[0-9TZ].json", name), 1);
@@ -180,7 +157,7 @@ static void test_signals(void **state)
 	assert_true(e2e_u64(j, "duration_ns") > 2000000000ull);
 	assert_true(e2e_u64(j, "duration_ns") < 20000000000ull);
 	json_decref(j);
-	assert_int_equal(list_dir(dir, list, sizeof(list)), 1);
+	assert_int_equal(e2e_list_dir(dir, NULL, list, sizeof(list)), 1);
 	unlink(path);
 
 	snprintf(path, sizeof(path), "%s/kill.json", dir);
@@ -191,7 +168,7 @@ static void test_signals(void **state)
 	rc = e2e_wait(pid, 20000);
 	close(fd);
 	assert_int_equal(rc, 128 + SIGKILL);
-	list_dir(dir, list, sizeof(list));
+	e2e_list_dir(dir, NULL, list, sizeof(list));
 	print_message("after SIGKILL: %s", list);
 	assert_int_equal(access(path, F_OK), -1); /* nothing looks complete */
 	for (char *tok = strtok(list, " "); tok; tok = strtok(NULL, " "))
@@ -206,7 +183,7 @@ static void test_signals(void **state)
 		snprintf(other, sizeof(other), "%s/next.json", dir);
 		assert_int_equal(run(argv2, NULL, NULL), 0);
 	}
-	assert_int_equal(list_dir(dir, list, sizeof(list)), 1);
+	assert_int_equal(e2e_list_dir(dir, NULL, list, sizeof(list)), 1);
 	assert_string_equal(list, "next.json");
 	unlink(path);
 
@@ -222,7 +199,8 @@ static void test_signals(void **state)
 	j = e2e_load_json(path);
 	assert_non_null(j);
 	json_decref(j);
-	assert_int_equal(list_dir(dir, list, sizeof(list)), 2); /* next.json, early.json */
+	/* next.json, early.json */
+	assert_int_equal(e2e_list_dir(dir, NULL, list, sizeof(list)), 2);
 	assert_int_equal(access(path, R_OK), 0);
 }
 
@@ -251,7 +229,7 @@ static void test_special_targets(void **state)
 	assert_int_equal(lstat(path, &st), 0);
 	assert_true(S_ISLNK(st.st_mode));
 	unlink(path);
-	assert_int_equal(list_dir(dir, list, sizeof(list)), 0);
+	assert_int_equal(e2e_list_dir(dir, NULL, list, sizeof(list)), 0);
 
 	snprintf(path, sizeof(path), "%s/at-%%s.json", dir);
 	setenv("TZ", "America/New_York", 1);
@@ -259,7 +237,7 @@ static void test_special_targets(void **state)
 	assert_int_equal(run(argv, NULL, NULL), 0);
 	t1 = time(NULL);
 	unsetenv("TZ");
-	assert_int_equal(list_dir(dir, list, sizeof(list)), 1);
+	assert_int_equal(e2e_list_dir(dir, NULL, list, sizeof(list)), 1);
 	assert_int_equal(sscanf(list, "at-%lld.json", &secs), 1);
 	assert_true(secs >= (long long)t0 && secs <= (long long)t1);
 }
@@ -301,7 +279,7 @@ static void test_lock(void **state)
 	pid = e2e_spawn(first, &fd, "/dev/null");
 	assert_true(pid > 0);
 	/* wait for the first one's lock file */
-	for (int i = 0; i < 100 && list_dir(dir, list, sizeof(list)) < 2; i++)
+	for (int i = 0; i < 100 && e2e_list_dir(dir, NULL, list, sizeof(list)) < 2; i++)
 		usleep(50000);
 	clock_gettime(CLOCK_MONOTONIC, &a);
 	rc = run(second, NULL, &err);
@@ -313,7 +291,7 @@ static void test_lock(void **state)
 	free(err);
 	assert_int_equal(e2e_wait(pid, 30000), 0);
 	close(fd);
-	assert_int_equal(list_dir(dir, list, sizeof(list)), 1);
+	assert_int_equal(e2e_list_dir(dir, NULL, list, sizeof(list)), 1);
 	assert_string_equal(list, "same.json");
 }
 
@@ -335,7 +313,7 @@ static void test_disk_errors(void **state)
 	print_message("full disk -> %d: %s", rc, err);
 	assert_int_equal(rc, 74);
 	assert_non_null(strstr(err, "No space left"));
-	assert_int_equal(list_dir(mnt, list, sizeof(list)), 0);
+	assert_int_equal(e2e_list_dir(mnt, NULL, list, sizeof(list)), 0);
 	free(err);
 
 	assert_int_equal(mount(NULL, mnt, NULL, MS_REMOUNT | MS_RDONLY, "size=8k"), 0);

@@ -97,28 +97,17 @@ static void dump_stderr(void)
 	free(s);
 }
 
-/* Entries of d other than the stderr file (hidden ones included), names joined by ' '. */
-static int list_dir(const char *d, char *list, size_t len)
+/* record's exit status rc -> its profile (stderr shown when it failed). */
+static json_t *record_output(int rc)
 {
-	DIR *dp = opendir(d);
-	struct dirent *e;
-	size_t used = 0;
-	int n = 0;
+	json_t *j;
 
-	assert_non_null(dp);
-	list[0] = '\0';
-	while ((e = readdir(dp))) {
-		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") ||
-		    !strcmp(e->d_name, "stderr"))
-			continue;
-		n++;
-		used += (size_t)snprintf(list + used, len - used, "%s%s", used ? " " : "",
-					 e->d_name);
-		if (used >= len)
-			used = len - 1;
-	}
-	closedir(dp);
-	return n;
+	if (rc)
+		dump_stderr();
+	assert_int_equal(rc, 0);
+	j = e2e_load_json(out_path);
+	assert_non_null(j);
+	return j;
 }
 
 static int setup(void **state)
@@ -145,35 +134,10 @@ static int teardown(void **state)
 	return 0;
 }
 
-/* A line of /proc/PID/status after "key:", malloc'd; NULL if none. */
-static char *status_line(pid_t pid, const char *key)
-{
-	char path[64], *text, *p, *end;
-
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-	text = e2e_read_file(path, NULL);
-	if (!text)
-		return NULL;
-	p = strstr(text, key);
-	if (!p) {
-		free(text);
-		return NULL;
-	}
-	p += strlen(key);
-	while (*p == ':' || *p == '\t' || *p == ' ')
-		p++;
-	end = strchr(p, '\n');
-	if (end)
-		*end = 0;
-	p = strdup(p);
-	free(text);
-	return p;
-}
-
 /* Still running: gone and zombie both count as ended (init reaps orphans when it likes). */
 static bool running(pid_t pid)
 {
-	char *st = status_line(pid, "State");
+	char *st = e2e_status_value(pid, "State");
 	bool r = st && st[0] != 'Z';
 
 	free(st);
@@ -194,7 +158,7 @@ static pid_t find_worker(pid_t rec)
 
 			if (end == p)
 				break;
-			uid = status_line(c, "Uid");
+			uid = e2e_status_value(c, "Uid");
 			if (uid && !strncmp(uid, "65534\t", 6)) {
 				free(uid);
 				free(text);
@@ -417,7 +381,8 @@ static void test_worker_killed(void **state)
 
 	(void)state;
 	rec = start_record(&worker, &mine, 1000, "-d", "30s", NULL);
-	assert_int_equal(list_dir(dir, list, sizeof(list)), 2); /* the lock and the temporary */
+	/* the lock and the temporary */
+	assert_int_equal(e2e_list_dir(dir, "stderr", list, sizeof(list)), 2);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	kill(worker, SIGKILL);
 	rc = e2e_wait(rec, 10000);
@@ -428,7 +393,7 @@ static void test_worker_killed(void **state)
 	assert_non_null(strstr(err, "sandboxed worker ended by signal 9"));
 	free(err);
 	assert_int_equal(access(out_path, F_OK), -1);
-	assert_int_equal(list_dir(dir, list, sizeof(list)), 0);
+	assert_int_equal(e2e_list_dir(dir, "stderr", list, sizeof(list)), 0);
 	assert_released(&mine, &t0);
 }
 
@@ -459,7 +424,7 @@ static void test_main_killed(void **state)
 	assert_false(running(worker));
 	assert_true(gone_s < 1.0);
 	assert_int_equal(access(out_path, F_OK), -1);
-	list_dir(dir, list, sizeof(list));
+	e2e_list_dir(dir, "stderr", list, sizeof(list));
 	print_message("  left: %s\n", list);
 	for (char *tok = strtok(list, " "); tok; tok = strtok(NULL, " "))
 		assert_true(!strncmp(tok, ".out.json.", 10));
@@ -490,7 +455,7 @@ static void test_sigterm(void **state)
 	assert_int_equal(rc, 0);
 	assert_true(since_s(&t0) < 3.0);
 	assert_released(&mine, &t0);
-	assert_int_equal(list_dir(dir, list, sizeof(list)), 1);
+	assert_int_equal(e2e_list_dir(dir, "stderr", list, sizeof(list)), 1);
 	assert_string_equal(list, "out.json");
 	j = e2e_load_json(out_path);
 	assert_non_null(j);
@@ -554,11 +519,7 @@ static void test_binary_deleted_replaced_exited(void **state)
 	rc = e2e_wait(rec, 30000);
 	stop_workload(p[0]);
 	stop_workload(p[1]);
-	if (rc)
-		dump_stderr();
-	assert_int_equal(rc, 0);
-	j = e2e_load_json(out_path);
-	assert_non_null(j);
+	j = record_output(rc);
 	print_message("symbolize: processes %llu, gone %llu, objects %llu, open errors %llu, "
 		      "user unresolved %llu\n",
 		      (unsigned long long)e2e_u64(j, "symbolize.processes"),
@@ -606,11 +567,7 @@ static void test_exited_before_drain(void **state)
 	assert_int_equal(e2e_wait(w, 10000), 0); /* exited and reaped: no /proc/PID */
 	assert_int_equal(kill(worker, SIGCONT), 0);
 	rc = e2e_wait(rec, 30000);
-	if (rc)
-		dump_stderr();
-	assert_int_equal(rc, 0);
-	j = e2e_load_json(out_path);
-	assert_non_null(j);
+	j = record_output(rc);
 	n = process_named(j, w, "hc-workload");
 	on = n ? e2e_field(n, "on_cpu_ns") : 0;
 	print_message("exited before drain: %.0f ms on CPU kept; process_gone %llu, user "
@@ -682,11 +639,7 @@ static void test_pid_reuse(void **state)
 	/* 0: its child had pid a and ran to its end (clone3 failing says so and exits 1) */
 	assert_int_equal(e2e_wait(forker, 10000), 0);
 	rc = e2e_wait(rec, 30000);
-	if (rc)
-		dump_stderr();
-	assert_int_equal(rc, 0);
-	j = e2e_load_json(out_path);
-	assert_non_null(j);
+	j = record_output(rc);
 	na = process_named(j, a, first_name);
 	nb = process_named(j, a, "hc-workload");
 	assert_non_null(na);
@@ -756,11 +709,7 @@ static void test_ringbuf_overflow(void **state)
 	rc = e2e_wait(rec, 30000);
 	stop_workload(w[0]);
 	stop_workload(w[1]);
-	if (rc)
-		dump_stderr();
-	assert_int_equal(rc, 0);
-	j = e2e_load_json(out_path);
-	assert_non_null(j);
+	j = record_output(rc);
 	print_message("overflow: ringbuf_full %llu, offcpu_ringbuf_full %llu (lost %.0f ms), "
 		      "sched_hist_lost %llu, exec_lost %llu\n",
 		      (unsigned long long)e2e_u64(j, "sampling.lost.ringbuf_full"),
@@ -877,7 +826,7 @@ static void test_no_btf(void **state)
 	assert_int_equal(lines_of(err), 1);
 	assert_non_null(strstr(err, "BTF"));
 	free(err);
-	assert_int_equal(list_dir(dir, list, sizeof(list)), 0);
+	assert_int_equal(e2e_list_dir(dir, "stderr", list, sizeof(list)), 0);
 	hc_prog_ids(&after);
 	new_ids(&before, &after, &mine);
 	assert_int_equal(mine.n, 0);
@@ -899,7 +848,7 @@ static void test_root_without_caps(void **state)
 	assert_int_equal(lines_of(err), 1);
 	assert_non_null(strstr(err, "CAP_BPF"));
 	free(err);
-	assert_int_equal(list_dir(dir, list, sizeof(list)), 0);
+	assert_int_equal(e2e_list_dir(dir, "stderr", list, sizeof(list)), 0);
 }
 
 int main(int argc, char **argv)

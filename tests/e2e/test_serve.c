@@ -704,31 +704,6 @@ static void test_http_rules(void **state)
 	free(body);
 }
 
-/* /proc/PID/status line `key:` -> its text. */
-static char *status_line(pid_t pid, const char *key)
-{
-	char path[64], *text, *p, *end;
-
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-	text = e2e_read_file(path, NULL);
-	if (!text)
-		return NULL;
-	p = strstr(text, key);
-	if (!p) {
-		free(text);
-		return NULL;
-	}
-	p += strlen(key);
-	while (*p == ':' || *p == '\t' || *p == ' ')
-		p++;
-	end = strchr(p, '\n');
-	if (end)
-		*end = 0;
-	p = strdup(p);
-	free(text);
-	return p;
-}
-
 /* The n-th child (0: the HTTP server, forked first; 1: the collector worker) of pid, or 0. */
 static pid_t nth_child(pid_t pid, int n)
 {
@@ -770,21 +745,21 @@ static void test_least_privilege(void **state)
 
 		assert_true(child > 0);
 		for (size_t i = 0; i < sizeof(zero_caps) / sizeof(zero_caps[0]); i++) {
-			v = status_line(child, zero_caps[i]);
+			v = e2e_status_value(child, zero_caps[i]);
 			assert_non_null(v);
 			print_message("%s %s: %s\n", who[k], zero_caps[i], v);
 			assert_string_equal(v, "0000000000000000");
 			free(v);
 		}
-		v = status_line(child, "NoNewPrivs");
+		v = e2e_status_value(child, "NoNewPrivs");
 		assert_non_null(v);
 		assert_string_equal(v, "1");
 		free(v);
-		v = status_line(child, "Seccomp");
+		v = e2e_status_value(child, "Seccomp");
 		assert_non_null(v);
 		assert_string_equal(v, "2");
 		free(v);
-		v = status_line(child, "Uid");
+		v = e2e_status_value(child, "Uid");
 		assert_non_null(v);
 		print_message("%s Uid: %s\n", who[k], v);
 		assert_true(atoi(v) != 0);
@@ -792,7 +767,7 @@ static void test_least_privilege(void **state)
 	}
 	assert_int_equal(nth_child(srv.pid, 2), 0);
 	/* The main process keeps root for BPF and /proc. */
-	v = status_line(srv.pid, "Uid");
+	v = e2e_status_value(srv.pid, "Uid");
 	assert_non_null(v);
 	assert_int_equal(atoi(v), 0);
 	free(v);
@@ -911,7 +886,7 @@ static int hc_programs_loaded(void)
  * init to reap it, which some inits do only every few seconds). */
 static bool running(pid_t pid)
 {
-	char *st = status_line(pid, "State");
+	char *st = e2e_status_value(pid, "State");
 	bool r = st && st[0] != 'Z';
 
 	free(st);
