@@ -73,6 +73,14 @@ static __always_inline void count(__u32 idx)
 		*v += 1;
 }
 
+static __always_inline void count_add(__u32 idx, __u64 n)
+{
+	__u64 *v = bpf_map_lookup_elem(&counters, &idx);
+
+	if (v)
+		*v += n;
+}
+
 /* Per-CPU scheduler state, indexed by CPU number (struct hc_cpu_state). An array, not a
  * per-CPU array: the cpuunclaimed count at a sample reads every CPU's entry. */
 struct {
@@ -201,6 +209,181 @@ static __always_inline void unclaimed(struct hc_sample_event *e)
 __u64 window_start_ns = 0;
 __u64 window_end_ns = 0;
 
+/* ------------------------------------------------------------------------------------------
+ * --unwind dwarf: copies of the user stack for user space to unwind with each object's call
+ * frame information. Set by user space before load: the bytes a copy may hold (0: no
+ * copies, frame pointers only) and a per-CPU byte budget (a token bucket).
+ * ------------------------------------------------------------------------------------------ */
+const volatile __u32 ucopy_bytes = 0;
+const volatile __u64 ucopy_rate = 0;  /* bytes per second per CPU */
+const volatile __u64 ucopy_burst = 0; /* bucket depth in bytes */
+
+#define PAGE_BYTES 4096
+
+struct ucopy_buf {
+	struct hc_ustack_event ev;
+	/* One page more than a copy holds: each read is at most a page from an offset below
+	 * HC_STACK_COPY_MAX, which is how the verifier sees that it stays inside. */
+	__u8 data[HC_STACK_COPY_MAX + PAGE_BYTES];
+};
+
+/* One buffer per CPU, and one more (the last) for the start iterator, which sleeps and may
+ * move between CPUs. An array, not a per-CPU array: per-CPU values are limited to 32 KiB.
+ * Entries set by user space (possible CPUs + 1). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct ucopy_buf);
+} ucopy SEC(".maps");
+
+/* User registers in DWARF order (sample.h); p is a struct pt_regs of user mode. */
+#define UREGS_FROM(r, p)                                                                   \
+	do {                                                                               \
+		(r)[0] = (p)->ax;                                                          \
+		(r)[1] = (p)->dx;                                                          \
+		(r)[2] = (p)->cx;                                                          \
+		(r)[3] = (p)->bx;                                                          \
+		(r)[4] = (p)->si;                                                          \
+		(r)[5] = (p)->di;                                                          \
+		(r)[6] = (p)->bp;                                                          \
+		(r)[7] = (p)->sp;                                                          \
+		(r)[8] = (p)->r8;                                                          \
+		(r)[9] = (p)->r9;                                                          \
+		(r)[10] = (p)->r10;                                                        \
+		(r)[11] = (p)->r11;                                                        \
+		(r)[12] = (p)->r12;                                                        \
+		(r)[13] = (p)->r13;                                                        \
+		(r)[14] = (p)->r14;                                                        \
+		(r)[15] = (p)->r15;                                                        \
+		(r)[16] = (p)->ip;                                                         \
+	} while (0)
+
+/* May a copy be taken on this CPU now? Refills by elapsed time; a copy may overdraw the
+ * bucket (its size is known only afterwards), which the next ones pay back. */
+static __always_inline bool ucopy_budget(struct hc_cpu_state *cs, __u64 now)
+{
+	__u64 dt;
+	__s64 credit;
+
+	if (!cs)
+		return true;
+	dt = now > cs->ucopy_at_ns ? now - cs->ucopy_at_ns : 0;
+	if (dt > 1000000000ull)
+		dt = 1000000000ull;
+	credit = cs->ucopy_credit + (__s64)(dt * ucopy_rate / 1000000000ull);
+	if (credit > (__s64)ucopy_burst)
+		credit = ucopy_burst;
+	cs->ucopy_at_ns = now;
+	cs->ucopy_credit = credit;
+	if (credit <= 0) {
+		count(HC_CNT_UCOPY_BUDGET);
+		return false;
+	}
+	return true;
+}
+
+/* A chunk length the verifier can bound: at most a page. */
+static __always_inline __u64 chunk_bytes(__u64 v)
+{
+	asm volatile("" : "+r"(v));
+	if (v > PAGE_BYTES)
+		v = PAGE_BYTES;
+	return v;
+}
+
+/*
+ * Copy up to ucopy_bytes of `task`'s user stack from sp into b->data, a page at a time up
+ * to the first page that cannot be read (the top of a thread's stack). Not sleepable: the
+ * current task's, without faulting (samples, the scheduler); sleepable: `task`'s, whose
+ * pages may be faulted in (the start iterator). Returns the bytes copied.
+ */
+static __always_inline __u32 copy_stack(struct ucopy_buf *b, __u64 sp, bool sleepable,
+				       struct task_struct *task)
+{
+	__u64 n = 0, want = ucopy_bytes < HC_STACK_COPY_MAX ? ucopy_bytes : HC_STACK_COPY_MAX;
+	__u64 chunk = PAGE_BYTES - (sp & (PAGE_BYTES - 1));
+
+	for (int i = 0; i < HC_STACK_COPY_MAX / PAGE_BYTES + 1; i++) {
+		__u64 len = chunk, off = n & (HC_STACK_COPY_MAX - 1);
+		long err;
+
+		if (n >= want)
+			break;
+		if (len > want - n)
+			len = want - n;
+		len = chunk_bytes(len);
+		if (!len)
+			break;
+		if (sleepable)
+			err = bpf_copy_from_user_task(b->data + off, len, (void *)(sp + n), task, 0);
+		else
+			err = bpf_probe_read_user(b->data + off, len, (void *)(sp + n));
+		if (err)
+			break;
+		n += len;
+		chunk = PAGE_BYTES;
+	}
+	return n;
+}
+
+/* Fill b->ev.copy from user registers already in b->ev.copy.regs: the stack copy and the
+ * counters. Returns the size of the struct hc_ucopy with its bytes, 0 when nothing was
+ * copied (the first page unreadable). */
+static __always_inline __u32 take_copy(struct ucopy_buf *b, bool sleepable,
+				      struct task_struct *task)
+{
+	__u32 len = copy_stack(b, b->ev.copy.regs[HC_UREG_SP], sleepable, task);
+
+	b->ev.copy.len = len;
+	b->ev.copy._pad = 0;
+	if (!len) {
+		count(HC_CNT_UCOPY_FAULT);
+		return 0;
+	}
+	count(HC_CNT_UCOPY);
+	count_add(HC_CNT_UCOPY_BYTES, len);
+	return sizeof(struct hc_ucopy) + len;
+}
+
+static __always_inline void ucopy_charge(struct hc_cpu_state *cs, __u32 size)
+{
+	if (cs)
+		cs->ucopy_credit -= size;
+}
+
+/* A size the verifier can bound: a struct hc_ucopy and at most HC_STACK_COPY_MAX bytes. */
+static __always_inline __u64 ucopy_size_bound(__u64 v)
+{
+	asm volatile("" : "+r"(v));
+	if (v > sizeof(struct hc_ucopy) + HC_STACK_COPY_MAX)
+		v = sizeof(struct hc_ucopy) + HC_STACK_COPY_MAX;
+	return v;
+}
+
+/* Send a sample of `size` bytes followed by the copy (usize bytes from b->ev.copy). */
+static __always_inline int send_with_copy(struct hc_sample_event *e, __u64 size,
+					  struct ucopy_buf *b, __u32 usize, __u64 flags)
+{
+	struct bpf_dynptr dp;
+	__u64 us = ucopy_size_bound(usize);
+
+	if (size > HC_SAMPLE_HDR_SIZE + 2 * STACK_BYTES) {
+		count(HC_CNT_RINGBUF_FULL); /* never: the stack lengths are clamped */
+		return 0;
+	}
+	e->ucopy_size = us;
+	if (bpf_ringbuf_reserve_dynptr(&events, size + us, 0, &dp)) {
+		bpf_ringbuf_discard_dynptr(&dp, 0);
+		count(HC_CNT_RINGBUF_FULL);
+		return 0;
+	}
+	bpf_dynptr_write(&dp, 0, e, size, 0);
+	bpf_dynptr_write(&dp, size, &b->ev.copy, us, 0);
+	bpf_ringbuf_submit_dynptr(&dp, flags);
+	return 0;
+}
+
 SEC("perf_event")
 int hc_sample(struct bpf_perf_event_data *ctx)
 {
@@ -210,7 +393,7 @@ int hc_sample(struct bpf_perf_event_data *ctx)
 	bool in_kernel = (ctx->regs.cs & 3) == 0;
 	struct hc_sample_event *e;
 	long ulen = 0, klen = 0;
-	__u32 prev_tgid;
+	__u32 prev_tgid, usize;
 	__u64 size, now = bpf_ktime_get_ns();
 
 	/* A sample before the window is not part of the profile. The events are enabled only
@@ -286,6 +469,28 @@ int hc_sample(struct bpf_perf_event_data *ctx)
 	if (klen > STACK_BYTES)
 		klen = STACK_BYTES;
 	size = HC_SAMPLE_HDR_SIZE + ulen + klen;
+
+	/* --unwind dwarf: the user registers and stack go after the frames. */
+	e->ucopy_size = 0;
+	if (ucopy_bytes && !(BPF_CORE_READ(task, flags) & PF_KTHREAD)) {
+		__u32 cpu = e->cpu;
+		struct hc_cpu_state *cs = bpf_map_lookup_elem(&cpu_state, &cpu);
+		struct ucopy_buf *b = bpf_map_lookup_elem(&ucopy, &cpu);
+
+		if (b && ucopy_budget(cs, now)) {
+			/* The registers the task entered the kernel with, at the top of its
+			 * kernel stack: the interrupted ones when it was in user mode. */
+			struct pt_regs *r =
+				(struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
+
+			UREGS_FROM(b->ev.copy.regs, r);
+			usize = take_copy(b, false, 0);
+			ucopy_charge(cs, usize);
+			if (usize)
+				return send_with_copy(e, size, b, usize,
+						      wakeup_flags(tgid, prev_tgid));
+		}
+	}
 	if (bpf_ringbuf_output(&events, e, size, wakeup_flags(tgid, prev_tgid)))
 		count(HC_CNT_RINGBUF_FULL);
 	return 0;
@@ -298,7 +503,9 @@ int BPF_PROG(hc_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm 
 	struct hc_exec_event *e;
 	__u32 tgid = BPF_CORE_READ(p, tgid);
 
-	if (!wanted(tgid))
+	/* --comm too: by now the task has its new name, and it leads its group. Without it
+	 * every exec on the machine had its maps read (and counted process_gone when short). */
+	if (!(filter_comm ? task_wanted(p) : wanted(tgid)))
 		return 0;
 	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 	if (!e) {
@@ -355,7 +562,7 @@ struct tstate {
 	__u32 state;	       /* enum ts_state of the current off-CPU interval */
 	__u32 waker_seq;       /* last hc_waker_event seq of this thread */
 	__u32 cur;    /* slot of the current interval: SLOT_BLOCKED or SLOT_RUNNABLE */
-	__u32 _pad;
+	__u32 useq;   /* --unwind dwarf: last hc_ustack_event seq of this thread */
 	__u64 sig[2][SIG_WORDS]; /* switch-out context of each slot's stacks */
 	__u64 wsig[SIG_WORDS]; /* --wakers: context of the last waker stack taken */
 	/* The waker of the current blocked interval, until it closes. */
@@ -400,14 +607,6 @@ struct {
 	__type(key, __u32);
 	__type(value, struct hc_waker_event);
 } waker_scratch SEC(".maps");
-
-static __always_inline void count_add(__u32 idx, __u64 n)
-{
-	__u64 *v = bpf_map_lookup_elem(&counters, &idx);
-
-	if (v)
-		*v += n;
-}
 
 static __always_inline __u64 rb_flags(void)
 {
@@ -586,6 +785,50 @@ static __always_inline bool sig_equal(const __u64 *a, const __u64 *b)
 	return a[0] == b[0] && a[1] == b[1] && a[2] == b[2] && a[3] == b[3] && a[4] == b[4];
 }
 
+/*
+ * --unwind dwarf: send t's user registers and stack as an hc_ustack_event; the slot that
+ * took the stacks names it by its seq. buf is the ucopy entry to use; sleepable: the start
+ * iterator (t is not current; its pages may be faulted in). Returns the seq, 0 when none
+ * was sent (budget, unreadable stack, ring buffer full: each counted).
+ */
+static __always_inline __u32 send_ucopy(struct tstate *ts, struct task_struct *t, __u32 k,
+					struct hc_cpu_state *cs, __u64 now, __u32 buf,
+					bool sleepable)
+{
+	struct ucopy_buf *b;
+	struct pt_regs *regs;
+	__u32 usize;
+
+	if (!ucopy_bytes)
+		return 0;
+	if (!ucopy_budget(cs, now))
+		return 0;
+	b = bpf_map_lookup_elem(&ucopy, &buf);
+	if (!b)
+		return 0;
+	regs = (struct pt_regs *)bpf_task_pt_regs(t);
+	UREGS_FROM(b->ev.copy.regs, regs);
+	usize = take_copy(b, sleepable, t);
+	ucopy_charge(cs, usize);
+	if (!usize)
+		return 0;
+	/* The slot in the low bit: user space keeps the latest copy of each slot. */
+	if (++ts->useq >= (1u << 31))
+		ts->useq = 1;
+	b->ev.type = HC_EVENT_USTACK;
+	b->ev.tgid = ts->ev[0].tgid;
+	b->ev.tid = ts->ev[0].tid;
+	b->ev.seq = (ts->useq << 1) | (k & 1);
+	b->ev.pstart_ns = ts->ev[0].pstart_ns;
+	if (bpf_ringbuf_output(&events, &b->ev,
+			       sizeof(b->ev) - sizeof(b->ev.copy) + ucopy_size_bound(usize),
+			       rb_flags())) {
+		count(HC_CNT_UCOPY_LOST);
+		return 0;
+	}
+	return b->ev.seq;
+}
+
 /* Stacks of `current` into a buffer of 2 * HC_MAX_STACK_DEPTH words: user frames first. */
 static __always_inline void take_stacks(void *ctx, __u64 *stacks, __s32 *ulen_out, __s32 *klen_out,
 					bool kthread, __u32 uerr, __u32 kerr)
@@ -758,12 +1001,16 @@ int BPF_PROG(hc_switch, bool preempt, struct task_struct *prev, struct task_stru
 					take_stacks(ctx, ev->stacks, &ev->ustack_len, &ev->kstack_len,
 						    kthread, HC_CNT_USTACK_ERR_OFF,
 						    HC_CNT_KSTACK_ERR_OFF);
+					ev->ucopy_seq = kthread ? 0
+								: send_ucopy(ts, prev, k, cs, now,
+									     cpu, false);
 					count(HC_CNT_STACK_CAPTURED);
 					__builtin_memcpy(ts->sig[k], sig, sizeof(sig));
 				} else {
 					ev->flags |= HC_OFF_NO_STACK;
 					ev->ustack_len = 0;
 					ev->kstack_len = 0;
+					ev->ucopy_seq = 0;
 					count(HC_CNT_STACK_BUDGET);
 				}
 			}
@@ -867,6 +1114,7 @@ int BPF_PROG(hc_wakeup_new, struct task_struct *p)
 	ts->ev[1].flags = (ts->ev[1].flags & HC_OFF_KTHREAD) | HC_OFF_NEW;
 	ts->ev[1].ustack_len = 0;
 	ts->ev[1].kstack_len = 0;
+	ts->ev[1].ucopy_seq = 0;
 	BPF_CORE_READ_STR_INTO(&ts->ev[1].comm, p, comm);
 	BPF_CORE_READ_STR_INTO(&ts->ev[1].pcomm, p, group_leader, comm);
 	return 0;
@@ -949,6 +1197,16 @@ int hc_iter_start(struct bpf_iter__task *ctx)
 	ev->ustack_len = n * 8;
 	klen = bpf_get_task_stack(t, (void *)ev->stacks + (n & 0xff) * 8, STACK_BYTES, 0);
 	ev->kstack_len = klen;
+	/* Its own copy buffer (the last), and no bucket: it runs once, but nothing drains the
+	 * ring buffer while it runs, so copies stop once half of it is full. */
+	ev->ucopy_seq = 0;
+	if (!kthread && ucopy_bytes) {
+		if (bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) <
+		    bpf_ringbuf_query(&events, BPF_RB_RING_SIZE) / 2)
+			ev->ucopy_seq = send_ucopy(ts, t, ts->cur, 0, 0, nr_cpu_ids, true);
+		else
+			count(HC_CNT_UCOPY_BUDGET);
+	}
 	ts->state = (state & 0xff) == TASK_RUNNING ? TS_PREEMPTED : TS_BLOCKED;
 	ts->t_out = window_start_ns;
 	ts->t_wake = 0;

@@ -23,6 +23,26 @@ enum hc_event_type {
 	HC_EVENT_WAKER = 5,  /* struct hc_waker_event (--wakers) */
 	HC_EVENT_ONCPU = 6,  /* struct hc_oncpu_event (start iterator: a task running on a CPU) */
 	HC_EVENT_END = 7,    /* struct hc_end_event (end iterator: one thread's last flush) */
+	HC_EVENT_USTACK = 8, /* struct hc_ustack_event (--unwind dwarf: a switch-out's stack) */
+};
+
+/*
+ * --unwind dwarf: the user registers and a copy of the user stack, unwound in user space
+ * with the call frame information of the mapped objects (perf's --call-graph dwarf).
+ * regs[] in DWARF register order (x86-64: rax rdx rcx rbx rsi rdi rbp rsp r8..r15 rip);
+ * `len` bytes copied from regs[HC_UREG_SP] upward follow the header.
+ */
+#define HC_UREGS 17
+#define HC_UREG_BP 6
+#define HC_UREG_SP 7
+#define HC_UREG_IP 16
+/* Most bytes of user stack one copy may hold (--stack-copy's upper bound). */
+#define HC_STACK_COPY_MAX 32768
+
+struct hc_ucopy {
+	__u64 regs[HC_UREGS];
+	__u32 len; /* bytes of stack that follow */
+	__u32 _pad;
 };
 
 /* Most CPUs the per-CPU scheduler state covers; CPUs above it are not tracked. */
@@ -55,6 +75,12 @@ enum hc_counter {
 	HC_CNT_KSTACK_ERR_OFF,	 /* switch-out kernel stack failed */
 	HC_CNT_USTACK_ERR_OFF,	 /* switch-out user stack failed */
 	HC_CNT_SWITCHIN_MISSED,	 /* a thread switched out whose switch-in had no event */
+	/* --unwind dwarf */
+	HC_CNT_UCOPY,	     /* user stacks copied (samples and switch-outs) */
+	HC_CNT_UCOPY_BYTES,  /* bytes of user stack copied */
+	HC_CNT_UCOPY_BUDGET, /* copy not taken, over the byte budget: frame pointers used */
+	HC_CNT_UCOPY_FAULT,  /* the page at the stack pointer could not be read: frame pointers */
+	HC_CNT_UCOPY_LOST,   /* a switch-out's copy not delivered (ring buffer full) */
 	HC_CNT_MAX,
 };
 
@@ -86,7 +112,9 @@ struct hc_sample_event {
 	 * (this one included), from the scheduler state; both 0 when not known. */
 	__u32 idle_cpus;
 	__u32 queued_cpus;
-	__u32 _pad;		      /* zero */
+	/* --unwind dwarf: bytes of the struct hc_ucopy (+ its stack bytes) that follow the
+	 * kernel frames; 0 when none was taken. */
+	__u32 ucopy_size;
 	char comm[HC_TASK_COMM_LEN];  /* thread name */
 	char pcomm[HC_TASK_COMM_LEN]; /* process name: the group leader's comm */
 	__u64 stacks[2 * HC_MAX_STACK_DEPTH];
@@ -132,7 +160,9 @@ struct hc_offcpu_event {
 	__u32 waker_tgid; /* who woke the blocked intervals (0: none seen) */
 	__u32 waker_tid;
 	__u32 waker_seq; /* --wakers: the hc_waker_event of this thread with that seq; 0: none */
-	__u32 _pad;
+	/* --unwind dwarf: the hc_ustack_event of this thread with that seq (its low bit: the
+	 * slot, 0 blocked, 1 runnable); 0: none */
+	__u32 ucopy_seq;
 	char comm[HC_TASK_COMM_LEN];
 	char pcomm[HC_TASK_COMM_LEN];
 	char waker_comm[HC_TASK_COMM_LEN];
@@ -173,6 +203,17 @@ struct hc_waker_event {
 
 #define HC_WAKER_HDR_SIZE ((unsigned long)&((struct hc_waker_event *)0)->stacks)
 
+/* --unwind dwarf: a switch-out's user registers and stack, sent when the stacks are taken;
+ * the slot's hc_offcpu_event names it by (tid, ucopy_seq). copy.len bytes follow. */
+struct hc_ustack_event {
+	__u32 type; /* HC_EVENT_USTACK */
+	__u32 tgid;
+	__u32 tid;
+	__u32 seq;
+	__u64 pstart_ns;
+	struct hc_ucopy copy;
+};
+
 /* End iterator: a thread's histograms and both of its slots (blocked, runnable), at full
  * size; a slot with no intervals carries nothing. */
 struct hc_end_event {
@@ -198,7 +239,9 @@ struct hc_cpu_state {
 	__u64 credit_at_ns;
 	__u32 cur_idle; /* the idle task runs now (valid once last_switch_ns != 0) */
 	__u32 queued;	/* tasks waiting, at the last switch or sample */
-	__u64 _pad[3];
+	__s64 ucopy_credit; /* --unwind dwarf: stack-copy budget (token bucket, in bytes) */
+	__u64 ucopy_at_ns;
+	__u64 _pad;
 };
 
 #endif

@@ -118,6 +118,11 @@ struct sched_entity {
 	struct cfs_rq *cfs_rq;
 } __attribute__((preserve_access_index));
 
+/* UAPI: bpf_ringbuf_reserve_dynptr() and friends. */
+struct bpf_dynptr {
+	__u64 __opaque[2];
+} __attribute__((aligned(8)));
+
 /* x86-64: the CPU moved back into thread_info in 5.16. */
 struct thread_info {
 	unsigned int cpu;

@@ -33,7 +33,15 @@ struct hc_common_args {
 	uint64_t min_block_ns;
 	uint64_t stack_budget; /* 0: the default */
 	bool no_stack_reuse;
+	/* User stacks: --unwind fp, or call frame information over stack copies of
+	 * --stack-copy bytes, at most --copy-budget bytes per second (docs/unwinding.md). */
+	bool unwind_fp;
+	uint32_t stack_copy_bytes;
+	uint64_t copy_budget;
 };
+
+#define HC_DEFAULT_STACK_COPY (16u << 10)
+#define HC_DEFAULT_COPY_BUDGET (32ull << 20)
 
 enum {
 	HC_OPT_NO_DEMANGLE = 0x1000,
@@ -41,6 +49,9 @@ enum {
 	HC_OPT_MIN_BLOCK,
 	HC_OPT_STACK_BUDGET,
 	HC_OPT_NO_STACK_REUSE,
+	HC_OPT_UNWIND,
+	HC_OPT_STACK_COPY,
+	HC_OPT_COPY_BUDGET,
 };
 
 /* getopt_long entries of the shared options (with "F:v" in the short option string). */
@@ -51,11 +62,24 @@ enum {
 	{ "no-offcpu", no_argument, NULL, HC_OPT_NO_OFFCPU },                 \
 	{ "min-block", required_argument, NULL, HC_OPT_MIN_BLOCK },           \
 	{ "stack-budget", required_argument, NULL, HC_OPT_STACK_BUDGET },     \
-	{ "no-stack-reuse", no_argument, NULL, HC_OPT_NO_STACK_REUSE }
+	{ "no-stack-reuse", no_argument, NULL, HC_OPT_NO_STACK_REUSE },       \
+	{ "unwind", required_argument, NULL, HC_OPT_UNWIND },                 \
+	{ "stack-copy", required_argument, NULL, HC_OPT_STACK_COPY },         \
+	{ "copy-budget", required_argument, NULL, HC_OPT_COPY_BUDGET }
 
 void hc_common_args__init(struct hc_common_args *a);
 /* One getopt result: 0 handled, -1 not a shared option, EX_USAGE (the reason printed). */
 int hc_common_args__parse(struct hc_common_args *a, int opt, const char *arg);
+/* The profile's `unwind` section (docs/unwinding.md): the mode, the BPF copy counters
+ * (t: enum hc_counter totals), which user stacks came from where, the unwinder's figures
+ * (unw NULL: --unwind fp). NULL on allocation failure. */
+struct hc_agg_stats;
+struct hc_unwinder;
+json_t *hc_unwind_json(const struct hc_common_args *a, const uint64_t *t,
+		       const struct hc_agg_stats *as, const struct hc_unwinder *unw);
+
+/* "1K", "32M", "4G": bytes. 0, -EINVAL, -ERANGE. */
+int hc_size__parse(const char *s, uint64_t *out);
 /* Any off-CPU tuning given (what --no-offcpu cannot be combined with). */
 bool hc_common_args__offcpu_tuned(const struct hc_common_args *a);
 

@@ -9,7 +9,10 @@
 #include <sysexits.h>
 #include <unistd.h>
 
+#include "bpf/sample.h"
 #include "cli/cli.h"
+#include "sampler/aggregate.h"
+#include "symbolize/unwind.h"
 
 void hc_common_args__init(struct hc_common_args *a)
 {
@@ -17,6 +20,8 @@ void hc_common_args__init(struct hc_common_args *a)
 
 	*a = (struct hc_common_args){0};
 	hc_rate__parse("99", &a->rate, why, sizeof(why));
+	a->stack_copy_bytes = HC_DEFAULT_STACK_COPY;
+	a->copy_budget = HC_DEFAULT_COPY_BUDGET;
 }
 
 int hc_common_args__parse(struct hc_common_args *a, int opt, const char *arg)
@@ -63,8 +68,71 @@ int hc_common_args__parse(struct hc_common_args *a, int opt, const char *arg)
 	case HC_OPT_NO_STACK_REUSE:
 		a->no_stack_reuse = true;
 		return 0;
+	case HC_OPT_UNWIND:
+		if (!strcmp(arg, "dwarf")) {
+			a->unwind_fp = false;
+		} else if (!strcmp(arg, "fp")) {
+			a->unwind_fp = true;
+		} else {
+			hc_err("--unwind %s: dwarf (call frame information, the default) or fp "
+			       "(frame pointers only)",
+			       arg);
+			return EX_USAGE;
+		}
+		return 0;
+	case HC_OPT_STACK_COPY: {
+		uint64_t v;
+
+		if (hc_size__parse(arg, &v) || v < 1024 || v > HC_STACK_COPY_MAX) {
+			hc_err("--stack-copy %s: bytes of user stack to copy per stack, 1K to 32K",
+			       arg);
+			return EX_USAGE;
+		}
+		a->stack_copy_bytes = (uint32_t)v;
+		return 0;
+	}
+	case HC_OPT_COPY_BUDGET: {
+		uint64_t v;
+
+		if (hc_size__parse(arg, &v) || v < (64u << 10) || v > (4ull << 30)) {
+			hc_err("--copy-budget %s: bytes of stack copies per second, all CPUs "
+			       "together, 64K to 4G (e.g. 32M)",
+			       arg);
+			return EX_USAGE;
+		}
+		a->copy_budget = v;
+		return 0;
+	}
 	}
 	return -1;
+}
+
+int hc_size__parse(const char *s, uint64_t *out)
+{
+	char *end;
+	unsigned long long v;
+	unsigned int shift = 0;
+
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || end == s || s[0] == '-')
+		return -EINVAL;
+	switch (*end) {
+	case 'G': case 'g': shift = 30; end++; break;
+	case 'M': case 'm': shift = 20; end++; break;
+	case 'K': case 'k': shift = 10; end++; break;
+	case '\0': break;
+	default: return -EINVAL;
+	}
+	if (v > (UINT64_MAX >> shift))
+		return -ERANGE;
+	v <<= shift;
+	if (*end == 'B' || *end == 'b')
+		end++;
+	if (*end)
+		return -EINVAL;
+	*out = v;
+	return 0;
 }
 
 bool hc_common_args__offcpu_tuned(const struct hc_common_args *a)
@@ -168,4 +236,40 @@ int hc_child_exit_code(int status, const char *who)
 	       WIFSIGNALED(status) && WTERMSIG(status) == SIGSYS ?
 		       " (a system call outside its seccomp allow-list)" : "");
 	return EX_SOFTWARE;
+}
+
+json_t *hc_unwind_json(const struct hc_common_args *a, const uint64_t *t,
+		       const struct hc_agg_stats *as, const struct hc_unwinder *unw)
+{
+	struct hc_unwind_stats us = {0};
+	json_t *ends, *doc;
+
+	if (unw)
+		hc_unwinder__stats(unw, &us);
+	ends = json_object();
+	for (int k = 0; ends && k < HC_UNWIND_END_MAX; k++)
+		if (json_object_set_new(ends, hc_unwind_end_name((enum hc_unwind_end)k),
+					json_integer((json_int_t)us.ends[k]))) {
+			json_decref(ends);
+			ends = NULL;
+		}
+	if (!ends)
+		return NULL;
+	doc = json_pack("{s:s, s:I, s:I, s:{s:I, s:I, s:I, s:I, s:I}, s:{s:I, s:I, s:I, s:I},"
+			" s:{s:I, s:I, s:o, s:I, s:I, s:I, s:I}}",
+			"mode", a->unwind_fp ? "fp" : "dwarf", "stack_copy_bytes",
+			(json_int_t)(a->unwind_fp ? 0 : a->stack_copy_bytes),
+			"copy_budget_bytes_per_s", (json_int_t)(a->unwind_fp ? 0 : a->copy_budget),
+			"copies", "taken", (json_int_t)t[HC_CNT_UCOPY], "bytes",
+			(json_int_t)t[HC_CNT_UCOPY_BYTES], "over_budget",
+			(json_int_t)t[HC_CNT_UCOPY_BUDGET], "unreadable",
+			(json_int_t)t[HC_CNT_UCOPY_FAULT], "lost", (json_int_t)t[HC_CNT_UCOPY_LOST],
+			"user_stacks", "dwarf", (json_int_t)as->ustacks_dwarf, "dwarf_truncated",
+			(json_int_t)as->ustacks_dwarf_truncated, "frame_pointers",
+			(json_int_t)as->ustacks_fp, "fallback", (json_int_t)as->ustacks_fp_fallback,
+			"unwinder", "stacks", (json_int_t)us.stacks, "frames", (json_int_t)us.frames,
+			"ends", ends, "no_process", (json_int_t)us.no_process, "sessions",
+			(json_int_t)us.sessions, "ns", (json_int_t)us.ns, "stash_missing",
+			(json_int_t)us.stash_missing);
+	return doc;
 }

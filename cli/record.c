@@ -309,6 +309,11 @@ static int on_waker(void *ctx, const struct hc_waker_event *e, size_t size)
 	return hc_agg__waker(*(struct hc_agg **)ctx, e, size);
 }
 
+static int on_ustack(void *ctx, const struct hc_ustack_event *e, size_t size)
+{
+	return hc_agg__ustack(*(struct hc_agg **)ctx, e, size);
+}
+
 static uint64_t now_ns(clockid_t clk)
 {
 	struct timespec ts;
@@ -368,7 +373,8 @@ static json_t *scheduler_json(const struct record_cfg *cfg, const struct hc_samp
 
 static int fill_profile(struct hc_profile *p, const struct record_cfg *cfg,
 			struct hc_sampler_counts *cnt, struct hc_agg *agg,
-			struct hc_symbolizer *sym, int64_t started_at_ns, uint64_t duration_ns)
+			struct hc_symbolizer *sym, const struct hc_unwinder *unw,
+			int64_t started_at_ns, uint64_t duration_ns)
 {
 	struct hc_symbolizer_stats ss;
 	struct hc_agg_stats as;
@@ -424,6 +430,10 @@ static int fill_profile(struct hc_profile *p, const struct record_cfg *cfg,
 			return -ENOMEM;
 	}
 
+	p->unwind = hc_unwind_json(&cfg->c, cnt->total, &as, unw);
+	if (!p->unwind)
+		return -ENOMEM;
+
 	p->totals.on_cpu_ns = as.samples * cfg->c.rate.period_ns;
 	p->totals.kernel_samples = as.kernel_samples;
 	p->totals.user_samples = as.user_samples;
@@ -466,6 +476,7 @@ static int record_worker(const struct record_cfg *cfg, struct hc_sampler *sample
 	struct hc_symbolizer_io io;
 	struct hc_symbolizer *sym = NULL;
 	struct hc_profile *prof = NULL;
+	struct hc_unwinder *unw = NULL;
 	struct hc_agg *agg = NULL;
 	uint64_t t0, t1, t_tree, t_enc, deadline;
 	struct hc_sampler_window win;
@@ -485,6 +496,14 @@ static int record_worker(const struct record_cfg *cfg, struct hc_sampler *sample
 	if (!agg) {
 		rc = EX_OSERR;
 		goto out;
+	}
+	if (!cfg->c.unwind_fp) {
+		unw = hc_unwinder__new(sym);
+		if (!unw) {
+			rc = EX_OSERR;
+			goto out;
+		}
+		hc_agg__set_unwinder(agg, unw);
 	}
 	*aggp = agg;
 	/* Snapshot the -p processes now, before any sample. */
@@ -561,7 +580,7 @@ static int record_worker(const struct record_cfg *cfg, struct hc_sampler *sample
 	 * (unresolved frames...) are read after. */
 	err = hc_agg__build_tree(agg, prof->tree);
 	if (!err)
-		err = fill_profile(prof, cfg, &cnt, agg, sym, started_at,
+		err = fill_profile(prof, cfg, &cnt, agg, sym, unw, started_at,
 				   cnt.offcpu ? win.end_ns - win.start_ns : t1 - t0);
 	t_tree = now_ns(CLOCK_MONOTONIC);
 	if (err) {
@@ -624,6 +643,7 @@ out:
 	hc_sampler_counts__release(&cnt);
 	hc_sampler__free(sampler);
 	hc_agg__free(agg);
+	hc_unwinder__free(unw);
 	hc_symbolizer__free(sym);
 	return rc;
 }
@@ -668,6 +688,7 @@ int cmd_record(int argc, char **argv)
 					   .offcpu = on_offcpu,
 					   .thist = on_thist,
 					   .waker = on_waker,
+					   .ustack = on_ustack,
 					   .ctx = &agg};
 	popts.period_ns = cfg.c.rate.period_ns;
 	popts.tgids = cfg.tgids;
@@ -677,6 +698,8 @@ int cmd_record(int argc, char **argv)
 	popts.wakers = cfg.wakers;
 	popts.no_stack_reuse = cfg.c.no_stack_reuse;
 	popts.stack_budget = cfg.c.stack_budget;
+	popts.stack_copy_bytes = cfg.c.unwind_fp ? 0 : cfg.c.stack_copy_bytes;
+	popts.stack_copy_budget = cfg.c.copy_budget;
 	if (cfg.comm) {
 		snprintf(comm, sizeof(comm), "%s", cfg.comm); /* the kernel's 15 bytes */
 		popts.comm = comm;

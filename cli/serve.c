@@ -93,34 +93,6 @@ static void usage(FILE *out)
 		"71 system error, 73 cannot listen on ADDR:PORT, 77 not privileged.\n");
 }
 
-static int parse_size(const char *s, uint64_t *out)
-{
-	char *end;
-	unsigned long long v;
-	unsigned int shift = 0;
-
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno || end == s || s[0] == '-')
-		return -EINVAL;
-	switch (*end) {
-	case 'G': case 'g': shift = 30; end++; break;
-	case 'M': case 'm': shift = 20; end++; break;
-	case 'K': case 'k': shift = 10; end++; break;
-	case '\0': break;
-	default: return -EINVAL;
-	}
-	if (v > (UINT64_MAX >> shift))
-		return -ERANGE;
-	v <<= shift;
-	if (*end == 'B' || *end == 'b')
-		end++;
-	if (*end)
-		return -EINVAL;
-	*out = v;
-	return 0;
-}
-
 static int parse_args(int argc, char **argv, struct serve_cfg *cfg)
 {
 	enum {
@@ -180,7 +152,7 @@ static int parse_args(int argc, char **argv, struct serve_cfg *cfg)
 			cfg->retention_s = ns / 1000000000ull;
 			break;
 		case OPT_MAX_STORE:
-			if (parse_size(optarg, &cfg->max_store_bytes) ||
+			if (hc_size__parse(optarg, &cfg->max_store_bytes) ||
 			    cfg->max_store_bytes < (1ull << 20) || cfg->max_store_bytes > (64ull << 30)) {
 				hc_err("--max-store %s: a size from 1M to 64G (e.g. 32M)", optarg);
 				return EX_USAGE;

@@ -733,6 +733,8 @@ static int decode(struct dec *d, const json_t *doc, struct hc_profile *p)
 	if (!err)
 		err = copy_optional(d, doc, "scheduler", &p->scheduler);
 	if (!err)
+		err = copy_optional(d, doc, "unwind", &p->unwind);
+	if (!err)
 		err = copy_optional(d, doc, "range", &p->range);
 	if (!err)
 		err = member_object(d, doc, NULL, "flamegraph", &obj);

@@ -364,6 +364,7 @@ static json_t *header_to_json(const struct hc_profile *p)
 	    jset(doc, "sampling", sampling_to_json(p)) || jset(doc, "totals", totals_to_json(p)) ||
 	    jset(doc, "symbolize", counts_to_json(p->symbolize, p->n_symbolize)) ||
 	    (p->scheduler && jset(doc, "scheduler", json_incref(p->scheduler))) ||
+	    (p->unwind && jset(doc, "unwind", json_incref(p->unwind))) ||
 	    (p->range && jset(doc, "range", json_incref(p->range)))) {
 		json_decref(doc);
 		return NULL;

@@ -98,6 +98,7 @@ void hc_profile__free(struct hc_profile *p)
 	hc_tree__free(p->tree);
 	json_decref(p->histograms);
 	json_decref(p->scheduler);
+	json_decref(p->unwind);
 	json_decref(p->range);
 	free(p);
 }

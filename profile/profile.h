@@ -149,6 +149,7 @@ struct hc_profile {
 	size_t n_symbolize;
 
 	json_t *scheduler;    /* owned reference or NULL: off-CPU settings and counters */
+	json_t *unwind;	      /* owned reference or NULL: how user stacks were unwound */
 	json_t *range;	      /* owned reference or NULL: serve's query and pruning (docs/api.md) */
 	struct hc_tree *tree; /* owned */
 	json_t *histograms;   /* owned reference; an empty object until the off-CPU issue */

@@ -44,8 +44,10 @@ struct hc_agg {
 	size_t n_unclaimed_s;
 	char (*cpu_keys)[16]; /* "cpu N" by CPU number, formatted once, not per sample */
 	size_t n_cpu_keys;
+	struct hc_unwinder *unw; /* --unwind dwarf; borrowed */
 	struct hc_agg_stats stats;
-	uint64_t key[KEY_MAX];
+	uint64_t upcs[HC_MAX_STACK_DEPTH]; /* an unwound user stack */
+	uint64_t key[KEY_MAX + 2];
 };
 
 struct hc_agg *hc_agg__new(struct hc_symbolizer *sym, uint64_t period_ns)
@@ -137,12 +139,27 @@ static int add_runq(struct hc_agg *agg, uint32_t cpu, int64_t len, uint64_t coun
 	return hc_hist__add(agg->runq, agg->cpu_keys[cpu], len, count);
 }
 
+/* A user stack, leaf first; truncated: the unwinder stopped short of the outermost frame,
+ * and a "[truncated]" frame ends it. */
+struct ustack {
+	const __u64 *pcs;
+	size_t n;
+	bool truncated;
+};
+
 /* Normalize a user stack (leaf first) to {object, offset} pairs at key[*n...]. */
 static int put_user_frames(struct hc_agg *agg, uint32_t tgid, uint64_t pstart_ns,
-			   const __u64 *ustack, size_t nu, uint64_t *key, size_t *n)
+			   const struct ustack *us, uint64_t *key, size_t *n)
 {
+	const __u64 *ustack = us->pcs;
+	size_t nu = us->n;
+
+	if (us->truncated) {
+		key[*n + 2 * nu] = HC_OBJ_TRUNCATED;
+		key[*n + 2 * nu + 1] = 0;
+	}
 	if (!nu)
-		return 0;
+		goto out;
 	/* Cheap when known; otherwise reads the maps now, while the process lives. */
 	hc_symbolizer__add_process(agg->sym, tgid, pstart_ns);
 	for (size_t i = 0; i < nu; i++) {
@@ -155,6 +172,9 @@ static int put_user_frames(struct hc_agg *agg, uint32_t tgid, uint64_t pstart_ns
 		key[(*n)++] = loc.obj;
 		key[(*n)++] = loc.off;
 	}
+out:
+	if (us->truncated)
+		*n += 2;
 	return 0;
 }
 
@@ -167,8 +187,7 @@ static void put_kernel_frames(const __u64 *kstack, size_t nk, uint64_t *key, siz
 /* Build the key of a path in agg->key; returns its length, or -ENOMEM. */
 static int64_t build_key(struct hc_agg *agg, uint32_t tgid, uint64_t pstart_ns, uint32_t tid,
 			 const char pcomm[HC_TASK_COMM_LEN], const char comm[HC_TASK_COMM_LEN],
-			 const __u64 *ustack, size_t nu, const __u64 *kstack, size_t nk,
-			 uint64_t ext)
+			 const struct ustack *us, const __u64 *kstack, size_t nk, uint64_t ext)
 {
 	uint64_t *key = agg->key;
 	int64_t pc = intern_comm(agg, pcomm), tc = intern_comm(agg, comm);
@@ -180,11 +199,11 @@ static int64_t build_key(struct hc_agg *agg, uint32_t tgid, uint64_t pstart_ns, 
 	key[1] = tid;
 	key[2] = (uint64_t)pc;
 	key[3] = (uint64_t)tc;
-	key[4] = nu;
+	key[4] = us->n + us->truncated;
 	key[5] = nk;
 	key[6] = ext;
 	key[7] = 0;
-	if (put_user_frames(agg, tgid, pstart_ns, ustack, nu, key, &n))
+	if (put_user_frames(agg, tgid, pstart_ns, us, key, &n))
 		return -ENOMEM;
 	put_kernel_frames(kstack, nk, key, &n);
 	return (int64_t)n;
@@ -296,6 +315,51 @@ static int add_unclaimed(struct hc_agg *agg, uint64_t t, uint64_t ns)
 	return 0;
 }
 
+/* The copy that follows a sample's frames (size as the sampler validated it), or NULL. */
+static const struct hc_ucopy *sample_ucopy(const struct hc_sample_event *e, size_t size)
+{
+	size_t off = HC_SAMPLE_HDR_SIZE + (e->ustack_len > 0 ? (size_t)e->ustack_len : 0) +
+		     (e->kstack_len > 0 ? (size_t)e->kstack_len : 0);
+
+	if (!e->ucopy_size || off + e->ucopy_size > size || e->ucopy_size < sizeof(struct hc_ucopy))
+		return NULL;
+	return (const struct hc_ucopy *)((const char *)e + off);
+}
+
+static void set_unwound(struct hc_agg *agg, struct ustack *us, const uint64_t *pcs, size_t n,
+			enum hc_unwind_end end)
+{
+	us->pcs = (const __u64 *)pcs; /* the same 64-bit words */
+	us->n = n;
+	/* A stack cut at the depth limit is as deep as a frame-pointer one may be: counted in
+	 * truncated_ustacks, without a marker, like those. */
+	us->truncated = end != HC_UNWIND_COMPLETE && end != HC_UNWIND_DEPTH;
+	agg->stats.ustacks_dwarf++;
+	if (us->truncated)
+		agg->stats.ustacks_dwarf_truncated++;
+}
+
+/* Unwind copy c into agg->upcs and point *us at it; on failure *us (the frame-pointer
+ * stack) stays. */
+static int unwind(struct hc_agg *agg, uint32_t tgid, uint64_t pstart_ns, const struct hc_ucopy *c,
+		  struct ustack *us)
+{
+	enum hc_unwind_end end;
+	size_t n;
+	int err;
+
+	/* Cheap when known; otherwise reads the maps now, while the process lives. */
+	hc_symbolizer__add_process(agg->sym, tgid, pstart_ns);
+	err = hc_unwinder__unwind(agg->unw, tgid, pstart_ns, c, agg->upcs, HC_MAX_STACK_DEPTH, &n,
+				  &end);
+	if (err) {
+		agg->stats.ustacks_fp_fallback++;
+		return err;
+	}
+	set_unwound(agg, us, agg->upcs, n, end);
+	return 0;
+}
+
 int hc_agg__sample(struct hc_agg *agg, const struct hc_sample_event *e, size_t size)
 {
 	size_t nu = e->ustack_len > 0 ? (size_t)e->ustack_len / 8 : 0;
@@ -303,11 +367,21 @@ int hc_agg__sample(struct hc_agg *agg, const struct hc_sample_event *e, size_t s
 	struct hc_weights *w;
 	int64_t n;
 
-	(void)size; /* validated by the sampler */
+	struct ustack us = { .pcs = e->stacks, .n = nu };
+	const struct hc_ucopy *c;
+
 	if (nu > HC_MAX_STACK_DEPTH || nk > HC_MAX_STACK_DEPTH)
 		return -EINVAL;
-	n = build_key(agg, e->tgid, e->pstart_ns, e->tid, e->pcomm, e->comm, e->stacks, nu, e->stacks + nu, nk,
-		      0);
+	/* --unwind dwarf: the unwound stack replaces the frame-pointer one. */
+	c = agg->unw ? sample_ucopy(e, size) : NULL;
+	if (c) {
+		if (unwind(agg, e->tgid, e->pstart_ns, c, &us) == -ENOMEM)
+			goto err_nomem;
+	} else if (nu) {
+		agg->stats.ustacks_fp++;
+	}
+	n = build_key(agg, e->tgid, e->pstart_ns, e->tid, e->pcomm, e->comm, &us, e->stacks + nu,
+		      nk, 0);
 	if (n >= 0 && agg->bucketed)
 		agg->key[7] = (uint64_t)real_second(agg, e->time_ns);
 	w = n < 0 ? NULL : weights_of(agg, (size_t)n);
@@ -338,7 +412,7 @@ int hc_agg__sample(struct hc_agg *agg, const struct hc_sample_event *e, size_t s
 		agg->stats.kernel_samples++;
 	else
 		agg->stats.user_samples++;
-	if (nu == HC_MAX_STACK_DEPTH)
+	if (us.n == HC_MAX_STACK_DEPTH)
 		agg->stats.truncated_ustacks++;
 	if (nk == HC_MAX_STACK_DEPTH)
 		agg->stats.truncated_kstacks++;
@@ -385,6 +459,7 @@ int hc_agg__offcpu(struct hc_agg *agg, const struct hc_offcpu_event *e, size_t s
 {
 	size_t nu = e->ustack_len > 0 ? (size_t)e->ustack_len / 8 : 0;
 	size_t nk = e->kstack_len > 0 ? (size_t)e->kstack_len / 8 : 0;
+	struct ustack us = { .pcs = e->stacks };
 	uint64_t ext = 0;
 	int64_t n, wref;
 
@@ -402,9 +477,23 @@ int hc_agg__offcpu(struct hc_agg *agg, const struct hc_offcpu_event *e, size_t s
 		ext = e->flags & HC_OFF_NEW ? EXT_NEW : EXT_NO_STACK;
 		nu = nk = 0;
 	}
+	us.n = nu;
+	if (nu && agg->unw && e->ucopy_seq) {
+		const uint64_t *pcs;
+		enum hc_unwind_end end;
+		size_t n_pcs;
+
+		/* The switch-out's copy came before this flush and was unwound then. */
+		if (!hc_unwinder__stashed(agg->unw, e->tid, e->ucopy_seq, &pcs, &n_pcs, &end))
+			set_unwound(agg, &us, pcs, n_pcs, end);
+		else
+			agg->stats.ustacks_fp_fallback++;
+	} else if (nu) {
+		agg->stats.ustacks_fp++;
+	}
 	/* Run-queue time hangs on the thread's own stack... */
 	if (e->rq_ns) {
-		n = build_key(agg, e->tgid, e->pstart_ns, e->tid, e->pcomm, e->comm, e->stacks, nu,
+		n = build_key(agg, e->tgid, e->pstart_ns, e->tid, e->pcomm, e->comm, &us,
 			      e->stacks + nu, nk, ext);
 		if (n < 0 || add_offcpu_time(agg, (size_t)n, false, e->rq_ns, e->first_ns,
 					     e->last_ns))
@@ -415,7 +504,7 @@ int hc_agg__offcpu(struct hc_agg *agg, const struct hc_offcpu_event *e, size_t s
 		wref = waker_ref(agg, e);
 		if (wref < 0)
 			goto err_nomem;
-		n = build_key(agg, e->tgid, e->pstart_ns, e->tid, e->pcomm, e->comm, e->stacks, nu,
+		n = build_key(agg, e->tgid, e->pstart_ns, e->tid, e->pcomm, e->comm, &us,
 			      e->stacks + nu, nk, ext | (uint64_t)wref);
 		if (n < 0 || add_offcpu_time(agg, (size_t)n, true, e->off_ns, e->first_ns,
 					     e->last_ns))
@@ -433,6 +522,7 @@ int hc_agg__waker(struct hc_agg *agg, const struct hc_waker_event *e, size_t siz
 	size_t nu = e->ustack_len > 0 ? (size_t)e->ustack_len / 8 : 0;
 	size_t nk = e->kstack_len > 0 ? (size_t)e->kstack_len / 8 : 0;
 	uint64_t sk[2] = {e->tid, e->seq}, *key = agg->key;
+	struct ustack us = { .pcs = e->stacks, .n = nu };
 	int64_t si, wi;
 	size_t n = 2;
 
@@ -442,7 +532,7 @@ int hc_agg__waker(struct hc_agg *agg, const struct hc_waker_event *e, size_t siz
 	key[0] = nu;
 	key[1] = nk;
 	/* The waker's start time is not recorded: its tgid alone (0: not checked). */
-	if (put_user_frames(agg, e->waker_tgid, 0, e->stacks, nu, key, &n))
+	if (put_user_frames(agg, e->waker_tgid, 0, &us, key, &n))
 		goto err_nomem;
 	put_kernel_frames(e->stacks + nu, nk, key, &n);
 	wi = hc_stacktab__intern(agg->wstacks, key, n);
@@ -495,6 +585,32 @@ const uint64_t *hc_agg__unclaimed_per_second(const struct hc_agg *agg, size_t *n
 	return agg->unclaimed_s;
 }
 
+void hc_agg__set_unwinder(struct hc_agg *agg, struct hc_unwinder *unw)
+{
+	agg->unw = unw;
+}
+
+int hc_agg__ustack(struct hc_agg *agg, const struct hc_ustack_event *e, size_t size)
+{
+	enum hc_unwind_end end;
+	size_t n;
+	int err;
+
+	(void)size; /* validated by the sampler */
+	if (!agg->unw)
+		return 0;
+	hc_symbolizer__add_process(agg->sym, e->tgid, e->pstart_ns);
+	err = hc_unwinder__unwind(agg->unw, e->tgid, e->pstart_ns, &e->copy, agg->upcs,
+				  HC_MAX_STACK_DEPTH, &n, &end);
+	if (err == -ESRCH)
+		return 0; /* its flushes fall back to the frame pointers, counted then */
+	if (!err)
+		err = hc_unwinder__stash(agg->unw, e->tgid, e->tid, e->seq, agg->upcs, n, end);
+	if (err)
+		agg->stats.ingest_errors++;
+	return err;
+}
+
 int hc_agg__exec(struct hc_agg *agg, const struct hc_exec_event *e)
 {
 	hc_symbolizer__forget_process(agg->sym, e->tgid);
@@ -545,6 +661,13 @@ static int frame_cache__get(struct frame_cache *fc, struct hc_agg *agg, bool ker
 		el->module = fi.module;
 		el->id = 0;
 		el->offset = -1; /* never a raw kernel address */
+	} else if (a == HC_OBJ_TRUNCATED) {
+		/* The unwinder stopped short of the outermost frame: callers are missing. */
+		el->kind = HC_NODE_USER;
+		el->name = "[truncated]";
+		el->module = NULL;
+		el->id = 0;
+		el->offset = -1;
 	} else {
 		struct hc_uloc loc = { .obj = (uint32_t)a, .off = b };
 		int r = hc_symbolizer__resolve_user(agg->sym, &loc, &fi);

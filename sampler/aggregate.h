@@ -18,6 +18,7 @@
 #include "profile/hist.h"
 #include "profile/profile.h"
 #include "symbolize/symbolizer.h"
+#include "symbolize/unwind.h"
 
 struct hc_agg_stats {
 	uint64_t samples;	    /* samples ingested (idle never reaches user space) */
@@ -39,6 +40,11 @@ struct hc_agg_stats {
 	uint64_t waker_stack_missing; /* flushes naming a --wakers record that never arrived */
 	uint64_t unclaimed_ns;	      /* cpuunclaimed: CPU time idle while tasks waited elsewhere */
 	uint64_t expired_ns; /* bucketed: off-CPU time before the oldest second kept */
+	/* User stacks by source (samples, and off-CPU flushes with a user stack) */
+	uint64_t ustacks_dwarf;		  /* unwound from a stack copy */
+	uint64_t ustacks_dwarf_truncated; /* of those, ended by "[truncated]" */
+	uint64_t ustacks_fp;		  /* frame pointers: no copy taken (mode, budget, fault) */
+	uint64_t ustacks_fp_fallback;	  /* frame pointers: a copy that could not be unwound */
 };
 
 struct hc_agg;
@@ -53,6 +59,10 @@ int hc_agg__exec(struct hc_agg *agg, const struct hc_exec_event *e);
  * waker (and the waker's stack, when a --wakers record of that seq arrived before). */
 int hc_agg__offcpu(struct hc_agg *agg, const struct hc_offcpu_event *e, size_t size);
 int hc_agg__waker(struct hc_agg *agg, const struct hc_waker_event *e, size_t size);
+/* --unwind dwarf: unwind user stacks from the copies with unw (borrowed; NULL: off), and take
+ * a switch-out's copy, unwound now for the flushes that name it. */
+void hc_agg__set_unwinder(struct hc_agg *agg, struct hc_unwinder *unw);
+int hc_agg__ustack(struct hc_agg *agg, const struct hc_ustack_event *e, size_t size);
 /* One thread's scheduler histograms, added to the per-process series. */
 int hc_agg__thist(struct hc_agg *agg, const struct hc_thist_event *e);
 /* bpf_ktime_get_ns() at the window's start: second 0 of the cpu_unclaimed series. */

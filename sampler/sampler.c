@@ -56,13 +56,23 @@ static size_t roundup_pow2(size_t v)
 
 /*
  * Room for about half a second of samples at ~512 bytes each (user + kernel frames of a
- * typical stack), at least 4 MiB, at most 256 MiB. The reader normally drains every 100 ms
+ * typical stack) and their stack copies, at least 4 MiB, at most 256 MiB. The reader normally drains every 100 ms
  * and is woken early at wakeup_bytes, so this is slack, not latency.
  */
-static size_t auto_ringbuf_bytes(uint64_t period_ns, int n_cpus)
+static size_t auto_ringbuf_bytes(uint64_t period_ns, int n_cpus, uint32_t copy_bytes,
+				 uint64_t copy_budget)
 {
 	uint64_t hz = period_ns ? 1000000000ull / period_ns : 1;
 	uint64_t want = hz * (uint64_t)n_cpus * 512 / 2;
+
+	/* --unwind dwarf: and half a second of stack copies, as many as the budget allows. */
+	if (copy_bytes) {
+		uint64_t copies = hz * (uint64_t)n_cpus * (copy_bytes + sizeof(struct hc_ucopy));
+
+		if (copy_budget && copies > copy_budget)
+			copies = copy_budget;
+		want += copies / 2;
+	}
 
 	if (want < (4u << 20))
 		want = 4u << 20;
@@ -75,6 +85,12 @@ static size_t auto_ringbuf_bytes(uint64_t period_ns, int n_cpus)
 static size_t stack_len(int32_t len)
 {
 	return len > 0 ? (size_t)len : 0;
+}
+
+/* A copy of `size` bytes holds its header and exactly its len bytes. */
+static bool ucopy_valid(const struct hc_ucopy *u, size_t size)
+{
+	return size >= sizeof(*u) && u->len <= HC_STACK_COPY_MAX && sizeof(*u) + u->len == size;
 }
 
 static int handle_event(void *ctx, void *data, size_t size)
@@ -92,7 +108,10 @@ static int handle_event(void *ctx, void *data, size_t size)
 		size_t ul = e->ustack_len > 0 ? (size_t)e->ustack_len : 0;
 		size_t kl = e->kstack_len > 0 ? (size_t)e->kstack_len : 0;
 
-		if (size < HC_SAMPLE_HDR_SIZE || size < HC_SAMPLE_HDR_SIZE + ul + kl) {
+		if (size < HC_SAMPLE_HDR_SIZE || size < HC_SAMPLE_HDR_SIZE + ul + kl + e->ucopy_size ||
+		    (e->ucopy_size &&
+		     !ucopy_valid((const void *)((const char *)e + HC_SAMPLE_HDR_SIZE + ul + kl),
+				  e->ucopy_size))) {
 			s->decode_errors++;
 			return 0;
 		}
@@ -140,6 +159,18 @@ static int handle_event(void *ctx, void *data, size_t size)
 		}
 		if (s->cb.waker)
 			err = s->cb.waker(s->cb.ctx, w, size);
+		break;
+	}
+	case HC_EVENT_USTACK: {
+		const struct hc_ustack_event *u = data;
+
+		if (size < sizeof(*u) ||
+		    !ucopy_valid(&u->copy, size - (sizeof(*u) - sizeof(u->copy)))) {
+			s->decode_errors++;
+			return 0;
+		}
+		if (s->cb.ustack)
+			err = s->cb.ustack(s->cb.ctx, u, size);
 		break;
 	}
 	default:
@@ -253,8 +284,38 @@ struct hc_sampler *hc_sampler__new(const struct hc_sampler_opts *opts,
 		for (size_t k = 0; k < sizeof(progs) / sizeof(progs[0]); k++)
 			bpf_program__set_autoload(progs[k], false);
 	}
-	s->ringbuf_bytes = opts->ringbuf_bytes ? roundup_pow2(opts->ringbuf_bytes)
-					       : auto_ringbuf_bytes(opts->period_ns, s->n_cpus);
+	if (opts->stack_copy_bytes > HC_STACK_COPY_MAX) {
+		err = -EINVAL;
+		last_error = "a user stack copy holds at most 32 KiB";
+		goto err_free;
+	}
+	if (opts->stack_copy_bytes) {
+		uint64_t per_cpu = opts->stack_copy_budget / (uint64_t)s->n_cpus;
+
+		if (!opts->stack_copy_budget)
+			per_cpu = UINT64_MAX / 2;
+		s->skel->rodata->ucopy_bytes = opts->stack_copy_bytes;
+		s->skel->rodata->ucopy_rate = per_cpu;
+		/* A tenth of a second of credit, and never less than one whole copy. */
+		s->skel->rodata->ucopy_burst = per_cpu / 10 > opts->stack_copy_bytes
+						       ? per_cpu / 10
+						       : opts->stack_copy_bytes;
+		s->skel->rodata->ucopy_burst =
+			s->skel->rodata->ucopy_burst > INT64_MAX / 2 ? INT64_MAX / 2
+								     : s->skel->rodata->ucopy_burst;
+		/* One buffer per possible CPU and one for the start iterator. */
+		err = bpf_map__set_max_entries(s->skel->maps.ucopy,
+					       s->skel->rodata->nr_cpu_ids + 1);
+		if (err) {
+			last_error = "cannot size the stack copy buffers";
+			goto err_free;
+		}
+	}
+	s->ringbuf_bytes = opts->ringbuf_bytes
+				   ? roundup_pow2(opts->ringbuf_bytes)
+				   : auto_ringbuf_bytes(opts->period_ns, s->n_cpus,
+							opts->stack_copy_bytes,
+							opts->stack_copy_budget);
 	/* Wake the reader when a quarter of the buffer is full; otherwise it polls every 100 ms. */
 	s->skel->rodata->wakeup_bytes = s->ringbuf_bytes / 4;
 	err = bpf_map__set_max_entries(s->skel->maps.events, (__u32)s->ringbuf_bytes);

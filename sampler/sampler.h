@@ -15,13 +15,16 @@
 #include "bpf/sample.h"
 
 struct hc_sampler_callbacks {
-	/* One sample; `size` is the bytes received (header + ustack_len + kstack_len). */
+	/* One sample; `size` is the bytes received (header + ustack_len + kstack_len +
+	 * ucopy_size), validated. */
 	int (*sample)(void *ctx, const struct hc_sample_event *e, size_t size);
 	int (*exec)(void *ctx, const struct hc_exec_event *e);
 	/* Off-CPU: a thread's flushed intervals, its histograms, a --wakers stack. */
 	int (*offcpu)(void *ctx, const struct hc_offcpu_event *e, size_t size);
 	int (*thist)(void *ctx, const struct hc_thist_event *e);
 	int (*waker)(void *ctx, const struct hc_waker_event *e, size_t size);
+	/* --unwind dwarf: a switch-out's user registers and stack (copy.len bytes follow). */
+	int (*ustack)(void *ctx, const struct hc_ustack_event *e, size_t size);
 	void *ctx;
 };
 
@@ -37,6 +40,11 @@ struct hc_sampler_opts {
 	bool wakers;	       /* take the waker's stack at each wakeup (offwaketime) */
 	bool no_stack_reuse;   /* take stacks at every switch-out, not only on a new context */
 	uint64_t stack_budget; /* stack captures per second per CPU; 0: the default (10000) */
+	/* --unwind dwarf: bytes of user stack copied with each sample and switch-out stack (0:
+	 * frame pointers only; at most HC_STACK_COPY_MAX), and the bytes per second all CPUs
+	 * together may copy (0: no limit); over it, frame pointers. */
+	uint32_t stack_copy_bytes;
+	uint64_t stack_copy_budget;
 };
 
 /* The window as the scheduler programs saw it (bpf_ktime_get_ns(), CLOCK_MONOTONIC). */

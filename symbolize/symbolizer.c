@@ -19,6 +19,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -72,6 +74,9 @@ struct object {
 	struct hc_perfmap *perfmap;
 	struct stat perfmap_st; /* of the file perfmap was read from, to notice rewrites */
 	bool perfmap_read;
+	/* For the unwinder (OBJ_FILE): the ELF with its CFI read in, detached from the file. */
+	Elf *uelf;
+	bool uelf_tried;
 };
 
 /* One parsed ELF symbol table, shared by all objects with its build-id. */
@@ -93,6 +98,7 @@ struct proc {
 	uint32_t jit_obj;
 	uint64_t last_reread_ns;
 	uint64_t reread_interval_ns; /* 0: MAPS_REREAD_MIN_INTERVAL_NS */
+	uint64_t gen; /* the snapshot's number: a new one means new mappings */
 };
 
 struct hc_symbolizer {
@@ -125,6 +131,12 @@ struct hc_symbolizer {
 	struct hc_elfsym *vdso;
 	uint64_t vdso_size;
 	bool vdso_tried;
+	/* For the unwinder: our vdso image as libelf sees it (a private copy), and whether
+	 * objects keep an ELF handle for it past their parse. */
+	Elf *vdso_uelf;
+	void *vdso_copy;
+	bool keep_uelf;
+	uint64_t next_gen;
 
 	struct hc_interner strings;
 	struct hc_symbolizer_stats stats;
@@ -197,7 +209,12 @@ void hc_symbolizer__free(struct hc_symbolizer *sym)
 		if (sym->objs[i].fd >= 0)
 			close(sym->objs[i].fd);
 		hc_perfmap__free(sym->objs[i].perfmap);
+		if (sym->objs[i].uelf)
+			elf_end(sym->objs[i].uelf);
 	}
+	if (sym->vdso_uelf)
+		elf_end(sym->vdso_uelf);
+	free(sym->vdso_copy);
 	free(sym->objs);
 	for (i = 0; i < sym->nr_symtabs; i++) {
 		hc_elfsym__free(sym->symtabs[i].es);
@@ -718,6 +735,7 @@ static int snapshot(struct hc_symbolizer *sym, struct proc *p)
 	free(p->map_obj);
 	p->maps = maps;
 	p->map_obj = ids;
+	p->gen = ++sym->next_gen;
 	if (ticks)
 		p->start_ticks = ticks;
 	p->stale = false;
@@ -999,6 +1017,58 @@ static void add_debuginfo(struct hc_symbolizer *sym, struct hc_elfsym *es)
 	close(fd);
 }
 
+/* Sections larger than this are not read for unwinding (a hostile file may claim any size). */
+#define UNWIND_SECTION_MAX (64u << 20)
+
+/*
+ * An ELF handle for the unwinder: program headers, section headers and the call frame
+ * information (.eh_frame, .eh_frame_hdr, .debug_frame) read now with pread() (ELF_C_READ,
+ * not _MMAP: a file truncated under us gives a short read, not a SIGBUS), then the file let
+ * go (ELF_C_FDDONE): the descriptor may close, and nothing else of the file is ever read.
+ */
+static Elf *unwind_elf(int fd)
+{
+	Elf_Scn *scn = NULL;
+	size_t nph, shstrndx;
+	struct stat st;
+	Elf *elf;
+
+	if (fd < 0 || fstat(fd, &st) || !S_ISREG(st.st_mode))
+		return NULL;
+	elf = elf_begin(fd, ELF_C_READ, NULL);
+	if (!elf)
+		return NULL;
+	if (elf_kind(elf) != ELF_K_ELF || elf_getphdrnum(elf, &nph) ||
+	    elf_getshdrstrndx(elf, &shstrndx))
+		goto err;
+	for (size_t i = 0; i < nph; i++) {
+		GElf_Phdr ph;
+
+		if (!gelf_getphdr(elf, (int)i, &ph))
+			goto err;
+	}
+	while ((scn = elf_nextscn(elf, scn))) {
+		const char *name;
+		GElf_Shdr sh;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS ||
+		    sh.sh_size > UNWIND_SECTION_MAX)
+			continue;
+		name = elf_strptr(elf, shstrndx, sh.sh_name);
+		if (!name || (strcmp(name, ".eh_frame") && strcmp(name, ".eh_frame_hdr") &&
+			      strcmp(name, ".debug_frame")))
+			continue;
+		elf_rawdata(scn, NULL);
+		elf_getdata(scn, NULL);
+	}
+	if (elf_cntl(elf, ELF_C_FDDONE))
+		goto err;
+	return elf;
+err:
+	elf_end(elf);
+	return NULL;
+}
+
 /* Parse o's ELF file once; afterwards o->state is PARSED or FAILED and its fd is closed. */
 static int parse_object(struct hc_symbolizer *sym, struct object *o)
 {
@@ -1041,6 +1111,10 @@ static int parse_object(struct hc_symbolizer *sym, struct object *o)
 	o->state = OBJ_PARSED;
 
 out_close:
+	if (sym->keep_uelf && !o->uelf_tried) {
+		o->uelf_tried = true;
+		o->uelf = unwind_elf(o->fd);
+	}
 	close(o->fd);
 	o->fd = -1;
 	return err;
@@ -1172,6 +1246,119 @@ out_unresolved:
 	out->offset = loc->off;
 	sym->stats.user_unresolved++;
 	return -ENOENT;
+}
+
+/* ---- For the unwinder ---- */
+
+/* Where o's loadable segments lie in a process that maps file offset m->pgoff at m->start:
+ * the load bias from the segment holding that offset, then the segments' span. */
+static int module_span(Elf *elf, const struct hc_mapping *m, uint64_t *low, uint64_t *high)
+{
+	uint64_t lo = UINT64_MAX, hi = 0, bias = 0;
+	bool found = false;
+	size_t nph;
+
+	if (elf_getphdrnum(elf, &nph))
+		return -EINVAL;
+	for (size_t i = 0; i < nph; i++) {
+		GElf_Phdr ph;
+		uint64_t align;
+
+		if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_LOAD)
+			continue;
+		align = ph.p_align > 1 && !(ph.p_align & (ph.p_align - 1)) ? ph.p_align : 1;
+		if ((ph.p_vaddr & ~(align - 1)) < lo)
+			lo = ph.p_vaddr & ~(align - 1);
+		if (ph.p_vaddr + ph.p_memsz > hi)
+			hi = ph.p_vaddr + ph.p_memsz;
+		if (!found && (ph.p_flags & PF_X) && m->pgoff >= (ph.p_offset & ~(align - 1)) &&
+		    m->pgoff < ph.p_offset + ph.p_filesz) {
+			bias = m->start - (ph.p_vaddr - ph.p_offset + m->pgoff);
+			found = true;
+		}
+	}
+	if (!found || lo >= hi)
+		return -ENOENT;
+	*low = bias + lo;
+	*high = bias + hi;
+	return 0;
+}
+
+static Elf *vdso_uelf(struct hc_symbolizer *sym)
+{
+	if (!sym->vdso_tried)
+		load_vdso(sym);
+	if (!sym->vdso_uelf && sym->vdso && !sym->vdso_copy) {
+		const struct hc_mapping *m = NULL;
+		struct hc_procmaps *maps = hc_procmaps__load("/proc/self/maps");
+
+		for (size_t i = 0; maps && i < maps->nr && !m; i++) {
+			if (maps->maps[i].path && !strcmp(maps->maps[i].path, "[vdso]"))
+				m = &maps->maps[i];
+		}
+		if (m && (sym->vdso_copy = malloc(m->end - m->start))) {
+			memcpy(sym->vdso_copy, (const void *)(uintptr_t)m->start, m->end - m->start);
+			sym->vdso_uelf = elf_memory(sym->vdso_copy, m->end - m->start);
+		}
+		hc_procmaps__free(maps);
+	}
+	return sym->vdso_uelf;
+}
+
+int hc_symbolizer__modules(struct hc_symbolizer *sym, uint32_t tgid, uint64_t start_ns,
+			   struct hc_sym_module *out, size_t max, size_t *n, uint64_t *gen)
+{
+	struct proc *p = find_proc(sym, tgid);
+
+	*n = 0;
+	sym->keep_uelf = true;
+	if (p)
+		check_identity(sym, p, start_ns);
+	if (!p || p->stale || !p->maps)
+		return -ESRCH;
+	*gen = p->gen;
+	for (size_t i = 0; i < p->maps->nr && *n < max; i++) {
+		const struct hc_mapping *m = &p->maps->maps[i];
+		struct object *o = get_object(sym, p->map_obj[i]);
+		struct hc_sym_module *mod = &out[*n];
+		bool dup = false;
+		Elf *elf;
+
+		if (!(m->perms & HC_MAP_X) || !o)
+			continue;
+		if (o->kind == OBJ_FILE) {
+			if (!o->uelf_tried && o->fd >= 0) {
+				o->uelf_tried = true;
+				o->uelf = unwind_elf(o->fd);
+			}
+			elf = o->uelf;
+		} else if (o->kind == OBJ_SPECIAL && !strcmp(o->module, MODULE_VDSO)) {
+			elf = vdso_uelf(sym);
+			if (elf && o->size != sym->vdso_size)
+				elf = NULL;
+		} else {
+			continue;
+		}
+		if (!elf)
+			continue;
+		/* An object with two executable mappings is one module. */
+		for (size_t k = 0; k < *n && !dup; k++)
+			dup = out[k].obj == p->map_obj[i];
+		if (dup || module_span(elf, m, &mod->low, &mod->high))
+			continue;
+		mod->obj = p->map_obj[i];
+		mod->module = o->module;
+		mod->elf = elf;
+		(*n)++;
+	}
+	return 0;
+}
+
+bool hc_symbolizer__tracks(struct hc_symbolizer *sym, uint32_t tgid, uint64_t start_ns)
+{
+	const struct proc *p = find_proc(sym, tgid);
+
+	return p && (!start_ns || !p->start_ns || p->start_ns == start_ns);
 }
 
 void hc_symbolizer__stats(const struct hc_symbolizer *sym, struct hc_symbolizer_stats *out)

@@ -136,4 +136,30 @@ int hc_symbolizer__resolve_kernel(struct hc_symbolizer *sym, uint64_t ip,
 
 void hc_symbolizer__stats(const struct hc_symbolizer *sym, struct hc_symbolizer_stats *out);
 
+/* ---- For the unwinder (symbolize/unwind.h) ---- */
+
+/* A user stack ended by the unwinder short of its outermost frame: a frame of its own. */
+#define HC_OBJ_TRUNCATED UINT32_MAX
+
+struct Elf;
+
+/* An object mapped executable in a process, where its loadable segments lie. */
+struct hc_sym_module {
+	uint64_t low, high;
+	uint32_t obj;
+	const char *module;
+	struct Elf *elf; /* program headers and call frame information only; the symbolizer's */
+};
+
+/*
+ * tgid's executable objects as its last maps snapshot has them (at most max), with the ELF
+ * handles the unwinder reads CFI from; *gen numbers the snapshot (a new number: mappings
+ * changed). From the first call on, objects keep that handle after their parse. -ESRCH when
+ * the process is not known (add_process first) or its maps could not be read.
+ */
+int hc_symbolizer__modules(struct hc_symbolizer *sym, uint32_t tgid, uint64_t start_ns,
+			   struct hc_sym_module *out, size_t max, size_t *n, uint64_t *gen);
+/* Whether the symbolizer still keeps tgid (with that start time, when not 0). */
+bool hc_symbolizer__tracks(struct hc_symbolizer *sym, uint32_t tgid, uint64_t start_ns);
+
 #endif
