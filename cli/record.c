@@ -405,6 +405,7 @@ static int fill_profile(struct hc_profile *p, const struct record_cfg *cfg,
 	}
 	p->sampling.samples = cnt->total[HC_CNT_SEEN];
 	p->sampling.idle_samples = cnt->total[HC_CNT_IDLE];
+	p->sampling.filtered_samples = cnt->total[HC_CNT_FILTERED];
 
 	for (int k = 0; k < HC_CNT_MAX && !err; k++)
 		if (hc_sampler__lost_name(k))

@@ -303,6 +303,9 @@ static int decode_sampling(struct dec *d, const json_t *s, struct hc_profile *p)
 	if (!err)
 		err = member_u64(d, s, "sampling", "idle_samples", UINT64_MAX, NULL,
 				 &p->sampling.idle_samples);
+	if (!err)
+		err = member_u64(d, s, "sampling", "filtered_samples", UINT64_MAX, &zero,
+				 &p->sampling.filtered_samples);
 	if (err)
 		return err;
 

@@ -306,7 +306,8 @@ static json_t *sampling_to_json(const struct hc_profile *p)
 	    jset(s, "cpus", ju64(p->sampling.cpus)) ||
 	    jset(s, "expected_samples", ju64(p->sampling.expected_samples)) ||
 	    jset(s, "samples", ju64(p->sampling.samples)) ||
-	    jset(s, "idle_samples", ju64(p->sampling.idle_samples)))
+	    jset(s, "idle_samples", ju64(p->sampling.idle_samples)) ||
+	    jset(s, "filtered_samples", ju64(p->sampling.filtered_samples)))
 		goto err_decref;
 
 	per_cpu = json_array();

@@ -129,6 +129,7 @@ struct hc_profile {
 		uint64_t expected_samples;
 		uint64_t samples;      /* delivered, idle included */
 		uint64_t idle_samples; /* samples of the idle task: in totals, not in the tree */
+		uint64_t filtered_samples; /* of tasks -p / --comm leave out: counted only */
 		struct hc_cpu_samples *per_cpu; /* owned array */
 		size_t n_per_cpu;
 		struct hc_count *lost; /* owned array: reason -> samples not delivered */

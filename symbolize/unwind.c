@@ -176,6 +176,8 @@ static int frame_cb(Dwfl_Frame *state, void *arg)
 	if (u->out_n >= u->out_max)
 		return DWARF_CB_ABORT;
 	u->out[u->out_n++] = pc;
+	/* What counts is a read that failed on the way to the next frame. */
+	u->read_past_copy = false;
 	return DWARF_CB_OK;
 }
 
@@ -334,8 +336,12 @@ int hc_unwinder__unwind(struct hc_unwinder *u, uint32_t tgid, uint64_t start_ns,
 	u->out_max = max;
 	u->out_n = 0;
 	r = dwfl_getthread_frames(s->dwfl, u->cur_tid, frame_cb, u);
-	/* 0: the outermost frame was reached (its return address is undefined). */
-	*end = r == 0 ? HC_UNWIND_COMPLETE : classify(u, s->dwfl);
+	/*
+	 * 0: no caller. Either the outermost frame was reached (its CFI says the return address
+	 * is undefined), or the return address could not be read, which libdwfl takes for the
+	 * same: a read outside the copy on the way tells the two apart.
+	 */
+	*end = r == 0 && !u->read_past_copy ? HC_UNWIND_COMPLETE : classify(u, s->dwfl);
 	*n = u->out_n;
 	u->cur = NULL;
 	if (!*n) {
