@@ -38,10 +38,13 @@ struct hc_common_args {
 	bool unwind_fp;
 	uint32_t stack_copy_bytes;
 	uint64_t copy_budget;
+	bool copy_budget_given;
 };
 
 #define HC_DEFAULT_STACK_COPY (16u << 10)
 #define HC_DEFAULT_COPY_BUDGET (32ull << 20)
+/* serve's: it runs for days, and its ring buffer holds a quarter of a second of copies. */
+#define HC_SERVE_COPY_BUDGET (8ull << 20)
 
 enum {
 	HC_OPT_NO_DEMANGLE = 0x1000,
@@ -70,14 +73,6 @@ enum {
 void hc_common_args__init(struct hc_common_args *a);
 /* One getopt result: 0 handled, -1 not a shared option, EX_USAGE (the reason printed). */
 int hc_common_args__parse(struct hc_common_args *a, int opt, const char *arg);
-/* The profile's `unwind` section (docs/unwinding.md): the mode, the BPF copy counters
- * (t: enum hc_counter totals), which user stacks came from where, the unwinder's figures
- * (unw NULL: --unwind fp). NULL on allocation failure. */
-struct hc_agg_stats;
-struct hc_unwinder;
-json_t *hc_unwind_json(const struct hc_common_args *a, const uint64_t *t,
-		       const struct hc_agg_stats *as, const struct hc_unwinder *unw);
-
 /* "1K", "32M", "4G": bytes. 0, -EINVAL, -ERANGE. */
 int hc_size__parse(const char *s, uint64_t *out);
 /* Any off-CPU tuning given (what --no-offcpu cannot be combined with). */

@@ -431,7 +431,8 @@ static int fill_profile(struct hc_profile *p, const struct record_cfg *cfg,
 			return -ENOMEM;
 	}
 
-	p->unwind = hc_unwind_json(&cfg->c, cnt->total, &as, unw);
+	p->unwind = hc_unwind_json(cfg->c.unwind_fp, cfg->c.stack_copy_bytes, cfg->c.copy_budget,
+				   cnt->total, &as, unw);
 	if (!p->unwind)
 		return -ENOMEM;
 

@@ -444,6 +444,9 @@ int cmd_serve(int argc, char **argv)
 	copts.stack_budget = cfg.c.stack_budget;
 	copts.no_stack_reuse = cfg.c.no_stack_reuse;
 	copts.no_demangle = cfg.c.no_demangle;
+	copts.unwind_fp = cfg.c.unwind_fp;
+	copts.stack_copy_bytes = cfg.c.stack_copy_bytes;
+	copts.copy_budget = cfg.c.copy_budget_given ? cfg.c.copy_budget : HC_SERVE_COPY_BUDGET;
 	copts.fd = sv[0];
 	copts.io = &io;
 	hc_raise_nofile_limit();

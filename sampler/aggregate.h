@@ -12,7 +12,10 @@
 #define HOTCOLD_AGGREGATE_H
 
 #include <stddef.h>
+#include <stdbool.h>
 #include <stdint.h>
+
+#include <jansson.h>
 
 #include "bpf/sample.h"
 #include "profile/hist.h"
@@ -62,6 +65,11 @@ int hc_agg__waker(struct hc_agg *agg, const struct hc_waker_event *e, size_t siz
 /* --unwind dwarf: unwind user stacks from the copies with unw (borrowed; NULL: off), and take
  * a switch-out's copy, unwound now for the flushes that name it. */
 void hc_agg__set_unwinder(struct hc_agg *agg, struct hc_unwinder *unw);
+/* The profile's `unwind` section (docs/unwinding.md): the mode, the BPF copy counters (t:
+ * enum hc_counter totals), where user stacks came from (as), the unwinder's figures (unw NULL:
+ * --unwind fp). NULL on allocation failure. */
+json_t *hc_unwind_json(bool fp, uint32_t copy_bytes, uint64_t copy_budget, const uint64_t *t,
+		       const struct hc_agg_stats *as, const struct hc_unwinder *unw);
 int hc_agg__ustack(struct hc_agg *agg, const struct hc_ustack_event *e, size_t size);
 /* One thread's scheduler histograms, added to the per-process series. */
 int hc_agg__thist(struct hc_agg *agg, const struct hc_thist_event *e);

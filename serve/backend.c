@@ -539,7 +539,7 @@ static json_t *api_status(void *ctx, int *status, char *why, size_t wl)
 	lost = json_object_get(b->status, "lost");
 	doc = json_pack(
 		"{s:s, s:s, s:s, s:o, s:I, s:O?, s:O?, s:O?, s:O?, s:O?, s:O?, s:O?, s:O?, s:O?, s:O?,"
-		" s:{s:I, s:o?, s:o?, s:I},"
+		" s:O?, s:{s:I, s:o?, s:o?, s:I},"
 		" s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I},"
 		" s:{s:I, s:I, s:I, s:I}}",
 		"version", b->version, "host", b->host, "kernel", b->kernel, "started_at",
@@ -550,7 +550,8 @@ static json_t *api_status(void *ctx, int *status, char *why, size_t wl)
 		json_object_get(b->status, "samples"), "idle_samples",
 		json_object_get(b->status, "idle_samples"), "lost", lost, "scheduler",
 		json_object_get(b->status, "scheduler"), "symbolize",
-		json_object_get(b->status, "symbolize"), "collector", coll, "retention",
+		json_object_get(b->status, "symbolize"), "collector", coll, "unwind",
+		json_object_get(b->status, "unwind"), "retention",
 		"configured_s",
 		(json_int_t)(b->sopts.retention_s ? b->sopts.retention_s : 3600), "oldest",
 		st.oldest_s ? rfc3339(st.oldest_s * NS) : NULL, "newest",

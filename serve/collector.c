@@ -48,6 +48,7 @@ struct heat_col {
 struct hc_collector {
 	struct hc_collector_opts o;
 	struct hc_symbolizer *sym;
+	struct hc_unwinder *unw; /* NULL: --unwind fp */
 	struct hc_sampler *sampler;
 	struct hc_agg *agg;	    /* this second's paths */
 	struct hc_stacktab *frames; /* frame identity -> fid - 1 */
@@ -79,9 +80,11 @@ static struct hc_agg *new_agg(struct hc_collector *c)
 	int64_t real = clock_ns(CLOCK_REALTIME), mono = clock_ns(CLOCK_MONOTONIC);
 
 	c->mono_to_real_ns = real - mono;
-	if (agg)
+	if (agg) {
 		hc_agg__set_buckets(agg, c->mono_to_real_ns,
 				    real / 1000000000ll - (int64_t)c->o.retention_s);
+		hc_agg__set_unwinder(agg, c->unw);
+	}
 	return agg;
 }
 
@@ -133,6 +136,11 @@ static int on_offcpu(void *ctx, const struct hc_offcpu_event *e, size_t size)
 static int on_waker(void *ctx, const struct hc_waker_event *e, size_t size)
 {
 	return hc_agg__waker(((struct hc_collector *)ctx)->agg, e, size);
+}
+
+static int on_ustack(void *ctx, const struct hc_ustack_event *e, size_t size)
+{
+	return hc_agg__ustack(((struct hc_collector *)ctx)->agg, e, size);
 }
 
 static int on_thist(void *ctx, const struct hc_thist_event *e)
@@ -279,6 +287,13 @@ static void send_status(struct hc_collector *c, const struct hc_sampler_counts *
 			"flush_ns_max", (json_int_t)c->flush_ns_max, "processes_pruned",
 			(json_int_t)c->procs_pruned, "frame_resets", (json_int_t)c->frame_resets, "frames",
 			(json_int_t)hc_stacktab__count(c->frames));
+	if (doc && json_object_set_new(doc, "unwind",
+				       hc_unwind_json(c->o.unwind_fp, c->o.stack_copy_bytes,
+						      c->o.copy_budget, cnt->total, &c->sum,
+						      c->unw))) {
+		json_decref(doc);
+		doc = NULL;
+	}
 	if (!doc)
 		return;
 	text = json_dumps(doc, JSON_COMPACT);
@@ -377,6 +392,8 @@ static int flush(struct hc_collector *c)
 
 		if (!hc_symbolizer__prune_gone(c->sym, &dropped))
 			c->procs_pruned += dropped;
+		if (c->unw)
+			hc_unwinder__prune(c->unw);
 	}
 	/* Each second frees its aggregator; hand the pages back instead of keeping the
 	 * peak forever (measured: arena 36 MB for 13 MB in use without it). */
@@ -394,6 +411,7 @@ struct hc_collector *hc_collector__new(const struct hc_collector_opts *o, const 
 		.offcpu = on_offcpu,
 		.thist = on_thist,
 		.waker = on_waker,
+		.ustack = on_ustack,
 	};
 	struct hc_collector *c = calloc(1, sizeof(*c));
 	long ncpu = sysconf(_SC_NPROCESSORS_CONF);
@@ -410,6 +428,11 @@ struct hc_collector *hc_collector__new(const struct hc_collector_opts *o, const 
 	c->fcache = calloc(FCACHE_SLOTS, sizeof(*c->fcache));
 	if (!c->sym || !c->frames || !c->cells || !c->idle_prev || !c->fcache)
 		goto err_free;
+	if (!o->unwind_fp) {
+		c->unw = hc_unwinder__new(c->sym);
+		if (!c->unw)
+			goto err_free;
+	}
 	c->agg = new_agg(c);
 	if (!c->agg)
 		goto err_free;
@@ -424,6 +447,12 @@ struct hc_collector *hc_collector__new(const struct hc_collector_opts *o, const 
 	 * off-CPU flushes (record sizes its buffer for whole captures; a full buffer's drops
 	 * are counted). Its pages count twice in RSS (the kernel maps the data twice). */
 	popts.ringbuf_bytes = 2u << 20;
+	/* --unwind dwarf: and a quarter of a second of stack copies at the budget. */
+	if (!o->unwind_fp) {
+		popts.stack_copy_bytes = o->stack_copy_bytes;
+		popts.stack_copy_budget = o->copy_budget;
+		popts.ringbuf_bytes += o->copy_budget / 4;
+	}
 	c->sampler = hc_sampler__new(&popts, &cb);
 	if (!c->sampler) {
 		*why = hc_sampler__last_error();
@@ -456,6 +485,7 @@ void hc_collector__free(struct hc_collector *c)
 	/* BPF first: programs, links and perf events are released here. */
 	hc_sampler__free(c->sampler);
 	hc_agg__free(c->agg);
+	hc_unwinder__free(c->unw);
 	hc_symbolizer__free(c->sym);
 	hc_stacktab__free(c->frames);
 	hc_stacktab__free(c->cells);

@@ -27,6 +27,11 @@ struct hc_collector_opts {
 	uint64_t stack_budget;
 	bool no_stack_reuse;
 	bool no_demangle;
+	/* User stacks: frame pointers only, or call frame information over copies of
+	 * stack_copy_bytes at most copy_budget bytes per second (record's options). */
+	bool unwind_fp;
+	uint32_t stack_copy_bytes;
+	uint64_t copy_budget;
 	int fd; /* the server's socket; not owned */
 	/* Where the symbolizer's files come from (copied); NULL: opened directly. */
 	const struct hc_symbolizer_io *io;
