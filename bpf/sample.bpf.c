@@ -217,6 +217,7 @@ __u64 window_end_ns = 0;
 const volatile __u32 ucopy_bytes = 0;
 const volatile __u64 ucopy_rate = 0;  /* bytes per second per CPU */
 const volatile __u64 ucopy_burst = 0; /* bucket depth in bytes */
+const volatile __u64 ucopy_max_pending = 0; /* no copy while more than this waits in `events` */
 
 #define PAGE_BYTES 4096
 
@@ -266,6 +267,11 @@ static __always_inline bool ucopy_budget(struct hc_cpu_state *cs, __u64 now)
 	__u64 dt;
 	__s64 credit;
 
+	/* A reader that falls behind: copies go first, so that samples are not lost for them. */
+	if (bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) > ucopy_max_pending) {
+		count(HC_CNT_UCOPY_BUDGET);
+		return false;
+	}
 	if (!cs)
 		return true;
 	dt = now > cs->ucopy_at_ns ? now - cs->ucopy_at_ns : 0;

@@ -78,7 +78,8 @@ enum hc_counter {
 	/* --unwind dwarf */
 	HC_CNT_UCOPY,	     /* user stacks copied (samples and switch-outs) */
 	HC_CNT_UCOPY_BYTES,  /* bytes of user stack copied */
-	HC_CNT_UCOPY_BUDGET, /* copy not taken, over the byte budget: frame pointers used */
+	HC_CNT_UCOPY_BUDGET, /* copy not taken, over the byte budget or the ring buffer half
+			      * full: frame pointers used */
 	HC_CNT_UCOPY_FAULT,  /* the page at the stack pointer could not be read: frame pointers */
 	HC_CNT_UCOPY_LOST,   /* a switch-out's copy not delivered (ring buffer full) */
 	HC_CNT_MAX,

@@ -318,6 +318,7 @@ struct hc_sampler *hc_sampler__new(const struct hc_sampler_opts *opts,
 							opts->stack_copy_budget);
 	/* Wake the reader when a quarter of the buffer is full; otherwise it polls every 100 ms. */
 	s->skel->rodata->wakeup_bytes = s->ringbuf_bytes / 4;
+	s->skel->rodata->ucopy_max_pending = s->ringbuf_bytes / 2;
 	err = bpf_map__set_max_entries(s->skel->maps.events, (__u32)s->ringbuf_bytes);
 	if (err) {
 		last_error = "cannot size the ring buffer";

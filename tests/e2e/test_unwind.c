@@ -2,7 +2,7 @@
 /*
  * User stacks without frame pointers (issue 7), as root with real BPF: record the unwinding
  * workload (unwind_workload.c, -O2 -fomit-frame-pointer) and check what it is known to do:
- *  - --unwind dwarf (the default): at least 90 % of the on-CPU time of its leaf carries the
+ *  - --unwind dwarf: at least 90 % of the on-CPU time of its leaf carries the
  *    whole chain main > uw_chain_1 > ... > uw_leaf, and at least 90 % reaches _start; a thread
  *    blocked in glibc's read() since before the capture, and one that blocks there every
  *    10 ms, have at least 90 % of their blocked time under the function that called read();
@@ -196,7 +196,7 @@ static void test_dwarf_chains(void **state)
 	json_t *j;
 
 	(void)state;
-	j = record(&pid, NULL);
+	j = record(&pid, "--unwind", "dwarf", NULL);
 	assert_non_null(j);
 	on = chain_share(j, pid, NULL, main_chain, 6, "on_cpu_ns", "_start");
 	blk = chain_share(j, pid, "uw-blocked", blocked_chain, 3, "off_cpu_ns", NULL);
@@ -270,7 +270,7 @@ static void test_budget_fallback(void **state)
 	json_t *j;
 
 	(void)state;
-	j = record(&pid, "--copy-budget", "64K", NULL);
+	j = record(&pid, "--unwind", "dwarf", "--copy-budget", "64K", NULL);
 	assert_non_null(j);
 	seen = e2e_u64(j, "sampling.samples");
 	idle = e2e_u64(j, "sampling.idle_samples");
@@ -306,7 +306,7 @@ static void test_truncated(void **state)
 	json_t *j;
 
 	(void)state;
-	j = record(&pid, "--stack-copy", "1K", NULL);
+	j = record(&pid, "--unwind", "dwarf", "--stack-copy", "1K", NULL);
 	assert_non_null(j);
 	s = chain_share(j, pid, NULL, cut, 5, "on_cpu_ns", NULL);
 	print_message("1K copies: uw_leaf %.0f ms on CPU, %.1f %% under [truncated] > uw_chain_2; "
