@@ -599,6 +599,66 @@ struct {
 	__type(value, struct tstate);
 } tstate SEC(".maps");
 
+/* --locks: the contentions a thread is inside (innermost last). */
+const volatile bool track_locks = false;
+
+struct lentry {
+	__u64 lock;
+	__u64 start_ns;
+	__u32 flags;
+	__u32 blocked;
+};
+
+struct lstate {
+	struct lentry e[HC_LOCK_DEPTH];
+	__u32 depth;
+	__u32 _pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct lstate);
+} lstate SEC(".maps");
+
+/* A spinning waiter never leaves its CPU (it spins with preemption off). */
+static __always_inline bool spin_only(__u32 flags)
+{
+	return (flags & HC_LCB_SPIN) && !(flags & (HC_LCB_MUTEX | HC_LCB_RT));
+}
+
+/*
+ * The thread t leaves its CPU (asleep when blocked): the contention it is in, if any, is one
+ * it blocked in. Returns HC_LOCK_WAIT | its flags, 0 when none. A spinlock contention still
+ * open here is one whose end this program could not see (contention inside a BPF program,
+ * say on the ring buffer's lock while hc_lock_end runs: a program does not run inside
+ * itself): it is dropped, counted as unmatched.
+ */
+static __always_inline __u32 lock_switch_out(struct task_struct *t, bool blocked)
+{
+	struct lstate *ls;
+	__u32 d;
+
+	if (!track_locks)
+		return 0;
+	ls = bpf_task_storage_get(&lstate, t, 0, 0);
+	if (!ls)
+		return 0;
+	d = ls->depth;
+	for (int i = 0; i < HC_LOCK_DEPTH && d > 0 && d <= HC_LOCK_DEPTH; i++) {
+		if (!spin_only(ls->e[(d - 1) & (HC_LOCK_DEPTH - 1)].flags))
+			break;
+		d--;
+		count(HC_CNT_LOCK_UNMATCHED);
+	}
+	ls->depth = d;
+	if (!blocked || d == 0 || d > HC_LOCK_DEPTH)
+		return 0;
+	ls->e[(d - 1) & (HC_LOCK_DEPTH - 1)].blocked = 1;
+	return HC_LOCK_WAIT | (ls->e[(d - 1) & (HC_LOCK_DEPTH - 1)].flags & HC_LCB_MASK);
+}
+
 /* Per-CPU scratch for the end iterator's copy of a thread's state. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -979,6 +1039,7 @@ int BPF_PROG(hc_switch, bool preempt, struct task_struct *prev, struct task_stru
 			__u32 k = blocked ? SLOT_BLOCKED : SLOT_RUNNABLE;
 			struct hc_offcpu_event *ev = &ts->ev[k];
 			__u64 sig[SIG_WORDS] = {0};
+			__u32 lock = lock_switch_out(prev, blocked);
 
 			if (ts->t_out) {
 				/* It ran without a sched_switch event naming it `next` (seen on
@@ -994,13 +1055,18 @@ int BPF_PROG(hc_switch, bool preempt, struct task_struct *prev, struct task_stru
 				hist_add(ts, HC_TH_SLICE, now - slice_start, now);
 			if (!kthread)
 				context_sig(prev, sig);
+			/* A lock wait and another block at one user call site are two contexts:
+			 * the flame graph marks the lock's. */
+			sig[3] ^= (__u64)lock << 32;
 			if (stack_reuse && !kthread && sig_equal(sig, ts->sig[k]) &&
+			    ev->lock == lock &&
 			    !(ev->flags & (HC_OFF_NO_STACK | HC_OFF_START | HC_OFF_NEW))) {
 				count(HC_CNT_STACK_REUSED);
 			} else {
 				/* A new context: what the slot holds belongs to the old stack. */
 				flush_slot(ts, k);
 				ev->flags &= HC_OFF_KTHREAD;
+				ev->lock = lock;
 				bpf_get_current_comm(ev->comm, sizeof(ev->comm));
 				BPF_CORE_READ_STR_INTO(&ev->pcomm, prev, group_leader, comm);
 				if (budget_take(cs, now)) {
@@ -1139,6 +1205,136 @@ int BPF_PROG(hc_exit, struct task_struct *p)
 	flush_hist(ts);
 	ts->state = TS_DEAD;
 	ts->t_out = 0;
+	return 0;
+}
+
+/*
+ * --locks: lockstat from lock:contention_begin / lock:contention_end. A thread may be in
+ * several contentions at once (a mutex's slow path contending on its wait_lock): they stack.
+ * A begin on the lock the innermost contention is already on (a mutex that spun and now goes
+ * to sleep) only updates its flags: one contention, timed from its first begin.
+ */
+SEC("tp_btf/contention_begin")
+int BPF_PROG(hc_lock_begin, void *lock, unsigned int flags)
+{
+	struct task_struct *t = bpf_get_current_task_btf();
+	struct lstate *ls;
+	__u32 d;
+
+	if (!t->pid)
+		return 0;
+	ls = bpf_task_storage_get(&lstate, t, 0, 0);
+	if (!ls) {
+		if (!task_wanted(t))
+			return 0;
+		ls = bpf_task_storage_get(&lstate, t, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+		if (!ls) {
+			count(HC_CNT_LOCK_NOMEM);
+			return 0;
+		}
+	}
+	d = ls->depth;
+	if (d > HC_LOCK_DEPTH)
+		return 0;
+	if (d && ls->e[(d - 1) & (HC_LOCK_DEPTH - 1)].lock == (__u64)lock) {
+		ls->e[(d - 1) & (HC_LOCK_DEPTH - 1)].flags = flags;
+		return 0;
+	}
+	if (d == HC_LOCK_DEPTH) {
+		count(HC_CNT_LOCK_NESTED);
+		return 0;
+	}
+	ls->e[d & (HC_LOCK_DEPTH - 1)] = (struct lentry){
+		.lock = (__u64)lock, .start_ns = bpf_ktime_get_ns(), .flags = flags};
+	ls->depth = d + 1;
+	return 0;
+}
+
+/* Which well-known lock of t's own is this? */
+static __always_inline __u32 lock_named(struct task_struct *t, __u64 lock)
+{
+	struct mm_struct *mm = BPF_CORE_READ(t, mm);
+	struct sighand_struct *sh;
+
+	if (mm && lock == (__u64)mm + bpf_core_field_offset(struct mm_struct, mmap_lock))
+		return HC_LOCK_MMAP;
+	sh = BPF_CORE_READ(t, sighand);
+	if (sh && lock == (__u64)sh + bpf_core_field_offset(struct sighand_struct, siglock))
+		return HC_LOCK_SIGHAND;
+	return HC_LOCK_UNNAMED;
+}
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct hc_lock_event);
+} lock_scratch SEC(".maps");
+
+SEC("tp_btf/contention_end")
+int BPF_PROG(hc_lock_end, void *lock, int ret)
+{
+	struct task_struct *t = bpf_get_current_task_btf();
+	__u64 now = bpf_ktime_get_ns(), size;
+	__u32 cpu = bpf_get_smp_processor_id(), zero = 0, d, i;
+	struct hc_cpu_state *cs;
+	struct hc_lock_event *e;
+	struct lentry le = {};
+	struct lstate *ls;
+
+	ls = bpf_task_storage_get(&lstate, t, 0, 0);
+	if (!ls)
+		return 0;
+	d = ls->depth;
+	if (d == 0 || d > HC_LOCK_DEPTH) {
+		count(HC_CNT_LOCK_UNMATCHED);
+		return 0;
+	}
+	/* Normally the innermost; contentions above it whose end never came are abandoned. */
+	for (i = 0; i < HC_LOCK_DEPTH && d; i++) {
+		le = ls->e[(d - 1) & (HC_LOCK_DEPTH - 1)];
+		d--;
+		if (le.lock == (__u64)lock)
+			break;
+		count(HC_CNT_LOCK_UNMATCHED);
+	}
+	ls->depth = d;
+	if (le.lock != (__u64)lock)
+		return 0;
+	count(HC_CNT_LOCK_SEEN);
+	e = bpf_map_lookup_elem(&lock_scratch, &zero);
+	if (!e)
+		return 0;
+	e->type = HC_EVENT_LOCK;
+	e->flags = le.flags & HC_LCB_MASK;
+	e->tgid = t->tgid;
+	e->tid = t->pid;
+	e->pstart_ns = BPF_CORE_READ(t, group_leader, start_boottime);
+	e->start_ns = le.start_ns;
+	e->wait_ns = now > le.start_ns ? now - le.start_ns : 0;
+	e->lock_addr = (__u64)lock;
+	e->blocked = le.blocked;
+	e->ret = ret;
+	e->named = lock_named(t, (__u64)lock);
+	bpf_get_current_comm(e->comm, sizeof(e->comm));
+	BPF_CORE_READ_STR_INTO(&e->pcomm, t, group_leader, comm);
+	cs = bpf_map_lookup_elem(&cpu_state, &cpu);
+	if (budget_take(cs, now)) {
+		take_stacks(ctx, e->stacks, &e->ustack_len, &e->kstack_len,
+			    BPF_CORE_READ(t, flags) & PF_KTHREAD, HC_CNT_USTACK_ERR_OFF,
+			    HC_CNT_KSTACK_ERR_OFF);
+	} else {
+		e->ustack_len = 0;
+		e->kstack_len = 0;
+		count(HC_CNT_LOCK_NO_STACK);
+	}
+	size = HC_LOCK_HDR_SIZE + stack_bytes(e->ustack_len) + stack_bytes(e->kstack_len);
+	if (size > sizeof(*e))
+		size = sizeof(*e);
+	if (bpf_ringbuf_output(&events, e, size, rb_flags())) {
+		count(HC_CNT_LOCK_LOST);
+		count_add(HC_CNT_LOCK_LOST_NS, e->wait_ns);
+	}
 	return 0;
 }
 

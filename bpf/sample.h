@@ -24,6 +24,7 @@ enum hc_event_type {
 	HC_EVENT_ONCPU = 6,  /* struct hc_oncpu_event (start iterator: a task running on a CPU) */
 	HC_EVENT_END = 7,    /* struct hc_end_event (end iterator: one thread's last flush) */
 	HC_EVENT_USTACK = 8, /* struct hc_ustack_event (--unwind dwarf: a switch-out's stack) */
+	HC_EVENT_LOCK = 9,   /* struct hc_lock_event (--locks: one kernel lock contention) */
 };
 
 /*
@@ -82,6 +83,15 @@ enum hc_counter {
 			      * full: frame pointers used */
 	HC_CNT_UCOPY_FAULT,  /* the page at the stack pointer could not be read: frame pointers */
 	HC_CNT_UCOPY_LOST,   /* a switch-out's copy not delivered (ring buffer full) */
+	/* --locks (lock:contention_begin / lock:contention_end) */
+	HC_CNT_LOCK_SEEN,      /* contentions ended (contention_end matched to its begin) */
+	HC_CNT_LOCK_LOST,      /* a contention not delivered (ring buffer full): see _LOST_NS */
+	HC_CNT_LOCK_LOST_NS,   /* ns of wait in contentions not delivered */
+	HC_CNT_LOCK_NO_STACK,  /* contention sent without stacks: stack capture over budget */
+	HC_CNT_LOCK_NESTED,    /* a begin nested deeper than HC_LOCK_DEPTH: not timed */
+	HC_CNT_LOCK_UNMATCHED, /* an end with no begin (began before the capture) or an abandoned
+				* begin (its end never came): not timed */
+	HC_CNT_LOCK_NOMEM,     /* no task storage for the waiter: not timed */
 	HC_CNT_MAX,
 };
 
@@ -164,6 +174,10 @@ struct hc_offcpu_event {
 	/* --unwind dwarf: the hc_ustack_event of this thread with that seq (its low bit: the
 	 * slot, 0 blocked, 1 runnable); 0: none */
 	__u32 ucopy_seq;
+	/* --locks: the blocked intervals were waits for a kernel lock: HC_LOCK_WAIT | the
+	 * contention flags (LCB_F_*); 0: not a lock wait (and always 0 for run-queue time). */
+	__u32 lock;
+	__u32 _pad;
 	char comm[HC_TASK_COMM_LEN];
 	char pcomm[HC_TASK_COMM_LEN];
 	char waker_comm[HC_TASK_COMM_LEN];
@@ -214,6 +228,51 @@ struct hc_ustack_event {
 	__u64 pstart_ns;
 	struct hc_ucopy copy;
 };
+
+/*
+ * --locks: one contention, from lock:contention_begin to lock:contention_end of the same
+ * thread and lock. flags are the tracepoint's (include/trace/events/lock.h, LCB_F_*): the
+ * kind of lock. blocked: the waiter left the CPU asleep meanwhile (else it spun, or waited
+ * on a CPU). The lock address never leaves hotcold: user space names it (kallsyms) or drops
+ * it; `named` is set when BPF recognised it as a well-known per-process lock.
+ */
+#define HC_LCB_SPIN (1u << 0)
+#define HC_LCB_READ (1u << 1)
+#define HC_LCB_WRITE (1u << 2)
+#define HC_LCB_RT (1u << 3)
+#define HC_LCB_PERCPU (1u << 4)
+#define HC_LCB_MUTEX (1u << 5)
+#define HC_LCB_MASK 0x3fu
+#define HC_LOCK_WAIT (1u << 31) /* in hc_offcpu_event.lock: a lock wait */
+#define HC_LOCK_DEPTH 4		/* contentions one thread can be inside at once (nesting) */
+
+enum hc_lock_named {
+	HC_LOCK_UNNAMED = 0,
+	HC_LOCK_MMAP = 1,     /* the waiter's own mm->mmap_lock */
+	HC_LOCK_SIGHAND = 2,  /* the waiter's own sighand->siglock */
+};
+
+struct hc_lock_event {
+	__u32 type; /* HC_EVENT_LOCK */
+	__u32 flags;
+	__u32 tgid;
+	__u32 tid;
+	__u64 pstart_ns; /* as in hc_sample_event */
+	__u64 start_ns;	 /* contention_begin, bpf_ktime_get_ns() */
+	__u64 wait_ns;	 /* contention_begin -> contention_end */
+	__u64 lock_addr; /* for naming by kallsyms only: never printed */
+	__u32 blocked;
+	__s32 ret;   /* contention_end's ret: 0 acquired, else -errno (interrupted, timed out) */
+	__u32 named; /* enum hc_lock_named */
+	__u32 _pad;
+	char comm[HC_TASK_COMM_LEN];
+	char pcomm[HC_TASK_COMM_LEN];
+	__s32 kstack_len; /* bytes, or -errno; both 0: not captured (budget) */
+	__s32 ustack_len;
+	__u64 stacks[2 * HC_MAX_STACK_DEPTH]; /* user frames, then kernel frames, leaf first */
+};
+
+#define HC_LOCK_HDR_SIZE ((unsigned long)&((struct hc_lock_event *)0)->stacks)
 
 /* End iterator: a thread's histograms and both of its slots (blocked, runnable), at full
  * size; a slot with no intervals carries nothing. */

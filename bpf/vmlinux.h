@@ -100,7 +100,20 @@ struct bpf_perf_event_data {
 	__u64 addr;
 };
 
+/* --locks: only the addresses of the well-known per-process locks are computed. */
+struct rw_semaphore {
+} __attribute__((preserve_access_index));
+
+struct spinlock {
+} __attribute__((preserve_access_index));
+typedef struct spinlock spinlock_t;
+
 struct mm_struct {
+	struct rw_semaphore mmap_lock;
+} __attribute__((preserve_access_index));
+
+struct sighand_struct {
+	spinlock_t siglock;
 } __attribute__((preserve_access_index));
 
 struct rq {
@@ -137,6 +150,7 @@ struct task_struct {
 	unsigned int policy;
 	struct sched_entity se;
 	struct mm_struct *mm;
+	struct sighand_struct *sighand;
 	pid_t pid;
 	pid_t tgid;
 	struct task_struct *group_leader;

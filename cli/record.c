@@ -39,6 +39,7 @@ struct record_cfg {
 	bool kind_set;
 	const char *comm;
 	bool wakers;
+	bool locks;
 	const char *user; /* the sandboxed worker's user */
 };
 
@@ -89,6 +90,8 @@ static void usage(FILE *out)
 		"                        graph; their time still counts in totals\n"
 		"      --wakers          also take the waker's stack at each wakeup and show it\n"
 		"                        above the blocked stack (offwaketime); costs more\n"
+		"      --locks           kernel lock contention, lockstat style: spin and block\n"
+		"                        time by lock kind and waiter stack (docs/locks.md)\n"
 		"      --stack-budget N  off-CPU stack captures per second per CPU (default "
 		"10000);\n"
 		"                        beyond it intervals keep their time under [not captured]\n"
@@ -170,6 +173,7 @@ static int parse_args(int argc, char **argv, struct record_cfg *cfg)
 		OPT_FORMAT = 256,
 		OPT_COMM,
 		OPT_WAKERS,
+		OPT_LOCKS,
 		OPT_KIND,
 		OPT_USER,
 	};
@@ -181,6 +185,7 @@ static int parse_args(int argc, char **argv, struct record_cfg *cfg)
 		{"format", required_argument, NULL, OPT_FORMAT},
 		{"comm", required_argument, NULL, OPT_COMM},
 		{"wakers", no_argument, NULL, OPT_WAKERS},
+		{"locks", no_argument, NULL, OPT_LOCKS},
 		{"kind", required_argument, NULL, OPT_KIND},
 		{"user", required_argument, NULL, OPT_USER},
 		{"help", no_argument, NULL, 'h'},
@@ -249,6 +254,9 @@ static int parse_args(int argc, char **argv, struct record_cfg *cfg)
 		case OPT_WAKERS:
 			cfg->wakers = true;
 			break;
+		case OPT_LOCKS:
+			cfg->locks = true;
+			break;
 		case 'h':
 			usage(stdout);
 			exit(0);
@@ -257,9 +265,10 @@ static int parse_args(int argc, char **argv, struct record_cfg *cfg)
 			return EX_USAGE;
 		}
 	}
-	if (cfg->c.no_offcpu && (hc_common_args__offcpu_tuned(&cfg->c) || cfg->wakers)) {
-		hc_err("--no-offcpu cannot be combined with --min-block, --wakers, --stack-budget "
-		       "or --no-stack-reuse");
+	if (cfg->c.no_offcpu &&
+	    (hc_common_args__offcpu_tuned(&cfg->c) || cfg->wakers || cfg->locks)) {
+		hc_err("--no-offcpu cannot be combined with --min-block, --wakers, --locks, "
+		       "--stack-budget or --no-stack-reuse");
 		return EX_USAGE;
 	}
 	if (cfg->kind_set && cfg->format == HC_FORMAT_JSON) {
@@ -312,6 +321,11 @@ static int on_waker(void *ctx, const struct hc_waker_event *e, size_t size)
 static int on_ustack(void *ctx, const struct hc_ustack_event *e, size_t size)
 {
 	return hc_agg__ustack(*(struct hc_agg **)ctx, e, size);
+}
+
+static int on_lock(void *ctx, const struct hc_lock_event *e, size_t size)
+{
+	return hc_agg__lock(*(struct hc_agg **)ctx, e, size);
 }
 
 static uint64_t now_ns(clockid_t clk)
@@ -429,6 +443,17 @@ static int fill_profile(struct hc_profile *p, const struct record_cfg *cfg,
 		p->scheduler = scheduler_json(cfg, cnt, agg, &as, duration_ns);
 		if (!p->scheduler)
 			return -ENOMEM;
+	}
+
+	if (cfg->locks) {
+		p->locks = hc_locks_json(agg, cnt->total);
+		p->lock_tree = hc_tree__new();
+		if (!p->locks || !p->lock_tree)
+			return -ENOMEM;
+		err = hc_agg__build_lock_tree(agg, p->lock_tree);
+		if (err)
+			return err;
+		hc_tree__sort(p->lock_tree);
 	}
 
 	p->unwind = hc_unwind_json(cfg->c.unwind_fp, cfg->c.stack_copy_bytes, cfg->c.copy_budget,
@@ -609,6 +634,11 @@ static int record_worker(const struct record_cfg *cfg, struct hc_sampler *sample
 
 			bad = !j || json_object_set_new(prof->histograms, names[h], j);
 		}
+		if (!bad && cfg->locks) {
+			json_t *j = hc_hist__to_json(hc_agg__lock_hist(agg));
+
+			bad = !j || json_object_set_new(prof->histograms, "lock_wait_ns", j);
+		}
 		if (bad) {
 			hc_err("building the histograms: out of memory");
 			rc = EX_OSERR;
@@ -691,6 +721,7 @@ int cmd_record(int argc, char **argv)
 					   .thist = on_thist,
 					   .waker = on_waker,
 					   .ustack = on_ustack,
+					   .lock = on_lock,
 					   .ctx = &agg};
 	popts.period_ns = cfg.c.rate.period_ns;
 	popts.tgids = cfg.tgids;
@@ -698,6 +729,7 @@ int cmd_record(int argc, char **argv)
 	popts.no_offcpu = cfg.c.no_offcpu;
 	popts.min_block_ns = cfg.c.min_block_ns;
 	popts.wakers = cfg.wakers;
+	popts.locks = cfg.locks;
 	popts.no_stack_reuse = cfg.c.no_stack_reuse;
 	popts.stack_budget = cfg.c.stack_budget;
 	popts.stack_copy_bytes = cfg.c.unwind_fp ? 0 : cfg.c.stack_copy_bytes;

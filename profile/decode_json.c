@@ -420,7 +420,8 @@ struct dnode {
 
 struct tree_dec {
 	struct dec *d;
-	struct dnode *st; /* st[k]: the open node at depth k */
+	struct dnode *st;   /* st[k]: the open node at depth k */
+	const char *where;  /* "flamegraph", "locks.flamegraph" */
 };
 
 #define PATH_ENDS 3 /* levels shown at either end of a long path */
@@ -432,7 +433,7 @@ static int node_fail(struct tree_dec *t, size_t depth, const char *key, const ch
 	va_list ap;
 
 	d->used = 0;
-	why_add(d, "flamegraph");
+	why_add(d, "%s", t->where);
 	for (size_t i = 1; i <= depth; i++) {
 		/* a path 1000 levels deep would crowd out the reason: elide its middle */
 		if (depth > 2 * PATH_ENDS && i == PATH_ENDS + 1) {
@@ -544,12 +545,12 @@ static int parse_node(struct tree_dec *t, size_t depth, const json_t *n, struct 
 		return node_fail(t, depth, NULL, "member \"kind\" missing");
 	if (!json_is_string(kind))
 		return node_fail(t, depth, "kind", "not a string");
-	for (k = HC_NODE_ROOT; k <= HC_NODE_WAKER; k++) {
+	for (k = HC_NODE_ROOT; k <= HC_NODE_KIND_MAX; k++) {
 		if (strcmp(json_string_value(kind), hc_node_kind__name(k)) == 0 &&
 		    json_string_length(kind) == strlen(hc_node_kind__name(k)))
 			break;
 	}
-	if (k > HC_NODE_WAKER)
+	if (k > HC_NODE_KIND_MAX)
 		return node_fail(t, depth, "kind", "unknown kind \"%s\"", json_string_value(kind));
 	if ((depth == 0) != (k == HC_NODE_ROOT) || (depth == 1) != (k == HC_NODE_PROCESS) ||
 	    (depth == 2) != (k == HC_NODE_THREAD))
@@ -581,6 +582,8 @@ static int parse_node(struct tree_dec *t, size_t depth, const json_t *n, struct 
 		if (err)
 			return err;
 		e->offset = (int64_t)id;
+		break;
+	case HC_NODE_LOCK:
 		break;
 	case HC_NODE_USER:
 	case HC_NODE_KERNEL:
@@ -630,9 +633,9 @@ static int add_to_parent(struct tree_dec *t, size_t depth, const struct hc_weigh
 	return 0;
 }
 
-static int decode_tree(struct dec *d, const json_t *root, struct hc_tree *tree)
+static int decode_tree(struct dec *d, const json_t *root, struct hc_tree *tree, const char *where)
 {
-	struct tree_dec t = { .d = d };
+	struct tree_dec t = { .d = d, .where = where };
 	struct hc_path_elem e;
 	struct hc_weights w;
 	const json_t *children;
@@ -692,6 +695,45 @@ out:
 	return err;
 }
 
+/* `locks` (docs/locks.md): by_kind checked, the waiters' flame graph decoded as the main one;
+ * the other members are kept as they are. */
+static int decode_locks(struct dec *d, const json_t *doc, struct hc_profile *p)
+{
+	const json_t *l = json_object_get(doc, "locks"), *by, *fg, *k;
+	size_t i;
+	int err;
+
+	if (!l)
+		return 0;
+	if (!json_is_object(l))
+		return fail(d, "locks", "not an object");
+	by = json_object_get(l, "by_kind");
+	if (!json_is_array(by))
+		return fail(d, "locks", "member \"by_kind\" missing or not an array");
+	json_array_foreach(by, i, k) {
+		uint64_t v;
+
+		d->used = 0;
+		if (!json_is_object(k) || !is_c_string(json_object_get(k, "kind")) ||
+		    !json_is_boolean(json_object_get(k, "spin")))
+			return fail(d, "locks.by_kind", "entry %zu: not {kind, spin, ...}", i);
+		if (member_u64(d, k, "locks.by_kind[]", "count", UINT64_MAX, NULL, &v) ||
+		    member_u64(d, k, "locks.by_kind[]", "total_ns", UINT64_MAX, NULL, &v) ||
+		    member_u64(d, k, "locks.by_kind[]", "max_ns", UINT64_MAX, NULL, &v))
+			return -EINVAL;
+	}
+	fg = json_object_get(l, "flamegraph");
+	if (!json_is_object(fg))
+		return fail(d, "locks", "member \"flamegraph\" missing or not an object");
+	p->lock_tree = hc_tree__new();
+	p->locks = json_deep_copy(l);
+	if (!p->lock_tree || !p->locks)
+		return -ENOMEM;
+	json_object_del(p->locks, "flamegraph");
+	err = decode_tree(d, fg, p->lock_tree, "locks.flamegraph");
+	return err;
+}
+
 /* ---- the document ---- */
 
 static int decode(struct dec *d, const json_t *doc, struct hc_profile *p)
@@ -742,7 +784,9 @@ static int decode(struct dec *d, const json_t *doc, struct hc_profile *p)
 	if (!err)
 		err = member_object(d, doc, NULL, "flamegraph", &obj);
 	if (!err)
-		err = decode_tree(d, obj, p->tree);
+		err = decode_tree(d, obj, p->tree, "flamegraph");
+	if (!err)
+		err = decode_locks(d, doc, p);
 	if (!err)
 		err = member_object(d, doc, NULL, "histograms", &obj);
 	if (!err)
@@ -751,6 +795,8 @@ static int decode(struct dec *d, const json_t *doc, struct hc_profile *p)
 		return err;
 	/* the document's order is the encoder's; sorting makes any input canonical */
 	hc_tree__sort(p->tree);
+	if (p->lock_tree)
+		hc_tree__sort(p->lock_tree);
 	return 0;
 }
 

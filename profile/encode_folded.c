@@ -113,6 +113,11 @@ static int add_frame(struct sbuf *b, const struct hc_node *n)
 		if (sbuf_add_raw(b, "--;") || sbuf_add_name(b, name))
 			return -ENOMEM;
 		return 0;
+	case HC_NODE_LOCK:
+		/* "[lock rwsem:W mmap_lock]": a pseudo-frame, as "[unknown]" is one */
+		if (sbuf_add_raw(b, "[lock ") || sbuf_add_name(b, name) || sbuf_add_raw(b, "]"))
+			return -ENOMEM;
+		return 0;
 	default:
 		return sbuf_add_name(b, name);
 	}
@@ -150,7 +155,7 @@ static int walk(struct folded *f, const struct hc_node *n, unsigned int depth)
 	if (depth > HC_FOLDED_MAX_TREE_DEPTH)
 		return -EOVERFLOW;
 	if (kind == HC_NODE_PROCESS || kind == HC_NODE_USER || kind == HC_NODE_KERNEL ||
-	    kind == HC_NODE_WAKER) {
+	    kind == HC_NODE_WAKER || kind == HC_NODE_LOCK) {
 		err = add_frame(&f->path, n);
 		if (err)
 			goto out_restore;

@@ -130,6 +130,8 @@ static json_t *node_fields_to_json(const struct hc_node *n)
 		    jset(obj, "tid", ju64(hc_node__id(n))))
 			goto err_decref;
 		break;
+	case HC_NODE_LOCK:
+		break;
 	case HC_NODE_USER:
 	case HC_NODE_KERNEL:
 		if (hc_node__module(n) && jset(obj, "module", jstr(hc_node__module(n))))
@@ -252,6 +254,8 @@ static void jstream_node(struct jstream *js, const struct hc_node *n, unsigned i
 		JSTREAM_LIT(js, ",\"tid\":");
 		jstream_u64(js, hc_node__id(n));
 		break;
+	case HC_NODE_LOCK:
+		break;
 	case HC_NODE_USER:
 	case HC_NODE_KERNEL:
 		if (hc_node__module(n)) {
@@ -373,6 +377,11 @@ static json_t *header_to_json(const struct hc_profile *p)
 	return doc;
 }
 
+json_t *hc_tree__to_json(const struct hc_tree *tree)
+{
+	return node_to_json(hc_tree__root(tree), 0);
+}
+
 json_t *hc_profile__to_json(const struct hc_profile *p)
 {
 	json_t *doc, *flame;
@@ -391,6 +400,17 @@ json_t *hc_profile__to_json(const struct hc_profile *p)
 		goto err_decref; /* ENOMEM or EOVERFLOW */
 	if (jset(doc, "flamegraph", flame))
 		goto err_decref_nomem;
+	if (p->locks && p->lock_tree) {
+		json_t *l = json_deep_copy(p->locks), *lf;
+
+		if (!l || jset(doc, "locks", l))
+			goto err_decref_nomem;
+		lf = node_to_json(hc_tree__root(p->lock_tree), 0);
+		if (!lf)
+			goto err_decref;
+		if (jset(l, "flamegraph", lf))
+			goto err_decref_nomem;
+	}
 	if (jset(doc, "histograms", p->histograms ? json_incref(p->histograms) : json_object()))
 		goto err_decref_nomem;
 	return doc;
@@ -428,6 +448,25 @@ int hc_profile__write_json(const struct hc_profile *p, FILE *out)
 	jstream_raw(&js, js.buf, n - 1);
 	JSTREAM_LIT(&js, ",\"flamegraph\":");
 	jstream_node(&js, hc_tree__root(p->tree), 0);
+	if (p->locks && p->lock_tree) {
+		/* the section's members, then its flame graph, streamed as the main one */
+		char *l = json_dumps(p->locks, JSON_COMPACT);
+		size_t ln = l ? strlen(l) : 0;
+
+		if (ln < 2) {
+			free(l);
+			free(js.buf);
+			return -ENOMEM;
+		}
+		JSTREAM_LIT(&js, ",\"locks\":");
+		jstream_raw(&js, l, ln - 1);
+		free(l);
+		if (ln > 2)
+			JSTREAM_LIT(&js, ",");
+		JSTREAM_LIT(&js, "\"flamegraph\":");
+		jstream_node(&js, hc_tree__root(p->lock_tree), 0);
+		JSTREAM_LIT(&js, "}");
+	}
 	JSTREAM_LIT(&js, ",\"histograms\":");
 	jstream_value(&js, p->histograms ? json_incref(p->histograms) : json_object());
 	JSTREAM_LIT(&js, "}\n");

@@ -370,6 +370,7 @@ static int visit(struct speedscope *ss, const struct ss_todo *t)
 		break;
 	case HC_NODE_USER:
 	case HC_NODE_KERNEL:
+	case HC_NODE_LOCK:
 		link = add_link(ss, (uint32_t)link, node_frame(ss, n));
 		break;
 	}

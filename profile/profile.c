@@ -38,6 +38,8 @@ const char *hc_node_kind__name(enum hc_node_kind kind)
 		return "kernel";
 	case HC_NODE_WAKER:
 		return "waker";
+	case HC_NODE_LOCK:
+		return "lock";
 	}
 	return "unknown";
 }
@@ -100,6 +102,8 @@ void hc_profile__free(struct hc_profile *p)
 	json_decref(p->scheduler);
 	json_decref(p->unwind);
 	json_decref(p->range);
+	json_decref(p->locks);
+	hc_tree__free(p->lock_tree);
 	free(p);
 }
 

@@ -64,9 +64,12 @@ enum hc_node_kind {
 	HC_NODE_KERNEL,	 /* a kernel frame */
 	HC_NODE_WAKER,	 /* who woke a blocked path: name = waker thread comm, id = waker tid,
 			  * offset = waker pid (tgid); the waker's frames, if taken, follow */
+	HC_NODE_LOCK,	 /* --locks: the kernel lock a blocked path waited for, after its kernel
+			  * frames: name = its kind ("rwsem:W"), then its name when known */
 };
+#define HC_NODE_KIND_MAX HC_NODE_LOCK
 
-/* JSON `kind` strings: "root", "process", "thread", "user", "kernel", "waker". */
+/* JSON `kind` strings: "root", "process", "thread", "user", "kernel", "waker", "lock". */
 const char *hc_node_kind__name(enum hc_node_kind kind);
 
 /* One step of a path from the root. Two steps name the same node when kind, name, module,
@@ -153,6 +156,10 @@ struct hc_profile {
 	json_t *unwind;	      /* owned reference or NULL: how user stacks were unwound */
 	json_t *range;	      /* owned reference or NULL: serve's query and pruning (docs/api.md) */
 	struct hc_tree *tree; /* owned */
+	/* --locks (docs/locks.md): the section's members but its flame graph (owned reference),
+	 * and that flame graph (owned); both NULL without --locks. */
+	json_t *locks;
+	struct hc_tree *lock_tree;
 	json_t *histograms;   /* owned reference; an empty object until the off-CPU issue */
 };
 
@@ -166,6 +173,9 @@ int hc_profile__add_symbolize(struct hc_profile *p, const char *name, uint64_t c
 /* ns since the epoch (CLOCK_REALTIME) as an RFC 3339 UTC string with milliseconds,
  * "2026-11-22T10:00:00.000Z"; JSON null when gmtime cannot represent it. */
 json_t *hc_json__rfc3339_ms(int64_t ns);
+
+/* A tree as the JSON of its root node (the `flamegraph` member's form). NULL + errno. */
+json_t *hc_tree__to_json(const struct hc_tree *tree);
 
 /* Encoders. to_json returns a new reference (NULL + errno on failure). */
 json_t *hc_profile__to_json(const struct hc_profile *p);

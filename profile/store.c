@@ -1283,7 +1283,7 @@ int hc_store__define_frame(struct hc_store *st, uint32_t id, const struct hc_pat
 	struct frame f = {0};
 	int64_t name, module = -1, fi;
 
-	if (!st || !e || !e->name || e->kind <= HC_NODE_ROOT || e->kind > HC_NODE_WAKER)
+	if (!st || !e || !e->name || e->kind <= HC_NODE_ROOT || e->kind > HC_NODE_KIND_MAX)
 		return -EINVAL;
 	if (id == 0 || id != st->n_wmap + 1 || id == UINT32_MAX)
 		return -EINVAL;

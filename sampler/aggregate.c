@@ -22,7 +22,18 @@
 #define KEY_MAX (KEY_HDR + 2 * HC_MAX_STACK_DEPTH + HC_MAX_STACK_DEPTH)
 #define EXT_NO_STACK (1ull << 32) /* off-CPU stack not captured (budget) */
 #define EXT_NEW (1ull << 33)	  /* a new thread waiting for its first run: no stack yet */
+/* --locks: a lock wait; its LCB_F_* flags at bit 34, whether it blocked at 40, and (the
+ * lock table's paths) the lock's name, index + 1 into lnames, from bit 42. */
+#define EXT_LOCK (1ull << 41)
+#define EXT_LOCK_FLAGS_SHIFT 34
+#define EXT_LOCK_BLOCKED (1ull << 40)
+#define EXT_LOCK_NAME_SHIFT 42
+#define LOCK_NAMES_MAX 65535
 #define WAKER_KEY 5
+
+struct lock_kind {
+	uint64_t count, total_ns, max_ns;
+};
 
 struct hc_agg {
 	struct hc_symbolizer *sym;
@@ -46,6 +57,17 @@ struct hc_agg {
 	char (*cpu_keys)[16]; /* "cpu N" by CPU number, formatted once, not per sample */
 	size_t n_cpu_keys;
 	struct hc_unwinder *unw; /* --unwind dwarf; borrowed */
+	/* --locks */
+	struct hc_stacktab *lstacks; /* contentions: key as `stacks`, weights: spin ns as
+				      * on_cpu_ns, blocked ns as off_cpu_ns, samples = count */
+	struct hc_hist *lock_hist;   /* lock_wait_ns: quantize per "<kind> spin|block" */
+	struct lock_kind lkind[HC_LCB_MASK + 1][2]; /* [flags][blocked] */
+	char **lnames;
+	size_t n_lnames, cap_lnames;
+	struct hc_stacktab *llabel_keys; /* [flags, name index + 1] -> llabels */
+	char **llabels;
+	size_t n_llabels, cap_llabels;
+	struct hc_agg_lock_stats lstats;
 	struct hc_agg_stats stats;
 	uint64_t upcs[HC_MAX_STACK_DEPTH]; /* an unwound user stack */
 	uint64_t key[KEY_MAX + 2];
@@ -68,7 +90,10 @@ struct hc_agg *hc_agg__new(struct hc_symbolizer *sym, uint64_t period_ns)
 	agg->wakers = hc_stacktab__new();
 	agg->wstacks = hc_stacktab__new();
 	agg->wseqs = hc_stacktab__new();
-	if (!agg->stacks || !agg->comms || !agg->priority || !agg->runq || !agg->thist[0] ||
+	agg->lstacks = hc_stacktab__new();
+	agg->lock_hist = hc_hist__new_quantize("ns");
+	agg->llabel_keys = hc_stacktab__new();
+	if (!agg->llabel_keys || !agg->lstacks || !agg->lock_hist || !agg->stacks || !agg->comms || !agg->priority || !agg->runq || !agg->thist[0] ||
 	    !agg->thist[1] || !agg->thist[2] || !agg->wakers || !agg->wstacks || !agg->wseqs) {
 		hc_agg__free(agg);
 		errno = ENOMEM;
@@ -91,6 +116,15 @@ void hc_agg__free(struct hc_agg *agg)
 	hc_stacktab__free(agg->wstacks);
 	hc_stacktab__free(agg->wseqs);
 	free(agg->wseq_stack);
+	hc_stacktab__free(agg->lstacks);
+	hc_hist__free(agg->lock_hist);
+	for (size_t i = 0; i < agg->n_lnames; i++)
+		free(agg->lnames[i]);
+	free(agg->lnames);
+	for (size_t i = 0; i < agg->n_llabels; i++)
+		free(agg->llabels[i]);
+	free(agg->llabels);
+	hc_stacktab__free(agg->llabel_keys);
 	free(agg->unclaimed_s);
 	free(agg->cpu_keys);
 	free(agg);
@@ -500,11 +534,14 @@ int hc_agg__offcpu(struct hc_agg *agg, const struct hc_offcpu_event *e, size_t s
 					     e->last_ns))
 			goto err_nomem;
 	}
-	/* ...blocked time under its waker, when one was seen. */
+	/* ...blocked time under its waker, when one was seen; a lock wait is marked. */
 	if (e->off_ns) {
 		wref = waker_ref(agg, e);
 		if (wref < 0)
 			goto err_nomem;
+		if (e->lock & HC_LOCK_WAIT)
+			ext |= EXT_LOCK | EXT_LOCK_BLOCKED |
+			       (uint64_t)(e->lock & HC_LCB_MASK) << EXT_LOCK_FLAGS_SHIFT;
 		n = build_key(agg, e->tgid, e->pstart_ns, e->tid, e->pcomm, e->comm, &us,
 			      e->stacks + nu, nk, ext | (uint64_t)wref);
 		if (n < 0 || add_offcpu_time(agg, (size_t)n, true, e->off_ns, e->first_ns,
@@ -621,6 +658,199 @@ int hc_agg__exec(struct hc_agg *agg, const struct hc_exec_event *e)
 	return 0;
 }
 
+const char *hc_lock_kind_name(uint32_t flags)
+{
+	switch (flags & HC_LCB_MASK) {
+	case 0:
+		return "semaphore";
+	case HC_LCB_SPIN:
+		return "spinlock";
+	case HC_LCB_SPIN | HC_LCB_READ:
+		return "rwlock:R";
+	case HC_LCB_SPIN | HC_LCB_WRITE:
+		return "rwlock:W";
+	case HC_LCB_READ:
+		return "rwsem:R";
+	case HC_LCB_WRITE:
+		return "rwsem:W";
+	case HC_LCB_RT:
+		return "rtmutex";
+	case HC_LCB_RT | HC_LCB_READ:
+		return "rwlock-rt:R";
+	case HC_LCB_RT | HC_LCB_WRITE:
+		return "rwlock-rt:W";
+	case HC_LCB_PERCPU | HC_LCB_READ:
+		return "pcpu-sem:R";
+	case HC_LCB_PERCPU | HC_LCB_WRITE:
+		return "pcpu-sem:W";
+	case HC_LCB_MUTEX:
+	case HC_LCB_MUTEX | HC_LCB_SPIN: /* still spinning on the owner when it got the lock */
+		return "mutex";
+	default:
+		return "other";
+	}
+}
+
+/* The lock's name, index + 1 into lnames; 0: none (not a symbol, or too many names). */
+static uint64_t lock_name(struct hc_agg *agg, const struct hc_lock_event *e)
+{
+	const char *name = NULL;
+
+	if (e->named == HC_LOCK_MMAP)
+		name = "mmap_lock";
+	else if (e->named == HC_LOCK_SIGHAND)
+		name = "siglock";
+	else if (hc_symbolizer__kernel_data(agg->sym, e->lock_addr, &name))
+		return 0;
+	for (size_t i = 0; i < agg->n_lnames; i++)
+		if (!strcmp(agg->lnames[i], name))
+			return i + 1;
+	if (agg->n_lnames >= LOCK_NAMES_MAX) {
+		agg->lstats.unnamed_over_limit++;
+		return 0;
+	}
+	if (agg->n_lnames == agg->cap_lnames) {
+		size_t cap = agg->cap_lnames ? agg->cap_lnames * 2 : 16;
+		char **n = realloc(agg->lnames, cap * sizeof(*n));
+
+		if (!n)
+			return 0;
+		agg->lnames = n;
+		agg->cap_lnames = cap;
+	}
+	agg->lnames[agg->n_lnames] = strdup(name);
+	if (!agg->lnames[agg->n_lnames])
+		return 0;
+	return ++agg->n_lnames;
+}
+
+int hc_agg__lock(struct hc_agg *agg, const struct hc_lock_event *e, size_t size)
+{
+	size_t nu = e->ustack_len > 0 ? (size_t)e->ustack_len / 8 : 0;
+	size_t nk = e->kstack_len > 0 ? (size_t)e->kstack_len / 8 : 0;
+	struct ustack us = { .pcs = e->stacks, .n = nu };
+	uint32_t f = e->flags & HC_LCB_MASK;
+	bool blocked = e->blocked != 0;
+	struct lock_kind *lk = &agg->lkind[f][blocked];
+	char key[64];
+	uint64_t ext, wait = e->wait_ns;
+	struct hc_weights *w;
+	int64_t n, idx;
+	int err;
+
+	(void)size; /* validated by the sampler */
+	if (nu > HC_MAX_STACK_DEPTH || nk > HC_MAX_STACK_DEPTH)
+		return -EINVAL;
+	agg->lstats.events++;
+	agg->lstats.wait_ns += wait;
+	if (e->ret)
+		agg->lstats.failed++;
+	if (!e->ustack_len && !e->kstack_len)
+		agg->lstats.no_stack++;
+	lk->count++;
+	lk->total_ns += wait;
+	if (wait > lk->max_ns)
+		lk->max_ns = wait;
+	snprintf(key, sizeof(key), "%s %s", hc_lock_kind_name(f), blocked ? "block" : "spin");
+	err = hc_hist__add(agg->lock_hist, key, wait > INT64_MAX ? INT64_MAX : (int64_t)wait, 1);
+	if (err == -ENOMEM)
+		goto err_nomem;
+	if (err)
+		agg->stats.hist_errors++;
+	ext = EXT_LOCK | (uint64_t)f << EXT_LOCK_FLAGS_SHIFT | (blocked ? EXT_LOCK_BLOCKED : 0) |
+	      lock_name(agg, e) << EXT_LOCK_NAME_SHIFT;
+	n = build_key(agg, e->tgid, e->pstart_ns, e->tid, e->pcomm, e->comm, &us, e->stacks + nu,
+		      nk, ext);
+	if (n < 0)
+		goto err_nomem;
+	if (agg->bucketed) {
+		int64_t sec = real_second(agg, e->start_ns + wait);
+
+		if (sec < agg->oldest_s) {
+			agg->lstats.expired++;
+			return 0;
+		}
+		agg->key[7] = (uint64_t)sec;
+	}
+	idx = hc_stacktab__intern(agg->lstacks, agg->key, (size_t)n);
+	if (idx < 0)
+		goto err_nomem;
+	w = hc_stacktab__weights(agg->lstacks, (size_t)idx);
+	*(blocked ? &w->off_cpu_ns : &w->on_cpu_ns) += wait;
+	w->samples++;
+	return 0;
+err_nomem:
+	agg->lstats.ingest_errors++;
+	return -ENOMEM;
+}
+
+void hc_agg__lock_stats(const struct hc_agg *agg, struct hc_agg_lock_stats *out)
+{
+	*out = agg->lstats;
+}
+
+const struct hc_hist *hc_agg__lock_hist(const struct hc_agg *agg)
+{
+	return agg->lock_hist;
+}
+
+/* by_kind: [{kind, spin, count, total_ns, max_ns}], the most waited-for first. */
+json_t *hc_agg__lock_kinds_json(const struct hc_agg *agg)
+{
+	struct { uint32_t f; int b; } order[(HC_LCB_MASK + 1) * 2];
+	size_t n = 0;
+	json_t *arr = json_array();
+
+	if (!arr)
+		return NULL;
+	for (uint32_t f = 0; f <= HC_LCB_MASK; f++)
+		for (int b = 0; b < 2; b++)
+			if (agg->lkind[f][b].count)
+				order[n++] = (typeof(order[0])){f, b};
+	for (size_t i = 1; i < n; i++) /* insertion sort: at most 128, usually a few */
+		for (size_t j = i; j > 0; j--) {
+			const struct lock_kind *x = &agg->lkind[order[j].f][order[j].b];
+			const struct lock_kind *y = &agg->lkind[order[j - 1].f][order[j - 1].b];
+
+			if (x->total_ns <= y->total_ns)
+				break;
+			typeof(order[0]) t = order[j];
+			order[j] = order[j - 1];
+			order[j - 1] = t;
+		}
+	for (size_t i = 0; i < n; i++) {
+		const struct lock_kind *k = &agg->lkind[order[i].f][order[i].b];
+
+		if (json_array_append_new(arr, json_pack("{s:s, s:b, s:I, s:I, s:I}", "kind",
+							 hc_lock_kind_name(order[i].f), "spin",
+							 !order[i].b, "count", (json_int_t)k->count,
+							 "total_ns", (json_int_t)k->total_ns,
+							 "max_ns", (json_int_t)k->max_ns))) {
+			json_decref(arr);
+			return NULL;
+		}
+	}
+	return arr;
+}
+
+json_t *hc_locks_json(const struct hc_agg *agg, const uint64_t *t)
+{
+	const struct hc_agg_lock_stats *ls = &agg->lstats;
+	json_t *by = hc_agg__lock_kinds_json(agg);
+
+	if (!by)
+		return NULL;
+	return json_pack("{s:I, s:I, s:I, s:I, s:o, s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I}}",
+			 "events", (json_int_t)ls->events, "wait_ns", (json_int_t)ls->wait_ns,
+			 "failed", (json_int_t)ls->failed, "no_stack", (json_int_t)ls->no_stack,
+			 "by_kind", by, "dropped", "ringbuf_full", (json_int_t)t[HC_CNT_LOCK_LOST],
+			 "ringbuf_full_ns", (json_int_t)t[HC_CNT_LOCK_LOST_NS], "nested",
+			 (json_int_t)t[HC_CNT_LOCK_NESTED], "unmatched",
+			 (json_int_t)t[HC_CNT_LOCK_UNMATCHED], "task_state_nomem",
+			 (json_int_t)t[HC_CNT_LOCK_NOMEM], "ingest_error",
+			 (json_int_t)ls->ingest_errors, "expired", (json_int_t)ls->expired);
+}
+
 /* Per distinct frame, resolved once: a table keyed like the stack key's frame words. */
 struct frame_cache {
 	struct hc_stacktab *keys;
@@ -734,11 +964,46 @@ static int waker_path(struct hc_agg *agg, struct frame_cache *fc, size_t widx,
 	return 0;
 }
 
-int hc_agg__for_each_path(struct hc_agg *agg, hc_agg_path_fn fn, void *ctx)
+/* A lock node's name, "<kind>" or "<kind> <lock name>": one string per distinct label, kept
+ * as long as agg (path consumers may key frames by the name's address, as serve's collector
+ * does). NULL on allocation failure. */
+static const char *lock_label(struct hc_agg *agg, uint64_t ext)
+{
+	uint64_t ni = ext >> EXT_LOCK_NAME_SHIFT;
+	uint32_t f = (uint32_t)(ext >> EXT_LOCK_FLAGS_SHIFT) & HC_LCB_MASK;
+	uint64_t k[2] = {f, ni <= agg->n_lnames ? ni : 0};
+	size_t before = hc_stacktab__count(agg->llabel_keys);
+	int64_t idx = hc_stacktab__intern(agg->llabel_keys, k, 2);
+	char buf[160];
+
+	if (idx < 0)
+		return NULL;
+	if ((size_t)idx < before)
+		return agg->llabels[idx];
+	if ((size_t)idx >= agg->cap_llabels) {
+		size_t cap = agg->cap_llabels ? agg->cap_llabels * 2 : 16;
+		char **n = realloc(agg->llabels, cap * sizeof(*n));
+
+		if (!n)
+			return NULL;
+		agg->llabels = n;
+		agg->cap_llabels = cap;
+	}
+	if (k[1])
+		snprintf(buf, sizeof(buf), "%s %s", hc_lock_kind_name(f), agg->lnames[k[1] - 1]);
+	else
+		snprintf(buf, sizeof(buf), "%s", hc_lock_kind_name(f));
+	agg->llabels[idx] = strdup(buf);
+	agg->n_llabels = (size_t)idx + 1;
+	return agg->llabels[idx];
+}
+
+static int for_each_path(struct hc_agg *agg, struct hc_stacktab *tab, hc_agg_path_fn fn,
+			 void *ctx)
 {
 	struct frame_cache fc = {0};
 	struct hc_path_elem *path;
-	size_t count = hc_stacktab__count(agg->stacks);
+	size_t count = hc_stacktab__count(tab);
 	int err = 0;
 
 	fc.keys = hc_stacktab__new();
@@ -754,7 +1019,7 @@ int hc_agg__for_each_path(struct hc_agg *agg, hc_agg_path_fn fn, void *ctx)
 		size_t n, nu, nk, depth = 0;
 		uint64_t ext;
 
-		key = hc_stacktab__key(agg->stacks, s, &n);
+		key = hc_stacktab__key(tab, s, &n);
 		if (n < KEY_HDR)
 			continue;
 		nu = key[4];
@@ -787,12 +1052,22 @@ int hc_agg__for_each_path(struct hc_agg *agg, hc_agg_path_fn fn, void *ctx)
 				.name = ext & EXT_NEW ? "[new thread, not run yet]"
 						      : "[not captured]",
 				.offset = -1};
+		if (ext & EXT_LOCK) {
+			const char *label = lock_label(agg, ext);
+
+			if (!label) {
+				err = -ENOMEM;
+				goto out;
+			}
+			path[depth++] = (struct hc_path_elem){
+				.kind = HC_NODE_LOCK, .name = label, .offset = -1};
+		}
 		if ((uint32_t)ext) {
 			err = waker_path(agg, &fc, (uint32_t)ext - 1, wcomm, path, &depth);
 			if (err)
 				goto out;
 		}
-		err = fn(ctx, path, depth, hc_stacktab__weights(agg->stacks, s), (int64_t)key[7]);
+		err = fn(ctx, path, depth, hc_stacktab__weights(tab, s), (int64_t)key[7]);
 		if (err)
 			goto out;
 	}
@@ -801,6 +1076,16 @@ out:
 	free(fc.elems);
 	hc_stacktab__free(fc.keys);
 	return err;
+}
+
+int hc_agg__for_each_path(struct hc_agg *agg, hc_agg_path_fn fn, void *ctx)
+{
+	return for_each_path(agg, agg->stacks, fn, ctx);
+}
+
+int hc_agg__for_each_lock_path(struct hc_agg *agg, hc_agg_path_fn fn, void *ctx)
+{
+	return for_each_path(agg, agg->lstacks, fn, ctx);
 }
 
 static int add_to_tree(void *ctx, const struct hc_path_elem *path, size_t n,
@@ -813,6 +1098,11 @@ static int add_to_tree(void *ctx, const struct hc_path_elem *path, size_t n,
 int hc_agg__build_tree(struct hc_agg *agg, struct hc_tree *tree)
 {
 	return hc_agg__for_each_path(agg, add_to_tree, tree);
+}
+
+int hc_agg__build_lock_tree(struct hc_agg *agg, struct hc_tree *tree)
+{
+	return hc_agg__for_each_lock_path(agg, add_to_tree, tree);
 }
 
 const struct hc_hist *hc_agg__priority(const struct hc_agg *agg)

@@ -50,6 +50,17 @@ struct hc_agg_stats {
 	uint64_t ustacks_fp_fallback;	  /* frame pointers: a copy that could not be unwound */
 };
 
+/* --locks */
+struct hc_agg_lock_stats {
+	uint64_t events;	     /* contentions received */
+	uint64_t wait_ns;	     /* their wait, all of it */
+	uint64_t failed;	     /* of them, ended without the lock (ret != 0) */
+	uint64_t no_stack;	     /* of them, without stacks (capture budget) */
+	uint64_t ingest_errors;	     /* dropped in user space (out of memory) */
+	uint64_t expired;	     /* serve: ended before the oldest second kept */
+	uint64_t unnamed_over_limit; /* named locks beyond 65535 names: shown by kind only */
+};
+
 struct hc_agg;
 
 /* sym is borrowed and must outlive the aggregator. */
@@ -71,6 +82,22 @@ void hc_agg__set_unwinder(struct hc_agg *agg, struct hc_unwinder *unw);
 json_t *hc_unwind_json(bool fp, uint32_t copy_bytes, uint64_t copy_budget, const uint64_t *t,
 		       const struct hc_agg_stats *as, const struct hc_unwinder *unw);
 int hc_agg__ustack(struct hc_agg *agg, const struct hc_ustack_event *e, size_t size);
+/*
+ * --locks: one contention. Its wait goes to the lock table (paths ending in a `lock` node:
+ * the kind and, when known, the lock's name), by_kind and the lock_wait_ns histogram.
+ */
+int hc_agg__lock(struct hc_agg *agg, const struct hc_lock_event *e, size_t size);
+void hc_agg__lock_stats(const struct hc_agg *agg, struct hc_agg_lock_stats *out);
+/* lock_wait_ns: quantize of the waits in ns, per "<kind> spin" / "<kind> block". Borrowed. */
+const struct hc_hist *hc_agg__lock_hist(const struct hc_agg *agg);
+/* The locks section's by_kind array (docs/locks.md). New reference, NULL on failure. */
+json_t *hc_agg__lock_kinds_json(const struct hc_agg *agg);
+/* The profile's `locks` section but its flame graph (docs/locks.md); t: enum hc_counter
+ * totals. New reference, NULL on failure. */
+json_t *hc_locks_json(const struct hc_agg *agg, const uint64_t *t);
+/* lockstat-style name of a kind, from the contention flags (LCB_F_*): "spinlock",
+ * "rwsem:W", "mutex"... */
+const char *hc_lock_kind_name(uint32_t flags);
 /* One thread's scheduler histograms, added to the per-process series. */
 int hc_agg__thist(struct hc_agg *agg, const struct hc_thist_event *e);
 /* bpf_ktime_get_ns() at the window's start: second 0 of the cpu_unclaimed series. */
@@ -112,6 +139,10 @@ typedef int (*hc_agg_path_fn)(void *ctx, const struct hc_path_elem *path, size_t
 int hc_agg__for_each_path(struct hc_agg *agg, hc_agg_path_fn fn, void *ctx);
 /* Resolve every distinct frame and add every stack to tree. */
 int hc_agg__build_tree(struct hc_agg *agg, struct hc_tree *tree);
+/* The same over the lock table: the waiters' flame graph (spin ns as on_cpu_ns, blocked ns
+ * as off_cpu_ns, samples = contentions). */
+int hc_agg__for_each_lock_path(struct hc_agg *agg, hc_agg_path_fn fn, void *ctx);
+int hc_agg__build_lock_tree(struct hc_agg *agg, struct hc_tree *tree);
 void hc_agg__stats(const struct hc_agg *agg, struct hc_agg_stats *out);
 size_t hc_agg__stack_count(const struct hc_agg *agg);
 

@@ -32,6 +32,8 @@ struct hc_sampler {
 	bool offcpu;
 	struct bpf_link *exec_link;
 	struct bpf_link *sched_links[4]; /* switch, wakeup, wakeup_new, exit */
+	struct bpf_link *lock_links[2];	 /* --locks: contention_begin, contention_end */
+	bool locks;
 	struct hc_sampler_window window;
 	bool *busy_at_start; /* per cpus[] index: a task ran there when the window opened */
 	uint64_t *idle_ns;   /* per cpus[] index, computed at stop */
@@ -161,6 +163,18 @@ static int handle_event(void *ctx, void *data, size_t size)
 			err = s->cb.waker(s->cb.ctx, w, size);
 		break;
 	}
+	case HC_EVENT_LOCK: {
+		const struct hc_lock_event *l = data;
+
+		if (size < HC_LOCK_HDR_SIZE || size < HC_LOCK_HDR_SIZE + stack_len(l->ustack_len) +
+							      stack_len(l->kstack_len)) {
+			s->decode_errors++;
+			return 0;
+		}
+		if (s->cb.lock)
+			err = s->cb.lock(s->cb.ctx, l, size);
+		break;
+	}
 	case HC_EVENT_USTACK: {
 		const struct hc_ustack_event *u = data;
 
@@ -284,6 +298,17 @@ struct hc_sampler *hc_sampler__new(const struct hc_sampler_opts *opts,
 		for (size_t k = 0; k < sizeof(progs) / sizeof(progs[0]); k++)
 			bpf_program__set_autoload(progs[k], false);
 	}
+	if (opts->locks && opts->no_offcpu) {
+		err = -EINVAL;
+		last_error = "lock contention needs off-CPU tracking (whether a waiter blocked)";
+		goto err_free;
+	}
+	s->locks = opts->locks;
+	s->skel->rodata->track_locks = opts->locks;
+	if (!opts->locks) {
+		bpf_program__set_autoload(s->skel->progs.hc_lock_begin, false);
+		bpf_program__set_autoload(s->skel->progs.hc_lock_end, false);
+	}
 	if (opts->stack_copy_bytes > HC_STACK_COPY_MAX) {
 		err = -EINVAL;
 		last_error = "a user stack copy holds at most 32 KiB";
@@ -396,6 +421,8 @@ void hc_sampler__free(struct hc_sampler *s)
 		return;
 	ring_buffer__free(s->rb);
 	bpf_link__destroy(s->exec_link);
+	for (size_t i = 0; i < 2; i++)
+		bpf_link__destroy(s->lock_links[i]);
 	for (size_t i = 0; i < sizeof(s->sched_links) / sizeof(s->sched_links[0]); i++)
 		bpf_link__destroy(s->sched_links[i]);
 	for (int i = 0; s->link_fds && i < s->n_cpus; i++)
@@ -561,6 +588,16 @@ int hc_sampler__start(struct hc_sampler *s)
 		parse_iter_records(s, buf, len);
 		free(buf);
 	}
+	if (s->locks) {
+		struct bpf_program *progs[] = {s->skel->progs.hc_lock_begin,
+					       s->skel->progs.hc_lock_end};
+
+		for (size_t i = 0; i < 2; i++) {
+			s->lock_links[i] = bpf_program__attach(progs[i]);
+			if (!s->lock_links[i])
+				return -errno;
+		}
+	}
 	return set_enabled(s, true);
 }
 
@@ -613,6 +650,10 @@ int hc_sampler__stop(struct hc_sampler *s)
 {
 	int err = set_enabled(s, false), n, e2 = 0;
 
+	for (size_t i = 0; i < 2; i++) {
+		bpf_link__destroy(s->lock_links[i]);
+		s->lock_links[i] = NULL;
+	}
 	for (size_t i = 0; i < sizeof(s->sched_links) / sizeof(s->sched_links[0]); i++) {
 		bpf_link__destroy(s->sched_links[i]);
 		s->sched_links[i] = NULL;

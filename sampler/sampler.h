@@ -25,6 +25,8 @@ struct hc_sampler_callbacks {
 	int (*waker)(void *ctx, const struct hc_waker_event *e, size_t size);
 	/* --unwind dwarf: a switch-out's user registers and stack (copy.len bytes follow). */
 	int (*ustack)(void *ctx, const struct hc_ustack_event *e, size_t size);
+	/* --locks: one kernel lock contention (header + its stacks, validated). */
+	int (*lock)(void *ctx, const struct hc_lock_event *e, size_t size);
 	void *ctx;
 };
 
@@ -45,6 +47,9 @@ struct hc_sampler_opts {
 	 * together may copy (0: no limit); over it, frame pointers. */
 	uint32_t stack_copy_bytes;
 	uint64_t stack_copy_budget;
+	/* --locks: kernel lock contentions from lock:contention_begin/_end (needs off-CPU
+	 * tracking: whether a waiter blocked comes from sched_switch). */
+	bool locks;
 };
 
 /* The window as the scheduler programs saw it (bpf_ktime_get_ns(), CLOCK_MONOTONIC). */

@@ -18,6 +18,7 @@ enum ksym_rank {
 	RANK_WEAK,	 /* W, w */
 	RANK_LOCAL,	 /* t */
 	RANK_NOT_FUNC,	 /* data etc.: only ends the function before it */
+	RANK_DATA,	 /* a named variable (d, D, b, B): the same, and names locks (--locks) */
 };
 
 struct ksym {
@@ -146,6 +147,12 @@ static int parse_line(struct hc_kallsyms *ks, const char *p, const char *end, bo
 	case 'u':
 		/* Absolute values (per-CPU offsets) and undefined names are not addresses. */
 		return 0;
+	case 'd':
+	case 'D':
+	case 'b':
+	case 'B':
+		rank = RANK_DATA;
+		break;
 	default:
 		rank = RANK_NOT_FUNC;
 		break;
@@ -168,12 +175,13 @@ static int parse_line(struct hc_kallsyms *ks, const char *p, const char *end, bo
 	s->rank = rank;
 	s->seq = (uint32_t)ks->nr;
 	if (rank == RANK_NOT_FUNC) {
-		s->name = 0; /* never shown: do not spend memory on data names */
+		s->name = 0; /* never shown: do not spend memory on their names */
 	} else {
 		err = hc_strpool__add(&ks->pool, name, (size_t)(name_end - name), &s->name);
 		if (err)
 			return err;
-		ks->nr_funcs++;
+		if (rank != RANK_DATA)
+			ks->nr_funcs++;
 	}
 	ks->nr++;
 	return 0;
@@ -273,7 +281,7 @@ int hc_kallsyms__lookup(const struct hc_kallsyms *ks, uint64_t addr, struct hc_k
 	if (lo == 0)
 		return -ENOENT;
 	s = &ks->syms[lo - 1];
-	if (s->rank == RANK_NOT_FUNC)
+	if (s->rank >= RANK_NOT_FUNC)
 		return -ENOENT;
 	next = lo < ks->nr ? &ks->syms[lo] : NULL;
 	/* The next symbol bounds this one only if it lives in the same image (vmlinux/module). */
@@ -286,6 +294,29 @@ int hc_kallsyms__lookup(const struct hc_kallsyms *ks, uint64_t addr, struct hc_k
 								       ks->modules[s->module]);
 	out->offset = addr - s->addr;
 	return 0;
+}
+
+int hc_kallsyms__lookup_data(const struct hc_kallsyms *ks, uint64_t addr, const char **name)
+{
+	size_t lo = 0, hi;
+
+	if (!ks || !ks->nr || !addr)
+		return -ENOENT;
+	hi = ks->nr;
+	while (lo < hi) { /* the first entry at or above addr */
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (ks->syms[mid].addr < addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (; lo < ks->nr && ks->syms[lo].addr == addr; lo++)
+		if (ks->syms[lo].rank == RANK_DATA) {
+			*name = hc_strpool__get(&ks->pool, ks->syms[lo].name);
+			return 0;
+		}
+	return -ENOENT;
 }
 
 size_t hc_kallsyms__nr_funcs(const struct hc_kallsyms *ks)

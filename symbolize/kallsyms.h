@@ -41,6 +41,11 @@ void hc_kallsyms__free(struct hc_kallsyms *ks);
 /* 0 and *out filled, or -ENOENT (before the first function, in data, past the last one). */
 int hc_kallsyms__lookup(const struct hc_kallsyms *ks, uint64_t addr, struct hc_ksym *out);
 
+/* The variable (kallsyms type d, D, b or B) that starts exactly at addr: how a lock that is a
+ * kernel symbol (rtnl_mutex) is named. Only kernels built with CONFIG_KALLSYMS_ALL list their
+ * variables. 0 and *name (borrowed), or -ENOENT. */
+int hc_kallsyms__lookup_data(const struct hc_kallsyms *ks, uint64_t addr, const char **name);
+
 size_t hc_kallsyms__nr_funcs(const struct hc_kallsyms *ks);
 size_t hc_kallsyms__bad_lines(const struct hc_kallsyms *ks);
 

@@ -288,6 +288,13 @@ int hc_symbolizer__resolve_kernel(struct hc_symbolizer *sym, uint64_t ip,
 	return -ENOENT;
 }
 
+int hc_symbolizer__kernel_data(struct hc_symbolizer *sym, uint64_t addr, const char **name)
+{
+	if (!sym->kernel_tried)
+		hc_symbolizer__load_kernel(sym);
+	return hc_kallsyms__lookup_data(sym->kallsyms, addr, name);
+}
+
 /* ---- objects ---- */
 
 static int new_object(struct hc_symbolizer *sym, enum obj_kind kind, const char *module,

@@ -11,12 +11,19 @@
  *                                (hc_ping) writes to it, 1 ms of work apart, back and forth
  *   hc-workload reuse SECONDS PID  a child forked with exactly pid PID (clone3's set_tid: root)
  *                                runs hc_work_loop, with no exec; the parent waits for it
+ *   hc-workload locks SECONDS    4 threads (hc-locker) in hc_lock_thread -> hc_lock_churn:
+ *                                mmap 256 KiB populated, munmap, over and over: the threads
+ *                                contend on their process's mmap_lock (populating reads it,
+ *                                mmap/munmap write it) and on spinlocks below
  * Built with frame pointers so user stacks unwind without DWARF. The blocking system calls
  * are made from our own functions (raw `syscall` instructions), not through glibc, whose
  * wrappers have no frame pointer and would hide their caller from a frame-pointer walk.
  */
 #include <fcntl.h>
 #include <linux/sched.h>
+#include <pthread.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
 #include <signal.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -123,6 +130,25 @@ __attribute__((noinline)) static long raw_syscall3(long nr, long a, long b, long
 	return ret;
 }
 
+__attribute__((noinline)) static long raw_syscall6(long nr, long a, long b, long c, long d,
+						   long e, long f)
+{
+	long ret;
+
+	hc_touch(); /* before the register variables: a call clobbers r8-r10 */
+	{
+		register long r10 __asm__("r10") = d;
+		register long r8 __asm__("r8") = e;
+		register long r9 __asm__("r9") = f;
+
+		__asm__ volatile("syscall"
+				 : "=a"(ret)
+				 : "0"(nr), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8), "r"(r9)
+				 : "rcx", "r11", "memory");
+	}
+	return ret;
+}
+
 /* Work for ms milliseconds of wall-clock time. */
 __attribute__((noinline)) void hc_work_phase(double ms)
 {
@@ -216,6 +242,46 @@ static void pingpong(double seconds)
 	waitpid(child, NULL, 0);
 }
 
+#define LOCK_MAP_BYTES (256 * 1024)
+
+/* One round on the process's mmap_lock: mmap (write) that populates its pages (read, for
+ * as long as it takes to fault 64 pages in), munmap (write, while they are freed). Page
+ * faults alone would not do: they take a per-VMA lock. */
+__attribute__((noinline)) void hc_lock_churn(void)
+{
+	long p = raw_syscall6(SYS_mmap, 0, LOCK_MAP_BYTES, PROT_READ | PROT_WRITE,
+			      MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+
+	if (p < 0 && p > -4096)
+		return;
+	((volatile char *)p)[0] = 1;
+	raw_syscall3(SYS_munmap, p, LOCK_MAP_BYTES, 0);
+}
+
+static double lock_end;
+
+__attribute__((noinline)) void *hc_lock_thread(void *arg)
+{
+	(void)arg;
+	prctl(PR_SET_NAME, "hc-locker");
+	while (now_s() < lock_end)
+		for (int i = 0; i < 16; i++)
+			hc_lock_churn();
+	return NULL;
+}
+
+static void locks(double seconds)
+{
+	pthread_t t[4];
+
+	lock_end = now_s() + seconds;
+	for (int i = 0; i < 4; i++)
+		if (pthread_create(&t[i], NULL, hc_lock_thread, NULL))
+			return;
+	for (int i = 0; i < 4; i++)
+		pthread_join(t[i], NULL);
+}
+
 /* A process that gets a pid another one had, and runs this program's code without an exec: only
  * its start time tells a profiler it is not the old process. */
 static int reuse(double seconds, pid_t pid)
@@ -248,7 +314,8 @@ int main(int argc, char **argv)
 	/* A fourth argument is ignored (but by reuse): a tag that only /proc/PID/cmdline
 	 * carries, for tests that check command lines never leak into hotcold's output. */
 	if (argc != 3 && argc != 4) {
-		fprintf(stderr, "usage: hc-workload cpu|syscall|worksleep|pipeblock|pingpong SECONDS"
+		fprintf(stderr, "usage: hc-workload cpu|syscall|worksleep|pipeblock|pingpong|locks "
+				"SECONDS"
 				" | short MS [TAG] | reuse SECONDS PID\n");
 		return 64;
 	}
@@ -268,6 +335,8 @@ int main(int argc, char **argv)
 		hc_pipe_block(arg);
 	else if (!strcmp(argv[1], "pingpong"))
 		pingpong(arg);
+	else if (!strcmp(argv[1], "locks"))
+		locks(arg);
 	else if (!strcmp(argv[1], "reuse") && argc == 4)
 		return reuse(arg, (pid_t)atoi(argv[3]));
 	else
