@@ -10,7 +10,8 @@
  *    mmap_lock waits do;
  *  - waits land under the workload's function (hc_lock_thread) in the waiters' flame graph;
  *  - the main flame graph marks the blocked time that was a lock wait with lock nodes;
- *  - report --hist lock_wait_ns prints it DTrace style; without --locks there is no section.
+ *  - report --hist lock_wait_ns prints it DTrace style, folded stacks carry "[lock KIND]";
+ *    without --locks there is no section.
  */
 #include <setjmp.h>
 #include <signal.h>
@@ -123,6 +124,8 @@ static void walk_locks(json_t *n, const char *name, const char *fn, bool below_f
 	json_array_foreach(json_object_get(n, "children"), i, c)
 		walk_locks(c, name, fn, below_fn, s);
 }
+
+static void check_folded(void);
 
 static json_t *by_kind(json_t *locks, const char *kind, bool spin)
 {
@@ -253,6 +256,28 @@ static void test_locks(void **state)
 		assert_true(header);
 		assert_true(dist);
 	}
+	check_folded();
+}
+
+/* report --format folded: lock waits are "[lock KIND]" pseudo-frames after the kernel frames. */
+static void check_folded(void)
+{
+	char *argv[] = { (char *)hotcold, "report", "--format", "folded", out_path, NULL };
+	int fd, rc;
+	pid_t r = e2e_spawn(argv, &fd, err_path);
+	FILE *f = fdopen(fd, "r");
+	char line[16384];
+	uint64_t lines = 0;
+
+	assert_non_null(f);
+	while (fgets(line, sizeof(line), f))
+		if (strstr(line, "hc_lock_thread;") && strstr(line, ";[lock rwsem:W] "))
+			lines++;
+	fclose(f);
+	rc = e2e_wait(r, 30000);
+	assert_int_equal(rc, 0);
+	print_message("folded: %llu lines end in [lock rwsem:W]\n", (unsigned long long)lines);
+	assert_true(lines > 0);
 }
 
 /* Without --locks: no section, no histogram; --locks needs the scheduler tracing. */

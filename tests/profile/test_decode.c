@@ -19,6 +19,7 @@
 #define NS 1000000000LL
 #define WAKER(n, tid, pid) { HC_NODE_WAKER, (n), NULL, (tid), (pid) }
 #define KMOD(n, m) { HC_NODE_KERNEL, (n), (m), 0, -1 }
+#define LOCK(n) { HC_NODE_LOCK, (n), NULL, 0, -1 }
 
 static char *encode_json(const struct hc_profile *p)
 {
@@ -175,6 +176,25 @@ static struct hc_profile *full_profile(void)
 		 UNK(NULL, 0x7fffffffffffffffLL));
 	assert_int_equal(hc_tree__add_path(t, NULL, 0, &(struct hc_weights){ .runqueue_ns = 9 }),
 			 0);
+	/* --locks: a lock wait in the main tree, and the section with its waiters' tree */
+	ADD_PATH(t, P, 0, 700, 0, PROC("app", 100), THR("worker", 101),
+		 USR("main", "/usr/bin/app"), KRN("down_write_killable"), LOCK("rwsem:W"));
+	p->locks = json_pack("{s:I, s:I, s:[{s:s, s:b, s:I, s:I, s:I}], s:{s:I}}", "events",
+			     (json_int_t)3, "wait_ns", (json_int_t)1000, "by_kind", "kind",
+			     "rwsem:W", "spin", 0, "count", (json_int_t)3, "total_ns",
+			     (json_int_t)1000, "max_ns", (json_int_t)900, "dropped", "ringbuf_full",
+			     (json_int_t)0);
+	p->lock_tree = hc_tree__new();
+	assert_non_null(p->locks);
+	assert_non_null(p->lock_tree);
+	assert_int_equal(hc_tree__add_path(p->lock_tree,
+					   (struct hc_path_elem[]){ PROC("app", 100),
+								    THR("worker", 101),
+								    KRN("down_write_killable"),
+								    LOCK("rwsem:W mmap_lock") },
+					   4,
+					   &(struct hc_weights){ .off_cpu_ns = 1000, .samples = 3 }),
+			 0);
 	return p;
 }
 
@@ -201,6 +221,11 @@ static void test_full_round_trip(void **state)
 	assert_true(d->scheduler != p->scheduler);
 	assert_true(json_equal(d->range, p->range));
 	assert_true(json_equal(d->histograms, p->histograms));
+	assert_true(json_equal(d->locks, p->locks));
+	assert_non_null(d->lock_tree);
+	assert_int_equal(hc_tree__node_count(d->lock_tree), hc_tree__node_count(p->lock_tree));
+	assert_non_null(strstr(first, "\"locks\":{\"events\":3,"));
+	assert_non_null(strstr(first, "\"name\":\"rwsem:W mmap_lock\",\"kind\":\"lock\""));
 
 	/* a decoded profile decodes and encodes the same again */
 	third = reencode(second, NULL);
@@ -355,6 +380,16 @@ struct bad_case {
 #define MAINP F ".children[0].children[0].children[0]"
 
 static const struct bad_case bad_cases[] = {
+	{ { { SET, "locks", "[]" } }, "locks: not an object" },
+	{ { { SET, "locks", "{\"by_kind\":[{\"kind\":\"mutex\"}],\"flamegraph\":{}}" } },
+	  "locks.by_kind: entry 0" },
+	{ { { SET, "locks", "{\"by_kind\":[{\"kind\":\"mutex\",\"spin\":true,\"count\":-1,"
+			    "\"total_ns\":0,\"max_ns\":0}],\"flamegraph\":{}}" } },
+	  "count" },
+	{ { { SET, "locks", "{\"by_kind\":[]}" } }, "locks: member \"flamegraph\" missing" },
+	{ { { SET, "locks", "{\"by_kind\":[],\"flamegraph\":{\"name\":\"all\","
+			    "\"kind\":\"nope\",\"value\":0}}" } },
+	  "locks.flamegraph" },
 	{ { { SET, "schema", "\"hotcold-profile/2\"" } }, "schema: not \"hotcold-profile/1\"" },
 	{ { { DEL, "schema", NULL } }, "\"schema\" missing" },
 	{ { { SET, "host", "5" } }, "host: not a string" },
