@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -337,6 +338,168 @@ static void test_offcpu_spread(void **state)
 	assert_int_equal(total, 36000000000000ull);
 }
 
+/* --locks: a contention with the test's own stacks. */
+static void lock_event(struct hc_lock_event *e, uint32_t flags, bool blocked, uint32_t named,
+		       uint64_t wait_ns)
+{
+	const uint64_t ustack[] = { (uintptr_t)hc_t_leaf, (uintptr_t)hc_t_mid + 5 };
+	const uint64_t kstack[] = { K_DO_ONE_INITCALL + 0x10 };
+
+	memset(e, 0, sizeof(*e));
+	e->type = HC_EVENT_LOCK;
+	e->flags = flags;
+	e->tgid = e->tid = 4343;
+	e->wait_ns = wait_ns;
+	e->lock_addr = 0xffff888000001000ull; /* no kallsyms variable: named only by BPF */
+	e->blocked = blocked;
+	e->named = named;
+	memcpy(e->comm, "locker", 7);
+	memcpy(e->pcomm, "locker", 7);
+	memcpy(e->stacks, ustack, sizeof(ustack));
+	memcpy(e->stacks + 2, kstack, sizeof(kstack));
+	e->ustack_len = sizeof(ustack);
+	e->kstack_len = sizeof(kstack);
+}
+
+struct lock_leaf {
+	const char *name;
+	struct hc_weights w;
+	size_t depth;
+	enum hc_node_kind before; /* the kind of the element before the lock node */
+};
+
+struct lock_leaves {
+	struct lock_leaf l[8];
+	size_t n;
+};
+
+static int collect_lock_leaf(void *ctx, const struct hc_path_elem *path, size_t n,
+			     const struct hc_weights *w, int64_t sec)
+{
+	struct lock_leaves *ll = ctx;
+
+	(void)sec;
+	for (size_t i = 0; i < n; i++)
+		if (path[i].kind == HC_NODE_LOCK && ll->n < 8) {
+			ll->l[ll->n++] = (struct lock_leaf){ .name = path[i].name, .w = *w,
+							      .depth = n,
+							      .before = path[i - 1].kind };
+			assert_int_equal(i, n - 1); /* the lock node ends the path (no waker) */
+		}
+	return 0;
+}
+
+/* Contentions -> by_kind, lock_wait_ns, and the waiters' paths ending in a lock node. */
+static void test_locks(void **state)
+{
+	struct fixture *f = *state;
+	struct hc_agg_lock_stats ls;
+	struct lock_leaves ll = {0};
+	struct hc_lock_event e;
+	json_t *by, *k;
+	const struct hc_hist *h;
+
+	lock_event(&e, HC_LCB_WRITE, true, HC_LOCK_MMAP, 1000);
+	assert_int_equal(hc_agg__lock(f->agg, &e, sizeof(e)), 0);
+	lock_event(&e, HC_LCB_WRITE, true, HC_LOCK_MMAP, 3000);
+	assert_int_equal(hc_agg__lock(f->agg, &e, sizeof(e)), 0);
+	lock_event(&e, HC_LCB_SPIN, false, HC_LOCK_UNNAMED, 50);
+	e.ret = -4; /* interrupted */
+	assert_int_equal(hc_agg__lock(f->agg, &e, sizeof(e)), 0);
+
+	hc_agg__lock_stats(f->agg, &ls);
+	assert_int_equal(ls.events, 3);
+	assert_int_equal(ls.wait_ns, 4050);
+	assert_int_equal(ls.failed, 1);
+
+	by = hc_agg__lock_kinds_json(f->agg);
+	assert_non_null(by);
+	assert_int_equal(json_array_size(by), 2);
+	k = json_array_get(by, 0); /* the most waited-for first */
+	assert_string_equal(json_string_value(json_object_get(k, "kind")), "rwsem:W");
+	assert_true(json_is_false(json_object_get(k, "spin")));
+	assert_int_equal(json_integer_value(json_object_get(k, "count")), 2);
+	assert_int_equal(json_integer_value(json_object_get(k, "total_ns")), 4000);
+	assert_int_equal(json_integer_value(json_object_get(k, "max_ns")), 3000);
+	k = json_array_get(by, 1);
+	assert_string_equal(json_string_value(json_object_get(k, "kind")), "spinlock");
+	assert_true(json_is_true(json_object_get(k, "spin")));
+	assert_int_equal(json_integer_value(json_object_get(k, "count")), 1);
+	json_decref(by);
+
+	h = hc_agg__lock_hist(f->agg);
+	assert_non_null(hc_hist__counts(h, "rwsem:W block"));
+	assert_int_equal(hc_hist__counts(h, "rwsem:W block")[hc_hist__bucket_index(h, 3000)], 1);
+	assert_int_equal(hc_hist__counts(h, "spinlock spin")[hc_hist__bucket_index(h, 50)], 1);
+	assert_null(hc_hist__counts(h, "spinlock block"));
+
+	assert_int_equal(hc_agg__for_each_lock_path(f->agg, collect_lock_leaf, &ll), 0);
+	assert_int_equal(ll.n, 2);
+	for (size_t i = 0; i < ll.n; i++) {
+		/* process, thread, 2 user frames, 1 kernel frame, the lock */
+		assert_int_equal(ll.l[i].depth, 6);
+		assert_int_equal(ll.l[i].before, HC_NODE_KERNEL);
+		if (!strcmp(ll.l[i].name, "rwsem:W mmap_lock")) {
+			assert_int_equal(ll.l[i].w.off_cpu_ns, 4000);
+			assert_int_equal(ll.l[i].w.on_cpu_ns, 0);
+			assert_int_equal(ll.l[i].w.samples, 2);
+		} else {
+			assert_string_equal(ll.l[i].name, "spinlock");
+			assert_int_equal(ll.l[i].w.on_cpu_ns, 50);
+			assert_int_equal(ll.l[i].w.off_cpu_ns, 0);
+			assert_int_equal(ll.l[i].w.samples, 1);
+		}
+	}
+	/* the main table holds none of it */
+	assert_int_equal(hc_agg__stack_count(f->agg), 0);
+}
+
+/* A blocked flush that was a lock wait ends in a lock node; its run-queue time does not. */
+static void test_offcpu_lock_wait(void **state)
+{
+	struct fixture *f = *state;
+	struct lock_leaves ll = {0};
+	struct hc_offcpu_event e;
+
+	offcpu_event(&e, 1000, 5000, 3000, 1000);
+	e.lock = HC_LOCK_WAIT | HC_LCB_MUTEX;
+	assert_int_equal(hc_agg__offcpu(f->agg, &e, HC_OFFCPU_HDR_SIZE), 0);
+	assert_int_equal(hc_agg__for_each_path(f->agg, collect_lock_leaf, &ll), 0);
+	assert_int_equal(ll.n, 1);
+	assert_string_equal(ll.l[0].name, "mutex");
+	assert_int_equal(ll.l[0].w.off_cpu_ns, 3000);
+	assert_int_equal(ll.l[0].w.runqueue_ns, 0);
+	assert_int_equal(hc_agg__stack_count(f->agg), 2); /* and the run-queue path */
+}
+
+static void test_lock_kind_names(void **state)
+{
+	static const struct {
+		uint32_t flags;
+		const char *name;
+	} k[] = {
+		{ 0, "semaphore" },
+		{ HC_LCB_SPIN, "spinlock" },
+		{ HC_LCB_SPIN | HC_LCB_READ, "rwlock:R" },
+		{ HC_LCB_SPIN | HC_LCB_WRITE, "rwlock:W" },
+		{ HC_LCB_READ, "rwsem:R" },
+		{ HC_LCB_WRITE, "rwsem:W" },
+		{ HC_LCB_RT, "rtmutex" },
+		{ HC_LCB_RT | HC_LCB_READ, "rwlock-rt:R" },
+		{ HC_LCB_RT | HC_LCB_WRITE, "rwlock-rt:W" },
+		{ HC_LCB_PERCPU | HC_LCB_READ, "pcpu-sem:R" },
+		{ HC_LCB_PERCPU | HC_LCB_WRITE, "pcpu-sem:W" },
+		{ HC_LCB_MUTEX, "mutex" },
+		{ HC_LCB_MUTEX | HC_LCB_SPIN, "mutex" },
+		{ HC_LCB_PERCPU, "other" },
+		{ 0x40 | HC_LCB_WRITE, "rwsem:W" }, /* bits above the known ones are ignored */
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(k) / sizeof(k[0]); i++)
+		assert_string_equal(hc_lock_kind_name(k[i].flags), k[i].name);
+}
+
 static void test_bad_event(void **state)
 {
 	struct fixture *f = *state;
@@ -357,6 +520,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_histograms, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_offcpu_spread, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bad_event, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_locks, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_offcpu_lock_wait, setup, teardown),
+		cmocka_unit_test(test_lock_kind_names),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

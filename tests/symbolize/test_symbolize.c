@@ -131,6 +131,44 @@ static void test_kallsyms_table(void **state)
 	free(text);
 }
 
+/* --locks names a lock by the kernel variable that starts at its address, never by an
+ * address; variables end the function before them and are never function names. */
+static void test_kallsyms_data(void **state)
+{
+	static const char text[] = "ffffffff81000000 T _stext\n"
+				   "ffffffff81000100 t do_thing\n"
+				   "ffffffff82000000 D rtnl_mutex\n"
+				   "ffffffff82000040 d cgroup_mutex\n"
+				   "ffffffff82001000 B jiffies_lock\n"
+				   "ffffffff82002000 r some_rodata\n"
+				   "ffffffffc0a00000 b ext4_lock\t[ext4]\n";
+	struct hc_kallsyms *ks = hc_kallsyms__parse(text, sizeof(text) - 1);
+	struct hc_ksym out;
+	const char *name;
+
+	(void)state;
+	assert_non_null(ks);
+	assert_int_equal(hc_kallsyms__nr_funcs(ks), 2);
+	assert_int_equal(hc_kallsyms__lookup_data(ks, 0xffffffff82000000ull, &name), 0);
+	assert_string_equal(name, "rtnl_mutex");
+	assert_int_equal(hc_kallsyms__lookup_data(ks, 0xffffffff82000040ull, &name), 0);
+	assert_string_equal(name, "cgroup_mutex");
+	assert_int_equal(hc_kallsyms__lookup_data(ks, 0xffffffff82001000ull, &name), 0);
+	assert_string_equal(name, "jiffies_lock");
+	assert_int_equal(hc_kallsyms__lookup_data(ks, 0xffffffffc0a00000ull, &name), 0);
+	assert_string_equal(name, "ext4_lock");
+	/* inside a variable, a read-only one, a function, nothing: no name */
+	assert_int_equal(hc_kallsyms__lookup_data(ks, 0xffffffff82000008ull, &name), -ENOENT);
+	assert_int_equal(hc_kallsyms__lookup_data(ks, 0xffffffff82002000ull, &name), -ENOENT);
+	assert_int_equal(hc_kallsyms__lookup_data(ks, 0xffffffff81000100ull, &name), -ENOENT);
+	assert_int_equal(hc_kallsyms__lookup_data(ks, 0, &name), -ENOENT);
+	/* a variable still ends the function before it, and is no function itself */
+	assert_int_equal(hc_kallsyms__lookup(ks, 0xffffffff82000000ull, &out), -ENOENT);
+	assert_int_equal(hc_kallsyms__lookup(ks, 0xffffffff81000180ull, &out), 0);
+	assert_string_equal(out.name, "do_thing");
+	hc_kallsyms__free(ks);
+}
+
 static void test_kallsyms_eperm(void **state)
 {
 	static const char hidden[] = "0000000000000000 T _stext\n"
@@ -1510,6 +1548,7 @@ int main(int argc, char **argv)
 	const struct CMUnitTest kallsyms[] = {
 		cmocka_unit_test(test_kallsyms_table),
 		cmocka_unit_test(test_kallsyms_eperm),
+		cmocka_unit_test(test_kallsyms_data),
 		cmocka_unit_test(test_kallsyms_garbage),
 		cmocka_unit_test(test_kallsyms_real),
 	};
