@@ -454,6 +454,12 @@ static int fill_profile(struct hc_profile *p, const struct record_cfg *cfg,
 			{"kernel_unresolved", ss.kernel_unresolved},
 			{"truncated_user_stacks", as.truncated_ustacks},
 			{"truncated_kernel_stacks", as.truncated_kstacks},
+			{"dwarf_objects", ss.dwarf_objects},
+			{"dwarf_over_budget", ss.dwarf_over_budget},
+			{"dwarf_err", ss.dwarf_err},
+			{"inline_frames", ss.inline_frames},
+			{"inline_truncated", ss.inline_truncated},
+			{"inline_dropped", as.inline_dropped},
 		};
 
 		for (size_t i = 0; i < sizeof(sc) / sizeof(sc[0]) && !err; i++)

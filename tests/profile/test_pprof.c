@@ -22,8 +22,8 @@
 
 #define P 10000000 /* 100 Hz */
 
-#define WKR(n, tid, pid) { HC_NODE_WAKER, (n), NULL, (tid), (pid) }
-#define KMOD(n, m) { HC_NODE_KERNEL, (n), (m), 0, -1 }
+#define WKR(n, tid, pid) { HC_NODE_WAKER, (n), NULL, (tid), (pid), false }
+#define KMOD(n, m) { HC_NODE_KERNEL, (n), (m), 0, -1, false }
 
 /* ---- helpers ---- */
 

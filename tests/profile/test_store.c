@@ -70,7 +70,7 @@ static void world_free(struct world *wd)
 static uint32_t frame_at(struct world *wd, enum hc_node_kind kind, const char *name,
 			 const char *module, uint64_t id, int64_t offset)
 {
-	struct hc_path_elem e = {kind, name, module, id, offset};
+	struct hc_path_elem e = {kind, name, module, id, offset, false};
 
 	if (wd->n_frames == wd->cap_frames) {
 		wd->cap_frames = wd->cap_frames ? wd->cap_frames * 2 : 64;
@@ -232,7 +232,7 @@ static void add_tid0(struct hc_tree *out, const struct hc_node *n, struct hc_pat
 						    hc_node__module(c),
 						    hc_node__kind(c) == HC_NODE_THREAD ? 0
 										: hc_node__id(c),
-						    hc_node__offset(c)};
+						    hc_node__offset(c), hc_node__inlined(c)};
 		add_tid0(out, c, path, depth + 1);
 	}
 	if (depth && (self.on_cpu_ns || self.off_cpu_ns || self.runqueue_ns || self.samples))
@@ -963,15 +963,15 @@ static void test_store_frame_reset(void **state)
 	(void)state;
 	assert_non_null(st);
 	for (int64_t sec = 0; sec < 2500; sec++) {
-		struct hc_path_elem proc = {HC_NODE_PROCESS, "job", NULL, 7000 + (uint64_t)sec, -1};
-		struct hc_path_elem thr = {HC_NODE_THREAD, "job", NULL, 7000 + (uint64_t)sec, -1};
+		struct hc_path_elem proc = {HC_NODE_PROCESS, "job", NULL, 7000 + (uint64_t)sec, -1, false};
+		struct hc_path_elem thr = {HC_NODE_THREAD, "job", NULL, 7000 + (uint64_t)sec, -1, false};
 		struct hc_weights w = {.on_cpu_ns = 3 * PERIOD, .samples = 3, .off_cpu_ns = 11};
 
 		if (sec % 100 == 0) {
 			hc_store__reset_frames(st);
 			next = 1;
 			for (int d = 0; d < 20; d++) {
-				struct hc_path_elem f = {HC_NODE_USER, names[2 + d], "/bin/job", 0, -1};
+				struct hc_path_elem f = {HC_NODE_USER, names[2 + d], "/bin/job", 0, -1, false};
 
 				snprintf(names[2 + d], sizeof(names[2 + d]), "f%d", d);
 				assert_int_equal(hc_store__define_frame(st, next, &f), 0);
@@ -1006,12 +1006,12 @@ static void test_store_frame_reset(void **state)
 			struct hc_weights w = {.on_cpu_ns = 3 * PERIOD, .samples = 3, .off_cpu_ns = 11};
 
 			elems[0] = (struct hc_path_elem){HC_NODE_PROCESS, "job", NULL,
-							 7000 + (uint64_t)sec, -1};
+							 7000 + (uint64_t)sec, -1, false};
 			elems[1] = (struct hc_path_elem){HC_NODE_THREAD, "job", NULL,
-							 7000 + (uint64_t)sec, -1};
+							 7000 + (uint64_t)sec, -1, false};
 			for (int d = 0; d < 20; d++)
 				elems[2 + d] = (struct hc_path_elem){HC_NODE_USER, names[2 + d],
-								     "/bin/job", 0, -1};
+								     "/bin/job", 0, -1, false};
 			assert_int_equal(hc_tree__add_path(want, elems, 22, &w), 0);
 		}
 		expect_same_tree(got, want);
@@ -1240,7 +1240,7 @@ static void test_store_bad_input(void **state)
 {
 	struct hc_store_opts o = {.period_ns = 0};
 	struct world *wd;
-	struct hc_path_elem e = {HC_NODE_USER, "f", NULL, 0, -1};
+	struct hc_path_elem e = {HC_NODE_USER, "f", NULL, 0, -1, false};
 	struct hc_weights w = {.on_cpu_ns = PERIOD, .samples = 1};
 	uint32_t path[HC_STORE_MAX_DEPTH + 1];
 	uint32_t proc, thr, fn;

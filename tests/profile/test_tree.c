@@ -90,8 +90,8 @@ static void test_tree_identity(void **state)
 {
 	struct hc_tree *tree = hc_tree__new();
 	const struct hc_node *root, *thr;
-	const struct hc_path_elem bad_name[] = { { HC_NODE_USER, NULL, NULL, 0, -1 } };
-	const struct hc_path_elem bad_kind[] = { { HC_NODE_ROOT, "x", NULL, 0, -1 } };
+	const struct hc_path_elem bad_name[] = { { HC_NODE_USER, NULL, NULL, 0, -1, false } };
+	const struct hc_path_elem bad_kind[] = { { HC_NODE_ROOT, "x", NULL, 0, -1, false } };
 	const struct hc_weights w = { .on_cpu_ns = 1, .samples = 1 };
 
 	(void)state;
