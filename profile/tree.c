@@ -3,12 +3,12 @@
  * hc_tree: the merged flame-graph tree.
  *
  * Nodes live in fixed-size chunks (stable addresses, addressed by a 32-bit index). A node is
- * identified under its parent by (kind, name, module, id, offset, inlined); names and modules are
- * interned in a tree-wide string pool, so equal strings share one pointer and identity compares
- * pointers. Child lookup goes through one tree-wide open-addressing table keyed by
- * (parent index, kind, inlined, name ptr, module ptr, id, offset), so a node with thousands of children
- * (a process with many threads, a dispatcher frame) costs O(1) per lookup. Each node also keeps
- * its children in a growable pointer array, for traversal and sorting.
+ * identified under its parent by (kind, name, module, id, offset, inlined); names and modules
+ * are interned in a tree-wide string pool, so equal strings share one pointer and identity
+ * compares pointers. Child lookup goes through one tree-wide open-addressing table keyed by
+ * (parent index, kind, inlined, name ptr, module ptr, id, offset), so a node with thousands of
+ * children (a process with many threads, a dispatcher frame) costs O(1) per lookup. Each node
+ * also keeps its children in a growable pointer array, for traversal and sorting.
  *
  * Memory per node: 96 bytes (struct hc_node) + 8..16 bytes in its parent's child array
  * (doubling) + 5.7..11.4 bytes of lookup slots (4-byte slots at 0.35..0.7 load), i.e. about

@@ -66,11 +66,11 @@ static void world_free(struct world *wd)
 	free(wd);
 }
 
-/* Define a frame (in the store and in the world) at offset; returns its id. */
-static uint32_t frame_at(struct world *wd, enum hc_node_kind kind, const char *name,
-			 const char *module, uint64_t id, int64_t offset)
+/* Define a frame (in the store and in the world) at offset, inlined or not; returns its id. */
+static uint32_t frame_full(struct world *wd, enum hc_node_kind kind, const char *name,
+			   const char *module, uint64_t id, int64_t offset, bool inlined)
 {
-	struct hc_path_elem e = {kind, name, module, id, offset, false};
+	struct hc_path_elem e = {kind, name, module, id, offset, inlined};
 
 	if (wd->n_frames == wd->cap_frames) {
 		wd->cap_frames = wd->cap_frames ? wd->cap_frames * 2 : 64;
@@ -86,6 +86,12 @@ static uint32_t frame_at(struct world *wd, enum hc_node_kind kind, const char *n
 	e.module = module; /* string literals in these tests */
 	wd->frames[wd->n_frames] = e;
 	return (uint32_t)++wd->n_frames;
+}
+
+static uint32_t frame_at(struct world *wd, enum hc_node_kind kind, const char *name,
+			 const char *module, uint64_t id, int64_t offset)
+{
+	return frame_full(wd, kind, name, module, id, offset, false);
 }
 
 static uint32_t frame(struct world *wd, enum hc_node_kind kind, const char *name,
@@ -176,6 +182,7 @@ static void expect_same_node(const struct hc_node *a, const struct hc_node *b)
 	}
 	assert_int_equal(hc_node__id(a), hc_node__id(b));
 	assert_int_equal(hc_node__offset(a), hc_node__offset(b));
+	assert_int_equal(hc_node__inlined(a), hc_node__inlined(b));
 	expect_weights(hc_node__weights(a), hc_node__weights(b));
 	assert_int_equal(hc_node__child_count(a), hc_node__child_count(b));
 	for (size_t i = 0; i < hc_node__child_count(a); i++)
@@ -383,6 +390,44 @@ static void test_store_totals(void **state)
 		expect_weights(hc_node__weights(hc_tree__root(t)), &w);
 		hc_tree__free(t);
 	}
+	world_free(wd);
+}
+
+/* An inlined frame keeps its mark through the store, apart from its real namesake; the
+ * same inlined frame defined twice is one frame. */
+static void test_store_inlined(void **state)
+{
+	struct world *wd = world_new(0, 0);
+	struct hc_store_filter f = range(1000, 1002);
+	uint32_t pr = frame(wd, HC_NODE_PROCESS, "app", NULL, 7);
+	uint32_t th = frame(wd, HC_NODE_THREAD, "app", NULL, 7);
+	uint32_t main_ = frame(wd, HC_NODE_USER, "main", "app", 0);
+	uint32_t sq = frame(wd, HC_NODE_USER, "square", "app", 0);
+	uint32_t sq_inl = frame_full(wd, HC_NODE_USER, "square", "app", 0, -1, true);
+	uint32_t sq_inl2 = frame_full(wd, HC_NODE_USER, "square", "app", 0, -1, true);
+	const uint32_t a[] = {pr, th, main_, sq}, b[] = {pr, th, main_, sq_inl},
+		       c[] = {pr, th, main_, sq_inl2};
+	const struct hc_node *n;
+	struct hc_store_stats st;
+	struct hc_tree *t;
+
+	(void)state;
+	add(wd, 1000, a, 4, 1, 0, 0);
+	add(wd, 1000, b, 4, 2, 0, 0);
+	add(wd, 1001, c, 4, 3, 0, 0);
+	expect_query(wd, &f);
+	assert_int_equal(hc_store__seal(wd->st, 1001), 0);
+	expect_query(wd, &f);
+	hc_store__stats(wd->st, &st);
+	assert_int_equal(st.frames, 5);
+	t = query(wd, &f, NULL);
+	hc_tree__sort(t);
+	n = hc_node__child(hc_node__child(hc_node__child(hc_tree__root(t), 0), 0), 0);
+	assert_int_equal(hc_node__child_count(n), 2);
+	assert_true(hc_node__inlined(hc_node__child(n, 0)));
+	assert_int_equal(hc_node__weights(hc_node__child(n, 0))->samples, 5);
+	assert_false(hc_node__inlined(hc_node__child(n, 1)));
+	hc_tree__free(t);
 	world_free(wd);
 }
 
@@ -1319,7 +1364,7 @@ int run_store_tests(void)
 		cmocka_unit_test(test_store_timeline),	cmocka_unit_test(test_store_heat),
 		cmocka_unit_test(test_store_hist),	cmocka_unit_test(test_store_gc),
 		cmocka_unit_test(test_store_frame_reset),
-		cmocka_unit_test(test_store_max_bytes),
+		cmocka_unit_test(test_store_max_bytes), cmocka_unit_test(test_store_inlined),
 		cmocka_unit_test(test_store_churn_merge), cmocka_unit_test(test_store_bad_input),
 	};
 

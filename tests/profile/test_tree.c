@@ -136,6 +136,41 @@ static void test_tree_identity(void **state)
 	hc_tree__free(tree);
 }
 
+/* An inlined frame and a real frame of the same name are two nodes; inlined ones merge. */
+static void test_tree_inlined(void **state)
+{
+	struct hc_tree *tree = hc_tree__new();
+	const struct hc_node *f, *a, *b;
+
+	(void)state;
+	assert_non_null(tree);
+	ADD_PATH(tree, P, 1, 0, 0, PROC("sh", 10), THR("sh", 10), USR("f", "/bin/sh"),
+		 USR("g", "/bin/sh"));
+	ADD_PATH(tree, P, 1, 0, 0, PROC("sh", 10), THR("sh", 10), USR("f", "/bin/sh"),
+		 INL("g", "/bin/sh"));
+	ADD_PATH(tree, P, 1, 0, 0, PROC("sh", 10), THR("sh", 10), USR("f", "/bin/sh"),
+		 INL("g", "/bin/sh"), INL("h", "/bin/sh"));
+	f = hc_node__child(hc_node__child(hc_node__child(hc_tree__root(tree), 0), 0), 0);
+	assert_string_equal(hc_node__name(f), "f");
+	assert_false(hc_node__inlined(f));
+	assert_int_equal(hc_node__child_count(f), 2);
+	a = hc_node__child(f, 0);
+	b = hc_node__child(f, 1);
+	assert_false(hc_node__inlined(a));
+	assert_true(hc_node__inlined(b));
+	assert_int_equal(hc_node__weights(a)->samples, 1);
+	assert_int_equal(hc_node__weights(b)->samples, 2);
+	assert_true(hc_node__inlined(hc_node__child(b, 0)));
+	/* equal value: the real frame sorts before its inlined namesake */
+	ADD_PATH(tree, P, 1, 0, 0, PROC("sh", 10), THR("sh", 10), USR("f", "/bin/sh"),
+		 USR("g", "/bin/sh"));
+	hc_tree__sort(tree);
+	assert_false(hc_node__inlined(hc_node__child(f, 0)));
+	assert_true(hc_node__inlined(hc_node__child(f, 1)));
+	assert_int_equal(hc_tree__node_count(tree), 7);
+	hc_tree__free(tree);
+}
+
 static void test_tree_sort(void **state)
 {
 	struct hc_tree *tree = hc_tree__new();
@@ -254,6 +289,7 @@ int run_tree_tests(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_tree_prefixes),
 		cmocka_unit_test(test_tree_identity),
+		cmocka_unit_test(test_tree_inlined),
 		cmocka_unit_test(test_tree_sort),
 		cmocka_unit_test(test_tree_large),
 	};

@@ -19,6 +19,8 @@
 #define USR(n, m) { HC_NODE_USER, (n), (m), 0, -1, false }
 #define UNK(m, off) { HC_NODE_USER, "[unknown]", (m), 0, (off), false }
 #define KRN(n) { HC_NODE_KERNEL, (n), NULL, 0, -1, false }
+/* a function the compiler inlined into the frame before it */
+#define INL(n, m) { HC_NODE_USER, (n), (m), 0, -1, true }
 
 /* Adds a path with `samples` on-CPU samples of period_ns, plus off-CPU/runqueue ns. */
 #define ADD_PATH(tree, period_ns, nsamples, off_ns, rq_ns, ...)                                    \
