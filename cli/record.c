@@ -102,6 +102,7 @@ static void usage(FILE *out)
 		"      --kind KIND       what folded, pprof and speedscope carry: all (on-CPU,\n"
 		"                        blocked and run-queue time; the default), on or off\n"
 		"      --no-demangle     keep C++/Rust symbol names mangled\n"
+		"      --no-inline       no inline frames from DWARF debug information\n"
 		"      --user NAME       the user the sandboxed worker runs as (default nobody;\n"
 		"                        root is refused): it reads the profiled programs' files\n"
 		"                        and /proc text with no privileges (docs/security.md)\n"
@@ -493,6 +494,7 @@ static int record_worker(const struct record_cfg *cfg, struct hc_sampler *sample
 
 	hc_broker_client__io(&bc, &io);
 	sopts.no_demangle = cfg->c.no_demangle;
+	sopts.no_inline = cfg->c.no_inline;
 	sopts.io = &io;
 	sym = hc_symbolizer__new(&sopts);
 	if (!sym) {

@@ -415,7 +415,8 @@ static int flush(struct hc_collector *c)
 
 struct hc_collector *hc_collector__new(const struct hc_collector_opts *o, const char **why)
 {
-	struct hc_symbolizer_opts sopts = { .no_demangle = o->no_demangle, .io = o->io };
+	struct hc_symbolizer_opts sopts = { .no_demangle = o->no_demangle,
+					    .no_inline = o->no_inline, .io = o->io };
 	struct hc_sampler_opts popts = {0};
 	struct hc_sampler_callbacks cb = {
 		.sample = on_sample,
