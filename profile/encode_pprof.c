@@ -387,12 +387,13 @@ struct pprof {
 
 	int64_t s_pid, s_process, s_tid, s_thread, s_dashes, s_kernel_mapping;
 
-	/* the walk: location ids of the path, outermost first, and the label nodes; top_frame:
-	 * the last of them is a frame's (not a waker's), so an inlined frame extends it */
+	/* the walk: location ids of the path, outermost first, and the label nodes; top_kind:
+	 * the kind of the frame the last of them is (0: none, or a waker's), which an inlined
+	 * frame of the same kind extends */
 	uint64_t *path;
 	size_t n_path;
 	size_t cap_path;
-	bool top_frame;
+	enum hc_node_kind top_kind;
 	const struct hc_node *proc, *thread;
 	int64_t s_proc, s_thread_name; /* their names' string indices */
 
@@ -550,7 +551,7 @@ static int64_t frame_location(struct pprof *pp, const struct hc_node *n, uint64_
 
 /*
  * Pushes the locations a frame or waker node stands for. An inlined frame right below another
- * frame is no location of its own: it replaces the path's last location by that location with
+ * frame of its kind is no location of its own: it replaces the path's last location by that location with
  * one more line (profile.proto's way: a location's lines are innermost first, the last one the
  * function the others were inlined into).
  */
@@ -563,7 +564,7 @@ static int push_frame(struct pprof *pp, const struct hc_node *n)
 	int err;
 
 	if (kind == HC_NODE_WAKER) {
-		pp->top_frame = false;
+		pp->top_kind = HC_NODE_ROOT;
 		/* offwaketime's separator between the blocked stack and its waker */
 		if (!pp->loc_dashes) {
 			loc = location_of(pp, pp->s_dashes, -1, 0, 0);
@@ -575,9 +576,9 @@ static int push_frame(struct pprof *pp, const struct hc_node *n)
 		if (err)
 			return err;
 	}
-	if (hc_node__inlined(n) && pp->top_frame && pp->n_path)
+	if (hc_node__inlined(n) && pp->top_kind == kind && pp->n_path)
 		into = pp->path[--pp->n_path];
-	pp->top_frame = kind != HC_NODE_WAKER;
+	pp->top_kind = kind != HC_NODE_WAKER ? kind : HC_NODE_ROOT;
 	id = tuptab_intern(&pp->frames, kind | (uint64_t)hc_node__inlined(n) << 8,
 			   (uintptr_t)hc_node__name(n), (uintptr_t)hc_node__module(n),
 			   (uint64_t)hc_node__offset(n), into, &created);
@@ -733,7 +734,7 @@ static int walk(struct pprof *pp, const struct hc_node *n, unsigned int depth)
 	size_t saved_path = pp->n_path, nc = hc_node__child_count(n);
 	/* an inlined child replaces the last location: put it back for the next child */
 	uint64_t saved_top = pp->n_path ? pp->path[pp->n_path - 1] : 0;
-	bool saved_top_frame = pp->top_frame;
+	enum hc_node_kind saved_top_kind = pp->top_kind;
 	uint64_t vals[4], kids[4] = { 0 };
 	bool any = false;
 	int err = 0;
@@ -796,7 +797,7 @@ out_restore:
 	pp->n_path = saved_path;
 	if (saved_path)
 		pp->path[saved_path - 1] = saved_top;
-	pp->top_frame = saved_top_frame;
+	pp->top_kind = saved_top_kind;
 	pp->proc = saved_proc;
 	pp->thread = saved_thread;
 	pp->s_proc = saved_s_proc;

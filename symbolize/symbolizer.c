@@ -43,10 +43,14 @@
 
 /*
  * Inline chains resolved lately, by location: a walk of the DWARF costs microseconds (more in
- * big C++ units), and serve resolves each distinct address of every second again. Direct
- * mapped; an entry holds at most HC_SYM_INLINE_MAX + 1 name pointers (interned strings).
+ * big C++ units), and serve resolves each distinct address of every second again. 4-way set
+ * associative, round robin within a set (direct mapped, a few thousand addresses already
+ * evicted one another half the time); an entry holds at most HC_SYM_INLINE_MAX + 1 name
+ * pointers (interned strings). 16384 entries: 512 KiB plus their chains.
  */
-#define INLINE_CACHE_SLOTS 4096
+#define INLINE_CACHE_WAYS 4
+#define INLINE_CACHE_SETS 4096
+#define INLINE_CACHE_SLOTS (INLINE_CACHE_WAYS * INLINE_CACHE_SETS)
 
 /* Demangled C++ names can be long (templates); longer ones stay mangled. */
 #define DEMANGLE_MAX_BYTES 4096
@@ -129,6 +133,7 @@ struct hc_symbolizer {
 	size_t dwarf_max_bytes;
 	size_t dwarf_bytes; /* held by the symtabs' DWARF, bounded by dwarf_max_bytes */
 	struct inline_slot *inline_cache; /* INLINE_CACHE_SLOTS, allocated at first use */
+	uint8_t *inline_victim;		  /* per set: the way to replace next */
 	struct hc_symbolizer_io io;
 	bool has_io;
 	uint64_t tick_ns; /* one clock tick of /proc/PID/stat's starttime */
@@ -250,6 +255,7 @@ void hc_symbolizer__free(struct hc_symbolizer *sym)
 		for (i = 0; i < INLINE_CACHE_SLOTS; i++)
 			free(sym->inline_cache[i].names);
 	free(sym->inline_cache);
+	free(sym->inline_victim);
 	hc_keymap__release(&sym->proc_idx);
 	hc_keymap__release(&sym->file_ids);
 	hc_keymap__release(&sym->special_ids);
@@ -1373,20 +1379,32 @@ static const struct inline_slot *inline_chain(struct hc_symbolizer *sym, const s
 					      const struct hc_uloc *loc)
 {
 	const char *raw[HC_SYM_INLINE_MAX + 1];
-	struct inline_slot *slot;
+	struct inline_slot *slot, *set;
 	uint64_t vaddr, h;
 	size_t got = 0;
 	int len = -ENOENT;
+	uint8_t *victim;
 
 	if (!sym->inline_cache) {
 		sym->inline_cache = calloc(INLINE_CACHE_SLOTS, sizeof(*sym->inline_cache));
-		if (!sym->inline_cache)
+		sym->inline_victim = calloc(INLINE_CACHE_SETS, 1);
+		if (!sym->inline_cache || !sym->inline_victim) {
+			free(sym->inline_cache);
+			free(sym->inline_victim);
+			sym->inline_cache = NULL;
+			sym->inline_victim = NULL;
 			return NULL;
+		}
 	}
 	h = (loc->off * 0x9e3779b97f4a7c15ull) ^ ((uint64_t)loc->obj * 0xc2b2ae3d27d4eb4full);
-	slot = &sym->inline_cache[(h ^ (h >> 29)) & (INLINE_CACHE_SLOTS - 1)];
-	if (slot->obj == loc->obj && slot->off == loc->off)
-		return slot;
+	h = (h ^ (h >> 29)) & (INLINE_CACHE_SETS - 1);
+	set = &sym->inline_cache[h * INLINE_CACHE_WAYS];
+	for (int w = 0; w < INLINE_CACHE_WAYS; w++)
+		if (set[w].obj == loc->obj && set[w].off == loc->off && set[w].obj)
+			return &set[w];
+	victim = &sym->inline_victim[h];
+	slot = &set[*victim];
+	*victim = (uint8_t)((*victim + 1) % INLINE_CACHE_WAYS);
 	free(slot->names);
 	*slot = (struct inline_slot){ 0 };
 	if (!hc_elfsym__off_to_vaddr(st->es, loc->off, &vaddr))

@@ -1343,6 +1343,9 @@ static struct hc_profile *inline_profile(void)
 		 USR("square", "/usr/bin/app"));
 	/* an inlined frame with nothing to be inlined into: a location of its own */
 	ADD_PATH(t, P, 1, 0, 0, PROC("app", 100), THR("app", 100), INL("lone", "/usr/bin/app"));
+	/* nor is a kernel frame inlined into a user one (a hand-made document): its own too */
+	ADD_PATH(t, P, 1, 0, 0, PROC("app", 100), THR("app", 100), USR("main", "/usr/bin/app"),
+		 { HC_NODE_KERNEL, "kinl", NULL, 0, -1, true });
 	return p;
 }
 
@@ -1367,12 +1370,12 @@ static void test_pprof_inline(void **state)
 {
 	struct hc_profile *p = inline_profile();
 	struct pp_profile pp;
-	bool seen[5] = { false };
+	bool seen[6] = { false };
 	size_t multi = 0;
 
 	(void)state;
 	encode_decode(p, HC_W_ALL, &pp);
-	assert_int_equal(pp.n_samples, 5);
+	assert_int_equal(pp.n_samples, 6);
 	for (size_t i = 0; i < pp.n_samples; i++) {
 		const struct pp_sample *sm = &pp.samples[i];
 		char *folded = pp_sample_folded(&pp, sm);
@@ -1408,20 +1411,24 @@ static void test_pprof_inline(void **state)
 			assert_int_equal(sm->n_locations, 1);
 			assert_int_equal(leaf->n_lines, 1);
 			seen[4] = true;
+		} else if (!strcmp(folded, "main;kinl")) {
+			assert_int_equal(sm->n_locations, 2);
+			assert_int_equal(leaf->n_lines, 1);
+			seen[5] = true;
 		} else {
 			fail_msg("unexpected sample %s", folded);
 		}
 		free(folded);
 	}
-	for (size_t i = 0; i < 5; i++)
+	for (size_t i = 0; i < 6; i++)
 		assert_true(seen[i]);
-	/* main, compute, compute+square, compute+square+mul, square, page_fault, lone */
-	assert_int_equal(pp.n_locations, 7);
+	/* main, compute, compute+square, compute+square+mul, square, page_fault, lone, kinl */
+	assert_int_equal(pp.n_locations, 8);
 	for (size_t i = 0; i < pp.n_locations; i++)
 		multi += pp.locations[i].n_lines > 1;
 	assert_int_equal(multi, 2);
 	/* one function per name: square is one function, inlined or not */
-	assert_int_equal(pp.n_functions, 6);
+	assert_int_equal(pp.n_functions, 7);
 	pp_free(&pp);
 	hc_profile__free(p);
 }
