@@ -1072,7 +1072,7 @@ static void load_dwarf(struct hc_symbolizer *sym, struct symtab *st, int fd)
 	struct hc_dwinline *d, *alt;
 	char path[PATH_MAX];
 	const uint8_t *id;
-	int dfd;
+	int dfd, err;
 
 	if (sym->no_inline || sym->dwarf_bytes >= sym->dwarf_max_bytes)
 		goto out_budget;
@@ -1096,9 +1096,12 @@ static void load_dwarf(struct hc_symbolizer *sym, struct symtab *st, int fd)
 			goto out_err;
 		}
 		alt = hc_dwinline__from_fd(dfd, left - hc_dwinline__bytes(d));
+		/* over the budget, or unusable (an alt with no DWARF is no alt: not ENODATA) */
+		err = alt ? hc_dwinline__set_alt(d, alt) : errno == E2BIG ? -E2BIG : -ENOLINK;
 		close(dfd);
-		if (!alt || hc_dwinline__set_alt(d, alt)) {
+		if (err) {
 			hc_dwinline__free(d);
+			errno = -err;
 			goto out_err;
 		}
 	}

@@ -1682,6 +1682,62 @@ static void test_inline_off(void **state)
 	reap(&fp);
 }
 
+/*
+ * A file naming a supplementary file (dwz): used once that file is found by build-id in the
+ * debug root, refused (counted, one frame per address) when it is not; libdw is never left to
+ * look for it itself.
+ */
+static void test_inline_altlink(void **state)
+{
+	const char *exe = env_path("HC_FIX_INLINE_ALTLINK");
+	struct hc_symbolizer_stats st;
+	struct hc_symbolizer *sym;
+	struct hc_frame_info fr[8];
+	struct fixture_proc fp;
+	struct hc_dwinline *d;
+	const uint8_t *id;
+	struct hc_uloc loc;
+	size_t len, n;
+	void *img;
+
+	(void)state;
+	spawn(&fp, exe);
+	sym = new_sym_debug(false, env_path("HC_FIX_DEBUG_ROOT"));
+	assert_int_equal(hc_symbolizer__add_process(sym, (uint32_t)fp.pid, 0), 0);
+	assert_int_equal(check_chains(sym, &fp, "fix_inline_altlink"), 4);
+	hc_symbolizer__stats(sym, &st);
+	assert_int_equal(st.dwarf_err, 0);
+	hc_symbolizer__free(sym);
+
+	sym = new_sym(false);
+	assert_int_equal(hc_symbolizer__add_process(sym, (uint32_t)fp.pid, 0), 0);
+	assert_int_equal(hc_symbolizer__normalize(sym, (uint32_t)fp.pid, 0, fp.addrs[0], &loc), 0);
+	assert_int_equal(hc_symbolizer__resolve_user_inline(sym, &loc, fr, 8, &n), 0);
+	assert_int_equal(n, 1);
+	assert_string_equal(fr[0].name, "hc_inl_outer");
+	hc_symbolizer__stats(sym, &st);
+	assert_int_equal(st.dwarf_err, 1);
+	assert_int_equal(st.inline_frames, 0);
+	hc_symbolizer__free(sym);
+	reap(&fp);
+
+	/* the reader alone: no lookup before the supplementary file is attached */
+	img = read_all(exe, &len);
+	d = hc_dwinline__from_mem(img, len, SIZE_MAX);
+	assert_non_null(d);
+	assert_int_equal(hc_dwinline__alt_build_id(d, &id), 20);
+	{
+		const char *names[4];
+
+		assert_int_equal(hc_dwinline__lookup(d, 0x1000, names, 4, &n), -ENOLINK);
+		/* itself cannot be its own supplementary file: it names one */
+		assert_int_equal(hc_dwinline__set_alt(d, hc_dwinline__from_mem(img, len, SIZE_MAX)),
+				 -EINVAL);
+	}
+	hc_dwinline__free(d);
+	free(img);
+}
+
 /* The ELF file's function symbols, as [vaddr, vaddr + size) ranges to look up. */
 static void text_span(const char *path, uint64_t *lo, uint64_t *hi)
 {
@@ -1874,6 +1930,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_inline_truncated),
 		cmocka_unit_test(test_inline_off),
 		cmocka_unit_test(test_inline_dwinline),
+		cmocka_unit_test(test_inline_altlink),
 		cmocka_unit_test(test_inline_hostile),
 	};
 	const char *group = argc > 1 ? argv[1] : "all";
