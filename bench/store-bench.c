@@ -70,7 +70,7 @@ static int define_frames(struct hc_store *st, struct load *l)
 	int err = 0;
 
 	for (int p = 0; p < N_PROC; p++) {
-		struct hc_path_elem e = {HC_NODE_PROCESS, l->comm[p], NULL, 1000 + (uint64_t)p, -1};
+		struct hc_path_elem e = {HC_NODE_PROCESS, l->comm[p], NULL, 1000 + (uint64_t)p, -1, false};
 
 		snprintf(l->comm[p], sizeof(l->comm[p]), "proc%d", p % 45); /* some names shared */
 		err |= hc_store__define_frame(st, l->proc[p] = ++id, &e);
@@ -81,12 +81,12 @@ static int define_frames(struct hc_store *st, struct load *l)
 		}
 		for (int f = 0; f < N_USER_FN; f++) {
 			snprintf(name, sizeof(name), "app%d::module%d::function_%d", p, f / 40, f);
-			e = (struct hc_path_elem){HC_NODE_USER, name, "/usr/bin/app", 0, -1};
+			e = (struct hc_path_elem){HC_NODE_USER, name, "/usr/bin/app", 0, -1, false};
 			err |= hc_store__define_frame(st, l->user[p][f] = ++id, &e);
 		}
 	}
 	for (int f = 0; f < N_KERNEL_FN; f++) {
-		struct hc_path_elem e = {HC_NODE_KERNEL, name, NULL, 0, -1};
+		struct hc_path_elem e = {HC_NODE_KERNEL, name, NULL, 0, -1, false};
 
 		snprintf(name, sizeof(name), "kernel_function_%d", f);
 		err |= hc_store__define_frame(st, l->kernel[f] = ++id, &e);

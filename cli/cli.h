@@ -29,6 +29,7 @@ struct hc_common_args {
 	struct hc_rate rate; /* -F, default 99 Hz */
 	bool verbose;	     /* -v */
 	bool no_demangle;
+	bool no_inline; /* no inline frames from DWARF (docs/unwinding.md) */
 	bool no_offcpu;
 	uint64_t min_block_ns;
 	uint64_t stack_budget; /* 0: the default */
@@ -55,6 +56,7 @@ enum {
 	HC_OPT_UNWIND,
 	HC_OPT_STACK_COPY,
 	HC_OPT_COPY_BUDGET,
+	HC_OPT_NO_INLINE,
 };
 
 /* getopt_long entries of the shared options (with "F:v" in the short option string). */
@@ -62,6 +64,7 @@ enum {
 	{ "frequency", required_argument, NULL, 'F' },                        \
 	{ "verbose", no_argument, NULL, 'v' },                                \
 	{ "no-demangle", no_argument, NULL, HC_OPT_NO_DEMANGLE },             \
+	{ "no-inline", no_argument, NULL, HC_OPT_NO_INLINE },                 \
 	{ "no-offcpu", no_argument, NULL, HC_OPT_NO_OFFCPU },                 \
 	{ "min-block", required_argument, NULL, HC_OPT_MIN_BLOCK },           \
 	{ "stack-budget", required_argument, NULL, HC_OPT_STACK_BUDGET },     \

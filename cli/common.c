@@ -41,6 +41,9 @@ int hc_common_args__parse(struct hc_common_args *a, int opt, const char *arg)
 	case HC_OPT_NO_DEMANGLE:
 		a->no_demangle = true;
 		return 0;
+	case HC_OPT_NO_INLINE:
+		a->no_inline = true;
+		return 0;
 	case HC_OPT_NO_OFFCPU:
 		a->no_offcpu = true;
 		return 0;

@@ -105,6 +105,7 @@ static void usage(FILE *out)
 		"      --kind KIND       what folded, pprof and speedscope carry: all (on-CPU,\n"
 		"                        blocked and run-queue time; the default), on or off\n"
 		"      --no-demangle     keep C++/Rust symbol names mangled\n"
+		"      --no-inline       no inline frames from DWARF debug information\n"
 		"      --user NAME       the user the sandboxed worker runs as (default nobody;\n"
 		"                        root is refused): it reads the profiled programs' files\n"
 		"                        and /proc text with no privileges (docs/security.md)\n"
@@ -479,6 +480,12 @@ static int fill_profile(struct hc_profile *p, const struct record_cfg *cfg,
 			{"kernel_unresolved", ss.kernel_unresolved},
 			{"truncated_user_stacks", as.truncated_ustacks},
 			{"truncated_kernel_stacks", as.truncated_kstacks},
+			{"dwarf_objects", ss.dwarf_objects},
+			{"dwarf_over_budget", ss.dwarf_over_budget},
+			{"dwarf_err", ss.dwarf_err},
+			{"inline_frames", ss.inline_frames},
+			{"inline_truncated", ss.inline_truncated},
+			{"inline_dropped", as.inline_dropped},
 		};
 
 		for (size_t i = 0; i < sizeof(sc) / sizeof(sc[0]) && !err; i++)
@@ -512,6 +519,7 @@ static int record_worker(const struct record_cfg *cfg, struct hc_sampler *sample
 
 	hc_broker_client__io(&bc, &io);
 	sopts.no_demangle = cfg->c.no_demangle;
+	sopts.no_inline = cfg->c.no_inline;
 	sopts.io = &io;
 	sym = hc_symbolizer__new(&sopts);
 	if (!sym) {

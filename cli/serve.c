@@ -85,6 +85,7 @@ static void usage(FILE *out)
 		"      --stack-budget N   off-CPU stack captures per second per CPU (default 10000)\n"
 		"      --no-stack-reuse   take stacks at every switch-out\n"
 		"      --no-demangle      keep C++/Rust symbol names mangled\n"
+		"      --no-inline        no inline frames from DWARF debug information\n"
 		"  -v, --verbose          libbpf warnings\n"
 		"  -h, --help             this text\n"
 		"\n"
@@ -444,6 +445,7 @@ int cmd_serve(int argc, char **argv)
 	copts.stack_budget = cfg.c.stack_budget;
 	copts.no_stack_reuse = cfg.c.no_stack_reuse;
 	copts.no_demangle = cfg.c.no_demangle;
+	copts.no_inline = cfg.c.no_inline;
 	copts.unwind_fp = cfg.c.unwind_fp;
 	copts.stack_copy_bytes = cfg.c.stack_copy_bytes;
 	copts.copy_budget = cfg.c.copy_budget_given ? cfg.c.copy_budget : HC_SERVE_COPY_BUDGET;

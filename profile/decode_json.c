@@ -17,15 +17,17 @@
  *    (the encoders' limit); every node's value is on + off-CPU + run-queue ns, and its
  *    children are never worth more than it in any of on_cpu_ns, off_cpu_ns, runqueue_ns and
  *    samples (checked on each node as the document writes it);
- *  - siblings that are the same node (kind, name, module, pid/tid, offset), which earlier
- *    versions wrote (two `[unknown]` frames of one module without an offset), are merged:
- *    the later one's weights add to the earlier one's and its children are decoded under
+ *  - `inlined`, when present, is a boolean on a user or kernel frame (absent reads as false;
+ *    other nodes may not have it); an inlined frame is a node of its own, not its namesake;
+ *  - siblings that are the same node (kind, name, module, pid/tid, offset, inlined), which
+ *    earlier versions wrote (two `[unknown]` frames of one module without an offset), are
+ *    merged: the later one's weights add to the earlier one's and its children are decoded under
  *    it, merging again where they meet the earlier one's. The merged tree keeps both rules:
  *    each merged weight is a sum of siblings' weights, so it stays within the parent (and
  *    within a u64), and a merged node's children sum to no more than the nodes merged;
  *  - members added after the first revision of /1 (`sampling.per_cpu[].idle_ns`,
- *    `totals.cpu_unclaimed_ns`) may be absent and read as 0; unknown members are ignored
- *    (docs/profile-schema.md: readers must ignore keys they do not know).
+ *    `totals.cpu_unclaimed_ns`, `inlined`) may be absent and read as 0 (false); unknown
+ *    members are ignored (docs/profile-schema.md: readers must ignore keys they do not know).
  *
  * The tree is rebuilt node by node with the inclusive weights the document states (the
  * private builder hc__tree_add_child(), O(1) per node), iteratively with an explicit stack,
@@ -530,7 +532,7 @@ static int parse_node(struct tree_dec *t, size_t depth, const json_t *n, struct 
 		      struct hc_weights *w, const json_t **children)
 {
 	const json_t *name = json_object_get(n, "name"), *kind = json_object_get(n, "kind");
-	const json_t *module, *offset;
+	const json_t *module, *offset, *inlined;
 	uint64_t value, sum, id;
 	enum hc_node_kind k;
 	int err;
@@ -558,6 +560,9 @@ static int parse_node(struct tree_dec *t, size_t depth, const json_t *n, struct 
 				 hc_node_kind__name(k), depth, depth_expects(depth));
 
 	*e = (struct hc_path_elem){ .kind = k, .name = json_string_value(name), .offset = -1 };
+	/* only frames are inlined into a caller */
+	if (k != HC_NODE_USER && k != HC_NODE_KERNEL && json_object_get(n, "inlined"))
+		return node_fail(t, depth, "inlined", "only user and kernel frames are inlined");
 	switch (e->kind) {
 	case HC_NODE_ROOT:
 		/* hc_tree names its root; anything else would not survive a round trip */
@@ -587,6 +592,10 @@ static int parse_node(struct tree_dec *t, size_t depth, const json_t *n, struct 
 		break;
 	case HC_NODE_USER:
 	case HC_NODE_KERNEL:
+		inlined = json_object_get(n, "inlined");
+		if (inlined && !json_is_boolean(inlined))
+			return node_fail(t, depth, "inlined", "not a boolean");
+		e->inlined = json_is_true(inlined);
 		module = json_object_get(n, "module");
 		if (module && !is_c_string(module))
 			return node_fail(t, depth, "module", "not a string without NUL characters");

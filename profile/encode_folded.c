@@ -91,7 +91,7 @@ static int sbuf_add_raw(struct sbuf *b, const char *s)
 static int add_frame(struct sbuf *b, const struct hc_node *n)
 {
 	const char *name = hc_node__name(n);
-	char *unknown;
+	char *unknown = NULL;
 	int err;
 
 	if (b->len && sbuf_add_raw(b, ";"))
@@ -103,10 +103,13 @@ static int add_frame(struct sbuf *b, const struct hc_node *n)
 		return 0;
 	case HC_NODE_USER:
 		err = hc__unknown_frame_name(n, &unknown);
-		if (err <= 0)
-			return err ? err : sbuf_add_name(b, name);
-		err = sbuf_add_name(b, unknown);
+		if (err < 0)
+			return err;
+		err = sbuf_add_name(b, err ? unknown : name);
 		free(unknown);
+		/* flamegraph.pl's mark of an inlined function (its java palette colours it) */
+		if (!err && hc_node__inlined(n))
+			err = sbuf_add_raw(b, "_[i]");
 		return err;
 	case HC_NODE_WAKER:
 		/* offwaketime's separator between the blocked stack and its waker */

@@ -141,6 +141,9 @@ static json_t *node_fields_to_json(const struct hc_node *n)
 			if (jset(obj, "offset", json_string(hex)))
 				goto err_decref;
 		}
+		/* only when true: profiles without inline frames read as before */
+		if (hc_node__inlined(n) && jset(obj, "inlined", json_true()))
+			goto err_decref;
 		break;
 	case HC_NODE_ROOT:
 		break;
@@ -267,6 +270,8 @@ static void jstream_node(struct jstream *js, const struct hc_node *n, unsigned i
 			JSTREAM_LIT(js, ",\"offset\":");
 			jstream_value(js, json_string(hex));
 		}
+		if (hc_node__inlined(n))
+			JSTREAM_LIT(js, ",\"inlined\":true");
 		break;
 	case HC_NODE_ROOT:
 		break;

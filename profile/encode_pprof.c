@@ -10,7 +10,11 @@
  * (pprof wants the leaf first). Process and thread nodes are not locations: they set the
  * sample's `pid`/`process` and `tid`/`thread` labels (pid and tid numeric, with their key as
  * num_unit so that pid 0 is not dropped: see put_num_label()). A waker node is two frames,
- * "--" and the waker's name, as in offwaketime and in the folded export. Samples are encoded and
+ * "--" and the waker's name, as in offwaketime and in the folded export. An inlined frame
+ * (right below another frame) is no location of its own but one more line of its caller's:
+ * that location, extended, replaces the caller's on the stack; so a function and what was
+ * inlined into it are one Location whose Lines are innermost first, as profile.proto has
+ * them (pprof prints such lines as "(inline)" frames). Samples are encoded and
  * compressed as the walk finds them; the tables they refer to (strings, functions, locations,
  * mappings) are interned through hash tables and written after the samples (protobuf fields
  * may come in any order, and readers resolve string indices after the whole message), so
@@ -187,9 +191,10 @@ struct strtab {
 	size_t n_slots;
 };
 
-/* Fixed 4-word keys -> id (index + 1): functions, locations, mappings, tree frames. */
+/* Fixed 5-word keys -> id (index + 1): functions, locations, mappings, tree frames. */
+#define TUP_WORDS 5
 struct tuptab {
-	uint64_t (*keys)[4];
+	uint64_t (*keys)[TUP_WORDS];
 	size_t n;
 	size_t cap;
 	uint64_t *slots; /* see SLOT() */
@@ -301,15 +306,15 @@ static int64_t strtab_intern(struct strtab *t, const char *s, size_t n)
 
 static uint64_t tuptab_hash_of(const void *tab, size_t idx)
 {
-	return hc__hash_words(((const struct tuptab *)tab)->keys[idx], 4, 0);
+	return hc__hash_words(((const struct tuptab *)tab)->keys[idx], TUP_WORDS, 0);
 }
 
 /* The id (index + 1) of the key, adding it if new (*created, when not NULL); -ENOMEM. */
 static int64_t tuptab_intern(struct tuptab *t, uint64_t a, uint64_t b, uint64_t c, uint64_t d,
-			     bool *created)
+			     uint64_t e, bool *created)
 {
-	const uint64_t key[4] = { a, b, c, d };
-	uint64_t h = hc__hash_words(key, 4, 0);
+	const uint64_t key[TUP_WORDS] = { a, b, c, d, e };
+	uint64_t h = hc__hash_words(key, TUP_WORDS, 0);
 	size_t mask, i;
 
 	if (t->n >= UINT32_MAX - 1)
@@ -329,7 +334,7 @@ static int64_t tuptab_intern(struct tuptab *t, uint64_t a, uint64_t b, uint64_t 
 	}
 	if (t->n == t->cap) {
 		size_t cap = t->cap ? t->cap * 2 : 256;
-		uint64_t(*keys)[4] = realloc(t->keys, cap * sizeof(*keys));
+		uint64_t(*keys)[TUP_WORDS] = realloc(t->keys, cap * sizeof(*keys));
 
 		if (!keys)
 			return -ENOMEM;
@@ -364,13 +369,16 @@ struct pprof {
 	size_t n_types;
 
 	struct strtab strs;
-	struct tuptab functions; /* (name, filename, 0, 0) */
-	struct tuptab locations; /* (function id, mapping id, address, 0) */
-	struct tuptab mappings;	 /* (filename, 0, 0, 0) */
+	struct tuptab functions; /* (name, filename, 0, 0, 0) */
+	/* (function id, mapping id, address, location it is inlined into or 0, 0): the lines of a
+	 * location are its function, then those of the location it is inlined into */
+	struct tuptab locations;
+	struct tuptab mappings;	 /* (filename, 0, 0, 0, 0) */
 	/*
-	 * (kind, name, module, offset) of tree frames -> location id (frame_locs[id - 1]): the
-	 * tree interns its strings, so a frame seen before costs one lookup on pointers
-	 * instead of cleaning and interning its name again.
+	 * (kind | inlined << 8, name, module, offset, location it is inlined into or 0) of tree
+	 * frames -> location id (frame_locs[id - 1]): the tree interns its strings, so a frame
+	 * seen before costs one lookup on pointers instead of cleaning and interning its name
+	 * again.
 	 */
 	struct tuptab frames;
 	uint64_t *frame_locs;
@@ -379,10 +387,13 @@ struct pprof {
 
 	int64_t s_pid, s_process, s_tid, s_thread, s_dashes, s_kernel_mapping;
 
-	/* the walk: location ids of the path, outermost first, and the label nodes */
+	/* the walk: location ids of the path, outermost first, and the label nodes; top_kind:
+	 * the kind of the frame the last of them is (0: none, or a waker's), which an inlined
+	 * frame of the same kind extends */
 	uint64_t *path;
 	size_t n_path;
 	size_t cap_path;
+	enum hc_node_kind top_kind;
 	const struct hc_node *proc, *thread;
 	int64_t s_proc, s_thread_name; /* their names' string indices */
 
@@ -441,23 +452,38 @@ static int64_t intern_lit(struct pprof *pp, const char *s)
 }
 
 /* Location id of function `name_idx` in mapping `mapping_idx` (string index of the
- * mapping's file name, or -1: none) at `address`. */
+ * mapping's file name, or -1: none) at `address`, inlined into location `into` (0: none). */
 static int64_t location_of(struct pprof *pp, int64_t name_idx, int64_t mapping_idx,
-			   uint64_t address)
+			   uint64_t address, uint64_t into)
 {
 	int64_t fn, map = 0;
 
 	if (name_idx < 0)
 		return name_idx;
-	fn = tuptab_intern(&pp->functions, (uint64_t)name_idx, 0, 0, 0, NULL);
+	fn = tuptab_intern(&pp->functions, (uint64_t)name_idx, 0, 0, 0, 0, NULL);
 	if (fn < 0)
 		return fn;
 	if (mapping_idx >= 0) {
-		map = tuptab_intern(&pp->mappings, (uint64_t)mapping_idx, 0, 0, 0, NULL);
+		map = tuptab_intern(&pp->mappings, (uint64_t)mapping_idx, 0, 0, 0, 0, NULL);
 		if (map < 0)
 			return map;
 	}
-	return tuptab_intern(&pp->locations, (uint64_t)fn, (uint64_t)map, address, 0, NULL);
+	return tuptab_intern(&pp->locations, (uint64_t)fn, (uint64_t)map, address, into, 0, NULL);
+}
+
+/* The location `into` extended by function `name_idx` inlined into it: same mapping and
+ * address, one line more. */
+static int64_t inlined_location(struct pprof *pp, int64_t name_idx, uint64_t into)
+{
+	const uint64_t *k = pp->locations.keys[into - 1];
+	int64_t fn;
+
+	if (name_idx < 0)
+		return name_idx;
+	fn = tuptab_intern(&pp->functions, (uint64_t)name_idx, 0, 0, 0, 0, NULL);
+	if (fn < 0)
+		return fn;
+	return tuptab_intern(&pp->locations, (uint64_t)fn, k[1], k[2], into, 0, NULL);
 }
 
 static int push_loc(struct pprof *pp, int64_t loc)
@@ -477,53 +503,71 @@ static int push_loc(struct pprof *pp, int64_t loc)
 	return 0;
 }
 
-/* The location of a frame node (of a waker node: of its name). */
-static int64_t frame_location(struct pprof *pp, const struct hc_node *n)
+/* The location of a frame node (of a waker node: of its name), inlined into location `into`
+ * (0: none). */
+static int64_t frame_location(struct pprof *pp, const struct hc_node *n, uint64_t into)
 {
 	const char *name = hc_node__name(n), *module = hc_node__module(n);
 	int64_t map = -1, loc;
-	char *unknown;
+	char *unknown = NULL;
 	int r;
 
 	switch (hc_node__kind(n)) {
 	case HC_NODE_KERNEL:
+		if (into)
+			return inlined_location(pp, intern_clean(pp, name), into);
 		map = module ? intern_clean(pp, module) : pp->s_kernel_mapping;
 		if (map < 0)
 			return map;
-		return location_of(pp, intern_clean(pp, name), map, 0);
+		return location_of(pp, intern_clean(pp, name), map, 0, 0);
 	case HC_NODE_USER:
-		if (module) {
-			map = intern_clean(pp, module);
-			if (map < 0)
-				return map;
-		}
 		r = hc__unknown_frame_name(n, &unknown);
 		if (r < 0)
 			return r;
+		if (into) {
+			loc = inlined_location(pp, intern_clean(pp, r ? unknown : name), into);
+			free(unknown);
+			return loc;
+		}
+		if (module) {
+			map = intern_clean(pp, module);
+			if (map < 0) {
+				free(unknown);
+				return map;
+			}
+		}
 		if (!r)
-			return location_of(pp, intern_clean(pp, name), map, 0);
+			return location_of(pp, intern_clean(pp, name), map, 0, 0);
 		/* folded's name, and the offset as the address, so that a reader with the binary
 		 * can still symbolize it */
-		loc = location_of(pp, intern_clean(pp, unknown), map, (uint64_t)hc_node__offset(n));
+		loc = location_of(pp, intern_clean(pp, unknown), map, (uint64_t)hc_node__offset(n),
+				  0);
 		free(unknown);
 		return loc;
 	default: /* HC_NODE_WAKER */
-		return location_of(pp, intern_clean(pp, name), -1, 0);
+		return location_of(pp, intern_clean(pp, name), -1, 0, 0);
 	}
 }
 
-/* Pushes the locations a frame or waker node stands for. */
+/*
+ * Pushes the locations a frame or waker node stands for. An inlined frame right below another
+ * frame of its kind is no location of its own: it replaces the path's last location by that location with
+ * one more line (profile.proto's way: a location's lines are innermost first, the last one the
+ * function the others were inlined into).
+ */
 static int push_frame(struct pprof *pp, const struct hc_node *n)
 {
 	enum hc_node_kind kind = hc_node__kind(n);
+	uint64_t into = 0;
 	bool created;
 	int64_t id, loc;
 	int err;
 
 	if (kind == HC_NODE_WAKER) {
+		pp->top_kind = HC_NODE_ROOT;
 		/* offwaketime's separator between the blocked stack and its waker */
 		if (!pp->loc_dashes) {
-			loc = location_of(pp, pp->s_dashes, -1, 0);
+			loc = location_of(pp, pp->s_dashes, -1, 0, 0);
 			if (loc < 0)
 				return (int)loc;
 			pp->loc_dashes = (uint64_t)loc;
@@ -532,8 +576,12 @@ static int push_frame(struct pprof *pp, const struct hc_node *n)
 		if (err)
 			return err;
 	}
-	id = tuptab_intern(&pp->frames, kind, (uintptr_t)hc_node__name(n),
-			   (uintptr_t)hc_node__module(n), (uint64_t)hc_node__offset(n), &created);
+	if (hc_node__inlined(n) && pp->top_kind == kind && pp->n_path)
+		into = pp->path[--pp->n_path];
+	pp->top_kind = kind != HC_NODE_WAKER ? kind : HC_NODE_ROOT;
+	id = tuptab_intern(&pp->frames, kind | (uint64_t)hc_node__inlined(n) << 8,
+			   (uintptr_t)hc_node__name(n), (uintptr_t)hc_node__module(n),
+			   (uint64_t)hc_node__offset(n), into, &created);
 	if (id < 0)
 		return (int)id;
 	if (!created)
@@ -547,7 +595,7 @@ static int push_frame(struct pprof *pp, const struct hc_node *n)
 		pp->frame_locs = locs;
 		pp->cap_frame_locs = cap;
 	}
-	loc = frame_location(pp, n);
+	loc = frame_location(pp, n, into);
 	if (loc < 0)
 		return (int)loc;
 	pp->frame_locs[id - 1] = (uint64_t)loc;
@@ -663,7 +711,7 @@ static int emit_sample(struct pprof *pp, const struct hc_node *n, const uint64_t
 	if (!pp->n_path) {
 		/* no frame on the path: a stand-in named after the deepest node, for this
 		 * sample only */
-		err = push_loc(pp, location_of(pp, intern_clean(pp, hc_node__name(n)), -1, 0));
+		err = push_loc(pp, location_of(pp, intern_clean(pp, hc_node__name(n)), -1, 0, 0));
 		if (err)
 			return err;
 	}
@@ -684,6 +732,9 @@ static int walk(struct pprof *pp, const struct hc_node *n, unsigned int depth)
 	const struct hc_node *saved_proc = pp->proc, *saved_thread = pp->thread;
 	int64_t saved_s_proc = pp->s_proc, saved_s_thread = pp->s_thread_name;
 	size_t saved_path = pp->n_path, nc = hc_node__child_count(n);
+	/* an inlined child replaces the last location: put it back for the next child */
+	uint64_t saved_top = pp->n_path ? pp->path[pp->n_path - 1] : 0;
+	enum hc_node_kind saved_top_kind = pp->top_kind;
 	uint64_t vals[4], kids[4] = { 0 };
 	bool any = false;
 	int err = 0;
@@ -744,6 +795,9 @@ static int walk(struct pprof *pp, const struct hc_node *n, unsigned int depth)
 
 out_restore:
 	pp->n_path = saved_path;
+	if (saved_path)
+		pp->path[saved_path - 1] = saved_top;
+	pp->top_kind = saved_top_kind;
 	pp->proc = saved_proc;
 	pp->thread = saved_thread;
 	pp->s_proc = saved_s_proc;
@@ -788,14 +842,20 @@ static int put_tables(struct pprof *pp, const struct hc_profile *p)
 	for (size_t i = 0; i < pp->locations.n; i++) {
 		const uint64_t *k = pp->locations.keys[i];
 
-		pp->packed.len = 0;
 		b->len = 0;
-		if (put_uint_field(&pp->packed, LINE_FUNCTION_ID, k[0]) ||
-		    put_uint_field(b, LOCATION_ID, i + 1) ||
+		if (put_uint_field(b, LOCATION_ID, i + 1) ||
 		    put_uint_field(b, LOCATION_MAPPING_ID, k[1]) ||
-		    put_uint_field(b, LOCATION_ADDRESS, k[2]) ||
-		    put_bytes_field(b, LOCATION_LINE, pp->packed.b, pp->packed.len) ||
-		    put_bytes_field(&pp->out, PROFILE_LOCATION, b->b, b->len))
+		    put_uint_field(b, LOCATION_ADDRESS, k[2]))
+			return -ENOMEM;
+		/* innermost first: its own function, then those it is inlined into (an
+		 * earlier location: ids only grow along a chain) */
+		for (const uint64_t *l = k; l; l = l[3] ? pp->locations.keys[l[3] - 1] : NULL) {
+			pp->packed.len = 0;
+			if (put_uint_field(&pp->packed, LINE_FUNCTION_ID, l[0]) ||
+			    put_bytes_field(b, LOCATION_LINE, pp->packed.b, pp->packed.len))
+				return -ENOMEM;
+		}
+		if (put_bytes_field(&pp->out, PROFILE_LOCATION, b->b, b->len))
 			return -ENOMEM;
 		if ((err = out_maybe_flush(pp)))
 			return err;

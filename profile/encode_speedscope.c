@@ -20,8 +20,10 @@
  *    unresolved user frames with a module and offset are `[unknown MODULE+0xOFF]`, a waker is
  *    the frame `--` followed by a frame named after the waker. `file` is the module for user
  *    frames that have one, the module or `[kernel.kallsyms]` for kernel frames. Frames are
- *    interned by (name, file). A process or thread node below the first frame of a path (never
- *    produced by record or serve) is a frame named after it.
+ *    interned by (name, file). An inlined frame (a function the compiler inlined into the frame
+ *    above it) is named `NAME (inlined)`: speedscope has no field for it, and the name keeps
+ *    it apart from its out-of-line namesake. A process or thread node below the first frame
+ *    of a path (never produced by record or serve) is a frame named after it.
  *
  * Memory: the tree is walked once into compact arrays (8 bytes per frame node for the parent
  * links, 16 per sample, ~40 per distinct frame), then streamed out through profile/jstream.h,
@@ -44,6 +46,7 @@
 
 #define SS_SCHEMA "https://www.speedscope.app/file-format-schema.json"
 #define SS_KERNEL_FILE "[kernel.kallsyms]"
+#define SS_INLINED " (inlined)" /* the suffix of an inlined frame's name */
 #define NONE UINT32_MAX
 #define MIN_SLOTS 64
 
@@ -199,20 +202,40 @@ err_free:
 	return -ENOMEM;
 }
 
+/* An inlined frame's name: "NAME (inlined)", malloc'ed (consumes owned when true). */
+static char *inlined_name(const char *name, bool owned)
+{
+	size_t len = strlen(name);
+	char *s = malloc(len + sizeof(SS_INLINED));
+
+	if (s) {
+		memcpy(s, name, len);
+		memcpy(s + len, SS_INLINED, sizeof(SS_INLINED));
+	}
+	if (owned)
+		free((char *)name);
+	return s;
+}
+
 /* The frame a tree node shows as (not for the root, nor the waker's "--"). */
 static int64_t node_frame(struct speedscope *ss, const struct hc_node *n)
 {
 	const char *name = hc_node__name(n), *module = hc_node__module(n);
-	char *unknown;
+	char *unknown = NULL, *inl;
 	int r;
 
 	switch (hc_node__kind(n)) {
 	case HC_NODE_KERNEL:
-		return frame_intern(ss, (char *)name, false, module ? module : SS_KERNEL_FILE);
 	case HC_NODE_USER:
-		r = hc__unknown_frame_name(n, &unknown);
+		if (!module && hc_node__kind(n) == HC_NODE_KERNEL)
+			module = SS_KERNEL_FILE;
+		r = hc_node__kind(n) == HC_NODE_USER ? hc__unknown_frame_name(n, &unknown) : 0;
 		if (r < 0)
 			return r;
+		if (hc_node__inlined(n)) {
+			inl = inlined_name(r ? unknown : name, r);
+			return inl ? frame_intern(ss, inl, true, module) : -ENOMEM;
+		}
 		if (r)
 			return frame_intern(ss, unknown, true, module);
 		return frame_intern(ss, (char *)name, false, module);

@@ -73,13 +73,16 @@ enum hc_node_kind {
 const char *hc_node_kind__name(enum hc_node_kind kind);
 
 /* One step of a path from the root. Two steps name the same node when kind, name, module,
- * id and offset are all equal. */
+ * id, offset and inlined are all equal. */
 struct hc_path_elem {
 	enum hc_node_kind kind;
 	const char *name;   /* never NULL: unresolved frames are named "[unknown]" */
 	const char *module; /* NULL when none (e.g. vmlinux, process/thread nodes) */
 	uint64_t id;	    /* process: pid; thread: tid; frames: 0 */
 	int64_t offset;	    /* unresolved user frames: offset into module; otherwise -1 */
+	/* Frames only: a function the compiler inlined into the frame before it (from DWARF).
+	 * An inlined frame and a real frame of the same name are different nodes. */
+	bool inlined;
 };
 
 struct hc_node; /* opaque */
@@ -99,6 +102,7 @@ const char *hc_node__name(const struct hc_node *node);
 const char *hc_node__module(const struct hc_node *node);
 uint64_t hc_node__id(const struct hc_node *node);
 int64_t hc_node__offset(const struct hc_node *node);
+bool hc_node__inlined(const struct hc_node *node);
 const struct hc_weights *hc_node__weights(const struct hc_node *node);
 size_t hc_node__child_count(const struct hc_node *node);
 const struct hc_node *hc_node__child(const struct hc_node *node, size_t i);

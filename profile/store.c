@@ -5,9 +5,10 @@
  *
  * Pieces:
  *  - a string pool (frame names, modules, histogram keys), each string once, with a u32 id;
- *  - frames: internal id -> (kind, name, module, id, offset), interned by content; the caller's
- *    ids map to them through the wire map, which hc_store__reset_frames() empties; frames no
- *    trie node and no wire id refers to are collected with the trie, their ids reused;
+ *  - frames: internal id -> (kind, name, module, id, offset, inlined), interned by content;
+ *    the caller's ids map to them through the wire map, which hc_store__reset_frames()
+ *    empties; frames no trie node and no wire id refers to are collected with the trie, their
+ *    ids reused;
  *  - the trie: node id -> (parent node id << 32 | frame id) in one u64 array plus an
  *    open-addressing table of node ids keyed by that u64. Node 0 is the root. A node is always
  *    created after its parent, so parent id < child id; the GC renumbers monotonically and
@@ -551,6 +552,7 @@ struct frame {
 	uint64_t id;
 	int64_t offset;
 	uint8_t kind;
+	bool inlined;
 };
 
 struct trie {
@@ -1195,7 +1197,8 @@ static size_t frame_hash(const struct frame *f)
 
 	h ^= (uint64_t)(uintptr_t)f->module + 0x632be59bd9b4e019ull + (h << 6) + (h >> 2);
 	h ^= f->id * 0xc2b2ae3d27d4eb4full + (h << 6) + (h >> 2);
-	h ^= (uint64_t)f->offset * 0x165667b19e3779f9ull + f->kind + (h << 6) + (h >> 2);
+	h ^= (uint64_t)f->offset * 0x165667b19e3779f9ull + f->kind + ((uint64_t)f->inlined << 8) +
+	     (h << 6) + (h >> 2);
 	return (size_t)(h ^ (h >> 31));
 }
 
@@ -1203,7 +1206,7 @@ static size_t frame_hash(const struct frame *f)
 static bool frame_eq(const struct frame *a, const struct frame *b)
 {
 	return a->kind == b->kind && a->name == b->name && a->module == b->module &&
-	       a->id == b->id && a->offset == b->offset;
+	       a->id == b->id && a->offset == b->offset && a->inlined == b->inlined;
 }
 
 /* A zeroed table for `want` live frames (load at most 1/2). NULL on failure. */
@@ -1309,6 +1312,7 @@ int hc_store__define_frame(struct hc_store *st, uint32_t id, const struct hc_pat
 	f.id = e->id;
 	f.offset = e->offset;
 	f.kind = (uint8_t)e->kind;
+	f.inlined = e->inlined;
 	fi = frame_intern(st, &f);
 	if (fi < 0)
 		return (int)fi;
@@ -2284,6 +2288,7 @@ static int query_build(struct query *q, struct hc_tree *out, struct hc_store_pru
 		e.module = fr->module;
 		e.id = fr->id;
 		e.offset = fr->offset;
+		e.inlined = fr->inlined;
 		idx = hc__tree_add_child(out, out_idx[q->parent[i]], &e, &q->w[i]);
 		if (idx < 0) {
 			err = (int)idx;

@@ -3,12 +3,12 @@
  * hc_tree: the merged flame-graph tree.
  *
  * Nodes live in fixed-size chunks (stable addresses, addressed by a 32-bit index). A node is
- * identified under its parent by (kind, name, module, id, offset); names and modules are
- * interned in a tree-wide string pool, so equal strings share one pointer and identity compares
- * pointers. Child lookup goes through one tree-wide open-addressing table keyed by
- * (parent index, kind, name ptr, module ptr, id, offset), so a node with thousands of children
- * (a process with many threads, a dispatcher frame) costs O(1) per lookup. Each node also keeps
- * its children in a growable pointer array, for traversal and sorting.
+ * identified under its parent by (kind, name, module, id, offset, inlined); names and modules
+ * are interned in a tree-wide string pool, so equal strings share one pointer and identity
+ * compares pointers. Child lookup goes through one tree-wide open-addressing table keyed by
+ * (parent index, kind, inlined, name ptr, module ptr, id, offset), so a node with thousands of
+ * children (a process with many threads, a dispatcher frame) costs O(1) per lookup. Each node
+ * also keeps its children in a growable pointer array, for traversal and sorting.
  *
  * Memory per node: 96 bytes (struct hc_node) + 8..16 bytes in its parent's child array
  * (doubling) + 5.7..11.4 bytes of lookup slots (4-byte slots at 0.35..0.7 load), i.e. about
@@ -38,6 +38,7 @@ struct hc_node {
 	uint32_t parent; /* index; the root's is its own (0) */
 	uint32_t hash;	 /* low bits of the lookup hash, for rehashing */
 	uint8_t kind;
+	bool inlined;
 };
 
 #define NODE_CHUNK_SHIFT 12
@@ -167,7 +168,7 @@ static const char *str_intern(struct hc_tree *tree, const char *s)
 static uint64_t node_key_hash(uint32_t parent, const struct hc_path_elem *e)
 {
 	uint64_t key[5] = {
-		((uint64_t)parent << 8) | (uint64_t)e->kind,
+		((uint64_t)parent << 9) | ((uint64_t)e->inlined << 8) | (uint64_t)e->kind,
 		(uint64_t)(uintptr_t)e->name,
 		(uint64_t)(uintptr_t)e->module,
 		e->id,
@@ -191,7 +192,7 @@ static uint32_t node_find(const struct hc_tree *tree, uint32_t parent, const str
 
 		if (n->hash == (uint32_t)h && n->parent == parent && n->kind == e->kind &&
 		    n->name == e->name && n->module == e->module && n->id == e->id &&
-		    n->offset == e->offset)
+		    n->offset == e->offset && n->inlined == e->inlined)
 			return idx;
 	}
 	if (slot)
@@ -429,6 +430,7 @@ int hc_tree__add_path(struct hc_tree *tree, const struct hc_path_elem *path, siz
 			node->module = r->e.module;
 			node->id = r->e.id;
 			node->offset = r->e.offset;
+			node->inlined = r->e.inlined;
 			node->parent = parent_idx;
 			node->hash = (uint32_t)r->hash;
 			node_find(tree, parent_idx, &r->e, r->hash, &slot);
@@ -489,6 +491,11 @@ int64_t hc_node__offset(const struct hc_node *node)
 	return node->offset;
 }
 
+bool hc_node__inlined(const struct hc_node *node)
+{
+	return node->inlined;
+}
+
 const struct hc_weights *hc_node__weights(const struct hc_node *node)
 {
 	return &node->w;
@@ -537,6 +544,8 @@ int hc__node_cmp(const struct hc_node *a, const struct hc_node *b)
 	}
 	if (a->offset != b->offset)
 		return a->offset < b->offset ? -1 : 1;
+	if (a->inlined != b->inlined)
+		return a->inlined ? 1 : -1;
 	return 0;
 }
 
@@ -598,6 +607,7 @@ int64_t hc__tree_add_child(struct hc_tree *tree, uint32_t parent, const struct h
 	node->module = ie.module;
 	node->id = ie.id;
 	node->offset = ie.offset;
+	node->inlined = ie.inlined;
 	node->parent = parent;
 	node->hash = (uint32_t)h;
 	node->w = *w;

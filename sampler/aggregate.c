@@ -851,85 +851,172 @@ json_t *hc_locks_json(const struct hc_agg *agg, const uint64_t *t)
 			 (json_int_t)ls->ingest_errors, "expired", (json_int_t)ls->expired);
 }
 
-/* Per distinct frame, resolved once: a table keyed like the stack key's frame words. */
+/*
+ * Per distinct frame, resolved once: a table keyed like the stack key's frame words. A user
+ * frame may stand for several path elements: the function, then what was inlined into it
+ * (outermost first), all in elems[first .. first + n).
+ */
 struct frame_cache {
 	struct hc_stacktab *keys;
-	struct hc_path_elem *elems;
+	struct fc_ent {
+		uint32_t first, n;
+	} *ents;
 	size_t cap;
+	struct hc_path_elem *elems;
+	size_t n_elems, cap_elems;
 };
 
-static int frame_cache__get(struct frame_cache *fc, struct hc_agg *agg, bool kernel, uint64_t a,
-			    uint64_t b, struct hc_path_elem *out)
+static struct hc_path_elem *fc_elems(struct frame_cache *fc, size_t n)
 {
+	if (fc->n_elems + n > fc->cap_elems) {
+		size_t cap = fc->cap_elems ? fc->cap_elems * 2 : 1024;
+		struct hc_path_elem *ne;
+
+		while (cap < fc->n_elems + n)
+			cap *= 2;
+		if (cap > UINT32_MAX)
+			return NULL;
+		ne = realloc(fc->elems, cap * sizeof(*ne));
+		if (!ne)
+			return NULL;
+		fc->elems = ne;
+		fc->cap_elems = cap;
+	}
+	return &fc->elems[fc->n_elems];
+}
+
+/* The elements of frame (kernel, a, b): *out (valid until the next call) and their count. */
+static int frame_cache__get(struct frame_cache *fc, struct hc_agg *agg, bool kernel, uint64_t a,
+			    uint64_t b, const struct hc_path_elem **out, size_t *count)
+{
+	struct hc_frame_info fi[HC_SYM_INLINE_MAX + 1] = {{0}};
 	uint64_t k[3] = {kernel, a, b};
-	struct hc_frame_info fi = {0};
+	size_t before = hc_stacktab__count(fc->keys), n = 1;
 	struct hc_path_elem *el;
 	int64_t idx;
-	size_t before = hc_stacktab__count(fc->keys);
 
 	idx = hc_stacktab__intern(fc->keys, k, 3);
 	if (idx < 0)
 		return -ENOMEM;
 	if ((size_t)idx < before) {
-		*out = fc->elems[idx];
+		*out = &fc->elems[fc->ents[idx].first];
+		*count = fc->ents[idx].n;
 		return 0;
 	}
 	if ((size_t)idx >= fc->cap) {
 		size_t cap = fc->cap ? fc->cap * 2 : 1024;
-		struct hc_path_elem *ne = realloc(fc->elems, cap * sizeof(*ne));
+		struct fc_ent *ne = realloc(fc->ents, cap * sizeof(*ne));
 
 		if (!ne)
 			return -ENOMEM;
-		fc->elems = ne;
+		fc->ents = ne;
 		fc->cap = cap;
 	}
-	el = &fc->elems[idx];
 	if (kernel) {
-		int r = hc_symbolizer__resolve_kernel(agg->sym, a, &fi);
+		int r = hc_symbolizer__resolve_kernel(agg->sym, a, &fi[0]);
 
+		el = fc_elems(fc, 1);
+		if (!el)
+			return -ENOMEM;
 		el->kind = HC_NODE_KERNEL;
-		el->name = r == 0 && fi.name ? fi.name : "[unknown]";
-		el->module = fi.module;
+		el->name = r == 0 && fi[0].name ? fi[0].name : "[unknown]";
+		el->module = fi[0].module;
 		el->id = 0;
 		el->offset = -1; /* never a raw kernel address */
+		el->inlined = false;
 	} else if (a == HC_OBJ_TRUNCATED) {
 		/* The unwinder stopped short of the outermost frame: callers are missing. */
-		el->kind = HC_NODE_USER;
-		el->name = "[truncated]";
-		el->module = NULL;
-		el->id = 0;
-		el->offset = -1;
+		el = fc_elems(fc, 1);
+		if (!el)
+			return -ENOMEM;
+		*el = (struct hc_path_elem){ .kind = HC_NODE_USER, .name = "[truncated]",
+					     .offset = -1 };
 	} else {
 		struct hc_uloc loc = { .obj = (uint32_t)a, .off = b };
-		int r = hc_symbolizer__resolve_user(agg->sym, &loc, &fi);
+		int r = hc_symbolizer__resolve_user_inline(agg->sym, &loc, fi,
+							   HC_SYM_INLINE_MAX + 1, &n);
 
+		if (r == -ENOMEM)
+			return r;
+		el = fc_elems(fc, n);
+		if (!el)
+			return -ENOMEM;
 		el->kind = HC_NODE_USER;
 		el->id = 0;
-		if (r == 0 && fi.name) {
-			el->name = fi.name;
-			el->module = fi.module;
+		el->inlined = false;
+		if (r == 0 && fi[0].name) {
+			el->name = fi[0].name;
+			el->module = fi[0].module;
 			el->offset = -1;
 		} else {
 			/* Unresolved frames stay visible, named by module and offset. */
 			el->name = "[unknown]";
-			el->module = fi.module;
-			el->offset = loc.obj == HC_OBJ_UNKNOWN ? (int64_t)b : (int64_t)fi.offset;
+			el->module = fi[0].module;
+			el->offset = loc.obj == HC_OBJ_UNKNOWN ? (int64_t)b : (int64_t)fi[0].offset;
 			/* An address in no mapping can be anything (a corrupt frame chain, an
 			 * emulator's stack): one above 2^63 has no offset JSON could print,
 			 * and two such would be distinct nodes that print the same. */
 			if (el->offset < 0)
 				el->offset = -1;
 		}
+		/* What the compiler inlined there (DWARF), innermost last. */
+		for (size_t i = 1; i < n; i++)
+			el[i] = (struct hc_path_elem){ .kind = HC_NODE_USER, .name = fi[i].name,
+						       .module = fi[i].module, .offset = -1,
+						       .inlined = true };
 	}
-	*out = *el;
+	fc->ents[idx] = (struct fc_ent){ .first = (uint32_t)fc->n_elems, .n = (uint32_t)n };
+	fc->n_elems += n;
+	*out = el;
+	*count = n;
 	return 0;
+}
+
+/*
+ * Appends frame (kernel, a, b) to the path, its inlined functions too while *spare allows
+ * (the path must stay within HC_AGG_MAX_PATH): past it, the innermost of them are kept, and
+ * the rest counted in inline_dropped.
+ */
+static int put_frame(struct frame_cache *fc, struct hc_agg *agg, bool kernel, uint64_t a,
+		     uint64_t b, struct hc_path_elem *path, size_t *depth, size_t *spare)
+{
+	const struct hc_path_elem *el;
+	size_t n, keep;
+	int err = frame_cache__get(fc, agg, kernel, a, b, &el, &n);
+
+	if (err)
+		return err;
+	path[(*depth)++] = el[0];
+	keep = n - 1 <= *spare ? n - 1 : *spare;
+	agg->stats.inline_dropped += n - 1 - keep;
+	*spare -= keep;
+	for (size_t i = n - keep; i < n; i++)
+		path[(*depth)++] = el[i];
+	return 0;
+}
+
+/* The waker's user and kernel frame counts from its stack key, false when it has none. */
+static bool waker_stack(struct hc_agg *agg, const uint64_t *wk, const uint64_t **sk, size_t *nu,
+			size_t *nk)
+{
+	size_t sn;
+
+	if (!wk[4])
+		return false;
+	*sk = hc_stacktab__key(agg->wstacks, wk[4] - 1, &sn);
+	if (sn < 2)
+		return false;
+	*nu = (*sk)[0];
+	*nk = (*sk)[1];
+	return sn == 2 + 2 * *nu + *nk;
 }
 
 /* The waker node and, with --wakers, the waker's frames (outermost first). */
 static int waker_path(struct hc_agg *agg, struct frame_cache *fc, size_t widx,
-		      char wcomm[HC_TASK_COMM_LEN + 1], struct hc_path_elem *path, size_t *depth)
+		      char wcomm[HC_TASK_COMM_LEN + 1], struct hc_path_elem *path, size_t *depth,
+		      size_t *spare)
 {
-	size_t n, sn, nu, nk;
+	size_t n, nu, nk;
 	const uint64_t *wk = hc_stacktab__key(agg->wakers, widx, &n), *sk;
 	int err;
 
@@ -941,23 +1028,16 @@ static int waker_path(struct hc_agg *agg, struct frame_cache *fc, size_t widx,
 		comm_string(agg, wk[2], wcomm);
 	path[(*depth)++] = (struct hc_path_elem){
 		.kind = HC_NODE_WAKER, .name = wcomm, .id = wk[1], .offset = (int64_t)wk[0]};
-	if (!wk[4])
-		return 0;
-	sk = hc_stacktab__key(agg->wstacks, wk[4] - 1, &sn);
-	if (sn < 2)
-		return 0;
-	nu = sk[0];
-	nk = sk[1];
-	if (sn != 2 + 2 * nu + nk)
+	if (!waker_stack(agg, wk, &sk, &nu, &nk))
 		return 0;
 	for (size_t i = nu; i-- > 0;) {
-		err = frame_cache__get(fc, agg, false, sk[2 + 2 * i], sk[2 + 2 * i + 1],
-				       &path[(*depth)++]);
+		err = put_frame(fc, agg, false, sk[2 + 2 * i], sk[2 + 2 * i + 1], path, depth,
+				spare);
 		if (err)
 			return err;
 	}
 	for (size_t i = nk; i-- > 0;) {
-		err = frame_cache__get(fc, agg, true, sk[2 + 2 * nu + i], 0, &path[(*depth)++]);
+		err = put_frame(fc, agg, true, sk[2 + 2 * nu + i], 0, path, depth, spare);
 		if (err)
 			return err;
 	}
@@ -998,6 +1078,24 @@ static const char *lock_label(struct hc_agg *agg, uint64_t ext)
 	return agg->llabels[idx];
 }
 
+/* Path elements of stack key `key` without inlined functions: what may never be left out. */
+static size_t base_depth(struct hc_agg *agg, const uint64_t *key)
+{
+	size_t n = 2 + key[4] + key[5], wn, nu, nk;
+	const uint64_t *wk, *sk;
+
+	if (key[6] & (EXT_NO_STACK | EXT_NEW))
+		n++;
+	if (key[6] & EXT_LOCK)
+		n++;
+	if ((uint32_t)key[6]) {
+		wk = hc_stacktab__key(agg->wakers, (uint32_t)key[6] - 1, &wn);
+		if (wn == WAKER_KEY)
+			n += 1 + (waker_stack(agg, wk, &sk, &nu, &nk) ? nu + nk : 0);
+	}
+	return n;
+}
+
 static int for_each_path(struct hc_agg *agg, struct hc_stacktab *tab, hc_agg_path_fn fn,
 			 void *ctx)
 {
@@ -1007,7 +1105,7 @@ static int for_each_path(struct hc_agg *agg, struct hc_stacktab *tab, hc_agg_pat
 	int err = 0;
 
 	fc.keys = hc_stacktab__new();
-	path = calloc(4 + 4 * HC_MAX_STACK_DEPTH, sizeof(*path));
+	path = calloc(HC_AGG_MAX_PATH, sizeof(*path));
 	if (!fc.keys || !path) {
 		err = -ENOMEM;
 		goto out;
@@ -1016,7 +1114,7 @@ static int for_each_path(struct hc_agg *agg, struct hc_stacktab *tab, hc_agg_pat
 		char pcomm[HC_TASK_COMM_LEN + 1], tcomm[HC_TASK_COMM_LEN + 1];
 		char wcomm[HC_TASK_COMM_LEN + 1];
 		const uint64_t *key;
-		size_t n, nu, nk, depth = 0;
+		size_t n, nu, nk, depth = 0, spare;
 		uint64_t ext;
 
 		key = hc_stacktab__key(tab, s, &n);
@@ -1025,6 +1123,9 @@ static int for_each_path(struct hc_agg *agg, struct hc_stacktab *tab, hc_agg_pat
 		nu = key[4];
 		nk = key[5];
 		ext = key[6];
+		/* at most 2 + 2 * 128 + 2 * 127 + 2 = 514 (HC_MAX_STACK_DEPTH 127): room for
+		 * inlined functions is what is left of HC_AGG_MAX_PATH */
+		spare = HC_AGG_MAX_PATH - base_depth(agg, key);
 		comm_string(agg, key[2], pcomm);
 		comm_string(agg, key[3], tcomm);
 		path[depth++] = (struct hc_path_elem){
@@ -1035,14 +1136,14 @@ static int for_each_path(struct hc_agg *agg, struct hc_stacktab *tab, hc_agg_pat
 		for (size_t i = nu; i-- > 0;) {
 			/* frame_cache__get may grow the stack table only of fc.keys, not
 			 * agg->stacks, so `key` stays valid. */
-			err = frame_cache__get(&fc, agg, false, key[KEY_HDR + 2 * i],
-					       key[KEY_HDR + 2 * i + 1], &path[depth++]);
+			err = put_frame(&fc, agg, false, key[KEY_HDR + 2 * i],
+					key[KEY_HDR + 2 * i + 1], path, &depth, &spare);
 			if (err)
 				goto out;
 		}
 		for (size_t i = nk; i-- > 0;) {
-			err = frame_cache__get(&fc, agg, true, key[KEY_HDR + 2 * nu + i], 0,
-					       &path[depth++]);
+			err = put_frame(&fc, agg, true, key[KEY_HDR + 2 * nu + i], 0, path, &depth,
+					&spare);
 			if (err)
 				goto out;
 		}
@@ -1063,7 +1164,7 @@ static int for_each_path(struct hc_agg *agg, struct hc_stacktab *tab, hc_agg_pat
 				.kind = HC_NODE_LOCK, .name = label, .offset = -1};
 		}
 		if ((uint32_t)ext) {
-			err = waker_path(agg, &fc, (uint32_t)ext - 1, wcomm, path, &depth);
+			err = waker_path(agg, &fc, (uint32_t)ext - 1, wcomm, path, &depth, &spare);
 			if (err)
 				goto out;
 		}
@@ -1074,6 +1175,7 @@ static int for_each_path(struct hc_agg *agg, struct hc_stacktab *tab, hc_agg_pat
 out:
 	free(path);
 	free(fc.elems);
+	free(fc.ents);
 	hc_stacktab__free(fc.keys);
 	return err;
 }

@@ -48,6 +48,9 @@ struct hc_agg_stats {
 	uint64_t ustacks_dwarf_truncated; /* of those, ended by "[truncated]" */
 	uint64_t ustacks_fp;		  /* frame pointers: no copy taken (mode, budget, fault) */
 	uint64_t ustacks_fp_fallback;	  /* frame pointers: a copy that could not be unwound */
+	/* Inlined functions left out of a path that would have been deeper than HC_AGG_MAX_PATH
+	 * (counted each time a path is built) */
+	uint64_t inline_dropped;
 };
 
 /* --locks */
@@ -60,6 +63,13 @@ struct hc_agg_lock_stats {
 	uint64_t expired;	     /* serve: ended before the oldest second kept */
 	uint64_t unnamed_over_limit; /* named locks beyond 65535 names: shown by kind only */
 };
+
+/*
+ * Elements of a path, at most: the encoders refuse trees deeper than 1000 levels. Without
+ * inlined functions a path has at most 514 (HC_MAX_STACK_DEPTH frames of each stack); they
+ * fill the rest, innermost kept first.
+ */
+#define HC_AGG_MAX_PATH 1000
 
 struct hc_agg;
 

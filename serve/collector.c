@@ -36,7 +36,8 @@ struct fcache_ent {
 	const char *name;
 	const char *module;
 	int64_t offset;
-	uint32_t kind;
+	uint16_t kind;
+	bool inlined;
 	uint32_t fid;
 };
 
@@ -188,7 +189,7 @@ static void add_heat(struct hc_collector *c, int64_t sec, unsigned int row)
  * process, thread and waker names are comm bytes. */
 static int64_t frame_id(struct hc_collector *c, const struct hc_path_elem *e)
 {
-	uint64_t k[5] = {e->kind, e->id, (uint64_t)e->offset, 0, 0};
+	uint64_t k[5] = {e->kind | (e->inlined ? 0x100u : 0), e->id, (uint64_t)e->offset, 0, 0};
 	size_t before = hc_stacktab__count(c->frames);
 	struct fcache_ent *ce = NULL;
 	int64_t idx;
@@ -202,7 +203,7 @@ static int64_t frame_id(struct hc_collector *c, const struct hc_path_elem *e)
 
 		ce = &c->fcache[(h >> 40) & (FCACHE_SLOTS - 1)];
 		if (ce->fid && ce->name == e->name && ce->module == e->module &&
-		    ce->offset == e->offset && ce->kind == e->kind)
+		    ce->offset == e->offset && ce->kind == e->kind && ce->inlined == e->inlined)
 			return ce->fid;
 		k[3] = (uintptr_t)e->name;
 		k[4] = (uintptr_t)e->module;
@@ -215,7 +216,7 @@ static int64_t frame_id(struct hc_collector *c, const struct hc_path_elem *e)
 	if (ce)
 		*ce = (struct fcache_ent){ .name = e->name, .module = e->module,
 					   .offset = e->offset, .kind = e->kind,
-					   .fid = (uint32_t)idx + 1 };
+					   .inlined = e->inlined, .fid = (uint32_t)idx + 1 };
 	return idx + 1;
 }
 
@@ -287,6 +288,17 @@ static void send_status(struct hc_collector *c, const struct hc_sampler_counts *
 			"flush_ns_max", (json_int_t)c->flush_ns_max, "processes_pruned",
 			(json_int_t)c->procs_pruned, "frame_resets", (json_int_t)c->frame_resets, "frames",
 			(json_int_t)hc_stacktab__count(c->frames));
+	if (doc) {
+		json_t *sy = json_object_get(doc, "symbolize");
+
+		/* inline frames (docs/unwinding.md); paths are built once per flush here */
+		json_object_set_new(sy, "dwarf_objects", json_integer((json_int_t)ss.dwarf_objects));
+		json_object_set_new(sy, "dwarf_over_budget",
+				    json_integer((json_int_t)ss.dwarf_over_budget));
+		json_object_set_new(sy, "inline_frames", json_integer((json_int_t)ss.inline_frames));
+		json_object_set_new(sy, "inline_dropped",
+				    json_integer((json_int_t)c->sum.inline_dropped));
+	}
 	if (doc && json_object_set_new(doc, "unwind",
 				       hc_unwind_json(c->o.unwind_fp, c->o.stack_copy_bytes,
 						      c->o.copy_budget, cnt->total, &c->sum,
@@ -403,7 +415,8 @@ static int flush(struct hc_collector *c)
 
 struct hc_collector *hc_collector__new(const struct hc_collector_opts *o, const char **why)
 {
-	struct hc_symbolizer_opts sopts = { .no_demangle = o->no_demangle, .io = o->io };
+	struct hc_symbolizer_opts sopts = { .no_demangle = o->no_demangle,
+					    .no_inline = o->no_inline, .io = o->io };
 	struct hc_sampler_opts popts = {0};
 	struct hc_sampler_callbacks cb = {
 		.sample = on_sample,

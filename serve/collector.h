@@ -27,6 +27,7 @@ struct hc_collector_opts {
 	uint64_t stack_budget;
 	bool no_stack_reuse;
 	bool no_demangle;
+	bool no_inline;
 	/* User stacks: frame pointers only, or call frame information over copies of
 	 * stack_copy_bytes at most copy_budget bytes per second (record's options). */
 	bool unwind_fp;

@@ -88,7 +88,7 @@ void hc_wire__frame(struct hc_wire_buf *b, uint32_t fid, const struct hc_path_el
 	if (!p)
 		return;
 	PUT(p, fid);
-	PUT(p, (uint32_t)e->kind);
+	PUT(p, (uint32_t)e->kind | (e->inlined ? HC_WIRE_INLINED : 0));
 	PUT(p, (uint64_t)e->id);
 	PUT(p, (int64_t)e->offset);
 	PUT(p, (uint32_t)nl);
@@ -304,7 +304,10 @@ int hc_wire_reader__next(struct hc_wire_reader *r, struct hc_wire_rec *out)
 		take(&c, &out->elem.offset, 8);
 		take(&c, &u32a, 4);
 		take(&c, &u32b, 4);
-		out->elem.kind = (enum hc_node_kind)kind;
+		if (kind & ~(HC_WIRE_INLINED | 0xffu))
+			c.bad = 1;
+		out->elem.kind = (enum hc_node_kind)(kind & 0xffu);
+		out->elem.inlined = kind & HC_WIRE_INLINED;
 		out->elem.name = take_str(&c, u32a);
 		out->elem.module = u32b == HC_WIRE_NO_MODULE ? (take_str(&c, 0), NULL)
 							     : take_str(&c, u32b);

@@ -6,8 +6,9 @@
  * every length, since it must not trust bytes to be well formed.
  *
  * Each record is a header {u32 type, u32 payload length} and a payload:
- *   FRAME  u32 fid, u32 kind, u64 id, i64 offset, u32 name_len, u32 module_len
- *          (HC_WIRE_NO_MODULE: none), name bytes, module bytes. fid = frames sent so far + 1.
+ *   FRAME  u32 fid, u32 kind (| HC_WIRE_INLINED for an inlined frame), u64 id, i64 offset,
+ *          u32 name_len, u32 module_len (HC_WIRE_NO_MODULE: none), name bytes, module bytes.
+ *          fid = frames sent so far + 1.
  *   ADD    i64 sec, u64 on_cpu_ns, off_cpu_ns, runqueue_ns, samples, u32 n, u32 fid[n]
  *   HEAT   i64 sec, u32 rows[HC_WIRE_HEAT_ROWS] (on-CPU samples per 20 ms of the second)
  *   HIST   i64 sec, u32 hist, u32 pid, i64 value, u64 count, u32 key_len, key bytes
@@ -36,6 +37,7 @@ enum hc_wire_type {
 
 #define HC_WIRE_HEAT_ROWS 50
 #define HC_WIRE_NO_MODULE UINT32_MAX
+#define HC_WIRE_INLINED (1u << 8) /* in FRAME's kind word */
 #define HC_WIRE_MAX_RECORD (4u << 20) /* payload bytes; a larger header is a broken stream */
 #define HC_WIRE_MAX_PATH 1024
 #define HC_WIRE_MAX_STR 4096

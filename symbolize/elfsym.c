@@ -618,22 +618,28 @@ size_t hc_elfsym__build_id(const struct hc_elfsym *es, const uint8_t **id)
 	return es->build_id_len;
 }
 
-int hc_elfsym__debuginfo_path(const struct hc_elfsym *es, const char *debug_root, char *buf,
-			      size_t size)
+int hc_build_id_path(const char *debug_root, const uint8_t *id, size_t len, char *buf,
+		     size_t size)
 {
 	char hex[2 * HC_BUILD_ID_MAX + 1];
 	size_t i;
 	int n;
 
 	/* A one-byte id would leave an empty file name; real ids are 16 or 20 bytes. */
-	if (es->build_id_len < 2)
+	if (len < 2 || len > HC_BUILD_ID_MAX)
 		return -ENOENT;
-	for (i = 0; i < es->build_id_len; i++)
-		snprintf(hex + 2 * i, 3, "%02x", es->build_id[i]);
+	for (i = 0; i < len; i++)
+		snprintf(hex + 2 * i, 3, "%02x", id[i]);
 	n = snprintf(buf, size, "%s/.build-id/%.2s/%s.debug", debug_root, hex, hex + 2);
 	if (n < 0 || (size_t)n >= size)
 		return -ENAMETOOLONG;
 	return 0;
+}
+
+int hc_elfsym__debuginfo_path(const struct hc_elfsym *es, const char *debug_root, char *buf,
+			      size_t size)
+{
+	return hc_build_id_path(debug_root, es->build_id, es->build_id_len, buf, size);
 }
 
 unsigned int hc_elfsym__sources(const struct hc_elfsym *es)

@@ -56,6 +56,9 @@ int hc_elfsym__read_build_id_fd(int fd, uint8_t id[HC_BUILD_ID_MAX], size_t *len
 /* Build-id bytes (borrowed) and their count; 0 when the object has none. */
 size_t hc_elfsym__build_id(const struct hc_elfsym *es, const uint8_t **id);
 /* "<debug_root>/.build-id/ab/cdef....debug". 0, -ENOENT (no build-id), -ENAMETOOLONG. */
+int hc_build_id_path(const char *debug_root, const uint8_t *id, size_t len, char *buf,
+		     size_t size);
+/* The same for es's build-id. */
 int hc_elfsym__debuginfo_path(const struct hc_elfsym *es, const char *debug_root, char *buf,
 			      size_t size);
 

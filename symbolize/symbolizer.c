@@ -11,6 +11,7 @@
  */
 #include "symbolize/symbolizer.h"
 #include "symbolize/demangle.h"
+#include "symbolize/dwinline.h"
 #include "symbolize/elfsym.h"
 #include "symbolize/kallsyms.h"
 #include "symbolize/perfmap.h"
@@ -39,6 +40,17 @@
  * through code built without them yield addresses no mapping will ever hold, and reading
  * /proc/PID/maps ten times a second for them was a quarter of serve's collector CPU. */
 #define MAPS_REREAD_MAX_INTERVAL_NS (10ull * 1000 * 1000 * 1000)
+
+/*
+ * Inline chains resolved lately, by location: a walk of the DWARF costs microseconds (more in
+ * big C++ units), and serve resolves each distinct address of every second again. 4-way set
+ * associative, round robin within a set (direct mapped, a few thousand addresses already
+ * evicted one another half the time); an entry holds at most HC_SYM_INLINE_MAX + 1 name
+ * pointers (interned strings). 16384 entries: 512 KiB plus their chains.
+ */
+#define INLINE_CACHE_WAYS 4
+#define INLINE_CACHE_SETS 4096
+#define INLINE_CACHE_SLOTS (INLINE_CACHE_WAYS * INLINE_CACHE_SETS)
 
 /* Demangled C++ names can be long (templates); longer ones stay mangled. */
 #define DEMANGLE_MAX_BYTES 4096
@@ -85,6 +97,16 @@ struct symtab {
 	const char **display; /* per symbol: demangled name, filled at first use */
 	uint8_t build_id[HC_BUILD_ID_MAX];
 	size_t build_id_len;
+	struct hc_dwinline *dw; /* inline chains, when the object has DWARF; NULL: none */
+};
+
+/* A cached inline chain: names[0] the subprogram's name from DWARF (NULL: none), then the
+ * inlined functions, outermost first; len the chain's full length (0: no subprogram). */
+struct inline_slot {
+	uint64_t off;
+	uint32_t obj; /* HC_OBJ_UNKNOWN: empty */
+	uint32_t n, len;
+	const char **names;
 };
 
 struct proc {
@@ -107,6 +129,11 @@ struct hc_symbolizer {
 	char *debug_root;
 	char *perfmap_dir;
 	bool no_demangle;
+	bool no_inline;
+	size_t dwarf_max_bytes;
+	size_t dwarf_bytes; /* held by the symtabs' DWARF, bounded by dwarf_max_bytes */
+	struct inline_slot *inline_cache; /* INLINE_CACHE_SLOTS, allocated at first use */
+	uint8_t *inline_victim;		  /* per set: the way to replace next */
 	struct hc_symbolizer_io io;
 	bool has_io;
 	uint64_t tick_ns; /* one clock tick of /proc/PID/stat's starttime */
@@ -176,6 +203,8 @@ struct hc_symbolizer *hc_symbolizer__new(const struct hc_symbolizer_opts *opts)
 	if (!sym->proc_root || !sym->kallsyms_path || !sym->debug_root)
 		goto err_free;
 	sym->no_demangle = opts->no_demangle;
+	sym->no_inline = opts->no_inline;
+	sym->dwarf_max_bytes = opts->dwarf_max_bytes ? opts->dwarf_max_bytes : HC_SYM_DWARF_MAX_BYTES;
 	if (opts->io) {
 		sym->io = *opts->io;
 		sym->has_io = true;
@@ -218,9 +247,15 @@ void hc_symbolizer__free(struct hc_symbolizer *sym)
 	free(sym->objs);
 	for (i = 0; i < sym->nr_symtabs; i++) {
 		hc_elfsym__free(sym->symtabs[i].es);
+		hc_dwinline__free(sym->symtabs[i].dw);
 		free(sym->symtabs[i].display);
 	}
 	free(sym->symtabs);
+	if (sym->inline_cache)
+		for (i = 0; i < INLINE_CACHE_SLOTS; i++)
+			free(sym->inline_cache[i].names);
+	free(sym->inline_cache);
+	free(sym->inline_victim);
 	hc_keymap__release(&sym->proc_idx);
 	hc_keymap__release(&sym->file_ids);
 	hc_keymap__release(&sym->special_ids);
@@ -1008,20 +1043,90 @@ err_free:
 	return -ENOMEM;
 }
 
-/* A stripped object's .symtab may live in <debug_root>/.build-id/xx/yyyy.debug. */
-static void add_debuginfo(struct hc_symbolizer *sym, struct hc_elfsym *es)
+/* The separate debuginfo file of es, <debug_root>/.build-id/xx/yyyy.debug: fd or -errno. */
+static int open_debuginfo(struct hc_symbolizer *sym, const struct hc_elfsym *es)
 {
 	char path[PATH_MAX];
 	int fd;
 
 	if (hc_elfsym__debuginfo_path(es, sym->debug_root, path, sizeof(path)))
-		return;
+		return -ENOENT;
 	fd = open(path, O_RDONLY | O_CLOEXEC);
+	return fd < 0 ? -errno : fd;
+}
+
+/* A stripped object's .symtab may live in <debug_root>/.build-id/xx/yyyy.debug. */
+static void add_debuginfo(struct hc_symbolizer *sym, struct hc_elfsym *es)
+{
+	int fd = open_debuginfo(sym, es);
+
 	if (fd < 0)
 		return;
 	/* Not there, not ELF, or another build: the object's own symbols are all we have. */
 	hc_elfsym__add_debuginfo_fd(es, fd);
 	close(fd);
+}
+
+/*
+ * The DWARF for st's inline chains: the object's own (fd), else its separate debuginfo
+ * file's; with the supplementary file of a dwz-compressed one from the same debug root. All
+ * within what is left of dwarf_max_bytes. Without any, st->dw stays NULL: one frame per
+ * address, as before.
+ */
+static void load_dwarf(struct hc_symbolizer *sym, struct symtab *st, int fd)
+{
+	size_t left = sym->dwarf_max_bytes - sym->dwarf_bytes, id_len;
+	struct hc_dwinline *d, *alt;
+	char path[PATH_MAX];
+	const uint8_t *id;
+	int dfd, err;
+
+	if (sym->no_inline || sym->dwarf_bytes >= sym->dwarf_max_bytes)
+		goto out_budget;
+	d = hc_dwinline__from_fd(fd, left);
+	if (!d && errno == ENODATA) {
+		dfd = open_debuginfo(sym, st->es);
+		if (dfd < 0)
+			return;
+		d = hc_dwinline__from_fd(dfd, left);
+		close(dfd);
+	}
+	if (!d)
+		goto out_err;
+	id_len = hc_dwinline__alt_build_id(d, &id);
+	if (id_len) {
+		/* libdw would look for it by itself, in places the file names: not here. */
+		if (hc_build_id_path(sym->debug_root, id, id_len, path, sizeof(path)) ||
+		    (dfd = open(path, O_RDONLY | O_CLOEXEC)) < 0) {
+			hc_dwinline__free(d);
+			errno = ENOLINK;
+			goto out_err;
+		}
+		alt = hc_dwinline__from_fd(dfd, left - hc_dwinline__bytes(d));
+		/* over the budget, or unusable (an alt with no DWARF is no alt: not ENODATA) */
+		err = alt ? hc_dwinline__set_alt(d, alt) : errno == E2BIG ? -E2BIG : -ENOLINK;
+		close(dfd);
+		if (err) {
+			hc_dwinline__free(d);
+			errno = -err;
+			goto out_err;
+		}
+	}
+	st->dw = d;
+	sym->dwarf_bytes += hc_dwinline__bytes(d);
+	sym->stats.dwarf_objects++;
+	return;
+
+out_err:
+	if (errno == ENODATA)
+		return;
+	if (errno != E2BIG) {
+		sym->stats.dwarf_err++;
+		return;
+	}
+out_budget:
+	if (!sym->no_inline)
+		sym->stats.dwarf_over_budget++;
 }
 
 /* Sections larger than this are not read for unwinding (a hostile file may claim any size). */
@@ -1116,6 +1221,7 @@ static int parse_object(struct hc_symbolizer *sym, struct object *o)
 		goto out_close;
 	o->symtab = idx + 1;
 	o->state = OBJ_PARSED;
+	load_dwarf(sym, &sym->symtabs[idx], o->fd);
 
 out_close:
 	if (sym->keep_uelf && !o->uelf_tried) {
@@ -1217,17 +1323,20 @@ static int resolve_jit(struct hc_symbolizer *sym, struct object *o, uint64_t add
 	return out->name ? 0 : -ENOENT;
 }
 
-int hc_symbolizer__resolve_user(struct hc_symbolizer *sym, const struct hc_uloc *loc,
-				struct hc_frame_info *out)
+/* resolve_user() without counting; *op gets the object when there is one. */
+static int resolve_one(struct hc_symbolizer *sym, const struct hc_uloc *loc,
+		       struct hc_frame_info *out, struct object **op)
 {
 	struct object *o = get_object(sym, loc->obj);
 	int err = -ENOENT;
 
+	*op = o;
 	out->name = NULL;
 	out->module = MODULE_UNKNOWN;
 	out->offset = loc->off;
+	out->inlined = false;
 	if (!o)
-		goto out_unresolved;
+		return -ENOENT;
 	out->module = o->module;
 	switch (o->kind) {
 	case OBJ_FILE:
@@ -1245,14 +1354,151 @@ int hc_symbolizer__resolve_user(struct hc_symbolizer *sym, const struct hc_uloc 
 		err = resolve_jit(sym, o, loc->off, out);
 		break;
 	}
-	if (!err)
-		return 0;
+	if (err) {
+		out->name = NULL;
+		out->offset = loc->off;
+	}
+	return err;
+}
 
-out_unresolved:
-	out->name = NULL;
-	out->offset = loc->off;
-	sym->stats.user_unresolved++;
-	return -ENOENT;
+int hc_symbolizer__resolve_user(struct hc_symbolizer *sym, const struct hc_uloc *loc,
+				struct hc_frame_info *out)
+{
+	struct object *o;
+	int err = resolve_one(sym, loc, out, &o);
+
+	if (err == -ENOENT)
+		sym->stats.user_unresolved++;
+	return err;
+}
+
+/* A name from DWARF as frames show it: demangled unless no_demangle, interned. */
+static const char *dwarf_display(struct hc_symbolizer *sym, const char *raw)
+{
+	char buf[DEMANGLE_MAX_BYTES];
+
+	if (!raw)
+		return MODULE_UNKNOWN;
+	if (!sym->no_demangle && !hc_demangle(raw, buf, sizeof(buf)))
+		raw = buf;
+	return intern(sym, raw);
+}
+
+/* The inline chain at loc in st's DWARF, from the cache or walked now; NULL on -ENOMEM. */
+static const struct inline_slot *inline_chain(struct hc_symbolizer *sym, const struct symtab *st,
+					      const struct hc_uloc *loc)
+{
+	const char *raw[HC_SYM_INLINE_MAX + 1];
+	struct inline_slot *slot, *set;
+	uint64_t vaddr, h;
+	size_t got = 0;
+	int len = -ENOENT;
+	uint8_t *victim;
+
+	if (!sym->inline_cache) {
+		sym->inline_cache = calloc(INLINE_CACHE_SLOTS, sizeof(*sym->inline_cache));
+		sym->inline_victim = calloc(INLINE_CACHE_SETS, 1);
+		if (!sym->inline_cache || !sym->inline_victim) {
+			free(sym->inline_cache);
+			free(sym->inline_victim);
+			sym->inline_cache = NULL;
+			sym->inline_victim = NULL;
+			return NULL;
+		}
+	}
+	h = (loc->off * 0x9e3779b97f4a7c15ull) ^ ((uint64_t)loc->obj * 0xc2b2ae3d27d4eb4full);
+	h = (h ^ (h >> 29)) & (INLINE_CACHE_SETS - 1);
+	set = &sym->inline_cache[h * INLINE_CACHE_WAYS];
+	for (int w = 0; w < INLINE_CACHE_WAYS; w++)
+		if (set[w].obj == loc->obj && set[w].off == loc->off && set[w].obj)
+			return &set[w];
+	victim = &sym->inline_victim[h];
+	slot = &set[*victim];
+	*victim = (uint8_t)((*victim + 1) % INLINE_CACHE_WAYS);
+	free(slot->names);
+	*slot = (struct inline_slot){ 0 };
+	if (!hc_elfsym__off_to_vaddr(st->es, loc->off, &vaddr))
+		len = hc_dwinline__lookup(st->dw, vaddr, raw, HC_SYM_INLINE_MAX + 1, &got);
+	if (len == -ENOMEM)
+		return NULL;
+	if (len > 0) {
+		slot->names = calloc(got, sizeof(*slot->names));
+		if (!slot->names)
+			return NULL;
+		for (size_t i = 0; i < got; i++) {
+			/* the subprogram's name is only a stand-in for a missing symbol */
+			slot->names[i] = i || raw[i] ? dwarf_display(sym, raw[i]) : NULL;
+			if ((i || raw[i]) && !slot->names[i]) {
+				free(slot->names);
+				slot->names = NULL;
+				return NULL;
+			}
+		}
+		slot->n = (uint32_t)got;
+		slot->len = (uint32_t)len;
+	}
+	slot->obj = loc->obj;
+	slot->off = loc->off;
+	return slot;
+}
+
+/* Appends the functions inlined at loc to frames[0] (resolved or not); 0 or -ENOMEM. */
+static int add_inlined(struct hc_symbolizer *sym, const struct hc_uloc *loc,
+		       const struct object *o, struct hc_frame_info *frames, size_t max,
+		       size_t *n)
+{
+	const struct inline_slot *c;
+	const struct symtab *st;
+	size_t got, skip;
+
+	if (!o || o->kind != OBJ_FILE || !o->symtab)
+		return 0;
+	st = &sym->symtabs[o->symtab - 1];
+	if (!st->dw)
+		return 0;
+	c = inline_chain(sym, st, loc);
+	if (!c)
+		return -ENOMEM;
+	if (!c->n)
+		return 0;
+	/* No symbol, but DWARF knows the function. */
+	if (!frames[0].name && c->names[0]) {
+		frames[0].name = c->names[0];
+		frames[0].offset = 0;
+	}
+	/* names[0], then the innermost max - 1 */
+	got = c->n < max ? c->n : max;
+	skip = c->n - got;
+	for (size_t i = 1; i < got; i++)
+		frames[i] = (struct hc_frame_info){ .name = c->names[skip + i],
+						    .module = frames[0].module, .inlined = true };
+	*n = got;
+	sym->stats.inline_frames += got - 1;
+	if (c->len > got)
+		sym->stats.inline_truncated++;
+	return 0;
+}
+
+int hc_symbolizer__resolve_user_inline(struct hc_symbolizer *sym, const struct hc_uloc *loc,
+				       struct hc_frame_info *frames, size_t max, size_t *n)
+{
+	struct object *o;
+	int err;
+
+	*n = 0;
+	if (!max)
+		return -EINVAL;
+	err = resolve_one(sym, loc, &frames[0], &o);
+	if (err && err != -ENOENT)
+		return err;
+	*n = 1;
+	if (max > 1 && add_inlined(sym, loc, o, frames, max, n))
+		return -ENOMEM;
+	if (!frames[0].name) {
+		sym->stats.user_unresolved++;
+		return -ENOENT;
+	}
+	return 0;
 }
 
 /* ---- For the unwinder ---- */

@@ -55,6 +55,11 @@ struct hc_symbolizer_opts {
 	 * (containers, systemd's PrivateTmp). Given: DIR/perf-PID.map. */
 	const char *perfmap_dir;
 	bool no_demangle;        /* keep C++/Rust names mangled */
+	/* No inline frames: DWARF is never read, resolve_user_inline() gives one frame. */
+	bool no_inline;
+	/* DWARF section bytes all objects together may hold for inline frames; 0:
+	 * HC_SYM_DWARF_MAX_BYTES. Objects past it get no inline frames (dwarf_over_budget). */
+	size_t dwarf_max_bytes;
 	const struct hc_symbolizer_io *io; /* NULL: open files directly (copied) */
 };
 
@@ -78,8 +83,15 @@ struct hc_frame_info {
 	const char *module; /* user: basename of the object ("libc.so.6");
 			     * kernel: module name ("ext4"), NULL for vmlinux itself */
 	uint64_t offset;    /* resolved: offset into the function; unresolved: offset into module
-			     * (user frames only: never a raw kernel address) */
+			     * (user frames only: never a raw kernel address); inlined: 0 */
+	bool inlined;	    /* a function the compiler inlined into the frame before it */
 };
+
+/* Inlined functions resolve_user_inline() gives per address, at most. */
+#define HC_SYM_INLINE_MAX 32
+
+/* Default of hc_symbolizer_opts.dwarf_max_bytes. */
+#define HC_SYM_DWARF_MAX_BYTES (256u << 20)
 
 struct hc_symbolizer_stats {
 	uint64_t processes;        /* maps snapshots taken */
@@ -91,6 +103,11 @@ struct hc_symbolizer_stats {
 	uint64_t no_symbols;       /* ELF without .symtab/.dynsym/.gnu_debugdata/debuginfo */
 	uint64_t user_unresolved;  /* resolve_user calls that found no symbol */
 	uint64_t kernel_unresolved;
+	uint64_t dwarf_objects;	    /* objects whose DWARF gives inline frames */
+	uint64_t dwarf_over_budget; /* objects with DWARF left unread: over dwarf_max_bytes */
+	uint64_t dwarf_err;	    /* DWARF there but unusable (corrupt, dwz file missing) */
+	uint64_t inline_frames;	    /* inlined frames handed out by resolve_user_inline */
+	uint64_t inline_truncated;  /* inline chains cut to the caller's max */
 };
 
 struct hc_symbolizer;
@@ -131,6 +148,17 @@ int hc_symbolizer__normalize(struct hc_symbolizer *sym, uint32_t tgid, uint64_t 
  * still filled in as far as known). */
 int hc_symbolizer__resolve_user(struct hc_symbolizer *sym, const struct hc_uloc *loc,
 				struct hc_frame_info *out);
+/*
+ * Location -> the frames of the code there, outermost first: frames[0] is what
+ * resolve_user() gives (the function the code belongs to), then, where the object or its
+ * separate debuginfo file has DWARF, the functions the compiler inlined into it, down to the
+ * innermost, which the address is in (inlined = true; same module; offset 0). Without DWARF,
+ * or with max 1, *n is 1. A chain longer than max keeps frames[0] and the max - 1 innermost
+ * (counted in inline_truncated). Returns like resolve_user(), with *n >= 1 (also unresolved);
+ * -EINVAL for max 0, -ENOMEM.
+ */
+int hc_symbolizer__resolve_user_inline(struct hc_symbolizer *sym, const struct hc_uloc *loc,
+				       struct hc_frame_info *frames, size_t max, size_t *n);
 int hc_symbolizer__resolve_kernel(struct hc_symbolizer *sym, uint64_t ip,
 				  struct hc_frame_info *out);
 

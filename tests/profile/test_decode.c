@@ -17,9 +17,9 @@
 
 #define P 10000000 /* 100 Hz */
 #define NS 1000000000LL
-#define WAKER(n, tid, pid) { HC_NODE_WAKER, (n), NULL, (tid), (pid) }
-#define KMOD(n, m) { HC_NODE_KERNEL, (n), (m), 0, -1 }
-#define LOCK(n) { HC_NODE_LOCK, (n), NULL, 0, -1 }
+#define WAKER(n, tid, pid) { HC_NODE_WAKER, (n), NULL, (tid), (pid), false }
+#define KMOD(n, m) { HC_NODE_KERNEL, (n), (m), 0, -1, false }
+#define LOCK(n) { HC_NODE_LOCK, (n), NULL, 0, -1, false }
 
 static char *encode_json(const struct hc_profile *p)
 {
@@ -437,6 +437,12 @@ static const struct bad_case bad_cases[] = {
 	{ { { DEL, MAIN "/name", NULL } }, MAINP ": member \"name\" missing" },
 	{ { { SET, MAIN "/name", "\"a\\u0000b\"" } }, MAINP ".name: not a string without NUL" },
 	{ { { SET, MAIN "/module", "7" } }, MAINP ".module: not a string" },
+	{ { { SET, MAIN "/inlined", "1" } }, MAINP ".inlined: not a boolean" },
+	{ { { SET, MAIN "/inlined", "\"true\"" } }, MAINP ".inlined: not a boolean" },
+	{ { { SET, F "/children/0/children/0/inlined", "true" } },
+	  F ".children[0].children[0].inlined: only user and kernel frames are inlined" },
+	{ { { SET, F "/children/0/inlined", "false" } },
+	  F ".children[0].inlined: only user and kernel frames are inlined" },
 	{ { { DEL, F "/children/0/pid", NULL } }, F ".children[0]: member \"pid\" missing" },
 	{ { { SET, F "/children/0/pid", "-1" } }, F ".children[0].pid: not a non-negative" },
 	{ { { SET, F "/children/0/children/0/tid", "\"100\"" } },

@@ -621,6 +621,114 @@ static void test_too_deep(void **state)
 	hc_profile__free(p);
 }
 
+/* Inline frames in every export: JSON (and back), folded, the diff, speedscope. */
+static struct hc_profile *inline_profile(void)
+{
+	struct hc_profile *p = hc_profile__new();
+	struct hc_tree *t;
+
+	assert_non_null(p);
+	t = p->tree;
+	p->sampling.period_ns = P;
+	/* square and mul inlined into compute; a kernel frame below inlined code */
+	ADD_PATH(t, P, 3, 0, 0, PROC("app", 100), THR("app", 100), USR("main", "/usr/bin/app"),
+		 USR("compute", "/usr/bin/app"), INL("square", "/usr/bin/app"),
+		 INL("mul", "/usr/bin/app"));
+	ADD_PATH(t, P, 1, 0, 0, PROC("app", 100), THR("app", 100), USR("main", "/usr/bin/app"),
+		 USR("compute", "/usr/bin/app"));
+	ADD_PATH(t, P, 1, 0, 0, PROC("app", 100), THR("app", 100), USR("main", "/usr/bin/app"),
+		 USR("compute", "/usr/bin/app"), INL("square", "/usr/bin/app"), KRN("page_fault"));
+	/* the out-of-line square, called from main */
+	ADD_PATH(t, P, 2, 0, 0, PROC("app", 100), THR("app", 100), USR("main", "/usr/bin/app"),
+		 USR("square", "/usr/bin/app"));
+	return p;
+}
+
+static int speedscope_all(const struct hc_profile *p, FILE *out)
+{
+	return hc_profile__write_speedscope(p, HC_W_ALL, out);
+}
+
+static int json_out(const struct hc_profile *p, FILE *out)
+{
+	return hc_profile__write_json(p, out);
+}
+
+static void test_inline_exports(void **state)
+{
+	struct hc_profile *p = inline_profile(), *back;
+	char *text, *again, *s, why[256];
+	json_t *doc, *frames;
+	json_error_t jerr;
+	size_t n_inl = 0, i;
+	int err;
+
+	(void)state;
+	/* JSON: "inlined": true on the inlined frames only, right after the frame's fields */
+	text = encode(p, json_out, &err);
+	assert_int_equal(err, 0);
+	for (s = text; (s = strstr(s, "\"inlined\"")); s++)
+		n_inl++;
+	assert_int_equal(n_inl, 2);
+	assert_non_null(strstr(text, "{\"name\":\"square\",\"kind\":\"user\","
+				     "\"module\":\"/usr/bin/app\",\"inlined\":true,\"value\""));
+	assert_non_null(strstr(text, "{\"name\":\"square\",\"kind\":\"user\","
+				     "\"module\":\"/usr/bin/app\",\"value\""));
+	assert_null(strstr(text, "\"inlined\":false"));
+	/* and back: the same document, the same two square nodes */
+	doc = json_loads(text, 0, &jerr);
+	assert_non_null(doc);
+	assert_int_equal(hc_profile__from_json(doc, &back, why, sizeof(why)), 0);
+	json_decref(doc);
+	again = encode(back, json_out, &err);
+	assert_int_equal(err, 0);
+	assert_string_equal(again, text);
+	free(again);
+	free(text);
+
+	/* folded: flamegraph.pl's _[i] */
+	text = encode(back, folded_all, &err);
+	assert_int_equal(err, 0);
+	assert_string_equal(text, "app;main;compute 10000000\n"
+				  "app;main;compute;square_[i];mul_[i] 30000000\n"
+				  "app;main;compute;square_[i];page_fault_[k] 10000000\n"
+				  "app;main;square 20000000\n");
+	free(text);
+
+	/* the diff follows folded */
+	{
+		char *buf = NULL;
+		size_t len = 0;
+		FILE *f = open_memstream(&buf, &len);
+
+		assert_non_null(f);
+		assert_int_equal(hc_profile__write_diff_folded(p, back, HC_W_ALL, false, f), 0);
+		fclose(f);
+		assert_non_null(strstr(buf, "app;main;compute;square_[i];mul_[i] 30000000 30000000\n"));
+		free(buf);
+	}
+
+	/* speedscope: "NAME (inlined)", a frame apart from the real square */
+	text = encode(p, speedscope_all, &err);
+	assert_int_equal(err, 0);
+	doc = json_loads(text, 0, &jerr);
+	assert_non_null(doc);
+	frames = json_object_get(json_object_get(doc, "shared"), "frames");
+	n_inl = 0;
+	for (i = 0; i < json_array_size(frames); i++) {
+		const char *name = json_string_value(json_object_get(json_array_get(frames, i),
+								     "name"));
+
+		n_inl += !strcmp(name, "square (inlined)") || !strcmp(name, "mul (inlined)") ||
+			 !strcmp(name, "square") ? 1 : 0;
+	}
+	assert_int_equal(n_inl, 3);
+	json_decref(doc);
+	free(text);
+	hc_profile__free(back);
+	hc_profile__free(p);
+}
+
 int run_encode_tests(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -633,6 +741,7 @@ int run_encode_tests(void)
 		cmocka_unit_test(test_json_numbers),
 		cmocka_unit_test(test_json_random_tree),
 		cmocka_unit_test(test_too_deep),
+		cmocka_unit_test(test_inline_exports),
 	};
 
 	return cmocka_run_group_tests_name("encode", tests, NULL, NULL);

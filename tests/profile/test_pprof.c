@@ -22,8 +22,8 @@
 
 #define P 10000000 /* 100 Hz */
 
-#define WKR(n, tid, pid) { HC_NODE_WAKER, (n), NULL, (tid), (pid) }
-#define KMOD(n, m) { HC_NODE_KERNEL, (n), (m), 0, -1 }
+#define WKR(n, tid, pid) { HC_NODE_WAKER, (n), NULL, (tid), (pid), false }
+#define KMOD(n, m) { HC_NODE_KERNEL, (n), (m), 0, -1, false }
 
 /* ---- helpers ---- */
 
@@ -1321,6 +1321,176 @@ static struct tb hand_profile(enum defect d)
 	return t;
 }
 
+/* ---- inline frames ---- */
+
+/* main -> compute with square and mul inlined into it, and the out-of-line square. */
+static struct hc_profile *inline_profile(void)
+{
+	struct hc_profile *p = hc_profile__new();
+	struct hc_tree *t;
+
+	assert_non_null(p);
+	t = p->tree;
+	p->sampling.period_ns = P;
+	ADD_PATH(t, P, 3, 0, 0, PROC("app", 100), THR("app", 100), USR("main", "/usr/bin/app"),
+		 USR("compute", "/usr/bin/app"), INL("square", "/usr/bin/app"),
+		 INL("mul", "/usr/bin/app"));
+	ADD_PATH(t, P, 1, 0, 0, PROC("app", 100), THR("app", 100), USR("main", "/usr/bin/app"),
+		 USR("compute", "/usr/bin/app"));
+	ADD_PATH(t, P, 1, 0, 0, PROC("app", 100), THR("app", 100), USR("main", "/usr/bin/app"),
+		 USR("compute", "/usr/bin/app"), INL("square", "/usr/bin/app"), KRN("page_fault"));
+	ADD_PATH(t, P, 2, 0, 0, PROC("app", 100), THR("app", 100), USR("main", "/usr/bin/app"),
+		 USR("square", "/usr/bin/app"));
+	/* an inlined frame with nothing to be inlined into: a location of its own */
+	ADD_PATH(t, P, 1, 0, 0, PROC("app", 100), THR("app", 100), INL("lone", "/usr/bin/app"));
+	/* nor is a kernel frame inlined into a user one (a hand-made document): its own too */
+	ADD_PATH(t, P, 1, 0, 0, PROC("app", 100), THR("app", 100), USR("main", "/usr/bin/app"),
+		 { HC_NODE_KERNEL, "kinl", NULL, 0, -1, true });
+	return p;
+}
+
+static const char *fn_name(const struct pp_profile *pp, uint64_t id)
+{
+	for (size_t i = 0; i < pp->n_functions; i++)
+		if (pp->functions[i].id == id)
+			return pp->functions[i].name;
+	return NULL;
+}
+
+static const struct pp_location *loc_by_id(const struct pp_profile *pp, uint64_t id)
+{
+	for (size_t i = 0; i < pp->n_locations; i++)
+		if (pp->locations[i].id == id)
+			return &pp->locations[i];
+	return NULL;
+}
+
+/* A function and what was inlined into it are one Location, its Lines innermost first. */
+static void test_pprof_inline(void **state)
+{
+	struct hc_profile *p = inline_profile();
+	struct pp_profile pp;
+	bool seen[6] = { false };
+	size_t multi = 0;
+
+	(void)state;
+	encode_decode(p, HC_W_ALL, &pp);
+	assert_int_equal(pp.n_samples, 6);
+	for (size_t i = 0; i < pp.n_samples; i++) {
+		const struct pp_sample *sm = &pp.samples[i];
+		char *folded = pp_sample_folded(&pp, sm);
+		const struct pp_location *leaf = loc_by_id(&pp, sm->location_ids[0]);
+
+		assert_non_null(folded);
+		if (!strcmp(folded, "main;compute;square;mul")) {
+			/* two locations: main, and compute with square and mul in it */
+			assert_int_equal(sm->n_locations, 2);
+			assert_int_equal(leaf->n_lines, 3);
+			assert_string_equal(fn_name(&pp, leaf->lines[0].function_id), "mul");
+			assert_string_equal(fn_name(&pp, leaf->lines[1].function_id), "square");
+			assert_string_equal(fn_name(&pp, leaf->lines[2].function_id), "compute");
+			assert_int_equal(sm->values[0], 3);
+			seen[0] = true;
+		} else if (!strcmp(folded, "main;compute")) {
+			assert_int_equal(sm->n_locations, 2);
+			assert_int_equal(leaf->n_lines, 1);
+			seen[1] = true;
+		} else if (!strcmp(folded, "main;compute;square;page_fault")) {
+			const struct pp_location *l = loc_by_id(&pp, sm->location_ids[1]);
+
+			assert_int_equal(sm->n_locations, 3);
+			assert_int_equal(l->n_lines, 2);
+			assert_string_equal(fn_name(&pp, l->lines[0].function_id), "square");
+			assert_string_equal(fn_name(&pp, l->lines[1].function_id), "compute");
+			seen[2] = true;
+		} else if (!strcmp(folded, "main;square")) {
+			assert_int_equal(sm->n_locations, 2);
+			assert_int_equal(leaf->n_lines, 1);
+			seen[3] = true;
+		} else if (!strcmp(folded, "lone")) {
+			assert_int_equal(sm->n_locations, 1);
+			assert_int_equal(leaf->n_lines, 1);
+			seen[4] = true;
+		} else if (!strcmp(folded, "main;kinl")) {
+			assert_int_equal(sm->n_locations, 2);
+			assert_int_equal(leaf->n_lines, 1);
+			seen[5] = true;
+		} else {
+			fail_msg("unexpected sample %s", folded);
+		}
+		free(folded);
+	}
+	for (size_t i = 0; i < 6; i++)
+		assert_true(seen[i]);
+	/* main, compute, compute+square, compute+square+mul, square, page_fault, lone, kinl */
+	assert_int_equal(pp.n_locations, 8);
+	for (size_t i = 0; i < pp.n_locations; i++)
+		multi += pp.locations[i].n_lines > 1;
+	assert_int_equal(multi, 2);
+	/* one function per name: square is one function, inlined or not */
+	assert_int_equal(pp.n_functions, 7);
+	pp_free(&pp);
+	hc_profile__free(p);
+}
+
+/* `go tool pprof` reads the inlined lines: -traces marks them "(inline)", -raw lists them. */
+static void test_pprof_inline_go(void **state)
+{
+	static const char *const traces_args[] = { "-traces", NULL };
+	static const char *const raw_args[] = { "-raw", NULL };
+	static const char *const top_args[] = { "-sample_index=cpu", "-unit=ns", "-top",
+						"-nodecount=1000", "-nodefraction=0", NULL };
+	struct hc_profile *p = inline_profile();
+	const char *dir = *state;
+	char file[256];
+	char *out;
+	int64_t cum;
+	size_t len;
+	uint8_t *buf;
+	FILE *f;
+	int err;
+
+	if (!in_path("go")) {
+		if (getenv("CI") && strcmp(getenv("CI"), "true") == 0)
+			fail_msg("go is not installed (apt-get install golang-go) and CI=true");
+		print_message("skipped: `go` is not in PATH\n");
+		skip();
+	}
+	snprintf(file, sizeof(file), "%s/inline.pb.gz", dir);
+	buf = encode(p, HC_W_ALL, &len, &err);
+	assert_int_equal(err, 0);
+	f = fopen(file, "wb");
+	assert_non_null(f);
+	assert_int_equal(fwrite(buf, 1, len, f), len);
+	assert_int_equal(fclose(f), 0);
+	free(buf);
+
+	/* the stack of mul's samples: mul and square inlined into compute, called by main */
+	out = go_pprof(dir, traces_args, file);
+	assert_non_null(strstr(out, "      30ms   mul (inline)\n"
+				    "             square (inline)\n"
+				    "             compute\n"
+				    "             main\n"));
+	assert_non_null(strstr(out, "      20ms   square\n             main\n"));
+	free(out);
+	/* one location of three lines, innermost first */
+	out = go_pprof(dir, raw_args, file);
+	assert_non_null(strstr(out, " mul :0 s=0()\n             square :0 s=0()\n"
+				    "             compute :0 s=0()\n"));
+	free(out);
+	/* mul's flat is its 3 samples; square (out of line and inlined) holds its own 2 and,
+	 * inlined, mul's and page_fault's */
+	out = go_pprof(dir, top_args, file);
+	assert_int_equal(top_flat(out, "mul (inline)", &cum), 30000000);
+	assert_int_equal(cum, 30000000);
+	assert_int_equal(top_flat(out, "square (partial-inline)", &cum), 20000000);
+	assert_int_equal(cum, 60000000);
+	assert_int_equal(top_flat(out, "compute", &cum), 10000000);
+	assert_int_equal(cum, 50000000);
+	free(out);
+	hc_profile__free(p);
+}
+
 static void test_reader_hand_made(void **state)
 {
 	struct tb t = hand_profile(OK);
@@ -1501,6 +1671,8 @@ int run_pprof_tests(void)
 		cmocka_unit_test(test_pprof_zero_ids),
 		cmocka_unit_test(test_pprof_overflow),
 		cmocka_unit_test_setup_teardown(test_pprof_go_tool, go_dir_setup, go_dir_teardown),
+		cmocka_unit_test(test_pprof_inline),
+		cmocka_unit_test_setup_teardown(test_pprof_inline_go, go_dir_setup, go_dir_teardown),
 		cmocka_unit_test(test_reader_hand_made),
 		cmocka_unit_test(test_reader_malformed),
 		cmocka_unit_test(test_reader_gzip),

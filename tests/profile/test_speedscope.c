@@ -14,8 +14,8 @@
 
 #define P 10000000 /* 100 Hz */
 #define SCHEMA "https://www.speedscope.app/file-format-schema.json"
-#define WAKER(n, tid, pid) { HC_NODE_WAKER, (n), NULL, (tid), (pid) }
-#define KMOD(n, m) { HC_NODE_KERNEL, (n), (m), 0, -1 }
+#define WAKER(n, tid, pid) { HC_NODE_WAKER, (n), NULL, (tid), (pid), false }
+#define KMOD(n, m) { HC_NODE_KERNEL, (n), (m), 0, -1, false }
 
 static char *encode_ss(const struct hc_profile *p, unsigned int weights, int *err)
 {

@@ -66,11 +66,11 @@ static void world_free(struct world *wd)
 	free(wd);
 }
 
-/* Define a frame (in the store and in the world) at offset; returns its id. */
-static uint32_t frame_at(struct world *wd, enum hc_node_kind kind, const char *name,
-			 const char *module, uint64_t id, int64_t offset)
+/* Define a frame (in the store and in the world) at offset, inlined or not; returns its id. */
+static uint32_t frame_full(struct world *wd, enum hc_node_kind kind, const char *name,
+			   const char *module, uint64_t id, int64_t offset, bool inlined)
 {
-	struct hc_path_elem e = {kind, name, module, id, offset};
+	struct hc_path_elem e = {kind, name, module, id, offset, inlined};
 
 	if (wd->n_frames == wd->cap_frames) {
 		wd->cap_frames = wd->cap_frames ? wd->cap_frames * 2 : 64;
@@ -86,6 +86,12 @@ static uint32_t frame_at(struct world *wd, enum hc_node_kind kind, const char *n
 	e.module = module; /* string literals in these tests */
 	wd->frames[wd->n_frames] = e;
 	return (uint32_t)++wd->n_frames;
+}
+
+static uint32_t frame_at(struct world *wd, enum hc_node_kind kind, const char *name,
+			 const char *module, uint64_t id, int64_t offset)
+{
+	return frame_full(wd, kind, name, module, id, offset, false);
 }
 
 static uint32_t frame(struct world *wd, enum hc_node_kind kind, const char *name,
@@ -176,6 +182,7 @@ static void expect_same_node(const struct hc_node *a, const struct hc_node *b)
 	}
 	assert_int_equal(hc_node__id(a), hc_node__id(b));
 	assert_int_equal(hc_node__offset(a), hc_node__offset(b));
+	assert_int_equal(hc_node__inlined(a), hc_node__inlined(b));
 	expect_weights(hc_node__weights(a), hc_node__weights(b));
 	assert_int_equal(hc_node__child_count(a), hc_node__child_count(b));
 	for (size_t i = 0; i < hc_node__child_count(a); i++)
@@ -232,7 +239,7 @@ static void add_tid0(struct hc_tree *out, const struct hc_node *n, struct hc_pat
 						    hc_node__module(c),
 						    hc_node__kind(c) == HC_NODE_THREAD ? 0
 										: hc_node__id(c),
-						    hc_node__offset(c)};
+						    hc_node__offset(c), hc_node__inlined(c)};
 		add_tid0(out, c, path, depth + 1);
 	}
 	if (depth && (self.on_cpu_ns || self.off_cpu_ns || self.runqueue_ns || self.samples))
@@ -383,6 +390,44 @@ static void test_store_totals(void **state)
 		expect_weights(hc_node__weights(hc_tree__root(t)), &w);
 		hc_tree__free(t);
 	}
+	world_free(wd);
+}
+
+/* An inlined frame keeps its mark through the store, apart from its real namesake; the
+ * same inlined frame defined twice is one frame. */
+static void test_store_inlined(void **state)
+{
+	struct world *wd = world_new(0, 0);
+	struct hc_store_filter f = range(1000, 1002);
+	uint32_t pr = frame(wd, HC_NODE_PROCESS, "app", NULL, 7);
+	uint32_t th = frame(wd, HC_NODE_THREAD, "app", NULL, 7);
+	uint32_t main_ = frame(wd, HC_NODE_USER, "main", "app", 0);
+	uint32_t sq = frame(wd, HC_NODE_USER, "square", "app", 0);
+	uint32_t sq_inl = frame_full(wd, HC_NODE_USER, "square", "app", 0, -1, true);
+	uint32_t sq_inl2 = frame_full(wd, HC_NODE_USER, "square", "app", 0, -1, true);
+	const uint32_t a[] = {pr, th, main_, sq}, b[] = {pr, th, main_, sq_inl},
+		       c[] = {pr, th, main_, sq_inl2};
+	const struct hc_node *n;
+	struct hc_store_stats st;
+	struct hc_tree *t;
+
+	(void)state;
+	add(wd, 1000, a, 4, 1, 0, 0);
+	add(wd, 1000, b, 4, 2, 0, 0);
+	add(wd, 1001, c, 4, 3, 0, 0);
+	expect_query(wd, &f);
+	assert_int_equal(hc_store__seal(wd->st, 1001), 0);
+	expect_query(wd, &f);
+	hc_store__stats(wd->st, &st);
+	assert_int_equal(st.frames, 5);
+	t = query(wd, &f, NULL);
+	hc_tree__sort(t);
+	n = hc_node__child(hc_node__child(hc_node__child(hc_tree__root(t), 0), 0), 0);
+	assert_int_equal(hc_node__child_count(n), 2);
+	assert_true(hc_node__inlined(hc_node__child(n, 0)));
+	assert_int_equal(hc_node__weights(hc_node__child(n, 0))->samples, 5);
+	assert_false(hc_node__inlined(hc_node__child(n, 1)));
+	hc_tree__free(t);
 	world_free(wd);
 }
 
@@ -963,15 +1008,15 @@ static void test_store_frame_reset(void **state)
 	(void)state;
 	assert_non_null(st);
 	for (int64_t sec = 0; sec < 2500; sec++) {
-		struct hc_path_elem proc = {HC_NODE_PROCESS, "job", NULL, 7000 + (uint64_t)sec, -1};
-		struct hc_path_elem thr = {HC_NODE_THREAD, "job", NULL, 7000 + (uint64_t)sec, -1};
+		struct hc_path_elem proc = {HC_NODE_PROCESS, "job", NULL, 7000 + (uint64_t)sec, -1, false};
+		struct hc_path_elem thr = {HC_NODE_THREAD, "job", NULL, 7000 + (uint64_t)sec, -1, false};
 		struct hc_weights w = {.on_cpu_ns = 3 * PERIOD, .samples = 3, .off_cpu_ns = 11};
 
 		if (sec % 100 == 0) {
 			hc_store__reset_frames(st);
 			next = 1;
 			for (int d = 0; d < 20; d++) {
-				struct hc_path_elem f = {HC_NODE_USER, names[2 + d], "/bin/job", 0, -1};
+				struct hc_path_elem f = {HC_NODE_USER, names[2 + d], "/bin/job", 0, -1, false};
 
 				snprintf(names[2 + d], sizeof(names[2 + d]), "f%d", d);
 				assert_int_equal(hc_store__define_frame(st, next, &f), 0);
@@ -1006,12 +1051,12 @@ static void test_store_frame_reset(void **state)
 			struct hc_weights w = {.on_cpu_ns = 3 * PERIOD, .samples = 3, .off_cpu_ns = 11};
 
 			elems[0] = (struct hc_path_elem){HC_NODE_PROCESS, "job", NULL,
-							 7000 + (uint64_t)sec, -1};
+							 7000 + (uint64_t)sec, -1, false};
 			elems[1] = (struct hc_path_elem){HC_NODE_THREAD, "job", NULL,
-							 7000 + (uint64_t)sec, -1};
+							 7000 + (uint64_t)sec, -1, false};
 			for (int d = 0; d < 20; d++)
 				elems[2 + d] = (struct hc_path_elem){HC_NODE_USER, names[2 + d],
-								     "/bin/job", 0, -1};
+								     "/bin/job", 0, -1, false};
 			assert_int_equal(hc_tree__add_path(want, elems, 22, &w), 0);
 		}
 		expect_same_tree(got, want);
@@ -1240,7 +1285,7 @@ static void test_store_bad_input(void **state)
 {
 	struct hc_store_opts o = {.period_ns = 0};
 	struct world *wd;
-	struct hc_path_elem e = {HC_NODE_USER, "f", NULL, 0, -1};
+	struct hc_path_elem e = {HC_NODE_USER, "f", NULL, 0, -1, false};
 	struct hc_weights w = {.on_cpu_ns = PERIOD, .samples = 1};
 	uint32_t path[HC_STORE_MAX_DEPTH + 1];
 	uint32_t proc, thr, fn;
@@ -1319,7 +1364,7 @@ int run_store_tests(void)
 		cmocka_unit_test(test_store_timeline),	cmocka_unit_test(test_store_heat),
 		cmocka_unit_test(test_store_hist),	cmocka_unit_test(test_store_gc),
 		cmocka_unit_test(test_store_frame_reset),
-		cmocka_unit_test(test_store_max_bytes),
+		cmocka_unit_test(test_store_max_bytes), cmocka_unit_test(test_store_inlined),
 		cmocka_unit_test(test_store_churn_merge), cmocka_unit_test(test_store_bad_input),
 	};
 

@@ -90,8 +90,8 @@ static void test_tree_identity(void **state)
 {
 	struct hc_tree *tree = hc_tree__new();
 	const struct hc_node *root, *thr;
-	const struct hc_path_elem bad_name[] = { { HC_NODE_USER, NULL, NULL, 0, -1 } };
-	const struct hc_path_elem bad_kind[] = { { HC_NODE_ROOT, "x", NULL, 0, -1 } };
+	const struct hc_path_elem bad_name[] = { { HC_NODE_USER, NULL, NULL, 0, -1, false } };
+	const struct hc_path_elem bad_kind[] = { { HC_NODE_ROOT, "x", NULL, 0, -1, false } };
 	const struct hc_weights w = { .on_cpu_ns = 1, .samples = 1 };
 
 	(void)state;
@@ -133,6 +133,41 @@ static void test_tree_identity(void **state)
 	assert_int_equal(hc_tree__add_path(tree, bad_kind, 1, &w), -EINVAL);
 	assert_int_equal(hc_tree__node_count(tree), 15);
 	assert_int_equal(hc_node__weights(root)->samples, 11);
+	hc_tree__free(tree);
+}
+
+/* An inlined frame and a real frame of the same name are two nodes; inlined ones merge. */
+static void test_tree_inlined(void **state)
+{
+	struct hc_tree *tree = hc_tree__new();
+	const struct hc_node *f, *a, *b;
+
+	(void)state;
+	assert_non_null(tree);
+	ADD_PATH(tree, P, 1, 0, 0, PROC("sh", 10), THR("sh", 10), USR("f", "/bin/sh"),
+		 USR("g", "/bin/sh"));
+	ADD_PATH(tree, P, 1, 0, 0, PROC("sh", 10), THR("sh", 10), USR("f", "/bin/sh"),
+		 INL("g", "/bin/sh"));
+	ADD_PATH(tree, P, 1, 0, 0, PROC("sh", 10), THR("sh", 10), USR("f", "/bin/sh"),
+		 INL("g", "/bin/sh"), INL("h", "/bin/sh"));
+	f = hc_node__child(hc_node__child(hc_node__child(hc_tree__root(tree), 0), 0), 0);
+	assert_string_equal(hc_node__name(f), "f");
+	assert_false(hc_node__inlined(f));
+	assert_int_equal(hc_node__child_count(f), 2);
+	a = hc_node__child(f, 0);
+	b = hc_node__child(f, 1);
+	assert_false(hc_node__inlined(a));
+	assert_true(hc_node__inlined(b));
+	assert_int_equal(hc_node__weights(a)->samples, 1);
+	assert_int_equal(hc_node__weights(b)->samples, 2);
+	assert_true(hc_node__inlined(hc_node__child(b, 0)));
+	/* equal value: the real frame sorts before its inlined namesake */
+	ADD_PATH(tree, P, 1, 0, 0, PROC("sh", 10), THR("sh", 10), USR("f", "/bin/sh"),
+		 USR("g", "/bin/sh"));
+	hc_tree__sort(tree);
+	assert_false(hc_node__inlined(hc_node__child(f, 0)));
+	assert_true(hc_node__inlined(hc_node__child(f, 1)));
+	assert_int_equal(hc_tree__node_count(tree), 7);
 	hc_tree__free(tree);
 }
 
@@ -254,6 +289,7 @@ int run_tree_tests(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_tree_prefixes),
 		cmocka_unit_test(test_tree_identity),
+		cmocka_unit_test(test_tree_inlined),
 		cmocka_unit_test(test_tree_sort),
 		cmocka_unit_test(test_tree_large),
 	};

@@ -14,11 +14,13 @@
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
 /* Path elements for hand-built trees. */
-#define PROC(n, pid) { HC_NODE_PROCESS, (n), NULL, (pid), -1 }
-#define THR(n, tid) { HC_NODE_THREAD, (n), NULL, (tid), -1 }
-#define USR(n, m) { HC_NODE_USER, (n), (m), 0, -1 }
-#define UNK(m, off) { HC_NODE_USER, "[unknown]", (m), 0, (off) }
-#define KRN(n) { HC_NODE_KERNEL, (n), NULL, 0, -1 }
+#define PROC(n, pid) { HC_NODE_PROCESS, (n), NULL, (pid), -1, false }
+#define THR(n, tid) { HC_NODE_THREAD, (n), NULL, (tid), -1, false }
+#define USR(n, m) { HC_NODE_USER, (n), (m), 0, -1, false }
+#define UNK(m, off) { HC_NODE_USER, "[unknown]", (m), 0, (off), false }
+#define KRN(n) { HC_NODE_KERNEL, (n), NULL, 0, -1, false }
+/* a function the compiler inlined into the frame before it */
+#define INL(n, m) { HC_NODE_USER, (n), (m), 0, -1, true }
 
 /* Adds a path with `samples` on-CPU samples of period_ns, plus off-CPU/runqueue ns. */
 #define ADD_PATH(tree, period_ns, nsamples, off_ns, rq_ns, ...)                                    \

@@ -37,6 +37,55 @@ __attribute__((noinline)) void hc_t_outer(void)
 	__asm__ volatile("" ::: "memory");
 }
 
+/*
+ * Inlined code (this test is built -O2 -g, so DWARF describes it): an address inside each
+ * inlined body is a global label on a nop there (each body is inlined in one place only).
+ */
+#define ALWAYS_INLINE static inline __attribute__((always_inline))
+#define MARK(name) __asm__ volatile(".globl " #name "\n" #name ": nop")
+
+extern const char hc_t_mark_inl[], hc_t_mark_i9[];
+volatile int hc_t_sink;
+
+ALWAYS_INLINE void hc_t_inl_leaf(void)
+{
+	hc_t_sink++;
+	MARK(hc_t_mark_inl);
+}
+
+__attribute__((noinline, used)) void hc_t_inl_caller(void)
+{
+	hc_t_inl_leaf();
+	hc_t_sink--;
+}
+
+/* Nine levels inlined into hc_t_i0: paths of these hit HC_AGG_MAX_PATH. */
+ALWAYS_INLINE void hc_t_i9(void)
+{
+	hc_t_sink++;
+	MARK(hc_t_mark_i9);
+}
+#define LEVEL(n, next)                      \
+	ALWAYS_INLINE void hc_t_i##n(void) \
+	{                                   \
+		hc_t_sink++;                \
+		hc_t_i##next();             \
+	}
+LEVEL(8, 9)
+LEVEL(7, 8)
+LEVEL(6, 7)
+LEVEL(5, 6)
+LEVEL(4, 5)
+LEVEL(3, 4)
+LEVEL(2, 3)
+LEVEL(1, 2)
+
+__attribute__((noinline, used)) void hc_t_i0(void)
+{
+	hc_t_i1();
+	hc_t_sink--;
+}
+
 /* fixtures/symbolize/kallsyms.txt */
 #define K_DO_ONE_INITCALL 0xffffffff81001010ull
 #define K_TRACE_CB 0xffffffff81001200ull /* trace_initcall_start_cb, right after it */
@@ -511,6 +560,113 @@ static void test_bad_event(void **state)
 	assert_int_equal(hc_agg__stack_count(f->agg), 0);
 }
 
+/* A leaf inside code inlined into its caller: the caller, then the leaf marked inlined. */
+static void test_inline_frames(void **state)
+{
+	struct fixture *f = *state;
+	struct hc_sample_event e;
+	struct hc_tree *tree = hc_tree__new();
+	const struct hc_node *n;
+	struct hc_symbolizer_stats ss;
+	struct hc_agg_stats st;
+	size_t size = make_event(&e, "proc", "thr");
+
+	assert_non_null(tree);
+	e.stacks[0] = (uintptr_t)hc_t_mark_inl;
+	e.stacks[1] = (uintptr_t)hc_t_outer + 5;
+	e.ustack_len = 16;
+	e.kstack_len = 0;
+	e.kernel_ip = 0;
+	size = HC_SAMPLE_HDR_SIZE + 16;
+	hc_t_inl_caller();
+	hc_t_i0();
+	assert_int_equal(hc_agg__sample(f->agg, &e, size), 0);
+	assert_int_equal(hc_agg__sample(f->agg, &e, size), 0);
+	assert_int_equal(hc_agg__build_tree(f->agg, tree), 0);
+	n = only_child(hc_tree__root(tree), HC_NODE_PROCESS, "proc");
+	n = only_child(n, HC_NODE_THREAD, "thr");
+	n = only_child(n, HC_NODE_USER, "hc_t_outer");
+	assert_false(hc_node__inlined(n));
+	n = only_child(n, HC_NODE_USER, "hc_t_inl_caller");
+	assert_false(hc_node__inlined(n));
+	n = only_child(n, HC_NODE_USER, "hc_t_inl_leaf");
+	assert_true(hc_node__inlined(n));
+	assert_string_equal(hc_node__module(n), "test-sampler");
+	assert_int_equal(hc_node__offset(n), -1);
+	assert_int_equal(hc_node__child_count(n), 0);
+	assert_int_equal(hc_node__weights(n)->samples, 2);
+	hc_symbolizer__stats(f->sym, &ss);
+	/* one distinct address, resolved once */
+	assert_int_equal(ss.inline_frames, 1);
+	hc_agg__stats(f->agg, &st);
+	assert_int_equal(st.inline_dropped, 0);
+	hc_tree__free(tree);
+}
+
+static int max_depth_cb(void *ctx, const struct hc_path_elem *path, size_t n,
+			const struct hc_weights *w, int64_t sec)
+{
+	size_t *max = ctx, inl = 0;
+
+	(void)w;
+	(void)sec;
+	if (n > *max)
+		*max = n;
+	/* 127 frames of hc_t_i0: the outermost ones carry all nine inlined levels, the
+	 * innermost ones none, and in between one carries its innermost */
+	assert_string_equal(path[2].name, "hc_t_i0");
+	assert_false(path[2].inlined);
+	for (size_t i = 3; i < 12; i++) {
+		assert_true(path[i].inlined);
+		assert_int_equal(path[i].name[6], (char)('0' + i - 2));
+	}
+	for (size_t i = 0; i < n; i++)
+		inl += path[i].inlined;
+	assert_int_equal(inl, HC_AGG_MAX_PATH - 2 - HC_MAX_STACK_DEPTH);
+	assert_string_equal(path[n - 1].name, "hc_t_i0");
+	return 0;
+}
+
+/* Inlined frames fill a path up to HC_AGG_MAX_PATH, no further; the rest are counted. */
+static void test_inline_path_limit(void **state)
+{
+	struct fixture *f = *state;
+	struct hc_sample_event e;
+	struct hc_tree *tree = hc_tree__new();
+	struct hc_profile *p;
+	struct hc_agg_stats st;
+	size_t size = make_event(&e, "proc", "thr"), max = 0;
+	FILE *out;
+	char *buf = NULL;
+	size_t len = 0;
+
+	for (size_t i = 0; i < HC_MAX_STACK_DEPTH; i++)
+		e.stacks[i] = (uintptr_t)hc_t_mark_i9 + (i ? 1 : 0);
+	e.ustack_len = HC_MAX_STACK_DEPTH * 8;
+	e.kstack_len = 0;
+	e.kernel_ip = 0;
+	size = HC_SAMPLE_HDR_SIZE + HC_MAX_STACK_DEPTH * 8;
+	assert_int_equal(hc_agg__sample(f->agg, &e, size), 0);
+	assert_int_equal(hc_agg__for_each_path(f->agg, max_depth_cb, &max), 0);
+	assert_int_equal(max, HC_AGG_MAX_PATH);
+	hc_agg__stats(f->agg, &st);
+	assert_int_equal(st.inline_dropped, HC_MAX_STACK_DEPTH * 9 -
+						    (HC_AGG_MAX_PATH - 2 - HC_MAX_STACK_DEPTH));
+	/* and the encoders take a tree that deep */
+	p = hc_profile__new();
+	assert_non_null(p);
+	assert_int_equal(hc_agg__build_tree(f->agg, p->tree), 0);
+	out = open_memstream(&buf, &len);
+	assert_non_null(out);
+	assert_int_equal(hc_profile__write_json(p, out), 0);
+	assert_int_equal(hc_profile__write_folded(p, HC_W_ALL, out), 0);
+	assert_int_equal(hc_profile__write_pprof(p, HC_W_ALL, out), 0);
+	fclose(out);
+	free(buf);
+	hc_profile__free(p);
+	hc_tree__free(tree);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -523,6 +679,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_locks, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_offcpu_lock_wait, setup, teardown),
 		cmocka_unit_test(test_lock_kind_names),
+		cmocka_unit_test_setup_teardown(test_inline_frames, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_inline_path_limit, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

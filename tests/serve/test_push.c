@@ -363,16 +363,16 @@ static int fetch(void *ctx, int64_t from_ns, int64_t *to_ns, unsigned int weight
 	int64_t to = *to_ns / NS * NS;
 	uint64_t k = (uint64_t)(from_ns / NS) % 7 + 1;
 	const struct hc_path_elem on_path[] = {
-		{ HC_NODE_PROCESS, "shopd", NULL, 100, -1 },
-		{ HC_NODE_THREAD, "shopd", NULL, 101, -1 },
-		{ HC_NODE_USER, "main", "shopd", 0, -1 },
-		{ HC_NODE_USER, "checkout", "shopd", 0, -1 },
+		{ HC_NODE_PROCESS, "shopd", NULL, 100, -1, false },
+		{ HC_NODE_THREAD, "shopd", NULL, 101, -1, false },
+		{ HC_NODE_USER, "main", "shopd", 0, -1, false },
+		{ HC_NODE_USER, "checkout", "shopd", 0, -1, false },
 	};
 	const struct hc_path_elem off_path[] = {
-		{ HC_NODE_PROCESS, "shopd", NULL, 100, -1 },
-		{ HC_NODE_THREAD, "io", NULL, 102, -1 },
-		{ HC_NODE_USER, "main", "shopd", 0, -1 },
-		{ HC_NODE_KERNEL, "schedule", NULL, 0, -1 },
+		{ HC_NODE_PROCESS, "shopd", NULL, 100, -1, false },
+		{ HC_NODE_THREAD, "io", NULL, 102, -1, false },
+		{ HC_NODE_USER, "main", "shopd", 0, -1, false },
+		{ HC_NODE_KERNEL, "schedule", NULL, 0, -1, false },
 	};
 	struct hc_weights w1 = { .on_cpu_ns = k * 3 * PERIOD_NS, .samples = k * 3,
 				 .runqueue_ns = k * 1000 };

@@ -16,7 +16,7 @@ static void fill(struct hc_wire_buf *b)
 	struct hc_path_elem proc = { .kind = HC_NODE_PROCESS, .name = "postgres", .id = 42,
 				     .offset = -1 };
 	struct hc_path_elem fn = { .kind = HC_NODE_USER, .name = "ExecScan", .module = "postgres",
-				   .offset = -1 };
+				   .offset = -1, .inlined = true };
 	struct hc_weights w = { .on_cpu_ns = 1010101, .off_cpu_ns = 7, .runqueue_ns = 9,
 				.samples = 1 };
 	uint32_t path[3] = { 1, 2, 2 }, rows[HC_WIRE_HEAT_ROWS] = { 0 };
@@ -45,9 +45,12 @@ static void check_all(struct hc_wire_reader *r)
 	assert_null(rec.elem.module);
 	assert_int_equal(rec.elem.id, 42);
 	assert_int_equal(rec.elem.offset, -1);
+	assert_false(rec.elem.inlined);
 	assert_int_equal(hc_wire_reader__next(r, &rec), 1);
 	assert_int_equal(rec.fid, 2);
 	assert_string_equal(rec.elem.module, "postgres");
+	assert_int_equal(rec.elem.kind, HC_NODE_USER);
+	assert_true(rec.elem.inlined);
 	assert_int_equal(hc_wire_reader__next(r, &rec), 1);
 	assert_int_equal(rec.type, HC_WIRE_ADD);
 	assert_int_equal(rec.sec, 1795341600);
@@ -163,6 +166,11 @@ static void test_malformed(void **state)
 	hc_wire__frame(&b, 1, &e);
 	p = b.data + b.len - 3; /* "f", NUL, module NUL */
 	p[1] = 'x';
+	assert_int_equal(read_one(b.data, b.len), -EBADMSG);
+	hc_wire_buf__reset(&b);
+	/* FRAME with kind bits other than the inlined flag */
+	hc_wire__frame(&b, 1, &e);
+	memcpy(b.data + 8 + 4, &(uint32_t){ HC_NODE_USER | 1u << 9 }, 4);
 	assert_int_equal(read_one(b.data, b.len), -EBADMSG);
 	hc_wire_buf__reset(&b);
 	/* ADD claiming more frames than it carries */

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
  * symbolize/ unit tests. One binary, one group per concern, chosen by argv[1]:
- *   kallsyms procmaps perfmap elf hostile facade
+ *   kallsyms procmaps perfmap elf hostile facade inline
  * Inputs: text fixtures in $HC_FIXTURES, ELF fixtures built by meson ($HC_FIX_*), and live
  * fixture processes we spawn (our own, so no root is needed).
  */
@@ -24,6 +24,7 @@
 #include <cmocka.h>
 
 #include "symbolize/demangle.h"
+#include "symbolize/dwinline.h"
 #include "symbolize/elfsym.h"
 #include "symbolize/kallsyms.h"
 #include "symbolize/perfmap.h"
@@ -1543,6 +1544,376 @@ static void test_facade_kernel(void **state)
 	rmdir(dir);
 }
 
+/* ---- inline frames (DWARF) ---- */
+
+/*
+ * Each address the inline fixture prints resolves to the chain it names ("a;b;c": a the real
+ * function, b and c inlined into it, c innermost). Returns the inlined frames seen.
+ */
+static size_t check_chains(struct hc_symbolizer *sym, const struct fixture_proc *fp,
+			   const char *module)
+{
+	size_t inlined = 0;
+
+	for (size_t i = 0; i < fp->nr; i++) {
+		struct hc_frame_info fr[8], one;
+		char want[sizeof(fp->names[i])], *save = NULL, *tok;
+		struct hc_uloc loc;
+		size_t n, k = 0;
+
+		assert_int_equal(hc_symbolizer__normalize(sym, (uint32_t)fp->pid, 0, fp->addrs[i],
+							  &loc), 0);
+		assert_int_equal(hc_symbolizer__resolve_user_inline(sym, &loc, fr, 8, &n), 0);
+		memcpy(want, fp->names[i], sizeof(want));
+		for (tok = strtok_r(want, ";", &save); tok; tok = strtok_r(NULL, ";", &save), k++) {
+			if (k >= n)
+				fail_msg("%s: %zu frames", fp->names[i], n);
+			assert_string_equal(fr[k].name, tok);
+			assert_string_equal(fr[k].module, module);
+			assert_int_equal(fr[k].inlined, k > 0);
+			if (k)
+				assert_int_equal(fr[k].offset, 0);
+		}
+		if (k != n)
+			fail_msg("%s: %zu frames, the innermost %s", fp->names[i], n,
+				 fr[n - 1].name);
+		inlined += n - 1;
+		/* resolve_user: the real function only, as without DWARF */
+		assert_int_equal(hc_symbolizer__resolve_user(sym, &loc, &one), 0);
+		assert_string_equal(one.name, fr[0].name);
+		assert_false(one.inlined);
+		assert_int_equal(one.offset, fr[0].offset);
+	}
+	return inlined;
+}
+
+static void test_inline_chains(void **state)
+{
+	const char *exe = env_path("HC_FIX_INLINE");
+	struct hc_symbolizer *sym = new_sym(false);
+	struct hc_symbolizer_stats st;
+	struct fixture_proc fp;
+	size_t inlined;
+
+	(void)state;
+	spawn(&fp, exe);
+	assert_int_equal(fp.nr, 4);
+	assert_int_equal(hc_symbolizer__add_process(sym, (uint32_t)fp.pid, 0), 0);
+	inlined = check_chains(sym, &fp, "fix_inline");
+	assert_int_equal(inlined, 2 + 1 + 0 + 1);
+	hc_symbolizer__stats(sym, &st);
+	assert_int_equal(st.inline_frames, inlined);
+	assert_int_equal(st.inline_truncated, 0);
+	assert_int_equal(st.user_unresolved, 0);
+	assert_int_equal(st.dwarf_err, 0);
+	assert_int_equal(st.dwarf_over_budget, 0);
+	assert_true(st.dwarf_objects >= 1);
+	reap(&fp);
+	hc_symbolizer__free(sym);
+}
+
+/* Stripped, with its DWARF in <debug_root>/.build-id/: the same chains; without it, none. */
+static void test_inline_debuginfo(void **state)
+{
+	const char *exe = env_path("HC_FIX_INLINE_DEBUGINFO");
+	struct hc_symbolizer *sym = new_sym_debug(false, env_path("HC_FIX_DEBUG_ROOT"));
+	struct hc_symbolizer_stats st;
+	struct hc_frame_info fr[8];
+	struct fixture_proc fp;
+	struct hc_uloc loc;
+	size_t n;
+
+	(void)state;
+	spawn(&fp, exe);
+	assert_int_equal(hc_symbolizer__add_process(sym, (uint32_t)fp.pid, 0), 0);
+	assert_int_equal(check_chains(sym, &fp, "fix_inline_debuginfo"), 4);
+	hc_symbolizer__free(sym);
+
+	sym = new_sym(false);
+	assert_int_equal(hc_symbolizer__add_process(sym, (uint32_t)fp.pid, 0), 0);
+	assert_int_equal(hc_symbolizer__normalize(sym, (uint32_t)fp.pid, 0, fp.addrs[0], &loc), 0);
+	assert_int_equal(hc_symbolizer__resolve_user_inline(sym, &loc, fr, 8, &n), -ENOENT);
+	assert_int_equal(n, 1);
+	assert_null(fr[0].name);
+	assert_false(fr[0].inlined);
+	assert_int_equal(fr[0].offset, loc.off);
+	hc_symbolizer__stats(sym, &st);
+	assert_int_equal(st.dwarf_objects, 0);
+	assert_int_equal(st.inline_frames, 0);
+	assert_int_equal(st.user_unresolved, 1);
+	reap(&fp);
+	hc_symbolizer__free(sym);
+}
+
+/* A chain longer than max keeps the real function and the innermost; max 1 is resolve_user. */
+static void test_inline_truncated(void **state)
+{
+	const char *exe = env_path("HC_FIX_INLINE");
+	struct hc_symbolizer *sym = new_sym(false);
+	struct hc_symbolizer_stats st;
+	struct hc_frame_info fr[3];
+	struct fixture_proc fp;
+	struct hc_uloc loc;
+	size_t n;
+
+	(void)state;
+	spawn(&fp, exe);
+	assert_string_equal(fp.names[0], "hc_inl_outer;hc_inl_mid;hc_inl_leaf");
+	assert_int_equal(hc_symbolizer__add_process(sym, (uint32_t)fp.pid, 0), 0);
+	assert_int_equal(hc_symbolizer__normalize(sym, (uint32_t)fp.pid, 0, fp.addrs[0], &loc), 0);
+	assert_int_equal(hc_symbolizer__resolve_user_inline(sym, &loc, fr, 2, &n), 0);
+	assert_int_equal(n, 2);
+	assert_string_equal(fr[0].name, "hc_inl_outer");
+	assert_string_equal(fr[1].name, "hc_inl_leaf");
+	assert_true(fr[1].inlined);
+	assert_int_equal(hc_symbolizer__resolve_user_inline(sym, &loc, fr, 1, &n), 0);
+	assert_int_equal(n, 1);
+	assert_string_equal(fr[0].name, "hc_inl_outer");
+	assert_int_equal(hc_symbolizer__resolve_user_inline(sym, &loc, fr, 0, &n), -EINVAL);
+	hc_symbolizer__stats(sym, &st);
+	assert_int_equal(st.inline_truncated, 1);
+	assert_int_equal(st.inline_frames, 1);
+	reap(&fp);
+	hc_symbolizer__free(sym);
+}
+
+/* --no-inline, and a DWARF budget too small for the object: one frame, as before. */
+static void test_inline_off(void **state)
+{
+	const char *exe = env_path("HC_FIX_INLINE");
+	struct hc_symbolizer_opts opts[2] = {
+		{ .debug_root = NO_DEBUG_ROOT, .no_inline = true },
+		{ .debug_root = NO_DEBUG_ROOT, .dwarf_max_bytes = 64 },
+	};
+	struct fixture_proc fp;
+
+	(void)state;
+	spawn(&fp, exe);
+	for (size_t k = 0; k < 2; k++) {
+		struct hc_symbolizer *sym = hc_symbolizer__new(&opts[k]);
+		struct hc_symbolizer_stats st;
+
+		assert_non_null(sym);
+		assert_int_equal(hc_symbolizer__add_process(sym, (uint32_t)fp.pid, 0), 0);
+		for (size_t i = 0; i < fp.nr; i++) {
+			struct hc_frame_info fr[8];
+			struct hc_uloc loc;
+			size_t n;
+
+			assert_int_equal(hc_symbolizer__normalize(sym, (uint32_t)fp.pid, 0,
+								  fp.addrs[i], &loc), 0);
+			assert_int_equal(hc_symbolizer__resolve_user_inline(sym, &loc, fr, 8, &n), 0);
+			assert_int_equal(n, 1);
+			assert_false(fr[0].inlined);
+			assert_int_equal(strncmp(fr[0].name, fp.names[i], strlen(fr[0].name)), 0);
+		}
+		hc_symbolizer__stats(sym, &st);
+		assert_int_equal(st.inline_frames, 0);
+		assert_int_equal(st.dwarf_objects, 0);
+		/* the executable at least; libc and ld.so too, if they have DWARF */
+		if (k == 1)
+			assert_true(st.dwarf_over_budget >= 1);
+		else
+			assert_int_equal(st.dwarf_over_budget, 0);
+		hc_symbolizer__free(sym);
+	}
+	reap(&fp);
+}
+
+/*
+ * A file naming a supplementary file (dwz): used once that file is found by build-id in the
+ * debug root, refused (counted, one frame per address) when it is not; libdw is never left to
+ * look for it itself.
+ */
+static void test_inline_altlink(void **state)
+{
+	const char *exe = env_path("HC_FIX_INLINE_ALTLINK");
+	struct hc_symbolizer_stats st;
+	struct hc_symbolizer *sym;
+	struct hc_frame_info fr[8];
+	struct fixture_proc fp;
+	struct hc_dwinline *d;
+	const uint8_t *id;
+	struct hc_uloc loc;
+	size_t len, n;
+	void *img;
+
+	(void)state;
+	spawn(&fp, exe);
+	sym = new_sym_debug(false, env_path("HC_FIX_DEBUG_ROOT"));
+	assert_int_equal(hc_symbolizer__add_process(sym, (uint32_t)fp.pid, 0), 0);
+	assert_int_equal(check_chains(sym, &fp, "fix_inline_altlink"), 4);
+	hc_symbolizer__stats(sym, &st);
+	assert_int_equal(st.dwarf_err, 0);
+	hc_symbolizer__free(sym);
+
+	sym = new_sym(false);
+	assert_int_equal(hc_symbolizer__add_process(sym, (uint32_t)fp.pid, 0), 0);
+	assert_int_equal(hc_symbolizer__normalize(sym, (uint32_t)fp.pid, 0, fp.addrs[0], &loc), 0);
+	assert_int_equal(hc_symbolizer__resolve_user_inline(sym, &loc, fr, 8, &n), 0);
+	assert_int_equal(n, 1);
+	assert_string_equal(fr[0].name, "hc_inl_outer");
+	hc_symbolizer__stats(sym, &st);
+	assert_int_equal(st.dwarf_err, 1);
+	assert_int_equal(st.inline_frames, 0);
+	hc_symbolizer__free(sym);
+	reap(&fp);
+
+	/* the reader alone: no lookup before the supplementary file is attached */
+	img = read_all(exe, &len);
+	d = hc_dwinline__from_mem(img, len, SIZE_MAX);
+	assert_non_null(d);
+	assert_int_equal(hc_dwinline__alt_build_id(d, &id), 20);
+	{
+		const char *names[4];
+
+		assert_int_equal(hc_dwinline__lookup(d, 0x1000, names, 4, &n), -ENOLINK);
+		/* itself cannot be its own supplementary file: it names one */
+		assert_int_equal(hc_dwinline__set_alt(d, hc_dwinline__from_mem(img, len, SIZE_MAX)),
+				 -EINVAL);
+	}
+	hc_dwinline__free(d);
+	free(img);
+}
+
+/* The ELF file's function symbols, as [vaddr, vaddr + size) ranges to look up. */
+static void text_span(const char *path, uint64_t *lo, uint64_t *hi)
+{
+	struct hc_elfsym *es = elf_from_path(path);
+	const char *name;
+	uint64_t v, size;
+
+	*lo = UINT64_MAX;
+	*hi = 0;
+	for (size_t i = 0; i < hc_elfsym__nr(es); i++) {
+		assert_int_equal(hc_elfsym__symbol(es, i, &name, &v, &size), 0);
+		if (v < *lo)
+			*lo = v;
+		if (v + size > *hi)
+			*hi = v + size;
+	}
+	assert_true(*lo < *hi);
+	hc_elfsym__free(es);
+}
+
+/* Every address of the text: chains hold only non-empty names, and never more than max. */
+static size_t lookup_all(struct hc_dwinline *d, uint64_t lo, uint64_t hi)
+{
+	size_t found = 0;
+
+	for (uint64_t v = lo; v < hi; v++) {
+		const char *names[4];
+		size_t n = 99;
+		int len = hc_dwinline__lookup(d, v, names, 4, &n);
+
+		if (len < 0) {
+			assert_true(len == -ENOENT || len == -E2BIG || len == -ENOLINK);
+			assert_int_equal(n, 0);
+			continue;
+		}
+		assert_true(len >= 1 && n == ((size_t)len < 4 ? (size_t)len : 4));
+		for (size_t k = 0; k < n; k++)
+			if (names[k])
+				assert_true(strlen(names[k]) > 0);
+		found++;
+	}
+	return found;
+}
+
+/* The DWARF reader alone, from memory: what it finds, what it refuses. */
+static void test_inline_dwinline(void **state)
+{
+	const char *path = env_path("HC_FIX_INLINE");
+	struct hc_dwinline *d;
+	uint64_t lo, hi;
+	const uint8_t *id;
+	size_t len;
+	void *img = read_all(path, &len);
+	static const char text[] = "not an elf";
+
+	(void)state;
+	text_span(path, &lo, &hi);
+	d = hc_dwinline__from_mem(img, len, SIZE_MAX);
+	assert_non_null(d);
+	assert_true(hc_dwinline__bytes(d) > 0);
+	assert_int_equal(hc_dwinline__alt_build_id(d, &id), 0);
+	assert_true(lookup_all(d, lo, hi) > 0);
+	/* every byte of a function compiled with -g is in its subprogram */
+	{
+		struct hc_elfsym *es = elf_from_path(path);
+		uint64_t v, size;
+		const char *names[4];
+		size_t n;
+
+		assert_int_equal(find_sym(es, "hc_inl_other", &v, &size), 0);
+		assert_int_equal(lookup_all(d, v, v + size), size);
+		assert_true(hc_dwinline__lookup(d, v, names, 1, &n) >= 1);
+		assert_int_equal(n, 1);
+		assert_string_equal(names[0], "hc_inl_other");
+		assert_int_equal(hc_dwinline__lookup(d, v, names, 0, &n), -EINVAL);
+		hc_elfsym__free(es);
+	}
+	hc_dwinline__free(d);
+
+	/* over its budget: refused before anything is read */
+	errno = 0;
+	assert_null(hc_dwinline__from_mem(img, len, 16));
+	assert_int_equal(errno, E2BIG);
+	errno = 0;
+	assert_null(hc_dwinline__from_mem(text, sizeof(text), SIZE_MAX));
+	assert_int_equal(errno, ENOEXEC);
+	free(img);
+
+	/* the stripped copy has no DWARF */
+	img = read_all(env_path("HC_FIX_INLINE_DEBUGINFO"), &len);
+	errno = 0;
+	assert_null(hc_dwinline__from_mem(img, len, SIZE_MAX));
+	assert_int_equal(errno, ENODATA);
+	free(img);
+}
+
+/* Truncated and corrupted images: refused or read, never out of bounds (ASan watches). */
+static void test_inline_hostile(void **state)
+{
+	const char *path = env_path("HC_FIX_INLINE");
+	uint32_t seed = 4242;
+	uint64_t lo, hi;
+	size_t len, cut;
+	uint8_t *img = read_all(path, &len), *copy = malloc(len);
+	int parsed = 0;
+
+	(void)state;
+	assert_non_null(copy);
+	text_span(path, &lo, &hi);
+	for (cut = 64; cut < len; cut += len / 23) {
+		struct hc_dwinline *d = hc_dwinline__from_mem(img, cut, SIZE_MAX);
+
+		if (d) {
+			lookup_all(d, lo, hi);
+			hc_dwinline__free(d);
+		}
+	}
+	for (int round = 0; round < 200; round++) {
+		struct hc_dwinline *d;
+
+		memcpy(copy, img, len);
+		for (int k = 0; k < 16; k++) {
+			seed = seed * 1103515245u + 12345u;
+			copy[(seed >> 8) % len] ^= (uint8_t)(seed >> 3) | 1;
+		}
+		d = hc_dwinline__from_mem(copy, len, SIZE_MAX);
+		if (d) {
+			lookup_all(d, lo, lo + 512 < hi ? lo + 512 : hi);
+			hc_dwinline__free(d);
+			parsed++;
+		}
+	}
+	/* most flips miss the headers: the walk did see corrupt DWARF */
+	assert_true(parsed > 0);
+	free(copy);
+	free(img);
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest kallsyms[] = {
@@ -1592,6 +1963,15 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_facade_unreadable),
 		cmocka_unit_test(test_facade_kernel),
 	};
+	const struct CMUnitTest inline_[] = {
+		cmocka_unit_test(test_inline_chains),
+		cmocka_unit_test(test_inline_debuginfo),
+		cmocka_unit_test(test_inline_truncated),
+		cmocka_unit_test(test_inline_off),
+		cmocka_unit_test(test_inline_dwinline),
+		cmocka_unit_test(test_inline_altlink),
+		cmocka_unit_test(test_inline_hostile),
+	};
 	const char *group = argc > 1 ? argv[1] : "all";
 	int fails = 0;
 	bool all = !strcmp(group, "all");
@@ -1610,5 +1990,7 @@ int main(int argc, char **argv)
 		fails += cmocka_run_group_tests_name("hostile", hostile, NULL, NULL);
 	if (all || !strcmp(group, "facade"))
 		fails += cmocka_run_group_tests_name("facade", facade, NULL, NULL);
+	if (all || !strcmp(group, "inline"))
+		fails += cmocka_run_group_tests_name("inline", inline_, NULL, NULL);
 	return fails ? 1 : 0;
 }

@@ -10,7 +10,7 @@ import {
 	windowParams,
 } from './util.js';
 import {
-	FlameView, childrenOf, diffInfo, flatten, flattenDiff, nodeLabel, pathLabels, resolvePath, rootWeight,
+	FlameView, INLINED, childrenOf, diffInfo, flatten, flattenDiff, nodeLabel, pathLabels, resolvePath, rootWeight,
 } from './flame.js';
 import { defaultNormalize, mergeTrees } from './diff.js';
 import { Timeline } from './timeline.js';
@@ -409,7 +409,7 @@ function renderCrumbs() {
 		b.className = 'crumb';
 		const n = data.nodes[i];
 		const id = n.kind === 'process' || n.kind === 'thread' ? n.pid ?? n.tid : undefined;
-		b.textContent = i === 0 ? 'all' : id !== undefined ? `${n.name} [${id}]` : n.name;
+		b.textContent = i === 0 ? 'all' : id !== undefined ? `${n.name} [${id}]` : nodeLabel(n);
 		b.title = `${nodeLabel(n)} (${n.kind})`;
 		if (i === flame.zoom) b.setAttribute('aria-current', 'true');
 		b.addEventListener('click', () => zoomTo(i));
@@ -469,8 +469,9 @@ function showTooltip(i, cx, cy) {
 	const row = ttRow;
 	const name = document.createElement('div');
 	name.className = 'tt-name';
-	name.textContent = n.name;
+	name.textContent = n.inlined === true ? n.name + INLINED : n.name;
 	const meta = [n.kind];
+	if (n.inlined === true) meta.push('inlined into its caller (DWARF)');
 	/* pid/tid 0: the store merged exited processes or threads by name (docs/store.md) */
 	if (n.pid !== undefined) meta.push(n.pid === 0 && n.kind === 'process' ? 'exited processes, merged by name' : `pid ${n.pid}`);
 	if (n.tid !== undefined) meta.push(n.tid === 0 && n.kind === 'thread' ? 'threads merged by name' : `tid ${n.tid}`);
@@ -514,8 +515,9 @@ function showDiffTooltip(i, cx, cy) {
 	const di = diffInfo(data, i);
 	const name = document.createElement('div');
 	name.className = 'tt-name';
-	name.textContent = n.name;
+	name.textContent = n.inlined === true ? n.name + INLINED : n.name;
 	const meta = [n.kind];
+	if (n.inlined === true) meta.push('inlined into its caller (DWARF)');
 	if (n.module) meta.push(n.module);
 	if (n.ids) {
 		const idName = n.kind === 'thread' ? 'tid' : 'pid';
@@ -1031,6 +1033,7 @@ const hook = {
 	get mergedDrawn() { return flame.stats.mergedDrawn; },
 	get textsDrawn() { return flame.stats.textsDrawn; },
 	get matchedDrawn() { return flame.stats.matchedDrawn; },
+	get hatchedDrawn() { return flame.stats.hatchedDrawn || 0; },
 	get renders() { return flame.stats.renders; },
 	get lastRenderMs() { return flame.stats.lastRenderMs; },
 	get lastLoad() { return debug.lastLoad && { ...debug.lastLoad }; },

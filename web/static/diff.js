@@ -2,7 +2,8 @@
 // diff.js: the data side of differential flame graphs (FlameGraph's difffolded.pl, speedscope's
 // compare). Two hotcold-profile/1 trees, a base and a new one, are merged into one tree here;
 // flame.js flattens and draws it (flattenDiff). Processes and threads are matched by name
-// (pids and tids differ between captures), frames by (kind, name, module), wakers by name.
+// (pids and tids differ between captures), frames by (kind, name, module, inlined), wakers by
+// name.
 // Nodes that share a key on one side (two `postgres` processes) are summed.
 
 /** Colour steps on each side of "unchanged" (flame.js adds 2 * DIFF_LEVELS + 1 colours). */
@@ -23,12 +24,13 @@ function keyOf(node) {
 		return `w\0${node.name}`;
 	default:
 		// unresolved frames stay apart by offset, as in the flame graph and report --diff
-		return `f\0${node.kind}\0${node.name}\0${node.module ?? ''}\0${node.offset ?? ''}`;
+		return `f\0${node.kind}\0${node.name}\0${node.module ?? ''}\0${node.offset ?? ''}\0${node.inlined === true}`;
 	}
 }
 
 function mkNode(src, name) {
 	const n = { name, kind: src.kind, module: src.module, offset: src.offset, v: [0, 0, 0, 0, 0, 0, 0, 0], children: [], ids: null, byKey: null };
+	if (src.inlined === true) n.inlined = true;
 	return n;
 }
 
@@ -40,7 +42,7 @@ function sameNode(m, c, name) {
 	if (m.name !== name || m.kind !== c.kind) return false;
 	const k = c.kind;
 	return k === 'process' || k === 'thread' || k === 'waker' ||
-		(m.module === c.module && m.offset === c.offset);
+		(m.module === c.module && m.offset === c.offset && (m.inlined === true) === (c.inlined === true));
 }
 
 const MAX_IDS = 8; // pids/tids remembered per side for the tooltip
@@ -114,7 +116,7 @@ function addSide(dst, srcRoot, side, filter, keyed) {
 }
 
 /**
- * Merges two flamegraph roots into one diff tree: {name, kind, module?, v: [8 weights],
+ * Merges two flamegraph roots into one diff tree: {name, kind, module?, inlined?, v: [8 weights],
  * ids: [[base ids], [new ids]] | null, children}. The root's weights are the documents' roots
  * (pruned time included), or with a filter what the kept processes add up to.
  */

@@ -72,9 +72,13 @@ function nameShade(s) {
 }
 
 
+/** What the viewer appends to an inlined frame's name (labels, tooltip). */
+export const INLINED = ' (inlined)';
+
 /**
  * Zoom-path label of a node: frames by name, processes/threads/wakers with their id. Nodes of
- * a differential graph match by name and carry no id: their label is the name alone.
+ * a differential graph match by name and carry no id: their label is the name alone. An
+ * inlined frame is `NAME (inlined)`: it is not its out-of-line namesake.
  */
 export function nodeLabel(node) {
 	switch (node.kind) {
@@ -85,7 +89,7 @@ export function nodeLabel(node) {
 	case 'waker':
 		return node.tid === undefined ? `waker:${node.name}` : `waker:${node.name}#${node.tid}`;
 	default:
-		return node.name;
+		return node.inlined === true ? node.name + INLINED : node.name;
 	}
 }
 
@@ -152,6 +156,7 @@ export function flatten(root, mode, filter = {}, capacityHint = 4096, minWeight 
 	let depth = new Uint16Array(cap);
 	let parent = new Int32Array(cap);
 	let color = new Uint8Array(cap);
+	let inl = new Uint8Array(cap); // 1: a function inlined into its parent frame (hatched)
 	const nodes = [];
 
 	// Explicit stack of (node, parent index, depth); children pushed last-first.
@@ -179,7 +184,7 @@ export function flatten(root, mode, filter = {}, capacityHint = 4096, minWeight 
 			cap *= 2;
 			x = regrow(x, cap); w = regrow(w, cap); on = regrow(on, cap); off = regrow(off, cap);
 			rq = regrow(rq, cap); cursor = regrow(cursor, cap); depth = regrow(depth, cap);
-			parent = regrow(parent, cap); color = regrow(color, cap);
+			parent = regrow(parent, cap); color = regrow(color, cap); inl = regrow(inl, cap);
 		}
 		const i = n++;
 		nodes.push(node);
@@ -193,6 +198,7 @@ export function flatten(root, mode, filter = {}, capacityHint = 4096, minWeight 
 		rq[i] = r;
 		parent[i] = p;
 		depth[i] = d;
+		if (node.inlined === true) inl[i] = 1;
 		if (d > maxDepth) maxDepth = d;
 		if (d === 0) color[i] = C_ROOT;
 		else {
@@ -234,7 +240,7 @@ export function flatten(root, mode, filter = {}, capacityHint = 4096, minWeight 
 	return {
 		n, x: x.subarray(0, n), w: w.subarray(0, n), on: on.subarray(0, n), off: off.subarray(0, n),
 		rq: rq.subarray(0, n), depth: depth.subarray(0, n), parent: parent.subarray(0, n), end,
-		color: color.subarray(0, n), nodes, rows, maxDepth,
+		color: color.subarray(0, n), inl: inl.subarray(0, n), nodes, rows, maxDepth,
 		mode, total: w[0], partial: minWeight > 0, flattenMs: performance.now() - t0,
 	};
 }
@@ -287,6 +293,7 @@ export function flattenDiff(root, mode, { normalize = false, widths = 'new' } = 
 	const depth = new Uint16Array(cap);
 	const parent = new Int32Array(cap);
 	const color = new Uint8Array(cap);
+	const inl = new Uint8Array(cap);
 	const nodes = [];
 	const o = useBase ? 0 : 4; // the drawn side's split (diff.js weight layout)
 	const sideScale = useBase ? scale : 1;
@@ -320,6 +327,7 @@ export function flattenDiff(root, mode, { normalize = false, widths = 'new' } = 
 		rq[i] = mode !== 'on' ? v[o + 2] * sideScale : 0;
 		parent[i] = p;
 		depth[i] = d;
+		if (node.inlined === true) inl[i] = 1;
 		if (d > maxDepth) maxDepth = d;
 		// Self = inclusive - children, over every child (also those not drawn at these widths),
 		// in the documents' integer ns and scaled after: a node without self time on either
@@ -354,7 +362,7 @@ export function flattenDiff(root, mode, { normalize = false, widths = 'new' } = 
 	const cut = (a) => a.subarray(0, n);
 	return {
 		n, x: cut(x), w: cut(w), on: cut(on), off: cut(off), rq: cut(rq), depth: cut(depth),
-		parent: cut(parent), end, color: cut(color), nodes, rows, maxDepth,
+		parent: cut(parent), end, color: cut(color), inl: cut(inl), nodes, rows, maxDepth,
 		mode, total: w[0], partial: false, flattenMs: performance.now() - t0,
 		diff: {
 			scale, normalize: !!normalize, widths: useBase ? 'base' : 'new',
@@ -416,6 +424,28 @@ export function pathLabels(data, i) {
 	return out.reverse();
 }
 
+/**
+ * The stripes over an inlined frame: 45° lines, 2 px of translucent white every 6 px (CSS px:
+ * the pattern follows the canvas transform), anchored to the canvas, so neighbouring inlined
+ * frames continue one another's stripes.
+ */
+export const HATCH_PERIOD = 6;
+function hatchPattern(ctx) {
+	const c = document.createElement('canvas');
+	c.width = c.height = HATCH_PERIOD;
+	const g = c.getContext('2d');
+	g.strokeStyle = 'rgba(255,255,255,0.55)';
+	g.lineWidth = 2;
+	g.beginPath();
+	// the diagonal and its two neighbours, so that the tile joins its copies seamlessly
+	for (const o of [-HATCH_PERIOD, 0, HATCH_PERIOD]) {
+		g.moveTo(o, HATCH_PERIOD);
+		g.lineTo(o + HATCH_PERIOD, 0);
+	}
+	g.stroke();
+	return ctx.createPattern(c, 'repeat');
+}
+
 export class FlameView {
 	/**
 	 * @param {object} els {scroller, spacer, canvas, overlay}
@@ -437,6 +467,8 @@ export class FlameView {
 		this.stats = { renders: 0, nodesDrawn: 0, mergedDrawn: 0, textsDrawn: 0, matchedDrawn: 0, lastRenderMs: 0 };
 		this.buckets = PALETTE.colors.map(() => []);
 		this.strips = [[], [], []];
+		this.hatched = []; // inlined frames' rectangles: x, y, w, h
+		this.hatchPattern = null;
 		this.afterRender = []; // one-shot callbacks: (stats) after the next render
 		this.layoutDirty = true;
 		this.resetScroll = true;
@@ -618,6 +650,9 @@ export class FlameView {
 		const buckets = this.buckets;
 		for (const b of buckets) b.length = 0;
 		for (const s of this.strips) s.length = 0;
+		const hatched = this.hatched;
+		hatched.length = 0;
+		const inl = d.inl;
 		const texts = [];
 		const ancestors = [];
 		const matched = this.matched;
@@ -648,6 +683,7 @@ export class FlameView {
 			const rw = pw >= 3 ? pw - 1 : pw;
 			if (dep < zDepth) ancestors.push(i, px, y, rw, c);
 			else buckets[c].push(px, y, rw, barH);
+			if (inl[i] === 1 && rw >= 2) hatched.push(px, y, rw, barH);
 			drawn++;
 			if (isMatch) mdrawn++;
 			if (splitOk && pw >= 8 && dep > 0) {
@@ -723,6 +759,15 @@ export class FlameView {
 			}
 			ctx.globalAlpha = 1;
 		}
+		if (hatched.length) {
+			// Inlined frames: the frame's own colour under diagonal light stripes.
+			if (!this.hatchPattern) this.hatchPattern = hatchPattern(ctx);
+			ctx.fillStyle = this.hatchPattern;
+			ctx.beginPath();
+			for (let k = 0; k < hatched.length; k += 4) ctx.rect(hatched[k], hatched[k + 1], hatched[k + 2], hatched[k + 3]);
+			ctx.fill();
+		}
+		st.hatchedDrawn = hatched.length / 4;
 		for (let f = 0; f < 3; f++) {
 			const s = this.strips[f];
 			if (!s.length) continue;
@@ -826,7 +871,7 @@ export class FlameView {
 			if (!r || r.w < minW || r.y < 0 || r.y + r.h > viewH) return;
 			const n = d.nodes[i];
 			out.push({
-				index: i, name: n.name, kind: n.kind, pid: n.pid, tid: n.tid, depth: d.depth[i],
+				index: i, name: n.name, kind: n.kind, pid: n.pid, tid: n.tid, inlined: d.inl[i] === 1, depth: d.depth[i],
 				value: d.w[i], onCpu: d.on[i], offCpu: d.off[i], runqueue: d.rq[i], x: cr.left + r.x, y: cr.top + r.y, w: r.w, h: r.h,
 				matched: this.matched ? this.matched[i] === 1 : false,
 			});

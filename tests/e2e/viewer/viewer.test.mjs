@@ -103,7 +103,7 @@ function profileTree(n) {
 	const off = (n.self?.off || 0) + sum('off_cpu_ns');
 	const rq = sum('runqueue_ns');
 	const o = { name: n.name, kind: n.kind };
-	for (const k of ['pid', 'tid', 'module']) if (n[k] !== undefined) o[k] = n[k];
+	for (const k of ['pid', 'tid', 'module', 'inlined']) if (n[k] !== undefined) o[k] = n[k];
 	return Object.assign(o, {
 		value: on + off + rq, on_cpu_ns: on, off_cpu_ns: off, runqueue_ns: rq, samples: Math.round(on / 1e6), children: kids,
 	});
@@ -145,6 +145,72 @@ async function diffMatch(page) {
 	});
 	ok(r.procs === 1, `processes merge by name: ${JSON.stringify(r)}`);
 	ok(r.frames.length === 2, `unresolved frames stay apart by offset: ${JSON.stringify(r)}`);
+}
+
+/**
+ * Inlined frames (docs/viewer.md): a file whose compute has square and mul inlined into it,
+ * next to an out-of-line square. The inlined frames are hatched (light diagonal stripes over
+ * their colour: several colours along one pixel row, where a plain frame has one), say
+ * "(inlined)" in the tooltip, and zoom as frames of their own.
+ */
+async function inlineSteps(page, noProblems) {
+	const MS = 1e6;
+	const fn = (name, onMs, children = [], inlined) => ({ name, kind: 'user', module: '/usr/bin/app', inlined, self: { on: onMs * MS }, children });
+	const doc = profileDoc({ name: 'all', kind: 'root', children: [{ name: 'app', kind: 'process', pid: 100, children: [{ name: 'app', kind: 'thread', tid: 100, children: [
+		fn('main', 0, [fn('compute', 10, [fn('square', 200, [fn('mul', 300, [], true)], true)]), fn('square', 400)]),
+	] }] }] }, 1e9, '2026-11-22T08:00:00.000Z');
+	const hook = (f, arg) => page.evaluate(f, arg);
+	const file = path.join(os.tmpdir(), `hotcold-inline-test-${process.pid}.json`);
+	fs.writeFileSync(file, JSON.stringify(doc));
+	try {
+		await step('inlined frames: hatched, apart from their out-of-line namesake', async () => {
+			await page.goto(`${BASE}/#live=0`, { timeout: T });
+			await page.waitForFunction(() => window.__hotcold?.ready, null, { timeout: T });
+			await page.setInputFiles('#file', file);
+			await page.waitForFunction(() => __hotcold.source === 'file' && __hotcold.nodesDrawn > 0, null, { timeout: T });
+			await page.mouse.move(1, 1);
+			await settleOn(page);
+			const fr = await hook(() => __hotcold.frames(3, 500));
+			const sq = fr.filter((f) => f.name === 'square');
+			const inl = sq.find((f) => f.inlined);
+			const real = sq.find((f) => !f.inlined);
+			const mul = fr.find((f) => f.name === 'mul');
+			ok(inl && real && mul?.inlined, `square (inlined and not) and mul (inlined) drawn: ${JSON.stringify(fr.map((f) => [f.name, f.inlined]))}`);
+			ok(!fr.find((f) => f.name === 'compute').inlined, 'compute marked inlined');
+			ok((await hook(() => __hotcold.hatchedDrawn)) === 2, `hatched ${await hook(() => __hotcold.hatchedDrawn)} frames, expected 2`);
+			// Row 2 of each bar, above the text, across 16 px from its middle.
+			const colours = async (f) => {
+				const seen = new Set();
+				for (let dx = 0; dx < 16; dx++) seen.add((await pixelAt(page, f.x + f.w / 2 + dx, f.y + 2)).slice(0, 3).join(','));
+				return seen;
+			};
+			const ci = await colours(inl);
+			const cr = await colours(real);
+			ok(ci.size >= 2, `inlined square not striped: ${[...ci]}`);
+			ok(cr.size === 1, `out-of-line square not plain: ${[...cr]}`);
+			ok((await colours(mul)).size >= 2, 'inlined mul not striped');
+		});
+
+		await step('inlined frames: the tooltip says so, and zoom tells the two squares apart', async () => {
+			const fr = await hook(() => __hotcold.frames(3, 500));
+			const inl = fr.find((f) => f.name === 'square' && f.inlined);
+			await page.mouse.move(inl.x + inl.w / 2, inl.y + inl.h / 2);
+			await page.waitForFunction(() => !document.getElementById('tooltip').hidden, null, { timeout: T });
+			const tt = await page.textContent('#tooltip');
+			ok(tt.includes('square (inlined)') && tt.includes('inlined into its caller'), `tooltip: ${JSON.stringify(tt)}`);
+			await page.mouse.click(inl.x + inl.w / 2, inl.y + inl.h / 2);
+			await page.waitForFunction(() => __hotcold.zoomPath.length === 5, null, { timeout: T });
+			const zp = await hook(() => __hotcold.zoomPath);
+			ok(zp[4] === 'square (inlined)', `zoom path ${JSON.stringify(zp)}`);
+			// Zoomed in, the inlined square spans the view; the out-of-line one is not drawn.
+			const after = await hook(() => __hotcold.frames(3, 500));
+			ok(!after.some((f) => f.name === 'square' && !f.inlined), 'out-of-line square drawn when zoomed into the inlined one');
+			noProblems('inlined frames');
+		});
+	} finally {
+		fs.rmSync(file, { force: true });
+		await page.close();
+	}
 }
 
 /**
@@ -794,6 +860,7 @@ async function main() {
 
 		await diffFileSteps(await browser.newPage({ viewport: { width: 1400, height: 950 }, deviceScaleFactor: 2 }).then(watch), noProblems);
 		await diffMatchStep(await browser.newPage().then(watch));
+		await inlineSteps(await browser.newPage({ viewport: { width: 1400, height: 950 }, deviceScaleFactor: 2 }).then(watch), noProblems);
 		await diffRangeSteps(await browser.newPage({ viewport: { width: 1400, height: 950 }, deviceScaleFactor: 2 }).then(watch), noProblems,
 			(on) => { reloading = on; });
 
