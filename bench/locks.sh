@@ -19,8 +19,14 @@
 # Each profiler run is paired with the `none` run of the same round and mode; the report is the
 # median over rounds of ops/s(profiler) / ops/s(none) with [min, max], the profiler's CPU time
 # and peak RSS (GNU time), the contentions and total wait each tool reported, hotcold's dropped
-# counters, and per lock kind what each tool saw. Last, once per mode, one run with hotcold
-# --locks and perf attached together ("joint"): both tools' answers about the same events.
+# counters, and per lock kind what each tool saw. Then, per mode:
+#   joint  two runs with hotcold --locks and perf attached together, one in each attach order:
+#          both tools' answers about the same contentions. The tool attached first runs first
+#          at both tracepoints, so each one's wait includes the part of the other's handler that
+#          runs between its own two timestamps; the two orders show how much that is.
+#   cost   one run of hotcold --locks alone with kernel.bpf_stats_enabled=1: the run time of
+#          hc_lock_begin and hc_lock_end per contention, from the kernel's own accounting
+#          (needs bpftool; not blurred by the machine's noise, unlike the ratios)
 #
 # Performance is compared as ratios measured side by side in one run, never as absolute times:
 # these machines are shared and noisy. Run it under `flock /tmp/hc-e2e.lock`.
@@ -34,6 +40,7 @@
 #   --configs "C ..."  configurations (default "none hotcold hotcold-locks perf-lock")
 #   --lead S           seconds between a profiler being ready and the workload starting (1)
 #   --no-joint         skip the joint runs
+#   --no-cost          skip the BPF program cost runs
 #   --quick            --rounds 1 --seconds 3
 #   --out DIR          results directory (default bench/results/locks-<UTC timestamp>)
 #   --no-install       do not apt-get missing tools
@@ -55,6 +62,7 @@ MODES="mmap dir epoll"
 THREADS=4
 LEAD=1
 JOINT=1
+COST=1
 OUT=""
 INSTALL=1
 REPORT_ONLY=""
@@ -72,6 +80,7 @@ while [ $# -gt 0 ]; do
 	--configs) read -r -a CONFIGS <<<"${2:?}"; shift ;;
 	--lead) LEAD=${2:?}; shift ;;
 	--no-joint) JOINT=0 ;;
+	--no-cost) COST=0 ;;
 	--quick) ROUNDS=1; SECONDS_T=3 ;;
 	--out) OUT=${2:?}; shift ;;
 	--no-install) INSTALL=0 ;;
@@ -117,10 +126,11 @@ report_overhead() {
 		ops[key] = $8; opc[key] = $9
 		rss[key] = $12; cpu[key] = $13 + $14; prss[key] = $16; pcpu[key] = $17 + $18
 		ev[key] = $19; wt[key] = $20; drop[key] = $21; nost[key] = $22; mib[key] = $23
+		lost[key] = $25
 		rounds[$1] = 1
 	}
 	END {
-		printf "| workload | configuration | ops/s kept (median [min, max]) | per CPU-s kept | profiler CPU s | post-processing CPU s | peak RSS MiB (post) | contentions seen | total wait | hotcold dropped / no stack | perf.data MiB |\n"
+		printf "| workload | configuration | ops/s kept (median [min, max]) | per CPU-s kept | profiler CPU s | post-processing CPU s | peak RSS MiB (post) | contentions seen | total wait | hotcold dropped / no stack; perf lost chunks | perf.data MiB |\n"
 		printf "|---|---|---|---|---:|---:|---:|---:|---:|---|---:|\n"
 		nm = split(modes, M, " ")
 		for (mi = 1; mi <= nm; mi++) {
@@ -135,7 +145,7 @@ report_overhead() {
 			for (ci = 1; ci <= nc; ci++) {
 				c = C[ci]; n = 0; bad = 0
 				delete RW; delete RC; delete CP; delete PC; delete MEM; delete PM
-				delete EV; delete WT; delete DR; delete NS; delete MB
+				delete EV; delete WT; delete DR; delete NS; delete MB; delete LO
 				for (r in rounds) {
 					k = r SUBSEP m SUBSEP c; kb = r SUBSEP m SUBSEP "none"
 					if (!(k in ok)) continue
@@ -144,6 +154,7 @@ report_overhead() {
 					RW[n] = ops[k] / ops[kb]; RC[n] = opc[k] / opc[kb]
 					CP[n] = cpu[k]; PC[n] = pcpu[k]; MEM[n] = rss[k] / 1024; PM[n] = prss[k] / 1024
 					EV[n] = ev[k]; WT[n] = wt[k]; DR[n] = drop[k]; NS[n] = nost[k]; MB[n] = mib[k]
+					LO[n] = lost[k] + 0
 				}
 				if (n == 0 && bad == 0) continue # not run
 				if (n == 0) { printf "| %s | %s | failed (%d runs) | | | | | | | | |\n", m, c, bad; continue }
@@ -152,7 +163,8 @@ report_overhead() {
 					med(CP, n), (c == "perf-lock" && PC[1] != "") ? sprintf("%.2f", med(PC, n)) : "",
 					med(MEM, n), (c == "perf-lock" && PM[1] != "") ? sprintf(" (%.1f)", med(PM, n)) : "",
 					EV[1] == "" ? "" : human(med(EV, n)), WT[1] == "" ? "" : secs(med(WT, n)),
-					c == "hotcold-locks" ? sprintf("%s / %s", human(med(DR, n)), human(med(NS, n))) : "",
+					c == "hotcold-locks" ? sprintf("%s / %s", human(med(DR, n)), human(med(NS, n))) :
+					c == "perf-lock" ? sprintf("%s [%s, %s]", med(LO, n), lo(LO, n), hi(LO, n)) : "",
 					c == "perf-lock" && MB[1] != "" ? sprintf("%.0f", med(MB, n)) : ""
 				if (bad) printf "| | %s: %d failed runs not counted | | | | | | | | | |\n", c, bad
 			}
@@ -165,8 +177,9 @@ report_overhead() {
 # hotcold's spin and block entries of a kind are added up for the comparison, perf has one
 # figure per kind; hotcold's blocked share is shown apart.
 report_kinds() {
-	awk -F, -v modes="$MODES" "$AWK_LIB"'
+	awk -F, -v modes="$MODES" -v only="${2:-}" "$AWK_LIB"'
 	NR == 1 { next }
+	only != "" && $1 != only { next }
 	$3 != "hotcold-locks" && $3 != "perf-lock" && $3 != "joint-hotcold" && $3 != "joint-perf" { next }
 	{
 		t = ($3 ~ /hotcold/) ? "h" : "p"
@@ -251,11 +264,29 @@ write_report() {
 			echo
 			echo "## Joint runs: hotcold --locks and perf attached to the same run"
 			echo
+			echo "One run per attach order. The tool attached first runs first at both tracepoints:"
+			echo "each tool's wait then holds the part of the other's handler that runs between its"
+			echo "own two timestamps."
+			echo
 			echo '```'
 			cat "$OUT/joint.txt" 2>/dev/null
 			echo '```'
 			echo
-			report_kinds "$OUT/joint.csv"
+			echo "hotcold attached first:"
+			echo
+			report_kinds "$OUT/joint.csv" 1
+			echo
+			echo "perf attached first:"
+			echo
+			report_kinds "$OUT/joint.csv" 2
+		fi
+		if [ -s "$OUT/cost.txt" ]; then
+			echo
+			echo "## BPF program cost per contention (kernel.bpf_stats_enabled=1, hotcold --locks alone)"
+			echo
+			echo "| workload | contentions (hc_lock_end runs) | hc_lock_begin ns/run | hc_lock_end ns/run | both, ns per contention | of them with stacks |"
+			echo "|---|---:|---:|---:|---:|---:|"
+			cat "$OUT/cost.txt"
 		fi
 		echo
 		echo "Raw numbers: runs.csv (one row per run), kinds.csv, joint.csv; profiler output in logs/."
@@ -324,6 +355,7 @@ TMP=$(mktemp -d /tmp/hotcold-locks.XXXXXX) || die "mktemp failed"
 # are killed: only if their parent is this script or another recorded process (pids are
 # reused over a run this long).
 BG_PIDS=()
+OLD_STATS=""
 ppid_of() {
 	local st
 	read -r st 2>/dev/null <"/proc/$1/stat" || return 1
@@ -342,6 +374,8 @@ cleanup() {
 		done
 		[ "$ours" = 1 ] && kill -KILL "$p" 2>/dev/null
 	done
+	# the cost runs turn kernel BPF accounting on: put it back as it was
+	[ -n "$OLD_STATS" ] && sysctl -q kernel.bpf_stats_enabled="$OLD_STATS"
 	rm -rf "$TMP"
 }
 trap cleanup EXIT
@@ -537,7 +571,7 @@ echo
 
 RUNS=$OUT/runs.csv
 KINDS=$OUT/kinds.csv
-echo "round,mode,config,position,ops,wall_s,cpu_s,ops_per_s,ops_per_cpu_s,prof_exit,prof_ready_s,prof_rss_kb,prof_user_s,prof_sys_s,post_exit,post_rss_kb,post_user_s,post_sys_s,events,wait_ns,dropped,no_stack,data_mib,dropped_detail,lost,load1" >"$RUNS"
+echo "round,mode,config,position,ops,wall_s,cpu_s,ops_per_s,ops_per_cpu_s,prof_exit,prof_ready_s,prof_rss_kb,prof_user_s,prof_sys_s,post_exit,post_rss_kb,post_user_s,post_sys_s,events,wait_ns,dropped,no_stack,data_mib,dropped_detail,perf_lost_chunks,load1" >"$RUNS"
 echo "round,mode,config,kind,split,count,total_ns,max_ns" >"$KINDS"
 
 # Collect what profiler $1 (files prefixed $2, log prefix $3) reported; kinds rows to $4 with
@@ -562,8 +596,9 @@ collect() {
 		else
 			table=$pfx.err
 		fi
-		# perf: "Processed N events and lost M chunks!", "N samples lost"... any "lost" line
-		LOST=$(grep -ih 'lost' "$pfx.err" "$pfx.post.err" 2>/dev/null | head -1 | tr ',' ';')
+		# perf: "Processed N events and lost M chunks!" (its ring buffer overflowed)
+		LOST=$(sed -n 's/.*lost \([0-9]*\) chunks.*/\1/p' "$pfx.err" "$pfx.post.err" 2>/dev/null |
+			awk '{ s += $1 } END { print s + 0 }')
 		read -r EV WT < <(perf_locks "$table" "$kinds" "$kpfx")
 		;;
 	esac
@@ -618,39 +653,103 @@ for ((r = 1; r <= ROUNDS; r++)); do
 done
 
 # Joint runs: both tools on the same run, so their answers are about the same contentions
-# (each one's tracing cost perturbs the workload for both).
+# (each one's tracing cost perturbs the workload for both). Started one after the other, the
+# first ready before the second starts, so that the attach order is known: order 1 hotcold
+# first, order 2 perf first (a tracepoint calls its probes in the order they were attached).
+joint_run() {
+	local mode=$1 order=$2 first second secs f1 f2 tp1 p1 tp2 p2 line
+	local pfxh=$TMP/joint$order-$mode-hotcold pfxp=$TMP/joint$order-$mode-perf
+	secs=$(calc "$SECONDS_T + $LEAD + 3" | sed 's/\.*0*$//')
+	if [ "$order" = 1 ]; then
+		first=hotcold-locks f1=$pfxh second=perf-lock f2=$pfxp
+	else
+		first=perf-lock f1=$pfxp second=hotcold-locks f2=$pfxh
+	fi
+	start_profiler "$first" "$secs" "$f1"
+	tp1=$PROF_TPID p1=$PROF_PID
+	if [ -z "$p1" ] || ! wait_ready "$p1" "$first" "$f1.err"; then
+		note "joint $mode: $first did not start"
+		wait_bounded "$tp1" 60 "$p1"
+		return
+	fi
+	start_profiler "$second" "$(calc "$secs - 1" | sed 's/\.*0*$//')" "$f2"
+	tp2=$PROF_TPID p2=$PROF_PID
+	if [ -z "$p2" ] || ! wait_ready "$p2" "$second" "$f2.err"; then
+		note "joint $mode: $second did not start"
+		wait_bounded "$tp2" 60 "$p2"
+		wait_bounded "$tp1" 60 "$p1"
+		return
+	fi
+	sleep "$LEAD"
+	line=$("$LOCKWORK" -t "$THREADS" -m "$mode" "$SECONDS_T")
+	wait_bounded "$tp2" 120 "$p2"
+	wait_bounded "$tp1" 120 "$p1"
+	collect hotcold-locks "$pfxh" "$OUT/logs/joint$order-$mode-hotcold" "$JOINTCSV" "$order,$mode,joint-hotcold"
+	local hev=$EV hwt=$WT hdr=$DR hdetail=$DETAIL
+	cp "$pfxh.err" "$OUT/logs/joint$order-$mode-hotcold.err" 2>/dev/null
+	collect perf-lock "$pfxp" "$OUT/logs/joint$order-$mode-perf" "$JOINTCSV" "$order,$mode,joint-perf"
+	cp "$pfxp.err" "$OUT/logs/joint$order-$mode-perf.err" 2>/dev/null
+	printf '%-5s %-13s first: %s ops/s; hotcold: %s contentions, %s ns, dropped %s (%s); perf: %s contentions, %s ns, lost %s chunks\n' \
+		"$mode" "$first" "$(kv ops_per_s "$line")" "$hev" "$hwt" "$hdr" "$hdetail" "$EV" "$WT" \
+		"$LOST" | tee -a "$OUT/joint.txt" >&2
+	rm -f "$pfxh".* "$pfxp".*
+	sleep 1
+}
+
 if [ "$JOINT" = 1 ]; then
 	JOINTCSV=$OUT/joint.csv
 	echo "round,mode,config,kind,split,count,total_ns,max_ns" >"$JOINTCSV"
 	: >"$OUT/joint.txt"
 	for mode in "${mode_arr[@]}"; do
-		pfxh=$TMP/joint-$mode-hotcold pfxp=$TMP/joint-$mode-perf
-		secs=$(calc "$SECONDS_T + $LEAD + 1" | sed 's/\.*0*$//')
-		start_profiler hotcold-locks "$secs" "$pfxh"
-		htp=$PROF_TPID hp=$PROF_PID
-		start_profiler perf-lock "$secs" "$pfxp"
-		ptp=$PROF_TPID pp=$PROF_PID
-		if ! wait_ready "$hp" hotcold-locks "$pfxh.err" || ! wait_ready "$pp" perf-lock "$pfxp.err"; then
-			note "joint $mode: a profiler did not start"
-			wait_bounded "$htp" 60 "$hp"
-			wait_bounded "$ptp" 60 "$pp"
+		joint_run "$mode" 1
+		joint_run "$mode" 2
+	done
+fi
+
+# BPF program cost: run time per program from the kernel's accounting, read while hotcold
+# still holds the programs (after the workload, before its window closes).
+prog_stats() {
+	bpftool -j prog show 2>/dev/null | python3 -c '
+import json, sys
+want = {"hc_lock_begin": 0, "hc_lock_end": 1}
+t = [[0, 0], [0, 0]]
+for p in json.load(sys.stdin):
+	i = want.get(p.get("name"))
+	if i is not None:
+		t[i][0] += p.get("run_time_ns", 0)
+		t[i][1] += p.get("run_cnt", 0)
+print(t[0][0], t[0][1], t[1][0], t[1][1])'
+}
+
+if [ "$COST" = 1 ] && command -v bpftool >/dev/null 2>&1; then
+	OLD_STATS=$(sysctl -n kernel.bpf_stats_enabled)
+	sysctl -q kernel.bpf_stats_enabled=1
+	: >"$OUT/cost.txt"
+	for mode in "${mode_arr[@]}"; do
+		pfx=$TMP/cost-$mode
+		start_profiler hotcold-locks $((SECONDS_T + 4)) "$pfx"
+		if [ -z "$PROF_PID" ] || ! wait_ready "$PROF_PID" hotcold-locks "$pfx.err"; then
+			note "cost $mode: hotcold did not start"
+			wait_bounded "$PROF_TPID" 60 "$PROF_PID"
 			continue
 		fi
 		sleep "$LEAD"
-		line=$("$LOCKWORK" -t "$THREADS" -m "$mode" "$SECONDS_T")
-		wait_bounded "$htp" 120 "$hp"
-		wait_bounded "$ptp" 120 "$pp"
-		collect hotcold-locks "$pfxh" "$OUT/logs/joint-$mode-hotcold" "$JOINTCSV" "1,$mode,joint-hotcold"
-		hev=$EV hwt=$WT hdr=$DR hdetail=$DETAIL
-		cp "$pfxh.err" "$OUT/logs/joint-$mode-hotcold.err" 2>/dev/null
-		collect perf-lock "$pfxp" "$OUT/logs/joint-$mode-perf" "$JOINTCSV" "1,$mode,joint-perf"
-		cp "$pfxp.err" "$OUT/logs/joint-$mode-perf.err" 2>/dev/null
-		printf '%-5s %s ops/s; hotcold: %s contentions, %s ns, dropped %s (%s); perf: %s contentions, %s ns%s\n' \
-			"$mode" "$(kv ops_per_s "$line")" "$hev" "$hwt" "$hdr" "$hdetail" "$EV" "$WT" \
-			"${LOST:+; $LOST}" | tee -a "$OUT/joint.txt" >&2
-		rm -f "$pfxh".* "$pfxp".*
+		read -r bt0 bn0 et0 en0 < <(prog_stats)
+		"$LOCKWORK" -t "$THREADS" -m "$mode" "$SECONDS_T" >/dev/null
+		read -r bt1 bn1 et1 en1 < <(prog_stats)
+		wait_bounded "$PROF_TPID" 120 "$PROF_PID"
+		read -r EV WT DR NS DETAIL < <(hotcold_locks "$pfx.json" /dev/null "")
+		cp "$pfx.err" "$OUT/logs/cost-$mode.err" 2>/dev/null
+		awk -v m="$mode" -v bt=$((bt1 - bt0)) -v bn=$((bn1 - bn0)) -v et=$((et1 - et0)) \
+			-v en=$((en1 - en0)) -v ev="${EV:-0}" -v ns="${NS:-0}" 'BEGIN {
+			printf "| %s | %d | %.0f | %.0f | %.0f | %.0f %% |\n", m, en, bn ? bt / bn : 0,
+				en ? et / en : 0, en ? (bt + et) / en : 0, ev ? 100 * (ev - ns) / ev : 0
+		}' | tee -a "$OUT/cost.txt" >&2
+		rm -f "$pfx".*
 		sleep 1
 	done
+	sysctl -q kernel.bpf_stats_enabled="$OLD_STATS"
+	OLD_STATS=""
 fi
 
 T_BENCH1=$(now)
