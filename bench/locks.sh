@@ -284,8 +284,8 @@ write_report() {
 			echo
 			echo "## BPF program cost per contention (kernel.bpf_stats_enabled=1, hotcold --locks alone)"
 			echo
-			echo "| workload | contentions (hc_lock_end runs) | hc_lock_begin ns/run | hc_lock_end ns/run | both, ns per contention | of them with stacks |"
-			echo "|---|---:|---:|---:|---:|---:|"
+			echo "| workload | ops/s | hc_lock_end runs (hotcold's events) | hc_lock_begin ns/run | hc_lock_end ns/run | both, ns per contention | events with stacks |"
+			echo "|---|---:|---:|---:|---:|---:|---:|"
 			cat "$OUT/cost.txt"
 		fi
 		echo
@@ -735,15 +735,17 @@ if [ "$COST" = 1 ] && command -v bpftool >/dev/null 2>&1; then
 		fi
 		sleep "$LEAD"
 		read -r bt0 bn0 et0 en0 < <(prog_stats)
-		"$LOCKWORK" -t "$THREADS" -m "$mode" "$SECONDS_T" >/dev/null
+		line=$("$LOCKWORK" -t "$THREADS" -m "$mode" "$SECONDS_T")
 		read -r bt1 bn1 et1 en1 < <(prog_stats)
 		wait_bounded "$PROF_TPID" 120 "$PROF_PID"
 		read -r EV WT DR NS DETAIL < <(hotcold_locks "$pfx.json" /dev/null "")
 		cp "$pfx.err" "$OUT/logs/cost-$mode.err" 2>/dev/null
 		awk -v m="$mode" -v bt=$((bt1 - bt0)) -v bn=$((bn1 - bn0)) -v et=$((et1 - et0)) \
-			-v en=$((en1 - en0)) -v ev="${EV:-0}" -v ns="${NS:-0}" 'BEGIN {
-			printf "| %s | %d | %.0f | %.0f | %.0f | %.0f %% |\n", m, en, bn ? bt / bn : 0,
-				en ? et / en : 0, en ? (bt + et) / en : 0, ev ? 100 * (ev - ns) / ev : 0
+			-v en=$((en1 - en0)) -v ev="${EV:-0}" -v ns="${NS:-0}" \
+			-v ops="$(kv ops_per_s "$line")" 'BEGIN {
+			printf "| %s | %.0f | %d (%d) | %.0f | %.0f | %.0f | %.0f %% |\n", m, ops, en, ev,
+				bn ? bt / bn : 0, en ? et / en : 0, en ? (bt + et) / en : 0,
+				ev ? 100 * (ev - ns) / ev : 0
 		}' | tee -a "$OUT/cost.txt" >&2
 		rm -f "$pfx".*
 		sleep 1
