@@ -158,13 +158,17 @@ report_overhead() {
 				}
 				if (n == 0 && bad == 0) continue # not run
 				if (n == 0) { printf "| %s | %s | failed (%d runs) | | | | | | | | |\n", m, c, bad; continue }
+				dropcell = ""
+				if (c == "hotcold-locks")
+					dropcell = sprintf("%s / %s", human(med(DR, n)), human(med(NS, n)))
+				else if (c == "perf-lock")
+					dropcell = sprintf("%s [%s, %s]", med(LO, n), lo(LO, n), hi(LO, n))
 				printf "| %s | %s | %.3f [%.3f, %.3f] | %.3f [%.3f, %.3f] | %.2f | %s | %.1f%s | %s | %s | %s | %s |\n",
 					m, c, med(RW, n), lo(RW, n), hi(RW, n), med(RC, n), lo(RC, n), hi(RC, n),
 					med(CP, n), (c == "perf-lock" && PC[1] != "") ? sprintf("%.2f", med(PC, n)) : "",
 					med(MEM, n), (c == "perf-lock" && PM[1] != "") ? sprintf(" (%.1f)", med(PM, n)) : "",
 					EV[1] == "" ? "" : human(med(EV, n)), WT[1] == "" ? "" : secs(med(WT, n)),
-					c == "hotcold-locks" ? sprintf("%s / %s", human(med(DR, n)), human(med(NS, n))) :
-					c == "perf-lock" ? sprintf("%s [%s, %s]", med(LO, n), lo(LO, n), hi(LO, n)) : "",
+					dropcell,
 					c == "perf-lock" && MB[1] != "" ? sprintf("%.0f", med(MB, n)) : ""
 				if (bad) printf "| | %s: %d failed runs not counted | | | | | | | | | |\n", c, bad
 			}
@@ -577,7 +581,7 @@ echo "round,mode,config,kind,split,count,total_ns,max_ns" >"$KINDS"
 # Collect what profiler $1 (files prefixed $2, log prefix $3) reported; kinds rows to $4 with
 # prefix $5. Sets EV WT DR NS MIB DETAIL LOST POST_RC POST_RSS POST_USR POST_SYS.
 collect() {
-	local cfg=$1 pfx=$2 log=$3 kinds=$4 kpfx=$5 w table
+	local cfg=$1 pfx=$2 log=$3 kinds=$4 kpfx=$5 table
 	EV="" WT="" DR="" NS="" MIB="" DETAIL="" LOST="" POST_RC="" POST_RSS="" POST_USR="" POST_SYS=""
 	case "$cfg" in
 	hotcold-locks)
@@ -590,7 +594,7 @@ collect() {
 				perf lock contention -i "$pfx.perf.data" -E 1000000 \
 				>/dev/null 2>"$pfx.post.err"
 			POST_RC=$?
-			read -r POST_RSS POST_USR POST_SYS w < <(time_fields "$pfx.post.time")
+			read -r POST_RSS POST_USR POST_SYS _ < <(time_fields "$pfx.post.time")
 			cp "$pfx.post.err" "$log.post.err" 2>/dev/null
 			table=$pfx.post.err
 		else
@@ -607,7 +611,7 @@ collect() {
 run_one() {
 	local round=$1 mode=$2 cfg=$3 pos=$4
 	local pfx=$TMP/r$round-$mode-$cfg log=$OUT/logs/r$round-$mode-$cfg
-	local ready="" rc="" rss="" usr="" sys="" w line load1
+	local ready="" rc="" rss="" usr="" sys="" line load1
 	load1=$(cut -d' ' -f1 /proc/loadavg)
 	EV="" WT="" DR="" NS="" MIB="" DETAIL="" LOST="" POST_RC="" POST_RSS="" POST_USR="" POST_SYS=""
 
@@ -627,7 +631,7 @@ run_one() {
 	if [ "$cfg" != none ]; then
 		wait_bounded "$PROF_TPID" 120 "$PROF_PID"
 		rc=$WAIT_RC
-		read -r rss usr sys w < <(time_fields "$pfx.time")
+		read -r rss usr sys _ < <(time_fields "$pfx.time")
 		cp "$pfx.err" "$log.err" 2>/dev/null
 		[ "$rc" = 0 ] || note "$cfg exited with status $rc (see $log.err)"
 		collect "$cfg" "$pfx" "$log" "$KINDS" "$round,$mode,$cfg"
