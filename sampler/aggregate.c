@@ -35,6 +35,18 @@ struct lock_kind {
 	uint64_t count, total_ns, max_ns;
 };
 
+/*
+ * The flags a kind is counted under. A mutex waiter that got the lock while still spinning on
+ * the owner ends with MUTEX|SPIN, one that went to sleep with MUTEX: one kind, "mutex", as
+ * hc_lock_kind_name() names both. Counted apart, by_kind listed "mutex" twice per spin/block
+ * and the flame graph had two "mutex" lock nodes under one stack.
+ */
+static uint32_t lock_kind_flags(uint32_t flags)
+{
+	flags &= HC_LCB_MASK;
+	return flags == (HC_LCB_MUTEX | HC_LCB_SPIN) ? HC_LCB_MUTEX : flags;
+}
+
 struct hc_agg {
 	struct hc_symbolizer *sym;
 	uint64_t period_ns;
@@ -541,7 +553,7 @@ int hc_agg__offcpu(struct hc_agg *agg, const struct hc_offcpu_event *e, size_t s
 			goto err_nomem;
 		if (e->lock & HC_LOCK_WAIT)
 			ext |= EXT_LOCK | EXT_LOCK_BLOCKED |
-			       (uint64_t)(e->lock & HC_LCB_MASK) << EXT_LOCK_FLAGS_SHIFT;
+			       (uint64_t)lock_kind_flags(e->lock) << EXT_LOCK_FLAGS_SHIFT;
 		n = build_key(agg, e->tgid, e->pstart_ns, e->tid, e->pcomm, e->comm, &us,
 			      e->stacks + nu, nk, ext | (uint64_t)wref);
 		if (n < 0 || add_offcpu_time(agg, (size_t)n, true, e->off_ns, e->first_ns,
@@ -729,7 +741,7 @@ int hc_agg__lock(struct hc_agg *agg, const struct hc_lock_event *e, size_t size)
 	size_t nu = e->ustack_len > 0 ? (size_t)e->ustack_len / 8 : 0;
 	size_t nk = e->kstack_len > 0 ? (size_t)e->kstack_len / 8 : 0;
 	struct ustack us = { .pcs = e->stacks, .n = nu };
-	uint32_t f = e->flags & HC_LCB_MASK;
+	uint32_t f = lock_kind_flags(e->flags);
 	bool blocked = e->blocked != 0;
 	struct lock_kind *lk = &agg->lkind[f][blocked];
 	char key[64];

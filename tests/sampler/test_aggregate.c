@@ -549,6 +549,68 @@ static void test_lock_kind_names(void **state)
 		assert_string_equal(hc_lock_kind_name(k[i].flags), k[i].name);
 }
 
+static void lock_event_bare(struct hc_lock_event *e, uint32_t flags, uint32_t blocked, uint64_t wait)
+{
+	memset(e, 0, sizeof(*e));
+	e->type = HC_EVENT_LOCK;
+	e->flags = flags;
+	e->tgid = (uint32_t)getpid();
+	e->tid = (uint32_t)gettid();
+	e->start_ns = 1000;
+	e->wait_ns = wait;
+	e->blocked = blocked;
+	memcpy(e->pcomm, "proc", 4);
+	memcpy(e->comm, "thr", 3);
+}
+
+/*
+ * A mutex wait that ended while spinning on the owner comes with MUTEX|SPIN, one that slept
+ * with MUTEX: both are the kind "mutex", one by_kind entry per spin/block, not two.
+ */
+static void test_lock_kinds_mutex_spin(void **state)
+{
+	struct fixture *f = *state;
+	struct hc_lock_event e;
+	json_t *by, *k;
+	size_t i;
+	int spin_seen = 0, block_seen = 0;
+
+	lock_event_bare(&e, HC_LCB_MUTEX | HC_LCB_SPIN, 0, 100);
+	assert_int_equal(hc_agg__lock(f->agg, &e, HC_LOCK_HDR_SIZE), 0);
+	lock_event_bare(&e, HC_LCB_MUTEX, 0, 300);
+	assert_int_equal(hc_agg__lock(f->agg, &e, HC_LOCK_HDR_SIZE), 0);
+	lock_event_bare(&e, HC_LCB_MUTEX, 1, 5000);
+	assert_int_equal(hc_agg__lock(f->agg, &e, HC_LOCK_HDR_SIZE), 0);
+	lock_event_bare(&e, HC_LCB_WRITE, 1, 7000);
+	assert_int_equal(hc_agg__lock(f->agg, &e, HC_LOCK_HDR_SIZE), 0);
+
+	by = hc_agg__lock_kinds_json(f->agg);
+	assert_non_null(by);
+	assert_int_equal(json_array_size(by), 3);
+	json_array_foreach(by, i, k) {
+		const char *kind = json_string_value(json_object_get(k, "kind"));
+
+		assert_non_null(kind);
+		if (strcmp(kind, "mutex"))
+			continue;
+		if (json_is_true(json_object_get(k, "spin"))) {
+			spin_seen++;
+			assert_int_equal(json_integer_value(json_object_get(k, "count")), 2);
+			assert_int_equal(json_integer_value(json_object_get(k, "total_ns")), 400);
+			assert_int_equal(json_integer_value(json_object_get(k, "max_ns")), 300);
+		} else {
+			block_seen++;
+			assert_int_equal(json_integer_value(json_object_get(k, "count")), 1);
+		}
+	}
+	assert_int_equal(spin_seen, 1);
+	assert_int_equal(block_seen, 1);
+	/* the most waited-for first */
+	assert_string_equal(json_string_value(json_object_get(json_array_get(by, 0), "kind")),
+			    "rwsem:W");
+	json_decref(by);
+}
+
 static void test_bad_event(void **state)
 {
 	struct fixture *f = *state;
@@ -675,6 +737,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_unknown_user_frame, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_histograms, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_offcpu_spread, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_lock_kinds_mutex_spin, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bad_event, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_locks, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_offcpu_lock_wait, setup, teardown),
