@@ -151,9 +151,11 @@ static int group_setup(void **state)
 	work = e2e_spawn(argv, &fd, NULL);
 	if (work <= 0)
 		return -1;
-	close(fd);
+	if (e2e_read_pid(fd) != work) /* its first line (a closed pipe would kill it) */
+		return -1;
 	if (e2e_wait(work, 30000) != 0)
 		return -1;
+	close(fd);
 	work_to_ms = now_ms();
 	/* the seconds are sealed 2 s after they end; contentions ending then are in */
 	sleep(4);

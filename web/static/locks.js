@@ -169,8 +169,12 @@ export class LocksView {
 	drawHist() {
 		const el = $('lock-hists');
 		if (el.clientWidth === 0) return; // hidden: drawn when shown
+		// Series in the table's order, the most waited-for first (the store keeps them by name).
+		const order = new Map(kindRows(this.doc).map((r, k) => [`${r.kind} ${r.how}`, k]));
+		const rank = (s) => order.get(s.key) ?? order.size;
+		const hist = this.hist && { ...this.hist, series: [...(this.hist.series || [])].sort((a, b) => rank(a) - rank(b)) };
 		const r = drawHistograms(el, [
-			this.hist ? { name: 'lock_wait_ns', hist: this.hist } : { name: 'lock_wait_ns', hist: null, error: 'no lock_wait_ns histogram' },
+			hist ? { name: 'lock_wait_ns', hist } : { name: 'lock_wait_ns', hist: null, error: 'no lock_wait_ns histogram' },
 		]);
 		this.stats.bars = r.bars;
 		this.stats.series = r.series;
