@@ -161,10 +161,9 @@ static int apply(struct hc_backend *b, const struct hc_wire_rec *r)
 	case HC_WIRE_SEAL:
 		if (r->sec > b->sealed_s)
 			b->sealed_s = r->sec;
-		err = b->lstore ? hc_store__seal(b->lstore, r->sec) : 0;
-		if (err)
+		if (b->lstore && hc_store__seal(b->lstore, r->sec))
 			b->lock_store_errors++;
-		return hc_store__seal(b->store, r->sec) ?: err;
+		return hc_store__seal(b->store, r->sec);
 	case HC_WIRE_RESET:
 		hc_store__reset_frames(b->store);
 		return 0;

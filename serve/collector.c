@@ -549,7 +549,7 @@ static int flush(struct hc_collector *c)
 	if (c->n_labels >= LABELS_MAX) {
 		struct hc_stacktab *keys = hc_stacktab__new();
 
-		if (!keys || ftab_reset(c, &c->ft) || ftab_reset(c, &c->lft)) {
+		if (!keys || ftab_reset(c, &c->ft) || (c->o.locks && ftab_reset(c, &c->lft))) {
 			hc_stacktab__free(keys);
 			return -ENOMEM;
 		}
