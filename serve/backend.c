@@ -578,8 +578,8 @@ static int locks_by_kind(struct kind_acc *a, json_t *doc)
 		if (!r->v[HC_STORE_C_LOCK_COUNT])
 			continue;
 		if (json_array_append_new(
-			    by, json_pack("{s:s%, s:b, s:I, s:I, s:I}", "kind", r->key, klen, "spin",
-					  sp && !strcmp(sp + 1, "spin"), "count",
+			    by, json_pack("{s:s%, s:b, s:I, s:I, s:I}", "kind", r->key, klen,
+					  "spin", sp && !strcmp(sp + 1, "spin"), "count",
 					  (json_int_t)r->v[HC_STORE_C_LOCK_COUNT], "total_ns",
 					  (json_int_t)r->v[HC_STORE_C_LOCK_WAIT_NS], "max_ns",
 					  (json_int_t)r->v[HC_STORE_C_LOCK_MAX_NS]))) {
@@ -587,7 +587,8 @@ static int locks_by_kind(struct kind_acc *a, json_t *doc)
 			return -ENOMEM;
 		}
 	}
-	if (json_object_set_new(doc, "events", json_integer((json_int_t)sum[HC_STORE_C_LOCK_COUNT])) ||
+	if (json_object_set_new(doc, "events",
+				json_integer((json_int_t)sum[HC_STORE_C_LOCK_COUNT])) ||
 	    json_object_set_new(doc, "wait_ns",
 				json_integer((json_int_t)sum[HC_STORE_C_LOCK_WAIT_NS])) ||
 	    json_object_set_new(doc, "failed",

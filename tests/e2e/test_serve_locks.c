@@ -294,7 +294,8 @@ static void test_locks_range(void **state)
 			spun += e2e_field(k, "count");
 		assert_true(e2e_field(k, "count") > 0);
 		assert_true(e2e_field(k, "max_ns") <= e2e_field(k, "total_ns"));
-		assert_true(e2e_field(k, "max_ns") * e2e_field(k, "count") >= e2e_field(k, "total_ns"));
+		assert_true(e2e_field(k, "max_ns") * e2e_field(k, "count") >=
+			    e2e_field(k, "total_ns"));
 		/* lock_wait_ns holds every wait of the kind, spin and block apart */
 		snprintf(key, sizeof(key), "%s %s", json_string_value(json_object_get(k, "kind")),
 			 json_is_true(json_object_get(k, "spin")) ? "spin" : "block");

@@ -595,7 +595,8 @@ static void test_json_random_tree(void **state)
 	/* An object with a tree streamed in (serve's /api/locks): its members, then the tree as
 	 * hc_tree__to_json gives it; an empty object too. */
 	for (int empty = 0; empty < 2; empty++) {
-		json_t *obj = empty ? json_object() : json_pack("{s:i, s:[s]}", "events", 3, "k", "x");
+		json_t *obj = empty ? json_object()
+				    : json_pack("{s:i, s:[s]}", "events", 3, "k", "x");
 		json_t *want = json_deep_copy(obj), *back;
 		char *text = NULL;
 		size_t len = 0;

@@ -817,7 +817,8 @@ static void test_store_hist(void **state)
 				pid = 0;
 			} else if (h == HC_STORE_H_LOCK_WAIT_NS) { /* the machine's, per kind */
 				v = (int64_t)(rnd() % (1u << 30));
-				snprintf(key, sizeof(key), "%s", proc ? "mutex block" : "spinlock spin");
+				snprintf(key, sizeof(key), "%s",
+					 proc ? "mutex block" : "spinlock spin");
 				pid = 0;
 			} else if (h == HC_STORE_H_PRIORITY) {
 				v = (int64_t)(rnd() % 160) - 5;
