@@ -53,6 +53,7 @@ struct serve_cfg {
 	uint64_t push_interval_ns;
 	const char *push_service;
 	unsigned int push_weights;
+	bool locks;
 };
 
 static void usage(FILE *out)
@@ -80,6 +81,9 @@ static void usage(FILE *out)
 		"                         hotcold; letters, digits, '.', '_', '-')\n"
 		"      --push-kind KIND   what is pushed: all (the default: on-CPU, off-CPU and\n"
 		"                         run-queue sample types), on or off\n"
+		"      --locks            also kernel lock contention, lockstat style (docs/locks.md):\n"
+		"                         /api/locks and the viewer's Locks view; off by default: it\n"
+		"                         costs a record per contention and 1/8 of --max-store\n"
 		"      --no-offcpu        on-CPU samples only\n"
 		"      --min-block DUR    leave blocks shorter than DUR out of the flame graph\n"
 		"      --stack-budget N   off-CPU stack captures per second per CPU (default 10000)\n"
@@ -104,6 +108,7 @@ static int parse_args(int argc, char **argv, struct serve_cfg *cfg)
 		OPT_PUSH_INTERVAL,
 		OPT_PUSH_SERVICE,
 		OPT_PUSH_KIND,
+		OPT_LOCKS,
 	};
 	static const struct option opts[] = {
 		HC_COMMON_LONGOPTS,
@@ -115,6 +120,7 @@ static int parse_args(int argc, char **argv, struct serve_cfg *cfg)
 		{"push-interval", required_argument, NULL, OPT_PUSH_INTERVAL},
 		{"push-service", required_argument, NULL, OPT_PUSH_SERVICE},
 		{"push-kind", required_argument, NULL, OPT_PUSH_KIND},
+		{"locks", no_argument, NULL, OPT_LOCKS},
 		{"help", no_argument, NULL, 'h'},
 		{0},
 	};
@@ -203,6 +209,9 @@ static int parse_args(int argc, char **argv, struct serve_cfg *cfg)
 				return EX_USAGE;
 			}
 			break;
+		case OPT_LOCKS:
+			cfg->locks = true;
+			break;
 		case 'h':
 			usage(stdout);
 			exit(0);
@@ -220,8 +229,8 @@ static int parse_args(int argc, char **argv, struct serve_cfg *cfg)
 		hc_err("--push-interval, --push-service and --push-kind need --push URL");
 		return EX_USAGE;
 	}
-	if (cfg->c.no_offcpu && hc_common_args__offcpu_tuned(&cfg->c)) {
-		hc_err("--no-offcpu cannot be combined with --min-block, --stack-budget or "
+	if (cfg->c.no_offcpu && (hc_common_args__offcpu_tuned(&cfg->c) || cfg->locks)) {
+		hc_err("--no-offcpu cannot be combined with --min-block, --locks, --stack-budget or "
 		       "--no-stack-reuse");
 		return EX_USAGE;
 	}
@@ -237,10 +246,18 @@ static int push_fetch(void *ctx, int64_t from_ns, int64_t *to_ns, unsigned int w
 /* The server process: unprivileged, the store and HTTP. Returns its exit code. */
 static int run_server(const struct serve_cfg *cfg, int sock, struct hc_listen *l, pid_t parent)
 {
+	/* --max-store bounds both stores: with --locks the lock store takes an eighth of it
+	 * (docs/serve.md#locks). Its on-CPU weights are spin ns per contention, not samples of a
+	 * period: 1 ns keeps them exact. */
+	size_t lock_bytes = cfg->locks ? (size_t)cfg->max_store_bytes / 8 : 0;
 	struct hc_backend_opts bopts = {
 		.store = { .retention_s = cfg->retention_s,
-			   .max_bytes = (size_t)cfg->max_store_bytes,
+			   .max_bytes = (size_t)cfg->max_store_bytes - lock_bytes,
 			   .period_ns = cfg->c.rate.period_ns },
+		.locks = cfg->locks,
+		.lock_store = { .retention_s = cfg->retention_s,
+				.max_bytes = lock_bytes,
+				.period_ns = 1 },
 		.version = HOTCOLD_VERSION,
 	};
 	struct hc_server_opts sopts = { .listen_fd = l->fd, .listen_addr = l->addr };
@@ -446,6 +463,7 @@ int cmd_serve(int argc, char **argv)
 	copts.no_stack_reuse = cfg.c.no_stack_reuse;
 	copts.no_demangle = cfg.c.no_demangle;
 	copts.no_inline = cfg.c.no_inline;
+	copts.locks = cfg.locks;
 	copts.unwind_fp = cfg.c.unwind_fp;
 	copts.stack_copy_bytes = cfg.c.stack_copy_bytes;
 	copts.copy_budget = cfg.c.copy_budget_given ? cfg.c.copy_budget : HC_SERVE_COPY_BUDGET;
@@ -493,9 +511,9 @@ int cmd_serve(int argc, char **argv)
 	/* The worker alone talks to the server now. */
 	close(sv[0]);
 	sv[0] = -1;
-	fprintf(stderr, "hotcold: serving http://%s/ (sampling %g Hz on every CPU%s; keeping %llu s)\n",
+	fprintf(stderr, "hotcold: serving http://%s/ (sampling %g Hz on every CPU%s%s; keeping %llu s)\n",
 		l.addr, cfg.c.rate.hz, cfg.c.no_offcpu ? "" : ", off-CPU time too",
-		(unsigned long long)cfg.retention_s);
+		cfg.locks ? ", lock contention" : "", (unsigned long long)cfg.retention_s);
 	err = hc_broker__serve(bv[0], line[1], &hc_stop_requested, NULL, &bstats);
 	if (err)
 		hc_err("serving the collector: %s", strerror(-err));

@@ -28,7 +28,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 #define MAX_KV 16			     /* web/server.c's MAX_QUERY_PARAMS */
 
 static const unsigned int routes[] = {
-	HC_P_PROFILE, HC_P_HISTOGRAM, HC_P_TIMELINE, HC_P_GO_PPROF, 0,
+	HC_P_PROFILE, HC_P_HISTOGRAM, HC_P_TIMELINE, HC_P_GO_PPROF, HC_P_LOCKS, 0,
 };
 
 static bool points_into(const char *p, const struct hc_param_kv *kv, size_t n)

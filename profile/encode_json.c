@@ -477,3 +477,33 @@ int hc_profile__write_json(const struct hc_profile *p, FILE *out)
 	JSTREAM_LIT(&js, "}\n");
 	return jstream_finish(&js);
 }
+
+int hc_json__write_with_tree(const json_t *obj, const char *key, const struct hc_tree *tree,
+			     FILE *out)
+{
+	struct jstream js = { .out = out };
+	json_t *k;
+	size_t n;
+
+	if (!json_is_object(obj) || !key || !tree)
+		return -EINVAL;
+	n = jstream_dump(&js, obj, JSON_COMPACT);
+	if (n < 2 || js.buf[n - 1] != '}') {
+		free(js.buf);
+		return -ENOMEM;
+	}
+	/* the object without its closing brace, then ,"key": the tree streamed, '}' */
+	jstream_raw(&js, js.buf, n - 1);
+	if (n > 2)
+		JSTREAM_LIT(&js, ",");
+	k = json_string(key);
+	if (!k) {
+		free(js.buf);
+		return -ENOMEM;
+	}
+	jstream_value(&js, k); /* takes the reference */
+	JSTREAM_LIT(&js, ":");
+	jstream_node(&js, hc_tree__root(tree), 0);
+	JSTREAM_LIT(&js, "}\n");
+	return jstream_finish(&js);
+}

@@ -180,6 +180,11 @@ json_t *hc_json__rfc3339_ms(int64_t ns);
 
 /* A tree as the JSON of its root node (the `flamegraph` member's form). NULL + errno. */
 json_t *hc_tree__to_json(const struct hc_tree *tree);
+/* obj's members and then `key`: the tree (as hc_tree__to_json would give it), written
+ * compact with a newline, the tree streamed (a large tree as json_t is slow). obj is
+ * borrowed and must not hold `key`. 0, -EINVAL, -ENOMEM, -errno of the write. */
+int hc_json__write_with_tree(const json_t *obj, const char *key, const struct hc_tree *tree,
+			     FILE *out);
 
 /* Encoders. to_json returns a new reference (NULL + errno on failure). */
 json_t *hc_profile__to_json(const struct hc_profile *p);

@@ -15,7 +15,8 @@
  *    keeps that, which lets queries propagate inclusive values in one reverse sweep;
  *  - buckets, sorted by start second, each 1 s (or 10 s once coarsened) with three parts:
  *    weights (node -> hc_weights), the heat map (row -> samples) and histogram cells
- *    ((hist, pid, key, bucket index) -> count). Each part is open (a hash / an array, while it
+ *    ((hist, pid, key, bucket index) -> count; counters are cells of their own hist numbers,
+ *    merged by sum or, for a maximum, by max). Each part is open (a hash / an array, while it
  *    receives data) or sealed (a varint byte string); an add into a sealed part decodes it back
  *    to open, and the next hc_store__seal() encodes it again.
  *
@@ -389,9 +390,22 @@ struct hcell {
 	uint32_t pid;
 	uint32_t key; /* string id */
 	uint16_t idx; /* bucket index */
-	uint8_t hist;
+	uint8_t hist; /* enum hc_store_hist, or CELL_COUNTER + enum hc_store_counter */
 	uint64_t count;
 };
+
+/* Counters are cells too (bucket index 0, pid 0), numbered after the histograms: the encoding,
+ * coarsening and eviction of cells then hold them without a line of their own. */
+#define CELL_COUNTER HC_STORE_H_MAX
+#define CELL_MAX_NS (CELL_COUNTER + HC_STORE_C_LOCK_MAX_NS)
+
+/* What two cells of one (hist, pid, key, bucket) make: a sum, or for a maximum its max. */
+static inline uint64_t cell_merge(uint8_t hist, uint64_t a, uint64_t b)
+{
+	if (hist == CELL_MAX_NS)
+		return a > b ? a : b;
+	return sat_add(a, b);
+}
 
 struct htab {
 	struct hcell *c;
@@ -483,7 +497,7 @@ static int htab_add(struct htab *t, const struct hcell *cell)
 		struct hcell *c = &t->c[t->slots[i] - 1];
 
 		if (cell_same(c, cell)) {
-			c->count = sat_add(c->count, cell->count);
+			c->count = cell_merge(c->hist, c->count, cell->count);
 			return 0;
 		}
 	}
@@ -601,6 +615,7 @@ static const char *const hist_names[HC_STORE_H_MAX] = {
 	[HC_STORE_H_ONCPU_SLICE_US] = "oncpu_slice_us",
 	[HC_STORE_H_OFFCPU_US] = "offcpu_us",
 	[HC_STORE_H_RUNQ_LATENCY_US] = "runqueue_latency_us",
+	[HC_STORE_H_LOCK_WAIT_NS] = "lock_wait_ns",
 };
 
 const char *hc_store_hist__name(enum hc_store_hist h)
@@ -628,6 +643,8 @@ static struct hc_hist *hist_new_shape(enum hc_store_hist h)
 		return hc_hist__new_lquantize("prio", 0, 140, 10);
 	case HC_STORE_H_RUNQ_LENGTH:
 		return hc_hist__new_lquantize("tasks", 0, 32, 1);
+	case HC_STORE_H_LOCK_WAIT_NS:
+		return hc_hist__new_quantize("ns");
 	default:
 		return hc_hist__new_quantize("us");
 	}
@@ -1572,19 +1589,16 @@ int hc_store__add_heat(struct hc_store *st, int64_t sec, unsigned int row, uint6
 	return err;
 }
 
-int hc_store__add_hist(struct hc_store *st, int64_t sec, enum hc_store_hist h, uint32_t pid,
-		       const char *key, int64_t value, uint64_t count)
+/* One cell into second sec's bucket: the key stored as hc_hist would store it (UTF-8
+ * repaired), and refused where it would refuse it. */
+static int add_cell(struct hc_store *st, int64_t sec, struct hcell *cell, const char *key)
 {
-	struct hcell cell = {0};
 	struct bucket *b;
 	size_t len;
 	char *clean;
 	int64_t key_id;
 	int err;
 
-	if (!st || !key || (unsigned int)h >= HC_STORE_H_MAX)
-		return -EINVAL;
-	/* store the key as hc_hist would (UTF-8 repaired), and refuse what it would refuse */
 	clean = hc__utf8_sanitize(key, &len);
 	if (!clean)
 		return -ENOMEM;
@@ -1593,7 +1607,7 @@ int hc_store__add_hist(struct hc_store *st, int64_t sec, enum hc_store_hist h, u
 		goto out_free;
 	}
 	err = 0;
-	if (!count)
+	if (!cell->count)
 		goto out_free;
 	err = bucket_for(st, sec, &b);
 	if (err)
@@ -1607,19 +1621,41 @@ int hc_store__add_hist(struct hc_store *st, int64_t sec, enum hc_store_hist h, u
 		err = (int)key_id;
 		goto out_free;
 	}
-	cell.hist = (uint8_t)h;
-	cell.pid = pid;
-	cell.key = (uint32_t)key_id;
-	cell.idx = (uint16_t)hc_hist__bucket_index(st->shape[h], value);
-	cell.count = count;
+	cell->key = (uint32_t)key_id;
 	err = open_hist(b);
 	if (!err)
-		err = htab_add(b->h_open, &cell);
+		err = htab_add(b->h_open, cell);
 	bucket_account(st, b);
 out_free:
 	if (clean != key)
 		free(clean);
 	return err;
+}
+
+int hc_store__add_hist(struct hc_store *st, int64_t sec, enum hc_store_hist h, uint32_t pid,
+		       const char *key, int64_t value, uint64_t count)
+{
+	struct hcell cell = {0};
+
+	if (!st || !key || (unsigned int)h >= HC_STORE_H_MAX)
+		return -EINVAL;
+	cell.hist = (uint8_t)h;
+	cell.pid = pid;
+	cell.idx = (uint16_t)hc_hist__bucket_index(st->shape[h], value);
+	cell.count = count;
+	return add_cell(st, sec, &cell, key);
+}
+
+int hc_store__add_counter(struct hc_store *st, int64_t sec, enum hc_store_counter c,
+			  const char *key, uint64_t value)
+{
+	struct hcell cell = {0};
+
+	if (!st || !key || (unsigned int)c >= HC_STORE_C_MAX)
+		return -EINVAL;
+	cell.hist = (uint8_t)(CELL_COUNTER + c);
+	cell.count = value;
+	return add_cell(st, sec, &cell, key);
 }
 
 /* ---- trie GC ---- */
@@ -2491,6 +2527,43 @@ err:
 	hc_hist__free(out);
 	errno = -err;
 	return NULL;
+}
+
+struct counter_query {
+	uint8_t hist;
+	struct htab *acc; /* key -> value, merged as the counter merges */
+};
+
+static int counter_query_cb(void *ctx, const struct hcell *c)
+{
+	struct counter_query *cq = ctx;
+
+	if (c->hist != cq->hist)
+		return 0;
+	return htab_add(cq->acc, c);
+}
+
+int hc_store__counter(const struct hc_store *st, enum hc_store_counter c,
+		      const struct hc_store_filter *f,
+		      int (*fn)(void *ctx, const char *key, uint64_t value), void *ctx)
+{
+	struct counter_query cq = { .hist = (uint8_t)(CELL_COUNTER + c) };
+	int err = 0;
+
+	if (!st || !f || !fn || (unsigned int)c >= HC_STORE_C_MAX)
+		return -EINVAL;
+	cq.acc = htab_new();
+	if (!cq.acc)
+		return -ENOMEM;
+	for (size_t i = f->from_s < f->to_s ? bk_lower(st, f->from_s) : st->n_bk;
+	     i < st->n_bk && st->bk[i]->start_s < f->to_s && !err; i++)
+		err = bucket_each_cell(st->bk[i], counter_query_cb, &cq);
+	if (!err && cq.acc->n > 1)
+		qsort(cq.acc->c, cq.acc->n, sizeof(*cq.acc->c), hcell_cmp);
+	for (uint32_t k = 0; k < cq.acc->n && !err; k++)
+		err = fn(ctx, st->sp.strs[cq.acc->c[k].key], cq.acc->c[k].count);
+	htab_free(cq.acc);
+	return err;
 }
 
 void hc_store__stats(const struct hc_store *st, struct hc_store_stats *out)

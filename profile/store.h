@@ -9,7 +9,9 @@
  *    and its frames: exactly the path hc_tree__add_path() takes, with each element defined
  *    once beforehand by hc_store__define_frame();
  *  - on-CPU sample counts per sub-second row (the FlameScope heat map);
- *  - histogram observations (the five scheduler histograms, per process or CPU);
+ *  - histogram observations (the five scheduler histograms, per process or CPU; serve --locks
+ *    also keeps lock_wait_ns, per lock kind) and per-second counters (the lock kinds' counts,
+ *    waits and maxima);
  * and out come, for any range of whole seconds inside retention: the merged flame graph
  * (filtered by process, thread, name and kind, pruned to a node budget), the timeline, the heat
  * map and the histograms.
@@ -43,11 +45,15 @@ enum hc_store_hist {
 	HC_STORE_H_ONCPU_SLICE_US,  /* quantize, unit "us", per process */
 	HC_STORE_H_OFFCPU_US,	    /* quantize, unit "us", per process */
 	HC_STORE_H_RUNQ_LATENCY_US, /* quantize, unit "us", per process */
+	HC_STORE_H_LOCK_WAIT_NS,    /* quantize, unit "ns", per "KIND spin" / "KIND block" (pid 0):
+				     * serve --locks (docs/locks.md) */
 	HC_STORE_H_MAX,
 };
+/* The scheduler histograms come first: 0 .. HC_STORE_H_SCHED_MAX - 1. */
+#define HC_STORE_H_SCHED_MAX HC_STORE_H_LOCK_WAIT_NS
 
-/* "priority", "runqueue_length", "oncpu_slice_us", "offcpu_us", "runqueue_latency_us";
- * NULL out of range. */
+/* "priority", "runqueue_length", "oncpu_slice_us", "offcpu_us", "runqueue_latency_us",
+ * "lock_wait_ns"; NULL out of range. */
 const char *hc_store_hist__name(enum hc_store_hist h);
 /* The histogram called name, or -1. */
 int hc_store_hist__by_name(const char *name);
@@ -107,6 +113,26 @@ int hc_store__add_heat(struct hc_store *st, int64_t sec, unsigned int row, uint6
  * process pid (0 for per-CPU series), for second sec. -EINVAL, -ENOMEM. */
 int hc_store__add_hist(struct hc_store *st, int64_t sec, enum hc_store_hist h, uint32_t pid,
 		       const char *key, int64_t value, uint64_t count);
+
+/*
+ * Per-second counters, per key: summed over a range (the _MAX_ ones: their maximum). They are
+ * kept with the histogram cells of their second, so coarsening, retention, the memory cap and
+ * early eviction treat them alike. serve --locks keys them by "KIND spin" / "KIND block".
+ */
+enum hc_store_counter {
+	HC_STORE_C_LOCK_COUNT = 0, /* contentions */
+	HC_STORE_C_LOCK_WAIT_NS,   /* their waits, summed */
+	HC_STORE_C_LOCK_MAX_NS,	   /* their longest wait: a maximum, not a sum */
+	HC_STORE_C_LOCK_FAILED,	   /* of them, ended without the lock */
+	HC_STORE_C_LOCK_NO_STACK,  /* of them, recorded without stacks */
+	HC_STORE_C_MAX,
+};
+
+/* Add value to counter c of key in second sec (raise it to value, for a maximum). A value of
+ * 0 stores nothing. -EINVAL (bad counter, NULL or over-long key), -ENOMEM. */
+int hc_store__add_counter(struct hc_store *st, int64_t sec, enum hc_store_counter c,
+			  const char *key, uint64_t value);
+
 /* Every second up to and including sec is complete: seal (encode) their buckets. */
 int hc_store__seal(struct hc_store *st, int64_t sec);
 
@@ -157,6 +183,15 @@ void hc_store__heat(const struct hc_store *st, int64_t sec, uint64_t rows[HC_STO
  * errno. Series of one name from several pids are summed under the name. */
 struct hc_hist *hc_store__hist(const struct hc_store *st, enum hc_store_hist h,
 			       const struct hc_store_filter *f);
+
+/*
+ * Counter c over the filter's range (pid, tid, comm are ignored: counters are the whole
+ * machine's): fn(ctx, key, value) once per key with a non-zero value, keys in the store's order
+ * (stable: the order they were first stored in). 0, fn's non-zero return, -EINVAL, -ENOMEM.
+ */
+int hc_store__counter(const struct hc_store *st, enum hc_store_counter c,
+		      const struct hc_store_filter *f,
+		      int (*fn)(void *ctx, const char *key, uint64_t value), void *ctx);
 
 size_t hc_store__memory_bytes(const struct hc_store *st);
 void hc_store__stats(const struct hc_store *st, struct hc_store_stats *out);

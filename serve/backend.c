@@ -21,13 +21,16 @@
 struct hc_backend {
 	pthread_rwlock_t lock;
 	struct hc_store *store;
+	struct hc_store *lstore; /* --locks: the waiters' paths, kind counters, lock_wait_ns */
 	struct hc_store_opts sopts;
+	size_t lopts_max_bytes; /* the lock store's cap (0: none) */
 	struct hc_wire_reader rd;
 	json_t *status; /* the collector's last STATUS, or NULL */
 	char host[65], kernel[65];
 	const char *version;
 	int64_t started_ns;
 	uint64_t store_errors; /* records the store refused (out of memory, bad ids) */
+	uint64_t lock_store_errors; /* of them, records for the lock store */
 	uint32_t frames; /* frames defined */
 	struct hc_push *push; /* borrowed; NULL without --push */
 	int64_t sealed_s;     /* newest second the collector sealed (all its samples are in) */
@@ -56,6 +59,12 @@ struct hc_backend *hc_backend__new(const struct hc_backend_opts *o)
 	b->store = hc_store__new(&o->store);
 	if (!b->store)
 		goto err_free;
+	if (o->locks) {
+		b->lopts_max_bytes = o->lock_store.max_bytes;
+		b->lstore = hc_store__new(&o->lock_store);
+		if (!b->lstore)
+			goto err_free_store;
+	}
 	/* glibc's default prefers readers: overlapping queries could starve the ingest, and a
 	 * full socket then stalls the collector. */
 	pthread_rwlockattr_init(&la);
@@ -73,6 +82,7 @@ struct hc_backend *hc_backend__new(const struct hc_backend_opts *o)
 	return b;
 
 err_free_store:
+	hc_store__free(b->lstore);
 	hc_store__free(b->store);
 err_free:
 	free(b);
@@ -86,13 +96,42 @@ void hc_backend__free(struct hc_backend *b)
 		return;
 	pthread_rwlock_destroy(&b->lock);
 	hc_store__free(b->store);
+	hc_store__free(b->lstore);
 	hc_wire_reader__release(&b->rd);
 	json_decref(b->status);
 	free(b);
 }
 
+/* The lock store's records: refused (-EINVAL) when serve runs without --locks. */
+static int apply_lock(struct hc_backend *b, const struct hc_wire_rec *r)
+{
+	if (!b->lstore)
+		return -EINVAL;
+	switch (r->type) {
+	case HC_WIRE_LOCK_FRAME:
+		return hc_store__define_frame(b->lstore, r->fid, &r->elem);
+	case HC_WIRE_LOCK_ADD:
+		return hc_store__add(b->lstore, r->sec, r->fids, r->n, &r->w);
+	case HC_WIRE_LOCK_RESET:
+		hc_store__reset_frames(b->lstore);
+		return 0;
+	case HC_WIRE_COUNTER:
+		if (r->counter >= HC_STORE_C_MAX)
+			return -EINVAL;
+		return hc_store__add_counter(b->lstore, r->sec, (enum hc_store_counter)r->counter,
+					     r->key, r->count);
+	case HC_WIRE_HIST:
+		return hc_store__add_hist(b->lstore, r->sec, HC_STORE_H_LOCK_WAIT_NS, r->pid,
+					  r->key, r->value, r->count);
+	default:
+		return -EINVAL;
+	}
+}
+
 static int apply(struct hc_backend *b, const struct hc_wire_rec *r)
 {
+	int err;
+
 	switch (r->type) {
 	case HC_WIRE_FRAME:
 		return hc_store__define_frame(b->store, r->fid, &r->elem);
@@ -105,9 +144,9 @@ static int apply(struct hc_backend *b, const struct hc_wire_rec *r)
 	case HC_WIRE_HEAT:
 		for (unsigned int i = 0; i < HC_WIRE_HEAT_ROWS; i++)
 			if (r->rows[i]) {
-				int err = hc_store__add_heat(b->store, r->sec, i * HC_STORE_HEAT_ROWS /
-									 HC_WIRE_HEAT_ROWS,
-							     r->rows[i]);
+				err = hc_store__add_heat(b->store, r->sec,
+							 i * HC_STORE_HEAT_ROWS / HC_WIRE_HEAT_ROWS,
+							 r->rows[i]);
 				if (err)
 					return err;
 			}
@@ -115,11 +154,15 @@ static int apply(struct hc_backend *b, const struct hc_wire_rec *r)
 	case HC_WIRE_HIST:
 		if (r->hist >= HC_STORE_H_MAX)
 			return -EINVAL;
+		if (r->hist == HC_STORE_H_LOCK_WAIT_NS)
+			goto lock;
 		return hc_store__add_hist(b->store, r->sec, (enum hc_store_hist)r->hist, r->pid,
 					  r->key, r->value, r->count);
 	case HC_WIRE_SEAL:
 		if (r->sec > b->sealed_s)
 			b->sealed_s = r->sec;
+		if (b->lstore && hc_store__seal(b->lstore, r->sec))
+			b->lock_store_errors++;
 		return hc_store__seal(b->store, r->sec);
 	case HC_WIRE_RESET:
 		hc_store__reset_frames(b->store);
@@ -135,8 +178,18 @@ static int apply(struct hc_backend *b, const struct hc_wire_rec *r)
 		b->status = j;
 		return 0;
 	}
+	case HC_WIRE_LOCK_FRAME:
+	case HC_WIRE_LOCK_ADD:
+	case HC_WIRE_LOCK_RESET:
+	case HC_WIRE_COUNTER:
+		goto lock;
 	}
 	return -EINVAL;
+lock:
+	err = apply_lock(b, r);
+	if (err)
+		b->lock_store_errors++;
+	return err;
 }
 
 int hc_backend__ingest(struct hc_backend *b, int fd)
@@ -279,9 +332,16 @@ static char *encode_profile(struct hc_backend *b, const struct hc_api_query *q,
 	if (f_out)
 		*f_out = f;
 	err = hc_store__tree(b->store, &f, p->tree, &pruned);
+	/* the scheduler's five, and with --locks lock_wait_ns (record's histograms) */
 	for (int h = 0; h < HC_STORE_H_MAX && !err; h++) {
-		struct hc_hist *hist = hc_store__hist(b->store, (enum hc_store_hist)h, &f);
-		json_t *j = hist ? hc_hist__to_json(hist) : NULL;
+		bool lock = h == HC_STORE_H_LOCK_WAIT_NS;
+		struct hc_hist *hist;
+		json_t *j;
+
+		if (lock && !b->lstore)
+			continue;
+		hist = hc_store__hist(lock ? b->lstore : b->store, (enum hc_store_hist)h, &f);
+		j = hist ? hc_hist__to_json(hist) : NULL;
 
 		hc_hist__free(hist);
 		if (!j || json_object_set_new(p->histograms, hc_store_hist__name(h), j))
@@ -391,13 +451,18 @@ int hc_backend__pprof(struct hc_backend *b, int64_t from_ns, int64_t *to_ns, uns
 
 /* ---- /api/histograms ---- */
 
+/* Without --locks there is no lock_wait_ns: asked for, it is a 409 (lock tracking is off). */
+#define LOCKS_OFF_STATUS 409
+#define LOCKS_OFF_WHY "lock tracking is off: start hotcold serve with --locks (docs/locks.md)"
+
 static json_t *api_histogram_names(void *ctx, int *status, char *why, size_t wl)
 {
+	struct hc_backend *b = ctx;
 	json_t *names = json_array();
 
-	(void)ctx;
 	for (int h = 0; h < HC_STORE_H_MAX && names; h++)
-		if (json_array_append_new(names, json_string(hc_store_hist__name(h)))) {
+		if ((h != HC_STORE_H_LOCK_WAIT_NS || b->lstore) &&
+		    json_array_append_new(names, json_string(hc_store_hist__name(h)))) {
 			json_decref(names);
 			names = NULL;
 		}
@@ -422,18 +487,217 @@ static json_t *api_histogram(void *ctx, const char *name, const struct hc_api_qu
 		snprintf(why, wl, "no histogram named '%s' (GET /api/histograms lists them)", name);
 		return NULL;
 	}
+	if (h == HC_STORE_H_LOCK_WAIT_NS && !b->lstore) {
+		fail(status, LOCKS_OFF_STATUS, why, wl, LOCKS_OFF_WHY);
+		return NULL;
+	}
 	pthread_rwlock_rdlock(&b->lock);
 	if (!range_of(b, q, &f, status, why, wl)) {
 		pthread_rwlock_unlock(&b->lock);
 		return NULL;
 	}
-	hist = hc_store__hist(b->store, (enum hc_store_hist)h, &f);
+	hist = hc_store__hist(h == HC_STORE_H_LOCK_WAIT_NS ? b->lstore : b->store,
+			      (enum hc_store_hist)h, &f);
 	pthread_rwlock_unlock(&b->lock);
 	j = hist ? hc_hist__to_json(hist) : NULL;
 	hc_hist__free(hist);
 	if (!j)
 		fail(status, 500, why, wl, "building the histogram failed (out of memory)");
 	return j;
+}
+
+/* ---- /api/locks ---- */
+
+/* The lock kinds' counters of a range, one row per "KIND spin" / "KIND block" key. */
+struct kind_row {
+	char *key;
+	uint64_t v[HC_STORE_C_MAX];
+};
+
+struct kind_acc {
+	struct kind_row *rows;
+	size_t n, cap;
+	int c; /* the counter being read */
+};
+
+static int kind_cb(void *ctx, const char *key, uint64_t value)
+{
+	struct kind_acc *a = ctx;
+	size_t i;
+
+	for (i = 0; i < a->n && strcmp(a->rows[i].key, key); i++)
+		;
+	if (i == a->n) {
+		if (a->n == a->cap) {
+			size_t cap = a->cap ? a->cap * 2 : 16;
+			struct kind_row *r = realloc(a->rows, cap * sizeof(*r));
+
+			if (!r)
+				return -ENOMEM;
+			a->rows = r;
+			a->cap = cap;
+		}
+		a->rows[i] = (struct kind_row){ .key = strdup(key) };
+		if (!a->rows[i].key)
+			return -ENOMEM;
+		a->n++;
+	}
+	a->rows[i].v[a->c] = value;
+	return 0;
+}
+
+/* The most waited-for first, as record's by_kind; then by count, then by name. */
+static int kind_row_cmp(const void *x, const void *y)
+{
+	const struct kind_row *a = x, *b = y;
+
+	if (a->v[HC_STORE_C_LOCK_WAIT_NS] != b->v[HC_STORE_C_LOCK_WAIT_NS])
+		return a->v[HC_STORE_C_LOCK_WAIT_NS] > b->v[HC_STORE_C_LOCK_WAIT_NS] ? -1 : 1;
+	if (a->v[HC_STORE_C_LOCK_COUNT] != b->v[HC_STORE_C_LOCK_COUNT])
+		return a->v[HC_STORE_C_LOCK_COUNT] > b->v[HC_STORE_C_LOCK_COUNT] ? -1 : 1;
+	return strcmp(a->key, b->key);
+}
+
+/* by_kind [{kind, spin, count, total_ns, max_ns}] and the totals into doc. 0, -ENOMEM. */
+static int locks_by_kind(struct kind_acc *a, json_t *doc)
+{
+	uint64_t sum[HC_STORE_C_MAX] = {0};
+	json_t *by = json_array();
+
+	if (!by)
+		return -ENOMEM;
+	if (a->n > 1)
+		qsort(a->rows, a->n, sizeof(*a->rows), kind_row_cmp);
+	for (size_t i = 0; i < a->n; i++) {
+		const struct kind_row *r = &a->rows[i];
+		const char *sp = strrchr(r->key, ' '); /* the collector's "KIND spin|block" */
+		size_t klen = sp ? (size_t)(sp - r->key) : strlen(r->key);
+
+		for (int c = 0; c < HC_STORE_C_MAX; c++)
+			sum[c] += r->v[c];
+		if (!r->v[HC_STORE_C_LOCK_COUNT])
+			continue;
+		if (json_array_append_new(
+			    by, json_pack("{s:s%, s:b, s:I, s:I, s:I}", "kind", r->key, klen,
+					  "spin", sp && !strcmp(sp + 1, "spin"), "count",
+					  (json_int_t)r->v[HC_STORE_C_LOCK_COUNT], "total_ns",
+					  (json_int_t)r->v[HC_STORE_C_LOCK_WAIT_NS], "max_ns",
+					  (json_int_t)r->v[HC_STORE_C_LOCK_MAX_NS]))) {
+			json_decref(by);
+			return -ENOMEM;
+		}
+	}
+	if (json_object_set_new(doc, "events",
+				json_integer((json_int_t)sum[HC_STORE_C_LOCK_COUNT])) ||
+	    json_object_set_new(doc, "wait_ns",
+				json_integer((json_int_t)sum[HC_STORE_C_LOCK_WAIT_NS])) ||
+	    json_object_set_new(doc, "failed",
+				json_integer((json_int_t)sum[HC_STORE_C_LOCK_FAILED])) ||
+	    json_object_set_new(doc, "no_stack",
+				json_integer((json_int_t)sum[HC_STORE_C_LOCK_NO_STACK])) ||
+	    json_object_set_new(doc, "by_kind", by))
+		return -ENOMEM;
+	return 0;
+}
+
+/* dropped: the collector's counts since serve started (record's reasons), and the lock
+ * store's own losses. */
+static json_t *locks_dropped(struct hc_backend *b)
+{
+	json_t *d = json_deep_copy(json_object_get(json_object_get(b->status, "locks"), "dropped"));
+	struct hc_store_stats ls;
+
+	if (!d)
+		d = json_object();
+	if (!d)
+		return NULL;
+	hc_store__stats(b->lstore, &ls);
+	if (json_object_set_new(d, "evicted_early_s", json_integer((json_int_t)ls.evicted_early)) ||
+	    json_object_set_new(d, "store_error", json_integer((json_int_t)b->lock_store_errors))) {
+		json_decref(d);
+		return NULL;
+	}
+	return d;
+}
+
+/* GET /api/locks: record's `locks` section for the range, its lock_wait_ns and the range. */
+static char *api_locks(void *ctx, const struct hc_api_query *q, size_t *len, int *status,
+		       char *why, size_t wl)
+{
+	struct hc_backend *b = ctx;
+	struct kind_acc acc = {0};
+	struct hc_store_pruned pruned = {0};
+	struct hc_store_filter f;
+	struct hc_tree *tree = hc_tree__new();
+	struct hc_hist *hist = NULL;
+	json_t *doc = json_object(), *hj = NULL, *dropped = NULL;
+	char *buf = NULL;
+	FILE *mem;
+	int err = 0;
+
+	if (!b->lstore) {
+		fail(status, LOCKS_OFF_STATUS, why, wl, LOCKS_OFF_WHY);
+		goto out;
+	}
+	if (!tree || !doc) {
+		fail(status, 500, why, wl, "out of memory");
+		goto out;
+	}
+	pthread_rwlock_rdlock(&b->lock);
+	/* The range of the main store: the lock store holds no second without a contention. */
+	if (!range_of(b, q, &f, status, why, wl)) {
+		pthread_rwlock_unlock(&b->lock);
+		goto out;
+	}
+	f.on = f.off = f.runqueue = true; /* spin and block */
+	for (acc.c = 0; acc.c < HC_STORE_C_MAX && !err; acc.c++)
+		err = hc_store__counter(b->lstore, (enum hc_store_counter)acc.c, &f, kind_cb, &acc);
+	if (!err)
+		err = hc_store__tree(b->lstore, &f, tree, &pruned);
+	if (!err) {
+		hist = hc_store__hist(b->lstore, HC_STORE_H_LOCK_WAIT_NS, &f);
+		dropped = locks_dropped(b);
+		if (!hist || !dropped)
+			err = -ENOMEM;
+	}
+	pthread_rwlock_unlock(&b->lock);
+	hj = hist ? hc_hist__to_json(hist) : NULL;
+	if (err || !hj || locks_by_kind(&acc, doc) ||
+	    json_object_set_new(doc, "range",
+				json_pack("{s:o, s:o, s:I, s:I, s:{s:I, s:I, s:I}}", "from",
+					  rfc3339(f.from_s * NS), "to", rfc3339(f.to_s * NS),
+					  "from_ms", (json_int_t)(f.from_s * 1000), "to_ms",
+					  (json_int_t)(f.to_s * 1000), "pruned", "max_nodes",
+					  (json_int_t)q->max_nodes, "nodes",
+					  (json_int_t)pruned.nodes, "value_ns",
+					  (json_int_t)pruned.value_ns)) ||
+	    json_object_set(doc, "dropped", dropped) ||
+	    json_object_set_new(doc, "histograms", json_pack("{s:O}", "lock_wait_ns", hj))) {
+		fail(status, 500, why, wl, "building the answer failed (out of memory)");
+		goto out;
+	}
+	hc_tree__sort(tree);
+	mem = open_memstream(&buf, len);
+	if (!mem) {
+		fail(status, 500, why, wl, "out of memory");
+		goto out;
+	}
+	err = hc_json__write_with_tree(doc, "flamegraph", tree, mem);
+	if (fclose(mem) || err) {
+		free(buf);
+		buf = NULL;
+		fail(status, 500, why, wl, "writing the answer failed (out of memory)");
+	}
+out:
+	for (size_t i = 0; i < acc.n; i++)
+		free(acc.rows[i].key);
+	free(acc.rows);
+	json_decref(hj);
+	json_decref(dropped);
+	json_decref(doc);
+	hc_hist__free(hist);
+	hc_tree__free(tree);
+	return buf;
 }
 
 /* ---- /api/timeline ---- */
@@ -526,10 +790,42 @@ out:
 
 /* ---- /api/status and /metrics ---- */
 
+/* /api/status's `locks`: {"enabled": false}, or the collector's counts since start and the
+ * lock store's figures. Under the read lock. 0, -ENOMEM. */
+static int locks_status(struct hc_backend *b, json_t *doc, struct hc_store_stats *ls)
+{
+	json_t *l, *store;
+
+	if (!b->lstore)
+		return json_object_set_new(doc, "locks", json_pack("{s:b}", "enabled", 0)) ? -ENOMEM
+											    : 0;
+	hc_store__stats(b->lstore, ls);
+	l = json_deep_copy(json_object_get(b->status, "locks"));
+	if (!l)
+		l = json_object();
+	store = json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "bytes", (json_int_t)ls->bytes,
+			  "max_bytes", (json_int_t)b->lopts_max_bytes, "seconds",
+			  (json_int_t)ls->buckets, "trie_nodes", (json_int_t)ls->trie_nodes, "frames",
+			  (json_int_t)ls->frames, "evicted_early_s", (json_int_t)ls->evicted_early,
+			  "store_errors", (json_int_t)b->lock_store_errors);
+	if (!l || !store) {
+		json_decref(l);
+		json_decref(store);
+		return -ENOMEM;
+	}
+	if (json_object_set_new(l, "enabled", json_true()) ||
+	    json_object_set_new(l, "store", store)) { /* set_new takes store either way */
+		json_decref(l);
+		return -ENOMEM;
+	}
+	return json_object_set_new(doc, "locks", l) ? -ENOMEM : 0;
+}
+
 static json_t *api_status(void *ctx, int *status, char *why, size_t wl)
 {
 	struct hc_backend *b = ctx;
 	struct hc_store_stats st;
+	size_t lock_bytes;
 	json_t *doc, *coll, *lost;
 	int64_t now = realtime_ns();
 
@@ -537,6 +833,7 @@ static json_t *api_status(void *ctx, int *status, char *why, size_t wl)
 	hc_store__stats(b->store, &st);
 	coll = json_object_get(b->status, "collector");
 	lost = json_object_get(b->status, "lost");
+	lock_bytes = b->lstore ? hc_store__memory_bytes(b->lstore) : 0;
 	doc = json_pack(
 		"{s:s, s:s, s:s, s:o, s:I, s:O?, s:O?, s:O?, s:O?, s:O?, s:O?, s:O?, s:O?, s:O?, s:O?,"
 		" s:O?, s:{s:I, s:o?, s:o?, s:I},"
@@ -560,11 +857,22 @@ static json_t *api_status(void *ctx, int *status, char *why, size_t wl)
 		(json_int_t)st.bytes, "seconds", (json_int_t)st.buckets, "trie_nodes",
 		(json_int_t)st.trie_nodes, "frames", (json_int_t)st.frames, "expired_ns",
 		(json_int_t)st.expired_ns, "evicted_early_s", (json_int_t)st.evicted_early,
-		"gc_runs", (json_int_t)st.gc_runs, "store_errors", (json_int_t)b->store_errors, "memory", "store_bytes", (json_int_t)st.bytes,
+		"gc_runs", (json_int_t)st.gc_runs, "store_errors", (json_int_t)b->store_errors,
+		"memory", "store_bytes", (json_int_t)(st.bytes + lock_bytes),
 		"server_rss_bytes", (json_int_t)hc_self__rss_bytes(), "collector_rss_bytes",
 		(json_int_t)status_u64(coll, "rss_bytes"), "collector_cpu_ns",
 		(json_int_t)status_u64(coll, "cpu_ns"));
 	pthread_rwlock_unlock(&b->lock);
+	if (doc) {
+		struct hc_store_stats ls;
+
+		pthread_rwlock_rdlock(&b->lock);
+		if (locks_status(b, doc, &ls)) {
+			json_decref(doc);
+			doc = NULL;
+		}
+		pthread_rwlock_unlock(&b->lock);
+	}
 	if (doc && b->push) {
 		json_t *push = hc_push__status(b->push);
 
@@ -629,9 +937,21 @@ static char *api_metrics(void *ctx, size_t *len, int *status, char *why, size_t 
 		   "hotcold_on_cpu_seconds_total %.9f\n",
 		(double)(status_u64(b->status, "samples") - status_u64(b->status, "idle_samples")) *
 			(double)status_u64(b->status, "period_ns") / 1e9);
-	fprintf(m, "# HELP hotcold_store_bytes memory held by the profile store.\n"
+	fprintf(m, "# HELP hotcold_store_bytes memory held by the profile store (and with --locks "
+		   "the lock store).\n"
 		   "# TYPE hotcold_store_bytes gauge\nhotcold_store_bytes %" PRIu64 "\n",
-		st.bytes);
+		st.bytes + (b->lstore ? hc_store__memory_bytes(b->lstore) : 0));
+	if (b->lstore) {
+		json_t *l = json_object_get(b->status, "locks");
+
+		fprintf(m, "# HELP hotcold_lock_contentions_total kernel lock contentions recorded "
+			   "(--locks).\n# TYPE hotcold_lock_contentions_total counter\n"
+			   "hotcold_lock_contentions_total %" PRIu64 "\n"
+			   "# HELP hotcold_lock_wait_seconds_total time their waiters waited, spinning "
+			   "or blocked.\n# TYPE hotcold_lock_wait_seconds_total counter\n"
+			   "hotcold_lock_wait_seconds_total %.9f\n",
+			status_u64(l, "events"), (double)status_u64(l, "wait_ns") / 1e9);
+	}
 	fprintf(m, "# HELP hotcold_retention_seconds seconds of profile held.\n"
 		   "# TYPE hotcold_retention_seconds gauge\nhotcold_retention_seconds %" PRId64 "\n",
 		(int64_t)(st.newest_s ? st.newest_s - st.oldest_s + 1 : 0));
@@ -681,6 +1001,7 @@ void hc_backend__api(struct hc_backend *b, struct hc_api_backend *out)
 		.histogram_names = api_histogram_names,
 		.histogram = api_histogram,
 		.timeline = api_timeline,
+		.locks = api_locks,
 		.status = api_status,
 		.metrics = api_metrics,
 		.ctx = b,

@@ -7,6 +7,7 @@
 #ifndef HOTCOLD_SERVE_BACKEND_H
 #define HOTCOLD_SERVE_BACKEND_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "profile/store.h"
@@ -14,6 +15,10 @@
 
 struct hc_backend_opts {
 	struct hc_store_opts store;
+	/* serve --locks: a second store for the waiters' paths, the lock kinds' counters and
+	 * lock_wait_ns (docs/serve.md); its max_bytes is part of serve's --max-store. */
+	bool locks;
+	struct hc_store_opts lock_store;
 	const char *version;
 };
 

@@ -27,6 +27,12 @@
  * coming and going, every pid and tid is a new frame; this bounds the table on both sides. */
 #define FRAMES_MAX 16384
 
+/* Distinct lock-node names held for the frame tables (kinds x named locks): beyond it, both
+ * frame tables start over with the names. */
+#define LABELS_MAX 4096
+/* lock_wait_ns quantize buckets: 0, then [2^k, 2^(k+1)) for k = 0..63. */
+#define LOCK_QSLOTS 65
+
 /* Frame ids of user and kernel frames by their (symbolizer-owned, stable) name pointer:
  * a direct-mapped cache in front of the frame table, which costs a hash of 5 words per
  * element of every path every second (measured: the collector's top function). */
@@ -46,15 +52,40 @@ struct heat_col {
 	uint32_t rows[HC_WIRE_HEAT_ROWS];
 };
 
+/* One frame id space: the main store's, or the lock store's (--locks). */
+struct ftab {
+	struct hc_stacktab *frames; /* frame identity -> fid - 1 */
+	struct fcache_ent *fcache;  /* FCACHE_SLOTS */
+	bool lock;		    /* ids of the lock store: LOCK_FRAME records */
+};
+
+/* --locks: one second's contentions of one kind, spun or blocked, until the next flush. */
+struct lock_cell {
+	int64_t sec;
+	uint32_t flags; /* LCB_F_* */
+	bool blocked;
+	uint64_t count, wait_ns, max_ns, failed, no_stack;
+	uint64_t q[LOCK_QSLOTS]; /* lock_wait_ns */
+};
+
 struct hc_collector {
 	struct hc_collector_opts o;
 	struct hc_symbolizer *sym;
 	struct hc_unwinder *unw; /* NULL: --unwind fp */
 	struct hc_sampler *sampler;
 	struct hc_agg *agg;	    /* this second's paths */
-	struct hc_stacktab *frames; /* frame identity -> fid - 1 */
-	struct fcache_ent *fcache;  /* FCACHE_SLOTS */
+	struct ftab ft, lft;	    /* frame ids: the main store's, the lock store's */
 	struct hc_stacktab *cells;  /* [sec, hist, pid, value, name0, name1] -> count (samples) */
+	/* --locks: lock-node names, stable for the frame tables (the aggregator's own last a
+	 * second); the contentions' counters since the last flush */
+	struct hc_stacktab *label_keys; /* name bytes -> labels[] */
+	char **labels;
+	size_t n_labels, cap_labels;
+	struct lock_cell *lcells;
+	size_t n_lcells, cap_lcells, lcell_last;
+	struct hc_agg_lock_stats lsum; /* of the aggregators already flushed */
+	uint64_t lcell_errors;	       /* contentions not counted (out of memory) */
+	int64_t oldest_s;	       /* the aggregator's: older contentions expire */
 	struct heat_col heat[HEAT_SLOTS];
 	struct hc_wire_buf buf;
 	uint32_t path[HC_WIRE_MAX_PATH];
@@ -82,8 +113,8 @@ static struct hc_agg *new_agg(struct hc_collector *c)
 
 	c->mono_to_real_ns = real - mono;
 	if (agg) {
-		hc_agg__set_buckets(agg, c->mono_to_real_ns,
-				    real / 1000000000ll - (int64_t)c->o.retention_s);
+		c->oldest_s = real / 1000000000ll - (int64_t)c->o.retention_s;
+		hc_agg__set_buckets(agg, c->mono_to_real_ns, c->oldest_s);
 		hc_agg__set_unwinder(agg, c->unw);
 	}
 	return agg;
@@ -144,6 +175,69 @@ static int on_ustack(void *ctx, const struct hc_ustack_event *e, size_t size)
 	return hc_agg__ustack(((struct hc_collector *)ctx)->agg, e, size);
 }
 
+static struct lock_cell *lock_cell(struct hc_collector *c, int64_t sec, uint32_t flags,
+				   bool blocked)
+{
+	struct lock_cell *lc;
+
+	/* contentions come in runs of a kind: the last cell first */
+	if (c->lcell_last < c->n_lcells) {
+		lc = &c->lcells[c->lcell_last];
+		if (lc->sec == sec && lc->flags == flags && lc->blocked == blocked)
+			return lc;
+	}
+	for (size_t i = 0; i < c->n_lcells; i++) {
+		lc = &c->lcells[i];
+		if (lc->sec == sec && lc->flags == flags && lc->blocked == blocked) {
+			c->lcell_last = i;
+			return lc;
+		}
+	}
+	if (c->n_lcells == c->cap_lcells) {
+		size_t cap = c->cap_lcells ? c->cap_lcells * 2 : 16;
+
+		lc = realloc(c->lcells, cap * sizeof(*lc));
+		if (!lc)
+			return NULL;
+		c->lcells = lc;
+		c->cap_lcells = cap;
+	}
+	lc = &c->lcells[c->n_lcells];
+	memset(lc, 0, sizeof(*lc));
+	lc->sec = sec;
+	lc->flags = flags;
+	lc->blocked = blocked;
+	c->lcell_last = c->n_lcells++;
+	return lc;
+}
+
+static int on_lock(void *ctx, const struct hc_lock_event *e, size_t size)
+{
+	struct hc_collector *c = ctx;
+	/* the second the contention ended in: the aggregator files its path there too */
+	int64_t real = (int64_t)(e->start_ns + e->wait_ns) + c->mono_to_real_ns;
+	int64_t sec = real >= 0 ? real / 1000000000ll : 0;
+	/* as record's histogram does: a wait beyond 2^63 - 1 ns is counted there */
+	uint64_t qv = e->wait_ns > INT64_MAX ? INT64_MAX : e->wait_ns;
+	struct lock_cell *lc;
+
+	if (sec >= c->oldest_s) { /* older: the aggregator counts it as expired */
+		lc = lock_cell(c, sec, e->flags & HC_LCB_MASK, e->blocked != 0);
+		if (lc) {
+			lc->count++;
+			lc->wait_ns += e->wait_ns;
+			if (e->wait_ns > lc->max_ns)
+				lc->max_ns = e->wait_ns;
+			lc->failed += e->ret != 0;
+			lc->no_stack += !e->ustack_len && !e->kstack_len;
+			lc->q[qv ? 64 - __builtin_clzll(qv) : 0]++;
+		} else {
+			c->lcell_errors++;
+		}
+	}
+	return hc_agg__lock(c->agg, e, size);
+}
+
 static int on_thist(void *ctx, const struct hc_thist_event *e)
 {
 	static const enum hc_store_hist map[HC_TH_MAX] = {
@@ -185,15 +279,55 @@ static void add_heat(struct hc_collector *c, int64_t sec, unsigned int row)
 	oldest->rows[row] = 1;
 }
 
-/* A frame's identity on the collector side: names from the symbolizer are stable pointers;
- * process, thread and waker names are comm bytes. */
-static int64_t frame_id(struct hc_collector *c, const struct hc_path_elem *e)
+/* A lock node's name as a pointer that lives as long as the frame tables: the aggregator's
+ * own go with it every second, and a freed name's address can come back with another name. */
+static const char *stable_label(struct hc_collector *c, const char *name)
+{
+	uint64_t k[24] = {0};
+	size_t len = strnlen(name, sizeof(k) - 1);
+	int64_t idx;
+
+	memcpy(k, name, len);
+	idx = hc_stacktab__intern(c->label_keys, k, (len + 8) / 8);
+	if (idx < 0)
+		return NULL;
+	if ((size_t)idx >= c->cap_labels) {
+		size_t cap = c->cap_labels ? c->cap_labels * 2 : 64;
+		char **n;
+
+		while (cap <= (size_t)idx)
+			cap *= 2;
+		n = realloc(c->labels, cap * sizeof(*n));
+		if (!n)
+			return NULL;
+		memset(n + c->cap_labels, 0, (cap - c->cap_labels) * sizeof(*n));
+		c->labels = n;
+		c->cap_labels = cap;
+	}
+	if (!c->labels[idx]) /* new, or its copy failed before */
+		c->labels[idx] = strndup(name, len);
+	if ((size_t)idx >= c->n_labels)
+		c->n_labels = (size_t)idx + 1;
+	return c->labels[idx];
+}
+
+/* A frame's identity on the collector side: names from the symbolizer are stable pointers,
+ * lock-node names are made so; process, thread and waker names are comm bytes. */
+static int64_t frame_id(struct hc_collector *c, struct ftab *t, const struct hc_path_elem *e)
 {
 	uint64_t k[5] = {e->kind | (e->inlined ? 0x100u : 0), e->id, (uint64_t)e->offset, 0, 0};
-	size_t before = hc_stacktab__count(c->frames);
+	size_t before = hc_stacktab__count(t->frames);
+	struct hc_path_elem le;
 	struct fcache_ent *ce = NULL;
 	int64_t idx;
 
+	if (e->kind == HC_NODE_LOCK) {
+		le = *e;
+		le.name = stable_label(c, e->name);
+		if (!le.name)
+			return -ENOMEM;
+		e = &le;
+	}
 	if (e->kind == HC_NODE_PROCESS || e->kind == HC_NODE_THREAD || e->kind == HC_NODE_WAKER) {
 		/* names in buffers of the walk: by content */
 		memcpy(&k[3], e->name, strnlen(e->name, 16));
@@ -201,18 +335,22 @@ static int64_t frame_id(struct hc_collector *c, const struct hc_path_elem *e)
 		uint64_t h = ((uintptr_t)e->name ^ (uint64_t)e->offset * 0x9e3779b97f4a7c15ull) *
 			     0xff51afd7ed558ccdull;
 
-		ce = &c->fcache[(h >> 40) & (FCACHE_SLOTS - 1)];
+		ce = &t->fcache[(h >> 40) & (FCACHE_SLOTS - 1)];
 		if (ce->fid && ce->name == e->name && ce->module == e->module &&
 		    ce->offset == e->offset && ce->kind == e->kind && ce->inlined == e->inlined)
 			return ce->fid;
 		k[3] = (uintptr_t)e->name;
 		k[4] = (uintptr_t)e->module;
 	}
-	idx = hc_stacktab__intern(c->frames, k, 5);
+	idx = hc_stacktab__intern(t->frames, k, 5);
 	if (idx < 0)
 		return idx;
-	if ((size_t)idx >= before)
-		hc_wire__frame(&c->buf, (uint32_t)idx + 1, e);
+	if ((size_t)idx >= before) {
+		if (t->lock)
+			hc_wire__lock_frame(&c->buf, (uint32_t)idx + 1, e);
+		else
+			hc_wire__frame(&c->buf, (uint32_t)idx + 1, e);
+	}
 	if (ce)
 		*ce = (struct fcache_ent){ .name = e->name, .module = e->module,
 					   .offset = e->offset, .kind = e->kind,
@@ -220,22 +358,94 @@ static int64_t frame_id(struct hc_collector *c, const struct hc_path_elem *e)
 	return idx + 1;
 }
 
-static int send_path(void *ctx, const struct hc_path_elem *path, size_t n,
-		     const struct hc_weights *w, int64_t sec)
+static int send_to(struct hc_collector *c, struct ftab *t, const struct hc_path_elem *path,
+		   size_t n, const struct hc_weights *w, int64_t sec)
 {
-	struct hc_collector *c = ctx;
-
 	if (n > HC_WIRE_MAX_PATH || n < 2)
 		return 0;
 	for (size_t i = 0; i < n; i++) {
-		int64_t fid = frame_id(c, &path[i]);
+		int64_t fid = frame_id(c, t, &path[i]);
 
 		if (fid < 0)
 			return (int)fid;
 		c->path[i] = (uint32_t)fid;
 	}
-	hc_wire__add(&c->buf, sec, w, c->path, (uint32_t)n);
+	if (t->lock)
+		hc_wire__lock_add(&c->buf, sec, w, c->path, (uint32_t)n);
+	else
+		hc_wire__add(&c->buf, sec, w, c->path, (uint32_t)n);
 	return 0;
+}
+
+static int send_path(void *ctx, const struct hc_path_elem *path, size_t n,
+		     const struct hc_weights *w, int64_t sec)
+{
+	struct hc_collector *c = ctx;
+
+	return send_to(c, &c->ft, path, n, w, sec);
+}
+
+static int send_lock_path(void *ctx, const struct hc_path_elem *path, size_t n,
+			  const struct hc_weights *w, int64_t sec)
+{
+	struct hc_collector *c = ctx;
+
+	return send_to(c, &c->lft, path, n, w, sec);
+}
+
+/* --locks: the contentions' counters and lock_wait_ns since the last flush. */
+static void send_lock_cells(struct hc_collector *c)
+{
+	static const enum hc_store_counter cn[] = {
+		HC_STORE_C_LOCK_COUNT, HC_STORE_C_LOCK_WAIT_NS, HC_STORE_C_LOCK_MAX_NS,
+		HC_STORE_C_LOCK_FAILED, HC_STORE_C_LOCK_NO_STACK,
+	};
+
+	for (size_t i = 0; i < c->n_lcells; i++) {
+		const struct lock_cell *lc = &c->lcells[i];
+		const uint64_t v[] = { lc->count, lc->wait_ns, lc->max_ns, lc->failed, lc->no_stack };
+		char key[64];
+
+		/* the series key of record's lock_wait_ns, "KIND spin" / "KIND block" */
+		snprintf(key, sizeof(key), "%s %s", hc_lock_kind_name(lc->flags),
+			 lc->blocked ? "block" : "spin");
+		for (size_t k = 0; k < sizeof(cn) / sizeof(cn[0]); k++)
+			if (v[k])
+				hc_wire__counter(&c->buf, lc->sec, cn[k], key, v[k]);
+		for (int q = 0; q < LOCK_QSLOTS; q++)
+			if (lc->q[q])
+				hc_wire__hist(&c->buf, lc->sec, HC_STORE_H_LOCK_WAIT_NS, 0,
+					      q ? (int64_t)(1ull << (q - 1)) : 0, lc->q[q], key);
+	}
+	c->n_lcells = 0;
+	c->lcell_last = 0;
+}
+
+/* Start a frame table over (ids from 1 again, on both sides). */
+static int ftab_reset(struct hc_collector *c, struct ftab *t)
+{
+	struct hc_stacktab *frames = hc_stacktab__new();
+
+	if (!frames)
+		return -ENOMEM;
+	hc_stacktab__free(t->frames);
+	t->frames = frames;
+	memset(t->fcache, 0, FCACHE_SLOTS * sizeof(*t->fcache));
+	if (t->lock)
+		hc_wire__lock_reset(&c->buf);
+	else
+		hc_wire__reset(&c->buf);
+	c->frame_resets++;
+	return 0;
+}
+
+static void add_lock_stats(struct hc_agg_lock_stats *sum, const struct hc_agg_lock_stats *s)
+{
+	const uint64_t *src = (const uint64_t *)s;
+	uint64_t *dst = (uint64_t *)sum;
+
+	for (size_t i = 0; i < sizeof(*s) / sizeof(uint64_t); i++)
+		dst[i] += src[i];
 }
 
 static void add_stats(struct hc_agg_stats *sum, const struct hc_agg_stats *s)
@@ -287,7 +497,7 @@ static void send_status(struct hc_collector *c, const struct hc_sampler_counts *
 			(json_int_t)c->flushes, "flush_ns_last", (json_int_t)c->flush_ns_last,
 			"flush_ns_max", (json_int_t)c->flush_ns_max, "processes_pruned",
 			(json_int_t)c->procs_pruned, "frame_resets", (json_int_t)c->frame_resets, "frames",
-			(json_int_t)hc_stacktab__count(c->frames));
+			(json_int_t)hc_stacktab__count(c->ft.frames));
 	if (doc) {
 		json_t *sy = json_object_get(doc, "symbolize");
 
@@ -298,6 +508,28 @@ static void send_status(struct hc_collector *c, const struct hc_sampler_counts *
 		json_object_set_new(sy, "inline_frames", json_integer((json_int_t)ss.inline_frames));
 		json_object_set_new(sy, "inline_dropped",
 				    json_integer((json_int_t)c->sum.inline_dropped));
+	}
+	if (doc && c->o.locks) {
+		const uint64_t *t = cnt->total;
+		const struct hc_agg_lock_stats *ls = &c->lsum;
+
+		/* record's section's counts and drops, since start (docs/locks.md) */
+		if (json_object_set_new(
+			    doc, "locks",
+			    json_pack("{s:I, s:I, s:I, s:I, s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I}}",
+				      "events", (json_int_t)ls->events, "wait_ns",
+				      (json_int_t)ls->wait_ns, "failed", (json_int_t)ls->failed,
+				      "no_stack", (json_int_t)ls->no_stack, "dropped",
+				      "ringbuf_full", (json_int_t)t[HC_CNT_LOCK_LOST],
+				      "ringbuf_full_ns", (json_int_t)t[HC_CNT_LOCK_LOST_NS],
+				      "nested", (json_int_t)t[HC_CNT_LOCK_NESTED], "unmatched",
+				      (json_int_t)t[HC_CNT_LOCK_UNMATCHED], "task_state_nomem",
+				      (json_int_t)t[HC_CNT_LOCK_NOMEM], "ingest_error",
+				      (json_int_t)(ls->ingest_errors + c->lcell_errors), "expired",
+				      (json_int_t)ls->expired))) {
+			json_decref(doc);
+			doc = NULL;
+		}
 	}
 	if (doc && json_object_set_new(doc, "unwind",
 				       hc_unwind_json(c->o.unwind_fp, c->o.stack_copy_bytes,
@@ -325,17 +557,27 @@ static int flush(struct hc_collector *c)
 	int64_t t0 = clock_ns(CLOCK_MONOTONIC);
 	int err;
 
-	if (hc_stacktab__count(c->frames) >= FRAMES_MAX) {
-		struct hc_stacktab *frames = hc_stacktab__new();
+	/* Lock-node names are keys of both frame tables: they go when both start over. */
+	if (c->n_labels >= LABELS_MAX) {
+		struct hc_stacktab *keys = hc_stacktab__new();
 
-		if (!frames)
+		if (!keys || ftab_reset(c, &c->ft) || (c->o.locks && ftab_reset(c, &c->lft))) {
+			hc_stacktab__free(keys);
 			return -ENOMEM;
-		hc_stacktab__free(c->frames);
-		c->frames = frames;
-		memset(c->fcache, 0, FCACHE_SLOTS * sizeof(*c->fcache));
-		hc_wire__reset(&c->buf);
-		c->frame_resets++;
+		}
+		hc_stacktab__free(c->label_keys);
+		c->label_keys = keys;
+		for (size_t i = 0; i < c->n_labels; i++) {
+			free(c->labels[i]);
+			c->labels[i] = NULL;
+		}
+		c->n_labels = 0;
 	}
+	if (hc_stacktab__count(c->ft.frames) >= FRAMES_MAX && ftab_reset(c, &c->ft))
+		return -ENOMEM;
+	if (c->o.locks && hc_stacktab__count(c->lft.frames) >= FRAMES_MAX &&
+	    ftab_reset(c, &c->lft))
+		return -ENOMEM;
 	fresh = new_agg(c);
 	cells = hc_stacktab__new();
 	if (!fresh || !cells) {
@@ -345,6 +587,14 @@ static int flush(struct hc_collector *c)
 	}
 	c->agg = fresh;
 	err = hc_agg__for_each_path(old, send_path, c);
+	if (!err && c->o.locks) {
+		struct hc_agg_lock_stats ls;
+
+		err = hc_agg__for_each_lock_path(old, send_lock_path, c);
+		hc_agg__lock_stats(old, &ls);
+		add_lock_stats(&c->lsum, &ls);
+		send_lock_cells(c);
+	}
 	hc_agg__stats(old, &as);
 	add_stats(&c->sum, &as);
 	hc_agg__free(old);
@@ -425,6 +675,7 @@ struct hc_collector *hc_collector__new(const struct hc_collector_opts *o, const 
 		.thist = on_thist,
 		.waker = on_waker,
 		.ustack = on_ustack,
+		.lock = on_lock,
 	};
 	struct hc_collector *c = calloc(1, sizeof(*c));
 	long ncpu = sysconf(_SC_NPROCESSORS_CONF);
@@ -435,12 +686,21 @@ struct hc_collector *hc_collector__new(const struct hc_collector_opts *o, const 
 		return NULL;
 	c->o = *o;
 	c->sym = hc_symbolizer__new(&sopts);
-	c->frames = hc_stacktab__new();
+	c->ft.frames = hc_stacktab__new();
+	c->ft.fcache = calloc(FCACHE_SLOTS, sizeof(*c->ft.fcache));
 	c->cells = hc_stacktab__new();
 	c->idle_prev = calloc(ncpu > 0 ? (size_t)ncpu : 1, sizeof(*c->idle_prev));
-	c->fcache = calloc(FCACHE_SLOTS, sizeof(*c->fcache));
-	if (!c->sym || !c->frames || !c->cells || !c->idle_prev || !c->fcache)
+	c->label_keys = hc_stacktab__new();
+	if (!c->sym || !c->ft.frames || !c->ft.fcache || !c->cells || !c->idle_prev ||
+	    !c->label_keys)
 		goto err_free;
+	if (o->locks) {
+		c->lft.lock = true;
+		c->lft.frames = hc_stacktab__new();
+		c->lft.fcache = calloc(FCACHE_SLOTS, sizeof(*c->lft.fcache));
+		if (!c->lft.frames || !c->lft.fcache)
+			goto err_free;
+	}
 	if (!o->unwind_fp) {
 		c->unw = hc_unwinder__new(c->sym);
 		if (!c->unw)
@@ -456,6 +716,7 @@ struct hc_collector *hc_collector__new(const struct hc_collector_opts *o, const 
 	popts.min_block_ns = o->min_block_ns;
 	popts.stack_budget = o->stack_budget;
 	popts.no_stack_reuse = o->no_stack_reuse;
+	popts.locks = o->locks;
 	/* Drained every 100 ms: 2 MiB holds about a second at 999 Hz on two busy CPUs with
 	 * off-CPU flushes (record sizes its buffer for whole captures; a full buffer's drops
 	 * are counted). Its pages count twice in RSS (the kernel maps the data twice). */
@@ -500,10 +761,17 @@ void hc_collector__free(struct hc_collector *c)
 	hc_agg__free(c->agg);
 	hc_unwinder__free(c->unw);
 	hc_symbolizer__free(c->sym);
-	hc_stacktab__free(c->frames);
+	hc_stacktab__free(c->ft.frames);
+	free(c->ft.fcache);
+	hc_stacktab__free(c->lft.frames);
+	free(c->lft.fcache);
+	hc_stacktab__free(c->label_keys);
+	for (size_t i = 0; i < c->n_labels; i++)
+		free(c->labels[i]);
+	free(c->labels);
+	free(c->lcells);
 	hc_stacktab__free(c->cells);
 	free(c->idle_prev);
-	free(c->fcache);
 	hc_wire_buf__release(&c->buf);
 	free(c);
 }

@@ -33,6 +33,9 @@ struct hc_collector_opts {
 	bool unwind_fp;
 	uint32_t stack_copy_bytes;
 	uint64_t copy_budget;
+	/* --locks: kernel lock contention (docs/locks.md): the waiters' paths, the kinds'
+	 * counters and lock_wait_ns go to the server's lock store (serve/wire.h). */
+	bool locks;
 	int fd; /* the server's socket; not owned */
 	/* Where the symbolizer's files come from (copied); NULL: opened directly. */
 	const struct hc_symbolizer_io *io;

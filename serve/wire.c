@@ -80,10 +80,11 @@ static size_t str_len(const char *s)
 	return n > HC_WIRE_MAX_STR ? HC_WIRE_MAX_STR : n;
 }
 
-void hc_wire__frame(struct hc_wire_buf *b, uint32_t fid, const struct hc_path_elem *e)
+static void frame(struct hc_wire_buf *b, enum hc_wire_type type, uint32_t fid,
+		  const struct hc_path_elem *e)
 {
 	size_t nl = str_len(e->name), ml = str_len(e->module);
-	unsigned char *p = record(b, HC_WIRE_FRAME, 4 + 4 + 8 + 8 + 4 + 4 + nl + 1 + ml + 1);
+	unsigned char *p = record(b, type, 4 + 4 + 8 + 8 + 4 + 4 + nl + 1 + ml + 1);
 
 	if (!p)
 		return;
@@ -101,10 +102,20 @@ void hc_wire__frame(struct hc_wire_buf *b, uint32_t fid, const struct hc_path_el
 	p[ml] = 0;
 }
 
-void hc_wire__add(struct hc_wire_buf *b, int64_t sec, const struct hc_weights *w,
-		  const uint32_t *fids, uint32_t n)
+void hc_wire__frame(struct hc_wire_buf *b, uint32_t fid, const struct hc_path_elem *e)
 {
-	unsigned char *p = record(b, HC_WIRE_ADD, 8 + 4 * 8 + 4 + (size_t)n * 4);
+	frame(b, HC_WIRE_FRAME, fid, e);
+}
+
+void hc_wire__lock_frame(struct hc_wire_buf *b, uint32_t fid, const struct hc_path_elem *e)
+{
+	frame(b, HC_WIRE_LOCK_FRAME, fid, e);
+}
+
+static void add(struct hc_wire_buf *b, enum hc_wire_type type, int64_t sec,
+		const struct hc_weights *w, const uint32_t *fids, uint32_t n)
+{
+	unsigned char *p = record(b, type, 8 + 4 * 8 + 4 + (size_t)n * 4);
 
 	if (!p)
 		return;
@@ -115,6 +126,18 @@ void hc_wire__add(struct hc_wire_buf *b, int64_t sec, const struct hc_weights *w
 	PUT(p, (uint64_t)w->samples);
 	PUT(p, n);
 	memcpy(p, fids, (size_t)n * 4);
+}
+
+void hc_wire__add(struct hc_wire_buf *b, int64_t sec, const struct hc_weights *w,
+		  const uint32_t *fids, uint32_t n)
+{
+	add(b, HC_WIRE_ADD, sec, w, fids, n);
+}
+
+void hc_wire__lock_add(struct hc_wire_buf *b, int64_t sec, const struct hc_weights *w,
+		       const uint32_t *fids, uint32_t n)
+{
+	add(b, HC_WIRE_LOCK_ADD, sec, w, fids, n);
 }
 
 void hc_wire__heat(struct hc_wire_buf *b, int64_t sec, const uint32_t rows[HC_WIRE_HEAT_ROWS])
@@ -166,6 +189,27 @@ void hc_wire__status(struct hc_wire_buf *b, const char *json, size_t len)
 void hc_wire__reset(struct hc_wire_buf *b)
 {
 	record(b, HC_WIRE_RESET, 0);
+}
+
+void hc_wire__lock_reset(struct hc_wire_buf *b)
+{
+	record(b, HC_WIRE_LOCK_RESET, 0);
+}
+
+void hc_wire__counter(struct hc_wire_buf *b, int64_t sec, uint32_t counter, const char *key,
+		      uint64_t value)
+{
+	size_t kl = str_len(key);
+	unsigned char *p = record(b, HC_WIRE_COUNTER, 8 + 4 + 8 + 4 + kl + 1);
+
+	if (!p)
+		return;
+	PUT(p, sec);
+	PUT(p, counter);
+	PUT(p, value);
+	PUT(p, (uint32_t)kl);
+	memcpy(p, key, kl);
+	p[kl] = 0;
 }
 
 int hc_wire_buf__send(struct hc_wire_buf *b, int fd, const volatile sig_atomic_t *stop)
@@ -295,7 +339,8 @@ int hc_wire_reader__next(struct hc_wire_reader *r, struct hc_wire_rec *out)
 	memset(out, 0, sizeof(*out));
 	out->type = (enum hc_wire_type)h.type;
 	switch (h.type) {
-	case HC_WIRE_FRAME: {
+	case HC_WIRE_FRAME:
+	case HC_WIRE_LOCK_FRAME: {
 		uint32_t kind;
 
 		take(&c, &out->fid, 4);
@@ -314,6 +359,7 @@ int hc_wire_reader__next(struct hc_wire_reader *r, struct hc_wire_rec *out)
 		break;
 	}
 	case HC_WIRE_ADD:
+	case HC_WIRE_LOCK_ADD:
 		take(&c, &out->sec, 8);
 		take(&c, &out->w.on_cpu_ns, 8);
 		take(&c, &out->w.off_cpu_ns, 8);
@@ -351,7 +397,15 @@ int hc_wire_reader__next(struct hc_wire_reader *r, struct hc_wire_rec *out)
 		out->json_len = h.len - 1;
 		c.p = c.end;
 		break;
+	case HC_WIRE_COUNTER:
+		take(&c, &out->sec, 8);
+		take(&c, &out->counter, 4);
+		take(&c, &out->count, 8);
+		take(&c, &u32a, 4);
+		out->key = take_str(&c, u32a);
+		break;
 	case HC_WIRE_RESET:
+	case HC_WIRE_LOCK_RESET:
 		break;
 	default:
 		return -EBADMSG;

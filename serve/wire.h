@@ -15,6 +15,11 @@
  *   SEAL   i64 sec: every second up to sec is complete
  *   STATUS the collector's counters, a JSON object (docs/api.md, /api/status)
  *   RESET  (no payload) frame ids start again from 1: the collector's frame table is bounded
+ * serve --locks adds the waiters' paths, with frame ids of their own (a second table on each
+ * side: the lock store's), and the lock kinds' per-second counters:
+ *   LOCK_FRAME, LOCK_ADD, LOCK_RESET  as FRAME, ADD, RESET, for the lock store
+ *   COUNTER i64 sec, u32 counter (enum hc_store_counter), u64 value, u32 key_len, key bytes
+ * (the lock_wait_ns observations are HIST records of HC_STORE_H_LOCK_WAIT_NS).
  */
 #ifndef HOTCOLD_SERVE_WIRE_H
 #define HOTCOLD_SERVE_WIRE_H
@@ -33,6 +38,10 @@ enum hc_wire_type {
 	HC_WIRE_SEAL,
 	HC_WIRE_STATUS,
 	HC_WIRE_RESET,
+	HC_WIRE_LOCK_FRAME,
+	HC_WIRE_LOCK_ADD,
+	HC_WIRE_LOCK_RESET,
+	HC_WIRE_COUNTER,
 };
 
 #define HC_WIRE_HEAT_ROWS 50
@@ -61,6 +70,13 @@ void hc_wire__hist(struct hc_wire_buf *b, int64_t sec, uint32_t hist, uint32_t p
 void hc_wire__seal(struct hc_wire_buf *b, int64_t sec);
 void hc_wire__status(struct hc_wire_buf *b, const char *json, size_t len);
 void hc_wire__reset(struct hc_wire_buf *b);
+/* --locks: the lock store's frames, paths and frame resets; a counter of second sec. */
+void hc_wire__lock_frame(struct hc_wire_buf *b, uint32_t fid, const struct hc_path_elem *e);
+void hc_wire__lock_add(struct hc_wire_buf *b, int64_t sec, const struct hc_weights *w,
+		       const uint32_t *fids, uint32_t n);
+void hc_wire__lock_reset(struct hc_wire_buf *b);
+void hc_wire__counter(struct hc_wire_buf *b, int64_t sec, uint32_t counter, const char *key,
+		      uint64_t value);
 /*
  * Write the whole buffer to fd (no SIGPIPE). Waits while the reader is slow (backpressure:
  * the BPF ring buffer then fills and counts its drops), but gives up with -EINTR as soon as
@@ -73,20 +89,21 @@ int hc_wire_buf__send(struct hc_wire_buf *b, int fd, const volatile sig_atomic_t
 struct hc_wire_rec {
 	enum hc_wire_type type;
 	int64_t sec;
-	/* FRAME */
+	/* FRAME, LOCK_FRAME */
 	uint32_t fid;
 	struct hc_path_elem elem; /* name/module point into the reader's buffer (NUL-ended) */
-	/* ADD */
+	/* ADD, LOCK_ADD */
 	struct hc_weights w;
 	uint32_t n;
 	uint32_t fids[HC_WIRE_MAX_PATH];
 	/* HEAT */
 	uint32_t rows[HC_WIRE_HEAT_ROWS];
-	/* HIST */
+	/* HIST; COUNTER: counter, count (its value), key */
 	uint32_t hist, pid;
 	int64_t value;
 	uint64_t count;
 	const char *key; /* NUL-ended, into the buffer */
+	uint32_t counter;
 	/* STATUS */
 	const char *json;
 	size_t json_len;

@@ -56,7 +56,8 @@ struct hc_api_query {
 
 /*
  * Each returns a new reference, or NULL with *status set to the HTTP status to answer
- * (404 for an unknown histogram, 503 while there is no data yet, 500 otherwise) and `why`
+ * (404 for an unknown histogram, 409 for lock data without --locks, 503 while there is no data
+ * yet, 500 otherwise) and `why`
  * filled with a one-line reason for the {"error": ...} body.
  */
 struct hc_api_backend {
@@ -74,6 +75,10 @@ struct hc_api_backend {
 	/* GET /api/timeline: docs/api.md. */
 	json_t *(*timeline)(void *ctx, const struct hc_api_query *q, int *status, char *why,
 			    size_t why_len);
+	/* GET /api/locks: the range's lock contention (docs/api.md), JSON text as profile;
+	 * 409 when serve runs without --locks. */
+	char *(*locks)(void *ctx, const struct hc_api_query *q, size_t *len, int *status,
+		       char *why, size_t why_len);
 	/* GET /api/status: docs/api.md. */
 	json_t *(*status)(void *ctx, int *status, char *why, size_t why_len);
 	/* GET /metrics: Prometheus text exposition format 0.0.4; malloc'd, *len bytes. */

@@ -91,6 +91,7 @@ enum hc_param_bit {
 	(HC_P_FROM | HC_P_TO | HC_P_PID | HC_P_TID | HC_P_COMM | HC_P_KIND | HC_P_MAX_NODES)
 #define HC_P_HISTOGRAM (HC_P_FROM | HC_P_TO | HC_P_PID | HC_P_COMM)
 #define HC_P_TIMELINE (HC_P_FROM | HC_P_TO | HC_P_STEP)
+#define HC_P_LOCKS (HC_P_FROM | HC_P_TO | HC_P_MAX_NODES)
 #define HC_P_GO_PPROF (HC_P_SECONDS | HC_P_PID | HC_P_TID | HC_P_COMM | HC_P_KIND)
 
 #define HC_PARAM_DEFAULT_SECONDS 30 /* Go's net/http/pprof default */

@@ -477,6 +477,7 @@ enum route_id {
 	ROUTE_HIST_NAMES,
 	ROUTE_HIST,
 	ROUTE_TIMELINE,
+	ROUTE_LOCKS,
 	ROUTE_STATUS,
 	ROUTE_METRICS,
 };
@@ -494,6 +495,7 @@ static const struct route {
 	{"/debug/pprof/profile", ROUTE_PROFILE, HC_P_GO_PPROF, HC_API_FORMAT_PPROF},
 	{"/api/histograms", ROUTE_HIST_NAMES, 0, HC_API_FORMAT_JSON},
 	{"/api/timeline", ROUTE_TIMELINE, HC_P_TIMELINE, HC_API_FORMAT_JSON},
+	{"/api/locks", ROUTE_LOCKS, HC_P_LOCKS, HC_API_FORMAT_JSON},
 	{"/api/status", ROUTE_STATUS, 0, HC_API_FORMAT_JSON},
 	{"/metrics", ROUTE_METRICS, 0, HC_API_FORMAT_JSON},
 };
@@ -544,6 +546,11 @@ static enum MHD_Result answer(struct hc_server *s, struct MHD_Connection *c, con
 			break;
 		doc = b->timeline(b->ctx, q, &status, why, sizeof(why));
 		return queue_doc(c, doc, status, why);
+	case ROUTE_LOCKS:
+		if (!b->locks)
+			break;
+		text = b->locks(b->ctx, q, &len, &status, why, sizeof(why));
+		return queue_text(c, text, len, status, why, CT_JSON);
 	case ROUTE_STATUS:
 		if (!b->status)
 			break;

@@ -592,6 +592,31 @@ static void test_json_random_tree(void **state)
 		free(direct);
 		free(streamed);
 	}
+	/* An object with a tree streamed in (serve's /api/locks): its members, then the tree as
+	 * hc_tree__to_json gives it; an empty object too. */
+	for (int empty = 0; empty < 2; empty++) {
+		json_t *obj = empty ? json_object()
+				    : json_pack("{s:i, s:[s]}", "events", 3, "k", "x");
+		json_t *want = json_deep_copy(obj), *back;
+		char *text = NULL;
+		size_t len = 0;
+		FILE *mem = open_memstream(&text, &len);
+
+		assert_non_null(mem);
+		assert_int_equal(json_object_set_new(want, "flamegraph", hc_tree__to_json(p->tree)),
+				 0);
+		assert_int_equal(hc_json__write_with_tree(obj, "flamegraph", p->tree, mem), 0);
+		assert_int_equal(fclose(mem), 0);
+		assert_true(len > 0 && text[len - 1] == '\n');
+		back = json_loadb(text, len, 0, NULL);
+		assert_non_null(back);
+		assert_true(json_equal(back, want));
+		json_decref(back);
+		json_decref(want);
+		json_decref(obj);
+		free(text);
+	}
+	assert_int_equal(hc_json__write_with_tree(NULL, "x", p->tree, stdout), -EINVAL);
 	json_decref(doc);
 	hc_profile__free(p);
 }

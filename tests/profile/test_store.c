@@ -840,8 +840,10 @@ static void test_store_hist(void **state)
 
 	want[HC_STORE_H_PRIORITY] = hc_hist__new_lquantize("prio", 0, 140, 10);
 	want[HC_STORE_H_RUNQ_LENGTH] = hc_hist__new_lquantize("tasks", 0, 32, 1);
-	for (int h = HC_STORE_H_ONCPU_SLICE_US; h < HC_STORE_H_MAX; h++)
+	for (int h = HC_STORE_H_ONCPU_SLICE_US; h < HC_STORE_H_SCHED_MAX; h++)
 		want[h] = hc_hist__new_quantize("us");
+	want[HC_STORE_H_LOCK_WAIT_NS] = hc_hist__new_quantize("ns");
+	assert_string_equal(hc_store_hist__name(HC_STORE_H_LOCK_WAIT_NS), "lock_wait_ns");
 	want_pid = hc_hist__new_quantize("us");
 	want_comm = hc_hist__new_quantize("us");
 
@@ -857,6 +859,11 @@ static void test_store_hist(void **state)
 			if (h == HC_STORE_H_RUNQ_LENGTH) {
 				v = (int64_t)(rnd() % 40);
 				snprintf(key, sizeof(key), "cpu %d", proc);
+				pid = 0;
+			} else if (h == HC_STORE_H_LOCK_WAIT_NS) { /* the machine's, per kind */
+				v = (int64_t)(rnd() % (1u << 30));
+				snprintf(key, sizeof(key), "%s",
+					 proc ? "mutex block" : "spinlock spin");
 				pid = 0;
 			} else if (h == HC_STORE_H_PRIORITY) {
 				v = (int64_t)(rnd() % 160) - 5;
@@ -893,6 +900,9 @@ static void test_store_hist(void **state)
 		got = hc_store__hist(wd->st, HC_STORE_H_RUNQ_LENGTH, &f); /* per-CPU: dropped */
 		assert_int_equal(hc_hist__series_count(got), 0);
 		hc_hist__free(got);
+		got = hc_store__hist(wd->st, HC_STORE_H_LOCK_WAIT_NS, &f); /* per kind: dropped */
+		assert_int_equal(hc_hist__series_count(got), 0);
+		hc_hist__free(got);
 		f.has_pid = false;
 		f.comm = "db";
 		got = hc_store__hist(wd->st, HC_STORE_H_OFFCPU_US, &f);
@@ -922,6 +932,180 @@ static void test_store_hist(void **state)
 		hc_hist__free(want[h]);
 	hc_hist__free(want_pid);
 	hc_hist__free(want_comm);
+	world_free(wd);
+}
+
+/* Counters: summed per key over a range (the maximum for _MAX_NS), also after a seal, a late
+ * add into a sealed second, coarsening and retention; never mixed with histograms. */
+#define NKEYS 3
+static const char *const ckeys[NKEYS] = {"rwsem:W block", "spinlock spin", "mutex block"};
+
+struct cref {
+	uint64_t v[HC_STORE_C_MAX][NKEYS];
+	bool seen[NKEYS];
+};
+
+static int cref_cb(void *ctx, const char *key, uint64_t value)
+{
+	struct cref *got = ctx;
+
+	for (int k = 0; k < NKEYS; k++)
+		if (!strcmp(key, ckeys[k])) {
+			assert_false(got->seen[k]); /* each key once */
+			got->seen[k] = true;
+			got->v[0][k] = value;
+			return 0;
+		}
+	fail_msg("unexpected key %s", key);
+	return -EINVAL;
+}
+
+static void expect_counters(const struct hc_store *st, int64_t from, int64_t to,
+			    uint64_t (*ref)[HC_STORE_C_MAX][NKEYS], int64_t ref_from)
+{
+	struct hc_store_filter f = range(from, to);
+
+	for (int c = 0; c < HC_STORE_C_MAX; c++) {
+		struct cref got = {0};
+		uint64_t want[NKEYS] = {0};
+
+		for (int64_t s = from; s < to; s++)
+			for (int k = 0; k < NKEYS; k++) {
+				uint64_t v = ref[s - ref_from][c][k];
+
+				if (c == HC_STORE_C_LOCK_MAX_NS)
+					want[k] = v > want[k] ? v : want[k];
+				else
+					want[k] += v;
+			}
+		assert_int_equal(hc_store__counter(st, (enum hc_store_counter)c, &f, cref_cb, &got),
+				 0);
+		for (int k = 0; k < NKEYS; k++) {
+			assert_int_equal(got.seen[k], want[k] != 0);
+			assert_int_equal(got.v[0][k], want[k]);
+		}
+	}
+}
+
+static int stop_cb(void *ctx, const char *key, uint64_t value)
+{
+	(void)key;
+	(void)value;
+	++*(int *)ctx;
+	return -ECANCELED;
+}
+
+static void test_store_counters(void **state)
+{
+	struct world *wd = world_new(100, 0);
+	static uint64_t ref[1200][HC_STORE_C_MAX][NKEYS];
+	struct hc_store_filter f = range(0, 1000);
+	struct hc_hist *h;
+	struct prog p;
+	char longkey[300];
+	int calls = 0;
+
+	(void)state;
+	memset(ref, 0, sizeof(ref));
+	for (int64_t s = 10; s < 40; s++) {
+		for (int n = 0; n < 20; n++) {
+			int c = (int)(rnd() % HC_STORE_C_MAX), k = (int)(rnd() % NKEYS);
+			uint64_t v = rnd() % 3 ? rnd() % 100000 : 0;
+
+			assert_int_equal(hc_store__add_counter(wd->st, s, (enum hc_store_counter)c,
+							       ckeys[k], v),
+					 0);
+			if (c == HC_STORE_C_LOCK_MAX_NS)
+				ref[s][c][k] = v > ref[s][c][k] ? v : ref[s][c][k];
+			else
+				ref[s][c][k] += v;
+		}
+		if (s % 7 == 0)
+			assert_int_equal(hc_store__seal(wd->st, s - 1), 0);
+	}
+	/* late: into sealed seconds, a larger maximum and a smaller one */
+	assert_int_equal(hc_store__add_counter(wd->st, 12, HC_STORE_C_LOCK_MAX_NS, ckeys[0], 999999),
+			 0);
+	ref[12][HC_STORE_C_LOCK_MAX_NS][0] = 999999;
+	assert_int_equal(hc_store__add_counter(wd->st, 13, HC_STORE_C_LOCK_MAX_NS, ckeys[1], 1), 0);
+	ref[13][HC_STORE_C_LOCK_MAX_NS][1] = ref[13][HC_STORE_C_LOCK_MAX_NS][1] ?: 1;
+	assert_int_equal(hc_store__add_counter(wd->st, 14, HC_STORE_C_LOCK_COUNT, ckeys[2], 5), 0);
+	ref[14][HC_STORE_C_LOCK_COUNT][2] += 5;
+	for (int pass = 0; pass < 2; pass++) {
+		expect_counters(wd->st, 0, 1000 - 1, ref, 0);
+		expect_counters(wd->st, 12, 15, ref, 0);
+		expect_counters(wd->st, 39, 40, ref, 0);
+		expect_counters(wd->st, 100, 200, ref, 0); /* empty */
+		assert_int_equal(hc_store__seal(wd->st, 50), 0);
+	}
+	/* counters are not histograms, and histograms not counters */
+	h = hc_store__hist(wd->st, HC_STORE_H_LOCK_WAIT_NS, &f);
+	assert_int_equal(hc_hist__series_count(h), 0);
+	hc_hist__free(h);
+	assert_int_equal(hc_store__add_hist(wd->st, 20, HC_STORE_H_LOCK_WAIT_NS, 0, ckeys[0], 4096,
+					    3),
+			 0);
+	expect_counters(wd->st, 0, 1000 - 1, ref, 0);
+	h = hc_store__hist(wd->st, HC_STORE_H_LOCK_WAIT_NS, &f);
+	assert_int_equal(hc_hist__series_count(h), 1);
+	hc_hist__free(h);
+	/* fn's error stops the walk and is returned */
+	assert_int_equal(hc_store__counter(wd->st, HC_STORE_C_LOCK_COUNT, &f, stop_cb, &calls),
+			 -ECANCELED);
+	assert_int_equal(calls, 1);
+	/* bad input */
+	memset(longkey, 'k', sizeof(longkey) - 1);
+	longkey[sizeof(longkey) - 1] = 0;
+	assert_int_equal(hc_store__add_counter(wd->st, 20, HC_STORE_C_MAX, "x", 1), -EINVAL);
+	assert_int_equal(hc_store__add_counter(wd->st, 20, HC_STORE_C_LOCK_COUNT, NULL, 1), -EINVAL);
+	assert_int_equal(hc_store__add_counter(wd->st, 20, HC_STORE_C_LOCK_COUNT, longkey, 1),
+			 -EINVAL);
+	assert_int_equal(hc_store__add_counter(NULL, 20, HC_STORE_C_LOCK_COUNT, "x", 1), -EINVAL);
+	assert_int_equal(hc_store__counter(wd->st, HC_STORE_C_MAX, &f, cref_cb, NULL), -EINVAL);
+	assert_int_equal(hc_store__counter(wd->st, HC_STORE_C_LOCK_COUNT, NULL, cref_cb, NULL),
+			 -EINVAL);
+	/* retention: a second older than 100 s before the newest is not stored */
+	assert_int_equal(hc_store__seal(wd->st, 125), 0);
+	assert_int_equal(hc_store__add_counter(wd->st, 20, HC_STORE_C_LOCK_COUNT, ckeys[0], 7), 0);
+	for (int64_t s = 0; s < 25; s++)
+		memset(ref[s], 0, sizeof(ref[s]));
+	expect_counters(wd->st, 0, 1000 - 1, ref, 0);
+	world_free(wd);
+
+	/* coarsened seconds keep sums and maxima: the same paths every second under a cap */
+	wd = world_new(0, 384 * 1024);
+	memset(ref, 0, sizeof(ref));
+	prog_define(wd, &p);
+	for (int64_t s = 0; s < 1200; s++) {
+		prog_fill_pool(wd, &p, s, 150, 300);
+		for (int k = 0; k < NKEYS; k++) {
+			uint64_t v = 1 + (uint64_t)((s * 7919 + k * 104729) % 100003);
+
+			ref[s][HC_STORE_C_LOCK_COUNT][k] = 1;
+			ref[s][HC_STORE_C_LOCK_WAIT_NS][k] = v;
+			ref[s][HC_STORE_C_LOCK_MAX_NS][k] = v;
+			assert_int_equal(hc_store__add_counter(wd->st, s, HC_STORE_C_LOCK_COUNT,
+							       ckeys[k], 1),
+					 0);
+			assert_int_equal(hc_store__add_counter(wd->st, s, HC_STORE_C_LOCK_WAIT_NS,
+							       ckeys[k], v),
+					 0);
+			assert_int_equal(hc_store__add_counter(wd->st, s, HC_STORE_C_LOCK_MAX_NS,
+							       ckeys[k], v),
+					 0);
+		}
+		assert_int_equal(hc_store__seal(wd->st, s), 0);
+	}
+	{
+		struct hc_store_stats st;
+
+		hc_store__stats(wd->st, &st);
+		assert_true(st.coarse_buckets > 0);
+		assert_int_equal(st.evicted_early, 0);
+	}
+	expect_counters(wd->st, 0, 1200, ref, 0);
+	expect_counters(wd->st, 0, 10, ref, 0);	   /* one coarse bucket */
+	expect_counters(wd->st, 1190, 1200, ref, 0); /* fine seconds */
 	world_free(wd);
 }
 
@@ -1362,7 +1546,8 @@ int run_store_tests(void)
 		cmocka_unit_test(test_store_range),	cmocka_unit_test(test_store_late_add),
 		cmocka_unit_test(test_store_retention), cmocka_unit_test(test_store_prune),
 		cmocka_unit_test(test_store_timeline),	cmocka_unit_test(test_store_heat),
-		cmocka_unit_test(test_store_hist),	cmocka_unit_test(test_store_gc),
+		cmocka_unit_test(test_store_hist),	cmocka_unit_test(test_store_counters),
+		cmocka_unit_test(test_store_gc),
 		cmocka_unit_test(test_store_frame_reset),
 		cmocka_unit_test(test_store_max_bytes), cmocka_unit_test(test_store_inlined),
 		cmocka_unit_test(test_store_churn_merge), cmocka_unit_test(test_store_bad_input),

@@ -19,6 +19,9 @@ static void fill(struct hc_wire_buf *b)
 				   .offset = -1, .inlined = true };
 	struct hc_weights w = { .on_cpu_ns = 1010101, .off_cpu_ns = 7, .runqueue_ns = 9,
 				.samples = 1 };
+	struct hc_path_elem lock = { .kind = HC_NODE_LOCK, .name = "rwsem:W mmap_lock",
+				     .offset = -1 };
+	struct hc_weights lw = { .on_cpu_ns = 300, .off_cpu_ns = 7000000, .samples = 4 };
 	uint32_t path[3] = { 1, 2, 2 }, rows[HC_WIRE_HEAT_ROWS] = { 0 };
 
 	rows[0] = 3;
@@ -31,6 +34,11 @@ static void fill(struct hc_wire_buf *b)
 	hc_wire__seal(b, 1795341598);
 	hc_wire__status(b, "{\"samples\":5}", 13);
 	hc_wire__reset(b);
+	/* --locks: the lock store's own frames and paths, ending in a lock node */
+	hc_wire__lock_frame(b, 1, &lock);
+	hc_wire__lock_add(b, 1795341601, &lw, path, 2);
+	hc_wire__lock_reset(b);
+	hc_wire__counter(b, 1795341601, 2, "rwsem:W block", 14900000);
 }
 
 static void check_all(struct hc_wire_reader *r)
@@ -80,6 +88,30 @@ static void check_all(struct hc_wire_reader *r)
 	assert_memory_equal(rec.json, "{\"samples\":5}", 13);
 	assert_int_equal(hc_wire_reader__next(r, &rec), 1);
 	assert_int_equal(rec.type, HC_WIRE_RESET);
+	assert_int_equal(hc_wire_reader__next(r, &rec), 1);
+	assert_int_equal(rec.type, HC_WIRE_LOCK_FRAME);
+	assert_int_equal(rec.fid, 1);
+	assert_int_equal(rec.elem.kind, HC_NODE_LOCK);
+	assert_string_equal(rec.elem.name, "rwsem:W mmap_lock");
+	assert_null(rec.elem.module);
+	assert_int_equal(rec.elem.offset, -1);
+	assert_int_equal(hc_wire_reader__next(r, &rec), 1);
+	assert_int_equal(rec.type, HC_WIRE_LOCK_ADD);
+	assert_int_equal(rec.sec, 1795341601);
+	assert_int_equal(rec.w.on_cpu_ns, 300);
+	assert_int_equal(rec.w.off_cpu_ns, 7000000);
+	assert_int_equal(rec.w.runqueue_ns, 0);
+	assert_int_equal(rec.w.samples, 4);
+	assert_int_equal(rec.n, 2);
+	assert_int_equal(rec.fids[1], 2);
+	assert_int_equal(hc_wire_reader__next(r, &rec), 1);
+	assert_int_equal(rec.type, HC_WIRE_LOCK_RESET);
+	assert_int_equal(hc_wire_reader__next(r, &rec), 1);
+	assert_int_equal(rec.type, HC_WIRE_COUNTER);
+	assert_int_equal(rec.sec, 1795341601);
+	assert_int_equal(rec.counter, 2);
+	assert_int_equal(rec.count, 14900000);
+	assert_string_equal(rec.key, "rwsem:W block");
 	assert_int_equal(hc_wire_reader__next(r, &rec), 0);
 }
 
@@ -115,7 +147,7 @@ static void test_byte_by_byte(void **state)
 			got++;
 		assert_int_equal(rc, 0);
 	}
-	assert_int_equal(got, 8);
+	assert_int_equal(got, 12);
 	assert_int_equal(hc_wire_reader__feed(&whole, b.data, b.len), 0);
 	check_all(&whole);
 	hc_wire_reader__release(&r);
@@ -181,6 +213,17 @@ static void test_malformed(void **state)
 	/* ADD with a path over the limit */
 	hc_wire__add(&b, 1, &w, path, 1);
 	memcpy(b.data + 8 + 40, &(uint32_t){ HC_WIRE_MAX_PATH + 1 }, 4);
+	assert_int_equal(read_one(b.data, b.len), -EBADMSG);
+	hc_wire_buf__reset(&b);
+	/* COUNTER whose key runs past the record */
+	hc_wire__counter(&b, 1, 0, "mutex spin", 3);
+	memcpy(b.data + 8 + 20, &(uint32_t){ 11 }, 4);
+	assert_int_equal(read_one(b.data, b.len), -EBADMSG);
+	hc_wire_buf__reset(&b);
+	/* COUNTER with a byte too many */
+	hc_wire__counter(&b, 1, 0, "mutex spin", 3);
+	memcpy(b.data + 4, &(uint32_t){ 8 + 4 + 8 + 4 + 11 + 1 }, 4);
+	b.data[b.len++] = 0; /* the buffer has room: it grows by 64 KiB */
 	assert_int_equal(read_one(b.data, b.len), -EBADMSG);
 	hc_wire_buf__reset(&b);
 	/* STATUS without its NUL */

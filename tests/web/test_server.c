@@ -36,7 +36,8 @@ enum call {
 	CALL_HIST,
 	CALL_TIMELINE,
 	CALL_STATUS,
-	CALL_METRICS
+	CALL_METRICS,
+	CALL_LOCKS
 };
 
 struct fake {
@@ -48,6 +49,7 @@ struct fake {
 	bool comm_null;
 	char hist[80];
 	int metrics_status; /* nonzero: metrics fails with this status */
+	bool locks_off;	    /* locks answers as serve without --locks does */
 };
 
 static struct fake fake = {.lock = PTHREAD_MUTEX_INITIALIZER};
@@ -138,7 +140,24 @@ static char *fake_metrics(void *ctx, size_t *len, int *status, char *why, size_t
 	return strdup(METRICS_BODY);
 }
 
+#define LOCKS_BODY "{\"events\":3,\"by_kind\":[],\"flamegraph\":{}}"
+
+static char *fake_locks(void *ctx, const struct hc_api_query *q, size_t *len, int *status,
+			char *why, size_t why_len)
+{
+	(void)ctx;
+	record(CALL_LOCKS, q, NULL);
+	if (fake.locks_off) {
+		*status = 409;
+		snprintf(why, why_len, "lock tracking is off");
+		return NULL;
+	}
+	*len = strlen(LOCKS_BODY);
+	return strdup(LOCKS_BODY);
+}
+
 static const struct hc_api_backend backend = {
+	.locks = fake_locks,
 	.profile = fake_profile,
 	.histogram_names = fake_names,
 	.histogram = fake_hist,
@@ -162,6 +181,7 @@ static void fake_reset(void)
 	fake.comm[0] = '\0';
 	fake.hist[0] = '\0';
 	fake.metrics_status = 0;
+	fake.locks_off = false;
 	pthread_mutex_unlock(&fake.lock);
 }
 
@@ -583,6 +603,57 @@ static void test_timeline_and_metrics(void **state)
 	resp_free(&r);
 }
 
+/* /api/locks: the time range and max_nodes as /api/profile takes them, no filters; the
+ * backend's 409 (no --locks) passes through as a JSON error. */
+static void test_locks(void **state)
+{
+	static const char *const refused[] = {
+		"/api/locks?pid=1", "/api/locks?comm=x", "/api/locks?kind=off",
+		"/api/locks?step=1s", "/api/locks?from=-1m&to=-2m", "/api/locks?max_nodes=0",
+	};
+	char ct[128];
+	struct resp r;
+
+	(void)state;
+	fake_reset();
+	get("/api/locks?from=-5m&max_nodes=300", &r);
+	assert_int_equal(r.status, 200);
+	assert_non_null(header(&r, "Content-Type", ct, sizeof(ct)));
+	assert_non_null(strstr(ct, "application/json"));
+	expect_common_headers(&r);
+	assert_string_equal(r.body, LOCKS_BODY);
+	assert_int_equal(fake.last, CALL_LOCKS);
+	assert_int_equal(fake.q.from_ns, NOW - 300 * S);
+	assert_int_equal(fake.q.to_ns, NOW);
+	assert_int_equal(fake.q.max_nodes, 300);
+	assert_false(fake.q.has_pid);
+	resp_free(&r);
+
+	fake_reset();
+	get("/api/locks", &r); /* defaults: the last minute, max_nodes as /api/profile's */
+	assert_int_equal(r.status, 200);
+	assert_int_equal(fake.q.from_ns, NOW - 60 * S);
+	assert_int_equal(fake.q.max_nodes, HC_API_DEFAULT_MAX_NODES);
+	resp_free(&r);
+
+	for (size_t i = 0; i < ARRAY_SIZE(refused); i++) {
+		fake_reset();
+		get(refused[i], &r);
+		if (r.status != 400)
+			fail_msg("%s: %s", refused[i], r.raw);
+		expect_error(&r, 400, NULL);
+		assert_int_equal(fake.calls, 0);
+		resp_free(&r);
+	}
+
+	fake_reset();
+	fake.locks_off = true;
+	get("/api/locks", &r);
+	expect_error(&r, 409, "lock tracking is off");
+	resp_free(&r);
+	fake_reset();
+}
+
 static void test_backend_errors(void **state)
 {
 	struct resp r;
@@ -1002,7 +1073,7 @@ int run_server_tests(void)
 		cmocka_unit_test(test_asset_table),    cmocka_unit_test(test_viewer),
 		cmocka_unit_test(test_status),	       cmocka_unit_test(test_histograms),
 		cmocka_unit_test(test_profile_query),  cmocka_unit_test(test_timeline_and_metrics),
-		cmocka_unit_test(test_profile_formats),
+		cmocka_unit_test(test_profile_formats), cmocka_unit_test(test_locks),
 		cmocka_unit_test(test_backend_errors), cmocka_unit_test(test_head),
 		cmocka_unit_test(test_methods),	       cmocka_unit_test(test_host_header),
 		cmocka_unit_test(test_not_found),      cmocka_unit_test(test_bad_params),

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-only
 // app.js: the hotcold viewer. Wires the URL state (location.hash), the JSON API of
 // `hotcold serve` (docs/api.md) or a saved hotcold-profile/1 file, and the three views
-// (flame graph, timeline, histograms), and the differential flame graph of two profiles (two
-// ranges of the server, or two files; diff.js). Names from profiles only ever reach the page
+// (flame graph, timeline, histograms), the Locks view (locks.js), and the differential flame
+// graph of two profiles (two ranges of the server, or two files; diff.js). Names from profiles only ever reach the page
 // through textContent or canvas text, never as HTML.
 import {
 	$, RELATIVE_RE, apiUrl, compileSearch, dataRangeParams, fmtBytes, fmtClock,
@@ -10,8 +10,9 @@ import {
 	windowParams,
 } from './util.js';
 import {
-	FlameView, INLINED, childrenOf, diffInfo, flatten, flattenDiff, nodeLabel, pathLabels, resolvePath, rootWeight,
+	FlameView, INLINED, childrenOf, diffInfo, displayName, flatten, flattenDiff, nodeLabel, pathLabels, resolvePath, rootWeight,
 } from './flame.js';
+import { LocksView, kindRows } from './locks.js';
 import { defaultNormalize, mergeTrees } from './diff.js';
 import { Timeline } from './timeline.js';
 import { drawHistograms, histOrder } from './hist.js';
@@ -38,7 +39,9 @@ const debug = {
 	lastProfileUrl: '', lastLoad: null, lastZoom: null, errors: [], ready: false,
 	complete: false, baseLoads: 0, lastBaseUrl: '',
 };
-const gen = { profile: 0, timeline: 0, status: 0, hist: 0 };
+const gen = { profile: 0, timeline: 0, status: 0, hist: 0, locks: 0 };
+// Whether the server tracks lock contention (/api/status locks.enabled): undefined until known.
+let serverLocks;
 const known = { procs: new Map(), threads: new Map() }; // for the filter datalists
 
 // ---------------------------------------------------------------------------- errors, fetch
@@ -110,6 +113,8 @@ function syncControls() {
 	}
 	$('tab-flame').setAttribute('aria-pressed', String(state.view === 'flame'));
 	$('tab-hist').setAttribute('aria-pressed', String(state.view === 'hist'));
+	$('tab-locks').setAttribute('aria-pressed', String(state.view === 'locks'));
+	$('locks-panel').hidden = state.view !== 'locks';
 	$('flame-panel').hidden = state.view !== 'flame';
 	$('controls').hidden = state.view !== 'flame';
 	$('hist-panel').hidden = state.view !== 'hist';
@@ -246,7 +251,7 @@ function setBaseRange() {
 	writeHash();
 	syncControls();
 	loadProfile();
-	if (state.view === 'hist') loadHists();
+	loadViewData();
 }
 
 async function openBaseFile(file) {
@@ -469,8 +474,8 @@ function showTooltip(i, cx, cy) {
 	const row = ttRow;
 	const name = document.createElement('div');
 	name.className = 'tt-name';
-	name.textContent = n.inlined === true ? n.name + INLINED : n.name;
-	const meta = [n.kind];
+	name.textContent = displayName(n);
+	const meta = [n.kind === 'lock' ? 'blocked waiting for this kernel lock (kind, then its name when known)' : n.kind];
 	if (n.inlined === true) meta.push('inlined into its caller (DWARF)');
 	/* pid/tid 0: the store merged exited processes or threads by name (docs/store.md) */
 	if (n.pid !== undefined) meta.push(n.pid === 0 && n.kind === 'process' ? 'exited processes, merged by name' : `pid ${n.pid}`);
@@ -656,7 +661,7 @@ const timeline = new Timeline(
 			writeHash();
 			syncControls();
 			loadProfile();
-			if (state.view === 'hist') loadHists();
+			loadViewData();
 		},
 	},
 );
@@ -706,6 +711,8 @@ async function loadStatus() {
 		const s = await fetchJSON('api/status');
 		if (g !== gen.status || source !== 'api') return;
 		debug.statusLoads++;
+		// An older server has no `locks`: unknown, /api/locks tells.
+		serverLocks = s.locks ? s.locks.enabled !== false : null;
 		const parts = [
 			`${s.host ?? '?'} · Linux ${s.kernel ?? '?'}`,
 			`${fmtHz(s.frequency_hz)} × ${s.cpus} CPU${s.cpus === 1 ? '' : 's'}`,
@@ -713,6 +720,7 @@ async function loadStatus() {
 			`lost ${fmtInt(lostSum(s.lost))}`,
 			s.offcpu === false ? 'off-CPU tracking off' : 'off-CPU on',
 		];
+		if (s.locks?.enabled) parts.push(`locks on (${fmtInt(s.locks.events)} contentions)`);
 		if (s.retention) parts.push(`retention ${fmtDuration(s.retention.span_s)} of ${fmtDuration(s.retention.configured_s)}`);
 		if (s.memory?.store_bytes !== undefined) parts.push(`store ${fmtBytes(s.memory.store_bytes)}`);
 		if (s.uptime_s !== undefined) parts.push(`up ${fmtDuration(s.uptime_s)}`);
@@ -780,6 +788,71 @@ async function loadHists() {
 	debug.histLoads++;
 }
 
+// ---------------------------------------------------------------------------- locks
+
+const LOCKS_OFF = 'Lock tracking is off: this server runs without --locks. Start it with ' +
+	'`hotcold serve --locks` to see kernel lock contention here (docs/locks.md).';
+
+/** Tooltip of the waiters' flame graph: a lock node is a lock wait; spin and block apart. */
+function showLockTooltip(d, i, cx, cy) {
+	const tt = $('tooltip');
+	if (i < 0 || !d) {
+		tt.hidden = true;
+		return;
+	}
+	const n = d.nodes[i];
+	const w = d.w[i];
+	const p = d.parent[i];
+	const name = document.createElement('div');
+	name.className = 'tt-name';
+	name.textContent = displayName(n);
+	const meta = [n.kind];
+	if (n.pid !== undefined) meta.push(`pid ${n.pid}`);
+	if (n.tid !== undefined) meta.push(`tid ${n.tid}`);
+	if (n.module) meta.push(n.module);
+	const rows = [name, ttRow(meta.join(' · '))];
+	rows.push(ttRow(`waited ${fmtNs(w)} · ${fmtPct(w, d.total)} of all waiting` + (p >= 0 ? ` · ${fmtPct(w, d.w[p])} of parent` : '')));
+	rows.push(ttRow(`spun ${fmtNs(d.on[i])} (${fmtPct(d.on[i], w)})`, 'tt-lock-spin'));
+	rows.push(ttRow(`blocked ${fmtNs(d.off[i])} (${fmtPct(d.off[i], w)})`, 'tt-lock'));
+	rows.push(ttRow(`contentions ${fmtInt(n.samples)}` + (n.samples > 0 ? ` · mean ${fmtNs(w / n.samples)}` : '')));
+	placeTooltip(rows, cx, cy);
+}
+
+const locksView = new LocksView({ onHover: showLockTooltip });
+
+/** The range shown, as text, from an /api/locks answer. */
+function locksWhere(doc) {
+	const r = doc?.range;
+	if (!Number.isFinite(r?.from_ms) || !Number.isFinite(r?.to_ms)) return '';
+	return `${fmtClock(r.from_ms)} – ${fmtClock(r.to_ms)} (${fmtNs((r.to_ms - r.from_ms) * 1e6)})`;
+}
+
+async function loadLocks() {
+	const g = ++gen.locks;
+	if (source === 'file') {
+		const l = profile?.locks;
+		if (l && typeof l === 'object') locksView.show(l, profile.histograms?.lock_wait_ns || null, `saved profile ${fileName}`);
+		else locksView.showOff(`${fileName} has no locks section: it was recorded without --locks (docs/locks.md).`);
+		return;
+	}
+	try {
+		if (serverLocks === undefined) await loadStatus();
+		if (g !== gen.locks || source !== 'api') return;
+		if (serverLocks === false) {
+			locksView.showOff(LOCKS_OFF);
+			return;
+		}
+		const doc = await fetchJSON(apiUrl('api/locks', { ...dataRangeParams(state), max_nodes: state.max_nodes }));
+		if (g !== gen.locks || source !== 'api') return;
+		locksView.show(doc, doc.histograms?.lock_wait_ns || null, locksWhere(doc));
+	} catch (e) {
+		if (g !== gen.locks) return;
+		// The server says tracking is off (409) though its status did not: the same message.
+		if (/HTTP 409/.test(e.message)) locksView.showOff(LOCKS_OFF);
+		else locksView.showError(`locks: ${e.message}`);
+	}
+}
+
 // ---------------------------------------------------------------------------- refresh
 
 function refreshAll() {
@@ -787,7 +860,7 @@ function refreshAll() {
 	loadStatus();
 	loadTimeline();
 	loadProfile();
-	if (state.view === 'hist') loadHists();
+	loadViewData();
 }
 
 function liveTick() {
@@ -796,7 +869,7 @@ function liveTick() {
 	loadTimeline();
 	if (!state.sel) {
 		loadProfile();
-		if (state.view === 'hist') loadHists();
+		loadViewData();
 	}
 }
 
@@ -830,7 +903,7 @@ async function openFile(file) {
 		fileStatus(doc);
 		clearError();
 		syncControls();
-		if (state.view === 'hist') loadHists();
+		loadViewData();
 	} catch (e) {
 		showError(`${file.name}: ${e.message}`);
 	}
@@ -849,6 +922,7 @@ function backToLive() {
 function bind() {
 	$('tab-flame').addEventListener('click', () => setView('flame'));
 	$('tab-hist').addEventListener('click', () => setView('hist'));
+	$('tab-locks').addEventListener('click', () => setView('locks'));
 	$('range').addEventListener('change', (e) => {
 		state.range = e.target.value;
 		state.sel = '';
@@ -866,7 +940,7 @@ function bind() {
 		writeHash();
 		syncControls();
 		loadProfile();
-		if (state.view === 'hist') loadHists();
+		loadViewData();
 	});
 	for (const b of document.querySelectorAll('button.mode')) {
 		b.addEventListener('click', () => {
@@ -992,7 +1066,7 @@ function watchPixelRatio() {
 		flame.layoutDirty = true;
 		flame.scheduleRender();
 		timeline.scheduleRender();
-		if (state.view === 'hist') loadHists();
+		loadViewData();
 		watchPixelRatio();
 	}, { once: true });
 }
@@ -1005,7 +1079,7 @@ function setFilter(f) {
 	syncControls();
 	if (source === 'api') loadProfile();
 	else reflatten();
-	if (state.view === 'hist') loadHists();
+	loadViewData();
 }
 
 function setView(v) {
@@ -1014,10 +1088,19 @@ function setView(v) {
 	writeHash();
 	syncControls();
 	if (v === 'hist') loadHists();
-	else {
+	else if (v === 'locks') {
+		locksView.shown();
+		loadLocks();
+	} else {
 		flame.layoutDirty = true;
 		flame.scheduleRender();
 	}
+}
+
+/** The data of the view shown beside the flame graph: the histograms or the locks. */
+function loadViewData() {
+	if (state.view === 'hist') loadHists();
+	else if (state.view === 'locks') loadLocks();
 }
 
 // ---------------------------------------------------------------------------- debug hook
@@ -1070,6 +1153,15 @@ const hook = {
 			newDurationNs: profile?.duration_ns ?? null, baseLoads: debug.baseLoads, lastBaseUrl: debug.lastBaseUrl,
 		};
 	},
+	get locks() {
+		const v = locksView;
+		return {
+			state: v.state, message: v.message, loads: v.stats.loads, rows: v.doc ? kindRows(v.doc) : [],
+			events: v.doc?.events ?? null, nodes: v.data ? v.data.n : 0, nodesDrawn: v.flame.stats.nodesDrawn,
+			renders: v.flame.stats.renders, histBars: v.stats.bars, histSeries: v.stats.series, serverLocks,
+		};
+	},
+	lockFrames(minW = 10, limit = 200) { return locksView.flame.visibleFrames(minW, limit); },
 	diffNode(labels) { return diffNodeAt(labels); },
 	frames(minW = 10, limit = 200) { return flame.visibleFrames(minW, limit); },
 };

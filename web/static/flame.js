@@ -24,6 +24,13 @@ const C_MATCH = C_ROOT + 2;
 // Differential colours: C_DIFF0 + DIFF_LEVELS + level, level -DIFF_LEVELS..DIFF_LEVELS (diff.js).
 const C_DIFF0 = C_ROOT + 3;
 const C_DIFF_NEUTRAL = C_DIFF0 + DIFF_LEVELS;
+// Lock nodes (kind "lock": the kernel lock a path waited for, docs/locks.md), whatever the
+// family: violet, which no family uses; blocked (the main graph's, most waiters') deep,
+// spinning light.
+const C_LOCK = C_DIFF0 + 2 * DIFF_LEVELS + 1;
+const C_LOCK_SPIN = C_LOCK + 1;
+export const LOCK_RGB = [126, 87, 194];
+export const LOCK_SPIN_RGB = [179, 157, 219];
 export const MATCH_RGB = [230, 0, 230];
 /** Background of a differential graph: white (unchanged) frames must stand out from it. */
 export const DIFF_BG = '#e4e4e4';
@@ -58,6 +65,8 @@ function buildPalette() {
 		// White text where black would have less contrast (relative luminance under ~0.18).
 		dark.push(0.2126 * lin(r) + 0.7152 * lin(g) + 0.0722 * lin(b) < 0.18);
 	}
+	colors.push(`rgb(${LOCK_RGB.join(',')})`, `rgb(${LOCK_SPIN_RGB.join(',')})`);
+	dark.push(true, false);
 	return { colors, dark };
 }
 const PALETTE = buildPalette();
@@ -113,10 +122,17 @@ function kindCode(kind) {
 	case 116: return kind === 'thread' ? 2 : 6;
 	case 119: return kind === 'waker' ? 5 : 6;
 	case 114: return kind === 'root' ? 0 : 6;
+	case 108: return kind === 'lock' ? 7 : 6;
 	default: return 6;
 	}
 }
-const CODE_SHADE = [15, 12, 13, -1, -1, 14, 15]; // -1: by name hash (user 0-5, kernel 6-11)
+const CODE_SHADE = [15, 12, 13, -1, -1, 14, 15, -2]; // -1: by name hash (user 0-5, kernel 6-11), -2: lock
+
+/** How the viewer names a node: a lock node is a lock wait (docs/viewer.md). */
+export function displayName(node) {
+	if (node.kind === 'lock') return `lock wait: ${node.name}`;
+	return node.inlined === true ? node.name + INLINED : String(node.name);
+}
 
 /**
  * Flattens a flamegraph tree (pre-order) for a mode ('all' | 'on' | 'off') and a filter
@@ -206,8 +222,11 @@ export function flatten(root, mode, filter = {}, capacityHint = 4096, minWeight 
 			if (f > o && f >= r) fam = FAM_OFF;
 			else if (r > o && r > f) fam = FAM_RQ;
 			let shade = CODE_SHADE[kc];
-			if (shade < 0) shade = (kc === 4 ? 6 : 0) + nameShade(node.name);
-			color[i] = fam * SHADES + shade;
+			if (shade === -2) color[i] = f > o ? C_LOCK : C_LOCK_SPIN;
+			else {
+				if (shade < 0) shade = (kc === 4 ? 6 : 0) + nameShade(node.name);
+				color[i] = fam * SHADES + shade;
+			}
 		}
 		const ch = node.children;
 		if (ch) {
@@ -700,7 +719,7 @@ export class FlameView {
 				}
 			}
 			if (pw > charW * 2 + 6) {
-				const name = String(nodes[i].name);
+				const name = displayName(nodes[i]);
 				const fit = Math.floor((pw - 6) / charW);
 				let label = null;
 				if (name.length <= fit) label = name;
@@ -873,7 +892,7 @@ export class FlameView {
 			out.push({
 				index: i, name: n.name, kind: n.kind, pid: n.pid, tid: n.tid, inlined: d.inl[i] === 1, depth: d.depth[i],
 				value: d.w[i], onCpu: d.on[i], offCpu: d.off[i], runqueue: d.rq[i], x: cr.left + r.x, y: cr.top + r.y, w: r.w, h: r.h,
-				matched: this.matched ? this.matched[i] === 1 : false,
+				matched: this.matched ? this.matched[i] === 1 : false, color: PALETTE.colors[d.color[i]], samples: n.samples,
 			});
 			if (d.diff) out[out.length - 1].diff = diffInfo(d, i);
 		};

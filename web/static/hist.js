@@ -14,10 +14,11 @@ const HIST_COLORS = {
 	offcpu_us: 'hsl(212,75%,50%)',
 	runqueue_latency_us: 'hsl(135,55%,36%)',
 	runqueue_length: 'hsl(150,45%,38%)',
+	lock_wait_ns: 'rgb(126,87,194)',
 };
 
-/** Display order: the documented five first, anything newer after them by name. */
-export const HIST_ORDER = ['priority', 'oncpu_slice_us', 'offcpu_us', 'runqueue_latency_us', 'runqueue_length'];
+/** Display order: the documented ones first, anything newer after them by name. */
+export const HIST_ORDER = ['priority', 'oncpu_slice_us', 'offcpu_us', 'runqueue_latency_us', 'runqueue_length', 'lock_wait_ns'];
 export function histOrder(names) {
 	const rank = (n) => (HIST_ORDER.includes(n) ? HIST_ORDER.indexOf(n) : HIST_ORDER.length);
 	return [...names].sort((a, b) => rank(a) - rank(b) || (a < b ? -1 : a > b ? 1 : 0));
@@ -29,6 +30,7 @@ export const HIST_TITLES = {
 	oncpu_slice_us: 'On-CPU time slices, µs (quantize, like bcc cpudist)',
 	offcpu_us: 'Blocked time, µs (quantize, like bcc cpudist -O)',
 	runqueue_length: 'Run-queue length at each sample (lquantize, like bcc runqlen)',
+	lock_wait_ns: 'Kernel lock waits, ns, per kind, spin and block apart (quantize, like lockstat -h)',
 };
 
 // Quantize buckets are labelled by their bound nearest zero: 0, +-2^k.

@@ -67,7 +67,7 @@ export function parseAbsRange(s) {
 }
 
 export const DEFAULT_STATE = Object.freeze({
-	view: 'flame', // flame | hist
+	view: 'flame', // flame | hist | locks
 	range: '-60s', // relative window (-60s) or absolute FROM..TO (unix ms)
 	sel: '', // selected sub-range FROM..TO (unix ms) for the flame graph and histograms
 	mode: 'all', // all | on | off
@@ -89,7 +89,7 @@ export function stateFromHash(hash) {
 	const p = new URLSearchParams((hash || '').replace(/^#/, ''));
 	const s = { ...DEFAULT_STATE, zoom: [] };
 	const view = p.get('view');
-	if (view === 'flame' || view === 'hist') s.view = view;
+	if (view === 'flame' || view === 'hist' || view === 'locks') s.view = view;
 	const range = p.get('range');
 	if (range && (RELATIVE_RE.test(range) || parseAbsRange(range))) s.range = range;
 	const sel = p.get('sel');

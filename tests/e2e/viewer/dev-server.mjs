@@ -36,6 +36,7 @@ const PARAMS = {
 	'/api/histograms': [],
 	'/api/histogram': ['from', 'to', 'pid', 'comm'],
 	'/api/timeline': ['from', 'to', 'step'],
+	'/api/locks': ['from', 'to', 'max_nodes'],
 	'/api/status': [],
 };
 
@@ -218,6 +219,20 @@ export function createDevServer({ profilePath = path.join(repo, 'fixtures/viewer
 				newest: new Date(ret.newest_ms).toISOString(), span_s: retentionS,
 			},
 			memory: { store_bytes: 12345678, server_rss_bytes: 0, collector_rss_bytes: 0 },
+			locks: profile.locks ? { enabled: true, events: profile.locks.events } : { enabled: false },
+		};
+	}
+
+	/** The fixture's locks section (a profile recorded with --locks), as /api/locks answers. */
+	function locksAnswer(q, nowMs) {
+		if (!profile.locks) throw new HttpError(409, 'lock tracking is off: start hotcold serve with --locks (docs/locks.md)');
+		const to = q.has('to') ? parseTime(q.get('to'), nowMs) : nowMs;
+		const from = q.has('from') ? parseTime(q.get('from'), nowMs) : to - 60000;
+		const ms = (t) => Math.floor(t / 1000) * 1000;
+		return {
+			...profile.locks,
+			range: { from: new Date(ms(from)).toISOString(), to: new Date(ms(to)).toISOString(), from_ms: ms(from), to_ms: ms(to), pruned: { max_nodes: 20000, nodes: 0, value_ns: 0 } },
+			histograms: { lock_wait_ns: profile.histograms?.lock_wait_ns ?? { type: 'quantize', unit: 'ns', series: [] } },
 		};
 	}
 
@@ -228,6 +243,7 @@ export function createDevServer({ profilePath = path.join(repo, 'fixtures/viewer
 		if (p === '/api/profile') return profileAnswer(url.searchParams, nowMs);
 		if (p === '/api/timeline') return timeline(url.searchParams, nowMs);
 		if (p === '/api/status') return status(nowMs);
+		if (p === '/api/locks') return locksAnswer(url.searchParams, nowMs);
 		if (p === '/api/histograms') return { histograms: Object.keys(profile.histograms || {}).sort() };
 		if (p.startsWith('/api/histograms/')) return histogram(decodeURIComponent(p.slice(16)), url.searchParams, nowMs);
 		throw new HttpError(404, `no such path: ${p}`);

@@ -18,6 +18,14 @@ const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
 const DATA_WAIT_MS = Number(process.env.HOTCOLD_WAIT_S || 60) * 1000;
 const T = 20000; // bound of every in-page wait, ms
 const HIGHLIGHT = [230, 0, 230]; // search match colour (flame.js MATCH_RGB)
+// Lock nodes (docs/viewer.md): blocked waits deep violet, spun ones light violet.
+const LOCK_RGB = [126, 87, 194];
+const LOCK_SPIN_RGB = [179, 157, 219];
+// `hotcold serve --locks` with `hc-workload locks` run between these two instants (unix ms),
+// pid HC_LOCKS_PID (test_viewer.sh).
+const LOCKS_FROM_MS = Number(process.env.HC_LOCKS_FROM_MS || 0);
+const LOCKS_TO_MS = Number(process.env.HC_LOCKS_TO_MS || 0);
+const LOCKS_PID = Number(process.env.HC_LOCKS_PID || 0);
 
 let passed = 0;
 let failed = 0;
@@ -585,6 +593,222 @@ async function diffRangeSteps(page, noProblems, setReloading) {
 	}
 }
 
+/** The flame canvas pixel just inside the left edge of a frame (canvas id). */
+const framePixel = (p, canvasId, f) => p.evaluate(({ id, x, y }) => {
+	const c = document.getElementById(id);
+	const r = c.getBoundingClientRect();
+	const s = c.width / r.width;
+	return [...c.getContext('2d').getImageData(Math.floor((x - r.left + 1.5) * s), Math.floor((y - r.top + 3) * s), 1, 1).data];
+}, { id: canvasId, x: f.x, y: f.y });
+
+/**
+ * Frames (hook getter `fn`) of a flame graph that satisfy pred; if none is in view, the graph
+ * is scrolled to its deepest rows (the top, in flame order: lock nodes end their paths) first.
+ */
+async function framesWhere(page, fn, scrollerId, pred) {
+	let f = (await page.evaluate(fn)).filter(pred);
+	if (f.length) return f;
+	await page.evaluate((id) => {
+		document.getElementById(id).scrollTop = 0;
+	}, scrollerId);
+	await settleOn(page);
+	f = (await page.evaluate(fn)).filter(pred);
+	return f;
+}
+
+/**
+ * (3) Kernel lock contention: serve runs with --locks, and `hc-workload locks` ran between
+ * HC_LOCKS_FROM_MS and HC_LOCKS_TO_MS. The Locks view shows /api/locks for the range (the table,
+ * the waiters' flame graph under hc_lock_thread, lock_wait_ns), follows a selection on the heat
+ * map, opens a saved profile's locks section, says when tracking is off; the main flame graph
+ * draws lock nodes in the lock colour.
+ */
+async function locksSteps(browser, watch, noProblems) {
+	const page = watch(await browser.newPage({ viewport: { width: 1400, height: 950 }, deviceScaleFactor: 2 }));
+	const hook = (f, arg) => page.evaluate(f, arg);
+	const settle = () => settleOn(page);
+	const from = LOCKS_FROM_MS - 1000;
+	const to = LOCKS_TO_MS + 2000;
+	const locksReq = (pred) => page.waitForRequest((r) => {
+		const u = new URL(r.url());
+		return u.pathname === '/api/locks' && pred(u.searchParams);
+	}, { timeout: T });
+	let api;
+	try {
+		await step('locks: the workload ran and serve has its contention', async () => {
+			ok(LOCKS_FROM_MS > 0 && LOCKS_TO_MS > LOCKS_FROM_MS && LOCKS_PID > 0,
+				'HC_LOCKS_FROM_MS, HC_LOCKS_TO_MS and HC_LOCKS_PID must say when hc-workload locks ran (test_viewer.sh)');
+			const st = await (await fetch(`${BASE}/api/status`)).json();
+			ok(st.locks?.enabled === true, `serve does not track locks: ${JSON.stringify(st.locks)}`);
+			// sealed 2 s after they end: wait (bounded) until the range has its contention
+			const deadline = Date.now() + T;
+			for (;;) {
+				const res = await fetch(`${BASE}/api/locks?from=${from}&to=${to}`);
+				ok(res.ok, `GET /api/locks: HTTP ${res.status}`);
+				api = await res.json();
+				if (api.by_kind?.some((k) => k.kind === 'rwsem:W' && !k.spin && k.count > 0)) break;
+				ok(Date.now() < deadline, `no blocked rwsem:W waits in ${from}..${to}: ${JSON.stringify(api.by_kind)}`);
+				await sleep(500);
+			}
+		});
+
+		await step('locks view: the table by kind, for the range asked', async () => {
+			const req = locksReq((q) => q.get('from') === String(from) && q.get('to') === String(to));
+			await page.goto(`${BASE}/#view=locks&range=${from}..${to}&live=0`, { timeout: T });
+			await req;
+			await page.waitForFunction(() => __hotcold.locks.state === 'shown' && __hotcold.locks.loads > 0, null, { timeout: T });
+			ok(await page.isVisible('#locks-table'), 'the table is not shown');
+			ok(await page.isVisible('#timeline-panel'), 'the timeline is not shown with the locks');
+			const rows = await page.$$eval('#locks-rows tr', (trs) => trs.map((tr) => [...tr.children].map((td) => td.textContent)));
+			// the view's answer is a new query: the same rows as the API's, same order
+			const shown = await hook(() => __hotcold.locks.rows);
+			ok(rows.length === shown.length && rows.length > 0, `${rows.length} rows in the table, ${shown.length} kinds`);
+			const rw = shown.findIndex((r) => r.kind === 'rwsem:W' && r.how === 'block');
+			ok(rw >= 0, `no rwsem:W block row: ${JSON.stringify(shown)}`);
+			const k = api.by_kind.find((b) => b.kind === 'rwsem:W' && !b.spin);
+			ok(shown[rw].count === k.count && shown[rw].total === k.total_ns && shown[rw].max === k.max_ns,
+				`rwsem:W block row ${JSON.stringify(shown[rw])}, /api/locks says ${JSON.stringify(k)}`);
+			ok(rows[rw][0] === 'rwsem:W' && rows[rw][1] === 'block' && rows[rw][2] === k.count.toLocaleString('en-US'),
+				`table row ${JSON.stringify(rows[rw])}`);
+			ok(Math.abs(shown[rw].mean - k.total_ns / k.count) < 1, 'mean is not total / count');
+			const spins = shown.filter((r) => r.how === 'spin');
+			ok(spins.length > 0 && spins.every((r) => rows[shown.indexOf(r)][1] === 'spin'), 'no spin rows');
+			noProblems('locks view');
+		});
+
+		await step("locks view: the waiters' flame graph, under hc_lock_thread, lock nodes in the lock colour", async () => {
+			await page.locator('#lflame-scroll').scrollIntoViewIfNeeded();
+			await settle();
+			const l = await hook(() => __hotcold.locks);
+			ok(l.nodes > 1 && l.nodesDrawn > 0, `waiters' graph: ${l.nodes} nodes, ${l.nodesDrawn} drawn`);
+			const frames = await hook(() => __hotcold.lockFrames(3, 3000));
+			ok(frames.some((f) => f.kind === 'user' && f.name === 'hc_lock_thread'), `no hc_lock_thread frame among ${frames.length}`);
+			const locks = await framesWhere(page, () => __hotcold.lockFrames(3, 3000), 'lflame-scroll', (f) => f.kind === 'lock');
+			ok(locks.length > 0, 'no lock node drawn');
+			const blocked = locks.find((f) => f.name.startsWith('rwsem:W') && f.offCpu > f.onCpu);
+			ok(blocked, `no blocked rwsem:W lock node: ${JSON.stringify(locks.map((f) => f.name))}`);
+			const px = await framePixel(page, 'lflame', blocked);
+			ok(near(px, LOCK_RGB), `blocked lock node pixel rgb(${px.slice(0, 3)}), expected rgb(${LOCK_RGB})`);
+			const spun = locks.find((f) => f.onCpu > f.offCpu && f.w >= 3);
+			if (spun) {
+				const sp = await framePixel(page, 'lflame', spun);
+				ok(near(sp, LOCK_SPIN_RGB), `spun lock node pixel rgb(${sp.slice(0, 3)}), expected rgb(${LOCK_SPIN_RGB})`);
+			}
+			// hovering names it a lock wait, with spin and block apart
+			await page.mouse.move(blocked.x + Math.min(blocked.w / 2, 20), blocked.y + blocked.h / 2);
+			await page.waitForFunction(() => !document.getElementById('tooltip').hidden, null, { timeout: T });
+			const tt = await page.textContent('#tooltip');
+			ok(tt.startsWith(`lock wait: ${blocked.name}`) && /blocked/.test(tt) && /contentions/.test(tt), `tooltip: ${JSON.stringify(tt)}`);
+			await page.mouse.move(1, 1);
+		});
+
+		await step('locks view: lock_wait_ns histograms, spin and block apart', async () => {
+			const l = await hook(() => __hotcold.locks);
+			ok(l.histBars > 0 && l.histSeries >= 2, `lock_wait_ns: ${l.histBars} bars in ${l.histSeries} series`);
+			const painted = await page.evaluate(() => [...document.querySelectorAll('#lock-hists canvas')].some((c) => {
+				const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+				for (let i = 3; i < d.length; i += 4) if (d[i] > 0) return true;
+				return false;
+			}));
+			ok(painted, 'lock_wait_ns canvas is blank');
+		});
+
+		await step('locks view: follows the range selected on the heat map', async () => {
+			const loads = await hook(() => __hotcold.locks.loads);
+			const req = locksReq((q) => q.has('from') && q.get('from') !== String(from));
+			await dragHeat(page, 0.2, 0.7);
+			const q = new URL((await req).url()).searchParams;
+			const sel = await hook(() => __hotcold.selection);
+			ok(sel && Number(q.get('from')) === sel.from_ms && Number(q.get('to')) === sel.to_ms,
+				`locks asked for ${q.get('from')}..${q.get('to')}, selection ${JSON.stringify(sel)}`);
+			await page.waitForFunction((n) => __hotcold.locks.loads > n, loads, { timeout: T });
+			noProblems('locks selection');
+		});
+
+		await step('main flame graph: lock nodes are drawn in the lock colour and named lock waits', async () => {
+			await page.goto(`${BASE}/#range=${from}..${to}&pid=${LOCKS_PID}&mode=off&live=0`, { timeout: T });
+			await page.waitForFunction(() => __hotcold.ready && __hotcold.nodesDrawn > 0, null, { timeout: T });
+			await settle();
+			const locks = await framesWhere(page, () => __hotcold.frames(3, 5000), 'flame-scroll', (fr) => fr.kind === 'lock');
+			ok(locks.length > 0, `no lock node at least 3 px wide in the flame graph of pid ${LOCKS_PID}`);
+			// the main graph's lock nodes are named by kind (the workload's: mmap_lock, an rwsem)
+			const f = locks.find((fr) => /^rwsem:[RW]$/.test(fr.name));
+			ok(f, `lock nodes ${JSON.stringify(locks.map((fr) => fr.name))}: no rwsem:R or rwsem:W`);
+			const px = await framePixel(page, 'flame', f);
+			ok(near(px, LOCK_RGB), `main graph lock node ${f.name} pixel rgb(${px.slice(0, 3)}), expected rgb(${LOCK_RGB})`);
+			await page.mouse.move(f.x + Math.min(f.w / 2, 20), f.y + f.h / 2);
+			await page.waitForFunction(() => !document.getElementById('tooltip').hidden, null, { timeout: T });
+			const tt = await page.textContent('#tooltip');
+			ok(tt.startsWith(`lock wait: ${f.name}`), `tooltip: ${JSON.stringify(tt)}`);
+			await page.mouse.move(1, 1);
+			noProblems('main graph lock nodes');
+		});
+
+		await step("locks view: a saved profile's locks section", async () => {
+			const prof = await (await fetch(`${BASE}/api/profile?from=${from}&to=${to}`)).json();
+			const { range, histograms, ...section } = api;
+			const doc = { ...prof, locks: section, histograms: { ...prof.histograms, lock_wait_ns: histograms.lock_wait_ns } };
+			const file = path.join(os.tmpdir(), `hotcold-viewer-locks-${process.pid}.json`);
+			fs.writeFileSync(file, JSON.stringify(doc));
+			try {
+				await page.click('#tab-locks');
+				const loads = await hook(() => __hotcold.locks.loads);
+				await page.setInputFiles('#file', file);
+				await page.waitForFunction((n) => __hotcold.source === 'file' && __hotcold.locks.loads > n, loads, { timeout: T });
+			} finally {
+				fs.rmSync(file, { force: true });
+			}
+			const l = await hook(() => __hotcold.locks);
+			ok(l.state === 'shown' && l.events === api.events && l.rows.length === api.by_kind.length && l.nodes > 1,
+				`from the file: ${JSON.stringify({ state: l.state, events: l.events, rows: l.rows.length, nodes: l.nodes })}`);
+			ok(/saved profile/.test(await page.textContent('#locks-info')), 'the info line does not name the file');
+			await page.click('#source-close');
+			await page.waitForFunction(() => __hotcold.source === 'api', null, { timeout: T });
+			noProblems('locks from a file');
+		});
+	} finally {
+		await page.close();
+	}
+
+	// Tracking off: the page is told so by /api/status (or by a 409 from /api/locks) and says
+	// it instead of failing. The answers are substituted: this server does track locks. A page
+	// of its own, not watched: the substituted 409 is meant.
+	const off = await browser.newPage({ viewport: { width: 1200, height: 800 } });
+	try {
+		await step('locks view: lock tracking off is said, nothing is asked', async () => {
+			let asked = 0;
+			await off.route('**/api/status', async (route) => {
+				const res = await route.fetch();
+				const st = await res.json();
+				await route.fulfill({ response: res, json: { ...st, locks: { enabled: false } } });
+			});
+			await off.route('**/api/locks*', (route) => {
+				asked++;
+				return route.fulfill({ status: 409, contentType: 'application/json', body: JSON.stringify({ error: 'lock tracking is off' }) });
+			});
+			await off.goto(`${BASE}/#view=locks&live=0`, { timeout: T });
+			await off.waitForFunction(() => __hotcold.locks.state === 'off', null, { timeout: T });
+			ok(asked === 0, `/api/locks asked ${asked} times though tracking is off`);
+			const note = await off.textContent('#locks-note');
+			ok(/--locks/.test(note) && (await off.isVisible('#locks-note')) && (await off.isHidden('#locks-body')), `note: ${JSON.stringify(note)}`);
+			ok((await off.isHidden('#error')), 'an error banner is shown');
+			// a server whose status says nothing, answering 409: the same note
+			await off.unroute('**/api/status');
+			await off.route('**/api/status', async (route) => {
+				const res = await route.fetch();
+				const { locks, ...st } = await res.json();
+				await route.fulfill({ response: res, json: st });
+			});
+			await off.reload({ timeout: T });
+			await off.waitForFunction(() => __hotcold.locks.state === 'off', null, { timeout: T });
+			ok(asked > 0, '/api/locks not asked when the status does not tell');
+			ok(/--locks/.test(await off.textContent('#locks-note')), 'no note after a 409');
+		});
+	} finally {
+		await off.close();
+	}
+}
+
 async function main() {
 	if (!BASE) {
 		console.error('viewer.test: set HOTCOLD_URL, e.g. HOTCOLD_URL=http://127.0.0.1:8080');
@@ -863,6 +1087,7 @@ async function main() {
 		await inlineSteps(await browser.newPage({ viewport: { width: 1400, height: 950 }, deviceScaleFactor: 2 }).then(watch), noProblems);
 		await diffRangeSteps(await browser.newPage({ viewport: { width: 1400, height: 950 }, deviceScaleFactor: 2 }).then(watch), noProblems,
 			(on) => { reloading = on; });
+		await locksSteps(browser, watch, noProblems);
 
 		await step('no console errors or failed requests during the whole run', async () => noProblems('end'));
 	} finally {
