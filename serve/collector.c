@@ -505,7 +505,10 @@ static void send_status(struct hc_collector *c, const struct hc_sampler_counts *
 		json_object_set_new(sy, "dwarf_objects", json_integer((json_int_t)ss.dwarf_objects));
 		json_object_set_new(sy, "dwarf_over_budget",
 				    json_integer((json_int_t)ss.dwarf_over_budget));
+		json_object_set_new(sy, "dwarf_err", json_integer((json_int_t)ss.dwarf_err));
 		json_object_set_new(sy, "inline_frames", json_integer((json_int_t)ss.inline_frames));
+		json_object_set_new(sy, "inline_truncated",
+				    json_integer((json_int_t)ss.inline_truncated));
 		json_object_set_new(sy, "inline_dropped",
 				    json_integer((json_int_t)c->sum.inline_dropped));
 	}
