@@ -48,6 +48,7 @@
 #                         (its hot path below glibc's qsort()) built with -fomit-frame-pointer
 #   --quick               --rounds 1 --seconds 3 --todisk-rounds 1 --todisk-seconds 3
 #   --out DIR             results directory (default bench/results/<UTC timestamp>)
+#   --keep                keep every overhead run's profile (hotcold JSON, perf.data) in logs/
 #   --no-install          do not apt-get missing tools
 #   --report DIR          only re-render DIR/summary.md from DIR/*.csv and DIR/machine.txt
 #   -h, --help
@@ -74,6 +75,7 @@ INSTALL=1
 REPORT_ONLY=""
 CONFIGS=(none hotcold perf bpftrace)
 WORKLOAD=fp
+KEEP=0
 
 usage() { sed -n '/^# Usage:/,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; }
 
@@ -91,6 +93,7 @@ while [ $# -gt 0 ]; do
 	--out) OUT=${2:?}; shift ;;
 	--configs) read -r -a CONFIGS <<<"${2:?}"; shift ;;
 	--workload) WORKLOAD=${2:?}; shift ;;
+	--keep) KEEP=1 ;;
 	--quick) ROUNDS=1; SECONDS_T=3; TODISK_ROUNDS=1; TODISK_D=3 ;;
 	--no-install) INSTALL=0 ;;
 	--report) REPORT_ONLY=${2:?}; shift ;;
@@ -207,7 +210,7 @@ report_paired() {
 # What was copied and unwound, per rate and configuration (medians over rounds): hotcold's
 # unwind counters; perf's perf.data and its `perf script` pass, where perf unwinds.
 report_unwind() {
-	awk -F, -v freqs="$FREQS" -v CONFIG_ORDER="$CONFIG_ORDER" '
+	awk -F, -v freqs="$FREQS" -v CONFIG_ORDER="$CONFIG_ORDER" -v table="$1" '
 	function med(a, n,   i, j, t) {
 		for (i = 2; i <= n; i++)
 			for (j = i; j > 1 && a[j - 1] > a[j]; j--) { t = a[j]; a[j] = a[j - 1]; a[j - 1] = t }
@@ -223,19 +226,26 @@ report_unwind() {
 		}
 		return n ? sprintf(fmt, med(A, n)) : ""
 	}
-	function sum(hz, cfg, c,   r, k, t) {
-		t = 0
+	# the same with [min, max] over rounds
+	function mr(hz, cfg, c, fmt,   r, k, n, A, lo, hi) {
+		n = 0
 		for (r in rounds) {
 			k = r SUBSEP hz SUBSEP cfg
-			if ((k, c) in V) t += V[k, c]
+			if (!((k, c) in V) || V[k, c] == "") continue
+			A[++n] = V[k, c]
+			if (n == 1 || A[n] < lo) lo = A[n]
+			if (n == 1 || A[n] > hi) hi = A[n]
 		}
-		return t
+		return n ? sprintf(fmt " [" fmt ", " fmt "]", med(A, n), lo, hi) : ""
 	}
 	NR == 1 { next }
 	$5 == "" || ($10 != "" && $10 != "0") { next }
 	{
 		k = $1 SUBSEP $2 SUBSEP $3; rounds[$1] = 1; ran[$3] = 1
-		for (c = 15; c <= 36; c++) V[k, c] = $c
+		for (c = 15; c <= 39; c++) V[k, c] = $c
+		if ($22 != "") V[k, 50] = $22 / 1024
+		# the workload: share of complete stacks, frames per stack
+		if ($37 > 0) { V[k, 51] = 100 * $39 / $37; V[k, 52] = $38 / $37 }
 		if ($36 != "") V[k, 48] = $36 / 1024
 		if ($12 != "") V[k, 49] = $12 / 1024
 		# derived: stacks/s of the unwinder, frames per stack; perf script samples/s,
@@ -249,21 +259,30 @@ report_unwind() {
 		if ($25 != "" && $26 > 0) V[k, 47] = $25 / $26
 	}
 	END {
-		printf "| rate | profiler | samples | profiler CPU s | PSS MiB | peak RSS MiB | stack bytes copied (hotcold) or perf.data written, MiB | bytes per copy | copies over budget | user stacks from frame pointers | fallback | stacks unwound in the capture | frames per stack | unwinder stacks/s | [truncated] | window end -> output complete, s | perf script s | perf script CPU s | perf script samples/s | frames per sample (perf script) | lost |\n"
-		printf "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n"
 		nf = split(freqs, F, " "); nc = split(CONFIG_ORDER, C, " ")
+		if (table == 1) {
+			printf "| rate | profiler | samples | profiler CPU s | PSS MiB | peak RSS MiB | stack bytes copied (hotcold) or perf.data written, MiB | bytes per copy | window end -> output complete, s | perf script s | perf script CPU s | perf script peak RSS MiB |\n"
+			printf "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n"
+		} else {
+			printf "| rate | profiler | workload stacks complete, %% | frames per workload stack | copies over budget | user stacks from frame pointers | fallback | lost | stacks unwound in the capture | frames per stack | [truncated] | unwinder stacks/s | perf script samples/s |\n"
+			printf "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n"
+		}
 		for (fi = 1; fi <= nf; fi++)
 			for (ci = 1; ci <= nc; ci++) {
 				hz = F[fi]; c = C[ci]
 				if (!(c in ran) || c == "bpftrace" || c == "floor") continue
-				printf "| %s Hz | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
-					hz, c, m(hz, c, 15, "%.0f"), m(hz, c, 45, "%.2f"), m(hz, c, 48, "%.1f"),
-					m(hz, c, 49, "%.1f"), m(hz, c, 44, "%.1f"),
-					m(hz, c, 47, "%.0f"), m(hz, c, 27, "%.0f"), m(hz, c, 29, "%.0f"),
-					m(hz, c, 28, "%.0f"), m(hz, c, 30, "%.0f"), m(hz, c, 41, "%.1f"),
-					m(hz, c, 40, "%.0f"), m(hz, c, 33, "%.0f"), m(hz, c, 18, "%.3f"),
-					m(hz, c, 19, "%.2f"), m(hz, c, 46, "%.2f"), m(hz, c, 42, "%.0f"),
-					m(hz, c, 43, "%.1f"), m(hz, c, 34, "%.0f")
+				if (table == 1)
+					printf "| %s Hz | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
+						hz, c, m(hz, c, 15, "%.0f"), m(hz, c, 45, "%.2f"),
+						m(hz, c, 48, "%.1f"), m(hz, c, 49, "%.1f"), m(hz, c, 44, "%.1f"),
+						m(hz, c, 47, "%.0f"), m(hz, c, 18, "%.3f"), mr(hz, c, 19, "%.2f"),
+						m(hz, c, 46, "%.2f"), m(hz, c, 50, "%.1f")
+				else
+					printf "| %s Hz | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
+						hz, c, mr(hz, c, 51, "%.1f"), m(hz, c, 52, "%.1f"),
+						m(hz, c, 27, "%.0f"), m(hz, c, 29, "%.0f"), m(hz, c, 28, "%.0f"),
+						m(hz, c, 34, "%.0f"), m(hz, c, 30, "%.0f"), m(hz, c, 41, "%.1f"),
+						m(hz, c, 33, "%.0f"), m(hz, c, 40, "%.0f"), m(hz, c, 42, "%.0f")
 			}
 	}' "$RUNS"
 }
@@ -339,18 +358,29 @@ write_report() {
 			echo
 			echo "## Stack copies and unwinding"
 			echo
-			echo "Medians over rounds. hotcold: its profile's unwind section; perf: perf.data, then"
-			echo "\`perf script\` over it (perf unwinds DWARF stacks when the data is read), timed"
-			echo "after the run, while nothing else is measured. Window end -> output complete:"
-			echo "hotcold -v's own figure; perf record from its \`sleep\` exiting to its exit. PSS: the"
-			echo "profiler's processes summed, shared pages split, read as the workload ends; peak RSS"
-			echo "(GNU time) counts hotcold's ring buffer twice (libbpf maps it twice in a row)."
-			echo "Unwinder stacks/s: unwinder.stacks / unwinder.ns, the worker's wall time around each"
-			echo "unwind (preemption by the busy workload counts against it). perf script samples/s"
-			echo "includes perf's startup, symbolization and printing; frames per sample there are"
-			echo "every callchain line printed, kernel frames included."
+			echo "Medians over rounds. Cost: hotcold's stack copies (its profile's unwind section);"
+			echo "perf's perf.data, then \`perf script\` over it (perf unwinds DWARF stacks when the data"
+			echo "is read), timed after the run while nothing else is measured. Window end -> output"
+			echo "complete: hotcold -v's own figure; perf record from its \`sleep\` exiting to its exit."
+			echo "PSS: the profiler's processes summed, shared pages split, read as the workload ends;"
+			echo "peak RSS (GNU time) counts hotcold's ring buffer twice (libbpf maps it twice in a row)"
+			echo "and includes perf record's build-id pass over perf.data at its exit."
 			echo
-			report_unwind
+			report_unwind 1
+			echo
+			echo "What the stacks hold. Workload stacks complete: the share of the workload's on-CPU"
+			echo "samples (comm cpuwork) whose stack reaches start_thread, its threads' outermost frame"
+			echo "with CFI; frames per workload stack: kernel frames included (hotcold: its folded"
+			echo "output; perf: perf script's). Copies over budget, user stacks from frame pointers,"
+			echo "fallback, stacks unwound, frames per stack, [truncated]: hotcold's unwind counters, over"
+			echo "every process and off-CPU stacks too. Lost: hotcold's ring-buffer drops, perf record's"
+			echo "lost chunks. Unwinder stacks/s: unwinder.stacks / unwinder.ns, the worker's wall time"
+			echo "around each unwind (preemption by the busy workload counts against it). perf script"
+			echo "samples/s includes perf's startup, symbolization and printing. perf script CPU s is"
+			echo "perf's own (GNU time); the addr2line processes it starts for inlined frames are not"
+			echo "in it, but are in its wall time."
+			echo
+			report_unwind 2
 		fi
 		if [ "$td_rounds" -gt 0 ]; then
 			echo
@@ -643,7 +673,7 @@ echo
 # 1. Overhead
 
 RUNS=$OUT/runs.csv
-echo "round,freq_hz,config,position,units,wall_s,cpu_s,units_per_cpu_s,units_per_wall_s,prof_exit,prof_ready_s,prof_rss_kb,prof_user_s,prof_sys_s,samples,expected_samples,load1,end_s,post_s,post_user_s,post_sys_s,post_rss_kb,post_samples,post_frames,copy_bytes,copies,over_budget,fallback,fp_stacks,uw_stacks,uw_frames,uw_ns,truncated,lost,data_bytes,pss_kb" >"$RUNS"
+echo "round,freq_hz,config,position,units,wall_s,cpu_s,units_per_cpu_s,units_per_wall_s,prof_exit,prof_ready_s,prof_rss_kb,prof_user_s,prof_sys_s,samples,expected_samples,load1,end_s,post_s,post_user_s,post_sys_s,post_rss_kb,post_samples,post_frames,copy_bytes,copies,over_budget,fallback,fp_stacks,uw_stacks,uw_frames,uw_ns,truncated,lost,data_bytes,pss_kb,wl_weight,wl_frames,wl_complete" >"$RUNS"
 
 # The unwind counters of a hotcold profile, and the samples it lost to a full ring buffer:
 # "copy_bytes copies over_budget fallback fp_stacks uw_stacks uw_frames uw_ns truncated lost".
@@ -662,18 +692,45 @@ hotcold_unwind() {
 	echo "$out${lost:--}"
 }
 
-# perf script over a perf.data ($1), timed, its output counted (samples: header lines; frames:
-# the tab-indented callchain lines). Sets POST_S POST_USER POST_SYS POST_RSS POST_SAMPLES
-# POST_FRAMES; stderr to $2.
+# perf script over a perf.data ($1), timed, its output counted: samples (header lines) and
+# frames (the tab-indented callchain lines), and of the workload's samples (comm cpuwork) how
+# many, their frames, and how many reach start_thread (complete: the thread's outermost frame
+# with CFI, under clone3). Sets POST_S POST_USER POST_SYS POST_RSS POST_SAMPLES POST_FRAMES
+# and WL; stderr to $2.
 perf_post() {
 	local t0 t1
 	t0=$(now)
 	/usr/bin/time -f '%M %U %S %e' -o "$1.post.time" perf script -i "$1" 2>"$2" |
-		awk '/^\t/ { f++; next } NF { s++ } END { print s + 0, f + 0 }' >"$1.post.count"
+		awk '
+		function done() { if (cur == "cpuwork" && ok) wc++ }
+		/^\t/ { f++; if (cur == "cpuwork") { wf++; if ($0 ~ / start_thread\+/) ok = 1 } next }
+		NF { done(); s++; cur = $1; ok = 0; if (cur == "cpuwork") ws++ }
+		END { done(); print s + 0, f + 0, ws + 0, wf + 0, wc + 0 }' >"$1.post.count"
 	t1=$(now)
 	POST_S=$(calc "$t1 - $t0")
 	read -r POST_RSS POST_USER POST_SYS < <(time_fields "$1.post.time")
-	read -r POST_SAMPLES POST_FRAMES <"$1.post.count"
+	read -r POST_SAMPLES POST_FRAMES w f c <"$1.post.count"
+	WL="$w $f $c"
+}
+
+# The workload's on-CPU stacks in a hotcold profile ($1), the same three figures as perf_post's
+# (weighted by on-CPU time: samples x period, in ms): "weight frames complete". Frames are
+# those of the folded stack after the process name, kernel frames included, [truncated] not.
+hotcold_workload() {
+	"$HOTCOLD" report --kind on --format folded "$1" 2>/dev/null | awk '
+	{
+		v = $NF; st = substr($0, 1, length($0) - length(v) - 1)
+		n = split(st, a, ";")
+		if (a[1] != "cpuwork") next
+		fr = 0; ok = 0
+		for (i = 2; i <= n; i++) {
+			if (a[i] == "[truncated]") continue
+			fr++
+			if (a[i] == "start_thread") ok = 1
+		}
+		w = v / 1e6; W += w; F += w * fr; if (ok) C += w
+	}
+	END { printf "%.3f %.3f %.3f\n", W, F, C }'
 }
 
 # Proportional set size of process $1 and its descendants, KiB: each page shared between them
@@ -699,7 +756,7 @@ overhead_run() {
 	local pfx=$TMP/r$round-$hz-$cfg log=$OUT/logs/overhead-r$round-$hz-$cfg
 	local ready="" rc="" rss="" usr="" sys="" samples="" expected="" line
 	local load1 sleep_pid="" t_win_end="" end_s="" unw="- - - - - - - - - -" data_bytes="" pss=""
-	local POST_S="" POST_USER="" POST_SYS="" POST_RSS="" POST_SAMPLES="" POST_FRAMES=""
+	local POST_S="" POST_USER="" POST_SYS="" POST_RSS="" POST_SAMPLES="" POST_FRAMES="" WL="- - -"
 	load1=$(cut -d' ' -f1 /proc/loadavg)
 
 	if [ "$cfg" != none ]; then
@@ -744,6 +801,7 @@ overhead_run() {
 			end_s=$(sed -n 's/.*written \([0-9.]*\) ms after the window closed.*/\1/p' "$pfx.err" | tail -1)
 			[ -n "$end_s" ] && end_s=$(calc "$end_s / 1000")
 			unw=$(hotcold_unwind "$pfx.json")
+			WL=$(hotcold_workload "$pfx.json")
 			data_bytes=$(stat -c %s "$pfx.json" 2>/dev/null)
 			;;
 		perf*)
@@ -760,9 +818,13 @@ overhead_run() {
 		cp "$pfx.err" "$log.err" 2>/dev/null
 		cp "$pfx.time" "$log.time" 2>/dev/null
 		[ "$rc" = 0 ] || note "$cfg at $hz Hz exited with status $rc (see $log.err)"
+		if [ "$KEEP" = 1 ]; then
+			mv "$pfx.json" "$log.json" 2>/dev/null
+			mv "$pfx.perf.data" "$log.perf.data" 2>/dev/null
+		fi
 		rm -f "$pfx".*
 	fi
-	echo "$round,$hz,$cfg,$pos,$(kv units "$line"),$(kv wall_s "$line"),$(kv cpu_s "$line"),$(kv units_per_cpu_s "$line"),$(kv units_per_wall_s "$line"),$rc,$ready,$rss,$usr,$sys,$samples,$expected,$load1,$end_s,$POST_S,$POST_USER,$POST_SYS,$POST_RSS,$POST_SAMPLES,$POST_FRAMES,$(tr ' ' , <<<"${unw//-/}"),$data_bytes,$pss" >>"$RUNS"
+	echo "$round,$hz,$cfg,$pos,$(kv units "$line"),$(kv wall_s "$line"),$(kv cpu_s "$line"),$(kv units_per_cpu_s "$line"),$(kv units_per_wall_s "$line"),$rc,$ready,$rss,$usr,$sys,$samples,$expected,$load1,$end_s,$POST_S,$POST_USER,$POST_SYS,$POST_RSS,$POST_SAMPLES,$POST_FRAMES,$(tr ' ' , <<<"${unw//-/}"),$data_bytes,$pss,$(tr ' ' , <<<"${WL//-/}")" >>"$RUNS"
 	printf '  round %d  %5s Hz  %-13s  %10s units/cpu-s  %10s units/s  %s%s\n' "$round" "$hz" "$cfg" \
 		"$(kv units_per_cpu_s "$line")" "$(kv units_per_wall_s "$line")" \
 		"${samples:+samples=$samples${expected:+/$expected}}" \
