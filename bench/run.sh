@@ -664,7 +664,7 @@ sysfs_or() { cat "$1" 2>/dev/null || echo "$2"; }
 	echo "options: rounds=$ROUNDS seconds=$SECONDS_T freqs=\"$FREQS\" lead=${LEAD}s" \
 		"todisk: rounds=$TODISK_ROUNDS seconds=$TODISK_D freq=$TODISK_F wide_depth=$WIDE_DEPTH"
 	echo "configs: ${CONFIGS[*]}"
-	echo "workload: $WORKLOAD: cpuwork ${CPUWORK_ARGS[*]} built with cc $CPUWORK_CFLAGS"
+	echo "workload: $WORKLOAD: cpuwork${CPUWORK_ARGS[*]:+ ${CPUWORK_ARGS[*]}} built with cc $CPUWORK_CFLAGS"
 } >"$OUT/machine.txt"
 cat "$OUT/machine.txt"
 echo
