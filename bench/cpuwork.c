@@ -2,7 +2,7 @@
 /*
  * cpuwork: the CPU-bound workload of bench/run.sh.
  *
- *   cpuwork [-t THREADS] [-w DEPTH] SECONDS
+ *   cpuwork [-t THREADS] [-w DEPTH | -l] SECONDS
  *
  * Runs THREADS busy threads (default: one per online CPU) for SECONDS of wall time and prints
  * one line of key=value pairs:
@@ -30,6 +30,17 @@
  * symbolizing depends on distinct stacks, not only on samples.
  *
  *   worker_main -> do_unit_wide -> stepA -> stepB -> ... (DEPTH) -> hot_hash
+ *
+ * With -l ("libc"), most of each unit is spent two frames below glibc's qsort(), whose merge
+ * sort recurses through ~6 levels of libc frames that have CFI but no frame pointer:
+ *
+ *   worker_main -> do_unit_libc -> sort_block -> qsort -> msort... -> cmp_mixed -> mix64
+ *                               -> hot_hash
+ *
+ * This is the workload of bench/unwind.sh, built with -fomit-frame-pointer -DCPUWORK_OMIT_FP:
+ * as Debian builds its packages, so a frame-pointer walk loses the callers of nearly every
+ * sample and an unwinder has to use the call frame information (.eh_frame) of both cpuwork
+ * and libc.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -51,7 +62,12 @@
  * frame-pointer unwinder loses the leaf's caller. Taking the frame's address forces one.
  */
 static volatile uintptr_t frame_sink;
+#ifdef CPUWORK_OMIT_FP
+/* The -fomit-frame-pointer build: __builtin_frame_address(0) would set one up again. */
+#define KEEP_FRAME() ((void)0)
+#else
 #define KEEP_FRAME() (frame_sink = (uintptr_t)__builtin_frame_address(0))
+#endif
 #define BLOCK_WORDS 256 /* 2 KiB of state per thread: stays in L1, so units are CPU-bound */
 
 struct worker {
@@ -66,6 +82,7 @@ struct worker {
 static atomic_int go;
 static atomic_int stop;
 static int wide_depth; /* 0: the narrow call graph */
+static int libc_graph; /* -l: the call graph through qsort() */
 
 static double ts_s(const struct timespec *ts)
 {
@@ -143,6 +160,45 @@ NOINLINE static uint64_t do_unit_wide(struct worker *w)
 	return steps[w->rng & 7](w, w->rng >> 3, wide_depth - 1);
 }
 
+/* The -l call graph: a comparator that does real work, so samples land below qsort(). */
+NOINLINE static uint64_t mix64(uint64_t x)
+{
+	for (int i = 0; i < 4; i++) {
+		x ^= x >> 33;
+		x *= 0xff51afd7ed558ccdull;
+	}
+	return x;
+}
+
+NOINLINE static int cmp_mixed(const void *a, const void *b)
+{
+	uint64_t x = mix64(*(const uint64_t *)a), y = mix64(*(const uint64_t *)b);
+
+	return (x > y) - (x < y);
+}
+
+#define SORT_WORDS 64 /* 512 bytes: qsort() merges in a buffer on the stack (alloca) */
+
+NOINLINE static uint64_t sort_block(struct worker *w, int part)
+{
+	uint64_t a[SORT_WORDS];
+
+	for (int i = 0; i < SORT_WORDS; i++)
+		a[i] = w->state[(part * SORT_WORDS + i) & (BLOCK_WORDS - 1)] ^ w->rng;
+	qsort(a, SORT_WORDS, sizeof(a[0]), cmp_mixed);
+	return a[0] ^ a[SORT_WORDS - 1];
+}
+
+NOINLINE static uint64_t do_unit_libc(struct worker *w)
+{
+	uint64_t x = 0;
+
+	w->rng = w->rng * 6364136223846793005ull + 1442695040888963407ull;
+	for (int part = 0; part < 2; part++)
+		x += sort_block(w, part);
+	return x + hot_hash(w->state, 2);
+}
+
 NOINLINE static void *worker_main(void *arg)
 {
 	struct worker *w = arg;
@@ -150,7 +206,7 @@ NOINLINE static void *worker_main(void *arg)
 	while (!atomic_load_explicit(&go, memory_order_acquire))
 		;
 	while (!atomic_load_explicit(&stop, memory_order_relaxed)) {
-		w->sink += wide_depth ? do_unit_wide(w) : do_unit(w);
+		w->sink += wide_depth ? do_unit_wide(w) : libc_graph ? do_unit_libc(w) : do_unit(w);
 		w->units++;
 	}
 	return NULL;
@@ -158,7 +214,7 @@ NOINLINE static void *worker_main(void *arg)
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: cpuwork [-t THREADS] [-w DEPTH] SECONDS\n");
+	fprintf(stderr, "usage: cpuwork [-t THREADS] [-w DEPTH | -l] SECONDS\n");
 	exit(2);
 }
 
@@ -172,16 +228,18 @@ int main(int argc, char **argv)
 	uint64_t units = 0, sink = 0;
 	int c;
 
-	while ((c = getopt(argc, argv, "t:w:")) != -1) {
+	while ((c = getopt(argc, argv, "t:w:l")) != -1) {
 		if (c == 't')
 			nthreads = strtol(optarg, NULL, 10);
 		else if (c == 'w')
 			wide_depth = (int)strtol(optarg, NULL, 10);
+		else if (c == 'l')
+			libc_graph = 1;
 		else
 			usage();
 	}
 	if (optind != argc - 1 || nthreads < 1 || nthreads > 1024 || wide_depth < 0 ||
-	    wide_depth > 20)
+	    wide_depth > 20 || (wide_depth && libc_graph))
 		usage();
 	seconds = strtod(argv[optind], NULL);
 	if (!(seconds > 0))
@@ -230,9 +288,9 @@ int main(int argc, char **argv)
 
 	wall = ts_s(&w1) - ts_s(&w0);
 	cpu = ts_s(&c1) - ts_s(&c0);
-	printf("cpuwork threads=%ld wide_depth=%d seconds=%.3f units=%llu wall_s=%.6f cpu_s=%.6f user_s=%.3f "
+	printf("cpuwork threads=%ld wide_depth=%d libc=%d seconds=%.3f units=%llu wall_s=%.6f cpu_s=%.6f user_s=%.3f "
 	       "sys_s=%.3f units_per_cpu_s=%.3f units_per_wall_s=%.3f sink=%llx\n",
-	       nthreads, wide_depth, seconds, (unsigned long long)units, wall, cpu,
+	       nthreads, wide_depth, libc_graph, seconds, (unsigned long long)units, wall, cpu,
 	       tv_s(&r1.ru_utime) - tv_s(&r0.ru_utime), tv_s(&r1.ru_stime) - tv_s(&r0.ru_stime),
 	       (double)units / cpu, (double)units / wall, (unsigned long long)(sink & 0xffff));
 	free(ws);

@@ -5,11 +5,14 @@
 #
 # What and how (docs/benchmarks.md has the long version):
 #   1. Overhead. A CPU-bound workload (bench/cpuwork.c, one busy thread per CPU) runs for T s
-#      under each configuration: none, hotcold, perf, bpftrace, at each rate N. Runs are
-#      interleaved: for each round, for each N, the four configurations in an order rotated by
-#      round and N. Each profiler run is paired with the `none` run of the same round and N; the
-#      report is the median over rounds of throughput(profiler)/throughput(none), both per
-#      CPU-second of the workload's own CPU time and per wall-clock second.
+#      under each configuration: none, hotcold, perf, bpftrace (or those --configs names), at
+#      each rate N. Runs are interleaved: for each round, for each N, the configurations in an
+#      order rotated by round and N. Each profiler run is paired with the `none` run of the
+#      same round and N; the report is the median over rounds of
+#      throughput(profiler)/throughput(none), both per CPU-second of the workload's own CPU time
+#      and per wall-clock second. With the DWARF configurations (bench/unwind.sh) it also
+#      reports what was copied and unwound, and what perf's unwinding costs afterwards
+#      (`perf script` over its perf.data).
 #   2. Time to a profile on disk at ~100k samples (-F 4999 for 10 s on 2 busy CPUs), with the
 #      workload keeping every CPU busy throughout, once with the narrow workload (a few hundred
 #      distinct stacks) and once with cpuwork -w (tens of thousands): hotcold from the end of
@@ -35,9 +38,17 @@
 #   --lead S              seconds between a profiler being ready and the workload starting (1)
 #   --configs "C ..."     overhead configurations (default "none hotcold perf bpftrace"); also
 #                         `floor`: bpftrace `profile:hz:N { @ = count(); }`, sampling with no
-#                         stacks, the cost of the timer interrupt and a minimal BPF program
+#                         stacks, the cost of the timer interrupt and a minimal BPF program;
+#                         `hotcold-dwarf`: hotcold record --unwind dwarf (`hotcold` is --unwind
+#                         fp, its default); `perf-dwarf`: perf record -a --call-graph dwarf (8K
+#                         stack copies, perf's default); `perf-dwarf16k`: the same with 16K
+#                         copies, hotcold's --stack-copy default. After each perf-dwarf* run
+#                         `perf script` over its perf.data is timed (perf unwinds there).
+#   --workload fp|nofp    fp (default): cpuwork built with frame pointers; nofp: `cpuwork -l`
+#                         (its hot path below glibc's qsort()) built with -fomit-frame-pointer
 #   --quick               --rounds 1 --seconds 3 --todisk-rounds 1 --todisk-seconds 3
 #   --out DIR             results directory (default bench/results/<UTC timestamp>)
+#   --keep                keep every overhead run's profile (hotcold JSON, perf.data) in logs/
 #   --no-install          do not apt-get missing tools
 #   --report DIR          only re-render DIR/summary.md from DIR/*.csv and DIR/machine.txt
 #   -h, --help
@@ -63,6 +74,8 @@ OUT=""
 INSTALL=1
 REPORT_ONLY=""
 CONFIGS=(none hotcold perf bpftrace)
+WORKLOAD=fp
+KEEP=0
 
 usage() { sed -n '/^# Usage:/,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; }
 
@@ -79,6 +92,8 @@ while [ $# -gt 0 ]; do
 	--lead) LEAD=${2:?}; shift ;;
 	--out) OUT=${2:?}; shift ;;
 	--configs) read -r -a CONFIGS <<<"${2:?}"; shift ;;
+	--workload) WORKLOAD=${2:?}; shift ;;
+	--keep) KEEP=1 ;;
 	--quick) ROUNDS=1; SECONDS_T=3; TODISK_ROUNDS=1; TODISK_D=3 ;;
 	--no-install) INSTALL=0 ;;
 	--report) REPORT_ONLY=${2:?}; shift ;;
@@ -92,8 +107,11 @@ done
 # Report (also: bench/run.sh --report DIR re-renders DIR/summary.md from its CSV files)
 
 # Overhead: pair each profiler run with the none run of the same round and rate.
+# Every configuration, in the order the tables list them.
+CONFIG_ORDER="hotcold hotcold-dwarf perf perf-dwarf perf-dwarf16k bpftrace floor"
+
 report_overhead() {
-	awk -F, -v freqs="$FREQS" '
+	awk -F, -v freqs="$FREQS" -v CONFIG_ORDER="$CONFIG_ORDER" '
 	function med(a, n,   i, j, t) {
 		for (i = 2; i <= n; i++)
 			for (j = i; j > 1 && a[j - 1] > a[j]; j--) { t = a[j]; a[j] = a[j - 1]; a[j - 1] = t }
@@ -123,7 +141,7 @@ report_overhead() {
 				if (ok[k]) { nb++; B[nb] = tpc[k]; W[nb] = tpw[k] }
 			}
 			printf "| %s Hz | none | 1 (= %.0f units/CPU-s) | 1 (= %.0f units/s) | | | | |\n", hz, med(B, nb), med(W, nb)
-			nc = split("hotcold perf bpftrace floor", C, " ")
+			nc = split(CONFIG_ORDER, C, " ")
 			for (ci = 1; ci <= nc; ci++) {
 				c = C[ci]; n = 0; bad = 0
 				delete RC; delete RW; delete MEM; delete CP; delete SM; delete RD
@@ -147,7 +165,8 @@ report_overhead() {
 	}' "$RUNS"
 }
 
-# hotcold against each peer directly: per round, hotcold's throughput / the peer's, same rate.
+# Configurations against each other directly: per round, A's throughput / B's, same rate.
+# Only the pairs whose both sides ran.
 report_paired() {
 	awk -F, -v freqs="$FREQS" '
 	function med(a, n,   i, j, t) {
@@ -155,10 +174,10 @@ report_paired() {
 			for (j = i; j > 1 && a[j - 1] > a[j]; j--) { t = a[j]; a[j] = a[j - 1]; a[j - 1] = t }
 		return (n % 2) ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
 	}
-	function cell(f, peer, col,   r, n, k, kp, A, lo, hi) {
+	function cell(f, a, b, col,   r, n, k, kp, A, lo, hi) {
 		n = 0
 		for (r in rounds) {
-			k = r SUBSEP f SUBSEP "hotcold"; kp = r SUBSEP f SUBSEP peer
+			k = r SUBSEP f SUBSEP a; kp = r SUBSEP f SUBSEP b
 			if (!ok[k] || !ok[kp]) continue
 			A[++n] = (col == 8 ? tpc[k] / tpc[kp] : tpw[k] / tpw[kp])
 			if (n == 1 || A[n] < lo) lo = A[n]
@@ -170,15 +189,101 @@ report_paired() {
 	{
 		key = $1 SUBSEP $2 SUBSEP $3
 		ok[key] = ($5 != "") && ($10 == "" || $10 == "0")
-		tpc[key] = $8; tpw[key] = $9; rounds[$1] = 1
+		tpc[key] = $8; tpw[key] = $9; rounds[$1] = 1; ran[$3] = 1
 	}
 	END {
-		printf "| rate | hotcold / perf, per CPU-s | hotcold / bpftrace, per CPU-s | hotcold / perf, per wall-s | hotcold / bpftrace, per wall-s |\n"
-		printf "|---:|---|---|---|---|\n"
+		np = split("hotcold/perf hotcold/bpftrace hotcold-dwarf/hotcold hotcold-dwarf/perf-dwarf " \
+			"hotcold-dwarf/perf-dwarf16k perf-dwarf/perf", P, " ")
+		printf "| rate | A / B | per CPU-s | per wall-s |\n"
+		printf "|---:|---|---|---|\n"
 		nf = split(freqs, F, " ")
 		for (fi = 1; fi <= nf; fi++)
-			printf "| %s Hz | %s | %s | %s | %s |\n", F[fi], cell(F[fi], "perf", 8),
-				cell(F[fi], "bpftrace", 8), cell(F[fi], "perf", 9), cell(F[fi], "bpftrace", 9)
+			for (pi = 1; pi <= np; pi++) {
+				split(P[pi], AB, "/")
+				if (!(AB[1] in ran) || !(AB[2] in ran)) continue
+				printf "| %s Hz | %s / %s | %s | %s |\n", F[fi], AB[1], AB[2],
+					cell(F[fi], AB[1], AB[2], 8), cell(F[fi], AB[1], AB[2], 9)
+			}
+	}' "$RUNS"
+}
+
+# What was copied and unwound, per rate and configuration (medians over rounds): hotcold's
+# unwind counters; perf's perf.data and its `perf script` pass, where perf unwinds.
+report_unwind() {
+	awk -F, -v freqs="$FREQS" -v CONFIG_ORDER="$CONFIG_ORDER" -v table="$1" '
+	function med(a, n,   i, j, t) {
+		for (i = 2; i <= n; i++)
+			for (j = i; j > 1 && a[j - 1] > a[j]; j--) { t = a[j]; a[j] = a[j - 1]; a[j - 1] = t }
+		if (n == 0) return ""
+		return (n % 2) ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
+	}
+	# median of column c over the rounds of (hz, cfg), formatted, or "" if never set
+	function m(hz, cfg, c, fmt,   r, k, n, A) {
+		n = 0
+		for (r in rounds) {
+			k = r SUBSEP hz SUBSEP cfg
+			if ((k, c) in V && V[k, c] != "") A[++n] = V[k, c]
+		}
+		return n ? sprintf(fmt, med(A, n)) : ""
+	}
+	# the same with [min, max] over rounds
+	function mr(hz, cfg, c, fmt,   r, k, n, A, lo, hi) {
+		n = 0
+		for (r in rounds) {
+			k = r SUBSEP hz SUBSEP cfg
+			if (!((k, c) in V) || V[k, c] == "") continue
+			A[++n] = V[k, c]
+			if (n == 1 || A[n] < lo) lo = A[n]
+			if (n == 1 || A[n] > hi) hi = A[n]
+		}
+		return n ? sprintf(fmt " [" fmt ", " fmt "]", med(A, n), lo, hi) : ""
+	}
+	NR == 1 { next }
+	$5 == "" || ($10 != "" && $10 != "0") { next }
+	{
+		k = $1 SUBSEP $2 SUBSEP $3; rounds[$1] = 1; ran[$3] = 1
+		for (c = 15; c <= 39; c++) V[k, c] = $c
+		if ($22 != "") V[k, 50] = $22 / 1024
+		# the workload: share of complete stacks, frames per stack
+		if ($37 > 0) { V[k, 51] = 100 * $39 / $37; V[k, 52] = $38 / $37 }
+		if ($36 != "") V[k, 48] = $36 / 1024
+		if ($12 != "") V[k, 49] = $12 / 1024
+		# derived: stacks/s of the unwinder, frames per stack; perf script samples/s,
+		# frames per sample; data MiB; profiler CPU s
+		if ($30 > 0 && $32 > 0) { V[k, 40] = $30 / ($32 / 1e9); V[k, 41] = $31 / $30 }
+		if ($19 > 0 && $23 > 0) { V[k, 42] = $23 / $19; V[k, 43] = $24 / $23 }
+		if ($3 ~ /^hotcold/) V[k, 44] = $25 / 1048576
+		else if ($35 != "") V[k, 44] = $35 / 1048576
+		V[k, 45] = $13 + $14
+		if ($20 != "") V[k, 46] = $20 + $21
+		if ($25 != "" && $26 > 0) V[k, 47] = $25 / $26
+	}
+	END {
+		nf = split(freqs, F, " "); nc = split(CONFIG_ORDER, C, " ")
+		if (table == 1) {
+			printf "| rate | profiler | samples | profiler CPU s | PSS MiB | peak RSS MiB | stack bytes copied (hotcold) or perf.data written, MiB | bytes per copy | window end -> output complete, s | perf script s | perf script CPU s | perf script peak RSS MiB |\n"
+			printf "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n"
+		} else {
+			printf "| rate | profiler | workload stacks complete, %% | frames per workload stack | copies over budget | user stacks from frame pointers | fallback | lost | stacks unwound in the capture | frames per stack | [truncated] | unwinder stacks/s | perf script samples/s |\n"
+			printf "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n"
+		}
+		for (fi = 1; fi <= nf; fi++)
+			for (ci = 1; ci <= nc; ci++) {
+				hz = F[fi]; c = C[ci]
+				if (!(c in ran) || c == "bpftrace" || c == "floor") continue
+				if (table == 1)
+					printf "| %s Hz | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
+						hz, c, m(hz, c, 15, "%.0f"), m(hz, c, 45, "%.2f"),
+						m(hz, c, 48, "%.1f"), m(hz, c, 49, "%.1f"), m(hz, c, 44, "%.1f"),
+						m(hz, c, 47, "%.0f"), m(hz, c, 18, "%.3f"), mr(hz, c, 19, "%.2f"),
+						m(hz, c, 46, "%.2f"), m(hz, c, 50, "%.1f")
+				else
+					printf "| %s Hz | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
+						hz, c, mr(hz, c, 51, "%.1f"), m(hz, c, 52, "%.1f"),
+						m(hz, c, 27, "%.0f"), m(hz, c, 29, "%.0f"), m(hz, c, 28, "%.0f"),
+						m(hz, c, 34, "%.0f"), m(hz, c, 30, "%.0f"), m(hz, c, 41, "%.1f"),
+						m(hz, c, 33, "%.0f"), m(hz, c, 40, "%.0f"), m(hz, c, 42, "%.0f")
+			}
 	}' "$RUNS"
 }
 
@@ -240,14 +345,43 @@ write_report() {
 		echo "## Overhead: workload throughput relative to no profiler"
 		echo
 		echo "Per round, each profiler run divided by the \`none\` run of the same round and rate;"
-		echo "median over $rounds rounds, [min, max] over rounds. ${secs}s of bench/cpuwork on $ncpu CPUs per run."
+		echo "median over $rounds rounds, [min, max] over rounds. ${secs}s of bench/cpuwork on $ncpu CPUs per run"
+		echo "(workload: $(sed -n 's/^workload: //p' "$OUT/machine.txt"))."
 		echo
 		report_overhead
 		echo
-		echo "hotcold against each peer directly: per round, hotcold's throughput divided by the"
-		echo "peer's at the same rate; median over rounds, [min, max]. Above 1: hotcold costs less."
+		echo "Configurations against each other directly: per round, A's throughput divided by"
+		echo "B's at the same rate; median over rounds, [min, max]. Above 1: A costs less."
 		echo
 		report_paired
+		if grep -q ',\(hotcold-dwarf\|perf-dwarf\|perf-dwarf16k\),' "$RUNS"; then
+			echo
+			echo "## Stack copies and unwinding"
+			echo
+			echo "Medians over rounds. Cost: hotcold's stack copies (its profile's unwind section);"
+			echo "perf's perf.data, then \`perf script\` over it (perf unwinds DWARF stacks when the data"
+			echo "is read), timed after the run while nothing else is measured. Window end -> output"
+			echo "complete: hotcold -v's own figure; perf record from its \`sleep\` exiting to its exit."
+			echo "PSS: the profiler's processes summed, shared pages split, read as the workload ends;"
+			echo "peak RSS (GNU time) counts hotcold's ring buffer twice (libbpf maps it twice in a row)"
+			echo "and includes perf record's build-id pass over perf.data at its exit."
+			echo
+			report_unwind 1
+			echo
+			echo "What the stacks hold. Workload stacks complete: the share of the workload's on-CPU"
+			echo "samples (comm cpuwork) whose stack reaches start_thread, its threads' outermost frame"
+			echo "with CFI; frames per workload stack: kernel frames included (hotcold: its folded"
+			echo "output; perf: perf script's). Copies over budget, user stacks from frame pointers,"
+			echo "fallback, stacks unwound, frames per stack, [truncated]: hotcold's unwind counters, over"
+			echo "every process and off-CPU stacks too. Lost: hotcold's ring-buffer drops, perf record's"
+			echo "lost chunks. Unwinder stacks/s: unwinder.stacks / unwinder.ns, the worker's wall time"
+			echo "around each unwind (preemption by the busy workload counts against it). perf script"
+			echo "samples/s includes perf's startup, symbolization and printing. perf script CPU s is"
+			echo "perf's own (GNU time); the addr2line processes it starts for inlined frames are not"
+			echo "in it, but are in its wall time."
+			echo
+			report_unwind 2
+		fi
 		if [ "$td_rounds" -gt 0 ]; then
 			echo
 			echo "## Time to a profile on disk: $(sed -n 's/.*todisk: rounds=[0-9]* seconds=\([0-9]*\) freq=\([0-9]*\).*/-F \2 for \1s/p' "$OUT/machine.txt"), $ncpu CPUs busy throughout"
@@ -282,6 +416,13 @@ for v in "$ROUNDS" "$SECONDS_T" "$TODISK_ROUNDS" "$TODISK_D" "$TODISK_F" "$WIDE_
 	[[ $v =~ ^[0-9]+$ ]] || die "not a whole number: '$v'"
 done
 [[ $LEAD =~ ^[0-9]+(\.[0-9]+)?$ ]] || die "--lead: not a number: '$LEAD'"
+[[ $WORKLOAD == fp || $WORKLOAD == nofp ]] || die "--workload: fp or nofp, not '$WORKLOAD'"
+for c in "${CONFIGS[@]}"; do
+	case "$c" in
+	none | hotcold | hotcold-dwarf | perf | perf-dwarf | perf-dwarf16k | bpftrace | floor) ;;
+	*) die "--configs: unknown configuration '$c'" ;;
+	esac
+done
 
 # ---------------------------------------------------------------------------------------------
 # Tools
@@ -334,9 +475,20 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
+# The workload. nofp is built as distributions build their packages (-fomit-frame-pointer, as
+# -O2 implies on x86-64) and runs the call graph through glibc's qsort(), whose frames have CFI
+# and no frame pointer either: a frame-pointer walk loses the callers, CFI unwinding has work.
+# Sibling calls stay off in both, so the call graph is the same in every build.
 CPUWORK=$TMP/cpuwork
-cc -O2 -Wall -Wextra -fno-omit-frame-pointer -fno-optimize-sibling-calls -pthread \
-	-o "$CPUWORK" "$BENCH_DIR/cpuwork.c" ||
+CPUWORK_ARGS=()
+if [ "$WORKLOAD" = fp ]; then
+	CPUWORK_CFLAGS="-O2 -fno-omit-frame-pointer -fno-optimize-sibling-calls"
+else
+	CPUWORK_CFLAGS="-O2 -fomit-frame-pointer -fno-optimize-sibling-calls -DCPUWORK_OMIT_FP"
+	CPUWORK_ARGS=(-l)
+fi
+# shellcheck disable=SC2086 # word splitting of the flags is meant
+cc $CPUWORK_CFLAGS -Wall -Wextra -pthread -o "$CPUWORK" "$BENCH_DIR/cpuwork.c" ||
 	die "cannot build bench/cpuwork.c"
 NCPU=$(nproc)
 
@@ -401,9 +553,9 @@ alive() {
 # (Not usable in $(...): a subshell cannot wait for its parent's children.)
 wait_bounded() {
 	local pid=$1 limit=$2 child=${3:-} i
-	for ((i = 0; i < limit * 20; i++)); do
+	for ((i = 0; i < limit * 100; i++)); do
 		alive "$pid" || break
-		sleep 0.05
+		sleep 0.01
 	done
 	if alive "$pid"; then
 		note "pid $pid${child:+ (profiler $child)} still running after ${limit}s: killing it"
@@ -442,8 +594,8 @@ bpftrace_samples() { sed -n 's/.*\]: \([0-9]*\)$/\1/p' "$1" 2>/dev/null | awk '{
 # (stderr), bpftrace samples (sum of its map printout, file $3). Empty if not found.
 samples_of() {
 	case "$1" in
-	hotcold) sed -n 's/^hotcold: \([0-9]*\) samples .*expected \([0-9]*\);.*/\1 \2/p' "$2" | tail -1 ;;
-	perf) sed -n 's/.*(\([0-9]*\) samples).*/\1/p' "$2" | tail -1 ;;
+	hotcold*) sed -n 's/^hotcold: \([0-9]*\) samples .*expected \([0-9]*\);.*/\1 \2/p' "$2" | tail -1 ;;
+	perf*) sed -n 's/.*(\([0-9]*\) samples).*/\1/p' "$2" | tail -1 ;;
 	bpftrace) bpftrace_samples "$3" ;;
 	floor) sed -n 's/^@: \([0-9]*\)$/\1/p' "$3" | tail -1 ;;
 	esac
@@ -455,14 +607,18 @@ start_profiler() {
 	local cfg=$1 hz=$2 secs=$3 pfx=$4
 	PROF_T0=$(now)
 	case "$cfg" in
-	hotcold)
+	hotcold | hotcold-dwarf)
 		/usr/bin/time -f '%M %U %S %e' -o "$pfx.time" \
 			"$HOTCOLD" record -F "$hz" -d "${secs}s" -o "$pfx.json" -v \
+			--unwind "$([ "$cfg" = hotcold ] && echo fp || echo dwarf)" \
 			>/dev/null 2>"$pfx.err" &
 		;;
-	perf)
+	perf | perf-dwarf | perf-dwarf16k)
+		local cg=(-g)
+		[ "$cfg" = perf-dwarf ] && cg=(--call-graph dwarf)
+		[ "$cfg" = perf-dwarf16k ] && cg=(--call-graph "dwarf,16384")
 		/usr/bin/time -f '%M %U %S %e' -o "$pfx.time" \
-			perf record -a -g -F "$hz" -o "$pfx.perf.data" -- sleep "$secs" \
+			perf record -a "${cg[@]}" -F "$hz" -o "$pfx.perf.data" -- sleep "$secs" \
 			>/dev/null 2>"$pfx.err" &
 		;;
 	bpftrace)
@@ -507,6 +663,8 @@ sysfs_or() { cat "$1" 2>/dev/null || echo "$2"; }
 	echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 	echo "options: rounds=$ROUNDS seconds=$SECONDS_T freqs=\"$FREQS\" lead=${LEAD}s" \
 		"todisk: rounds=$TODISK_ROUNDS seconds=$TODISK_D freq=$TODISK_F wide_depth=$WIDE_DEPTH"
+	echo "configs: ${CONFIGS[*]}"
+	echo "workload: $WORKLOAD: cpuwork${CPUWORK_ARGS[*]:+ ${CPUWORK_ARGS[*]}} built with cc $CPUWORK_CFLAGS"
 } >"$OUT/machine.txt"
 cat "$OUT/machine.txt"
 echo
@@ -515,21 +673,97 @@ echo
 # 1. Overhead
 
 RUNS=$OUT/runs.csv
-echo "round,freq_hz,config,position,units,wall_s,cpu_s,units_per_cpu_s,units_per_wall_s,prof_exit,prof_ready_s,prof_rss_kb,prof_user_s,prof_sys_s,samples,expected_samples,load1" >"$RUNS"
+echo "round,freq_hz,config,position,units,wall_s,cpu_s,units_per_cpu_s,units_per_wall_s,prof_exit,prof_ready_s,prof_rss_kb,prof_user_s,prof_sys_s,samples,expected_samples,load1,end_s,post_s,post_user_s,post_sys_s,post_rss_kb,post_samples,post_frames,copy_bytes,copies,over_budget,fallback,fp_stacks,uw_stacks,uw_frames,uw_ns,truncated,lost,data_bytes,pss_kb,wl_weight,wl_frames,wl_complete" >"$RUNS"
+
+# The unwind counters of a hotcold profile, and the samples it lost to a full ring buffer:
+# "copy_bytes copies over_budget fallback fp_stacks uw_stacks uw_frames uw_ns truncated lost".
+# Read with grep, not jq (see todisk_hotcold); the section precedes the flame graph, and every
+# name below occurs once in it.
+hotcold_unwind() {
+	local u lost v out=""
+	u=$(head -c 262144 "$1" 2>/dev/null | grep -o '"unwind":{.*' | sed 's/,"flamegraph":.*//')
+	lost=$(head -c 262144 "$1" 2>/dev/null | grep -o '"ringbuf_full":[0-9]*' | head -1 | sed 's/.*://')
+	for k in bytes taken over_budget fallback frame_pointers stacks frames ns dwarf_truncated; do
+		v=$(grep -o "\"$k\":[0-9]*" <<<"$u" | head -1 | sed 's/.*://')
+		out+="${v:--} "
+	done
+	v=$(grep -o '"lost":[0-9]*' <<<"$u" | head -1 | sed 's/.*://')
+	[ -n "$lost" ] && [ -n "$v" ] && lost=$((lost + v))
+	echo "$out${lost:--}"
+}
+
+# perf script over a perf.data ($1), timed, its output counted: samples (header lines) and
+# frames (the tab-indented callchain lines), and of the workload's samples (comm cpuwork) how
+# many, their frames, and how many reach start_thread (complete: the thread's outermost frame
+# with CFI, under clone3). Sets POST_S POST_USER POST_SYS POST_RSS POST_SAMPLES POST_FRAMES
+# and WL; stderr to $2.
+perf_post() {
+	local t0 t1
+	t0=$(now)
+	/usr/bin/time -f '%M %U %S %e' -o "$1.post.time" perf script -i "$1" 2>"$2" |
+		awk '
+		function done() { if (cur == "cpuwork" && ok) wc++ }
+		/^\t/ { f++; if (cur == "cpuwork") { wf++; if ($0 ~ / start_thread\+/) ok = 1 } next }
+		NF { done(); s++; cur = $1; ok = 0; if (cur == "cpuwork") ws++ }
+		END { done(); print s + 0, f + 0, ws + 0, wf + 0, wc + 0 }' >"$1.post.count"
+	t1=$(now)
+	POST_S=$(calc "$t1 - $t0")
+	read -r POST_RSS POST_USER POST_SYS < <(time_fields "$1.post.time")
+	read -r POST_SAMPLES POST_FRAMES w f c <"$1.post.count"
+	WL="$w $f $c"
+}
+
+# The workload's on-CPU stacks in a hotcold profile ($1), the same three figures as perf_post's
+# (weighted by on-CPU time: samples x period, in ms): "weight frames complete". Frames are
+# those of the folded stack after the process name, kernel frames included, [truncated] not.
+hotcold_workload() {
+	"$HOTCOLD" report --kind on --format folded "$1" 2>/dev/null | awk '
+	{
+		v = $NF; st = substr($0, 1, length($0) - length(v) - 1)
+		n = split(st, a, ";")
+		if (a[1] != "cpuwork") next
+		fr = 0; ok = 0
+		for (i = 2; i <= n; i++) {
+			if (a[i] == "[truncated]") continue
+			fr++
+			if (a[i] == "start_thread") ok = 1
+		}
+		w = v / 1e6; W += w; F += w * fr; if (ok) C += w
+	}
+	END { printf "%.3f %.3f %.3f\n", W, F, C }'
+}
+
+# Proportional set size of process $1 and its descendants, KiB: each page shared between them
+# counted once, split. RSS is not summed over processes and overstates a BPF ring buffer, which
+# libbpf maps twice in a row (so that a record wrapping around its end reads contiguously).
+tree_pss_kb() {
+	local todo=("$1") p c v total=0
+	while [ ${#todo[@]} -gt 0 ]; do
+		p=${todo[0]}
+		todo=("${todo[@]:1}")
+		v=$(awk '/^Pss:/ { print $2 }' "/proc/$p/smaps_rollup" 2>/dev/null)
+		total=$((total + ${v:-0}))
+		for c in $(cat /proc/"$p"/task/*/children 2>/dev/null); do
+			todo+=("$c")
+		done
+	done
+	echo "$total"
+}
 
 # One overhead run; appends a CSV row.
 overhead_run() {
 	local round=$1 hz=$2 cfg=$3 pos=$4
 	local pfx=$TMP/r$round-$hz-$cfg log=$OUT/logs/overhead-r$round-$hz-$cfg
 	local ready="" rc="" rss="" usr="" sys="" samples="" expected="" line
-	local load1
+	local load1 sleep_pid="" t_win_end="" end_s="" unw="- - - - - - - - - -" data_bytes="" pss=""
+	local POST_S="" POST_USER="" POST_SYS="" POST_RSS="" POST_SAMPLES="" POST_FRAMES="" WL="- - -"
 	load1=$(cut -d' ' -f1 /proc/loadavg)
 
 	if [ "$cfg" != none ]; then
 		# The profiler outlives the workload by about a second; bpftrace is stopped by SIGINT.
 		start_profiler "$cfg" "$hz" $((SECONDS_T + 2)) "$pfx"
 		if [ -z "$PROF_PID" ] || ! wait_ready "$PROF_PID" \
-			"$([ "$cfg" = hotcold ] && echo "$pfx.err")"; then
+			"$([[ $cfg == hotcold* ]] && echo "$pfx.err")"; then
 			note "$cfg at $hz Hz did not start sampling (see $log.err)"
 			cp "$pfx.err" "$log.err" 2>/dev/null
 			wait_bounded "$PROF_TPID" 30 "$PROF_PID"
@@ -538,27 +772,63 @@ overhead_run() {
 			return
 		fi
 		ready=$(calc "$(now) - $PROF_T0")
+		# perf record's window closes when its `sleep` child exits (see todisk_perf).
+		[[ $cfg == perf* ]] && sleep_pid=$(child_of "$PROF_PID")
 	fi
 	sleep "$LEAD"
-	line=$("$CPUWORK" "$SECONDS_T")
+	line=$("$CPUWORK" "${CPUWORK_ARGS[@]}" "$SECONDS_T")
 	if [ "$cfg" != none ]; then
+		# Every profiler still runs here (about a second more): its memory at full size.
+		pss=$(tree_pss_kb "$PROF_PID")
 		if [ "$cfg" = bpftrace ] || [ "$cfg" = floor ]; then
 			stop_bpftrace "$PROF_PID" "$PROF_TPID" 60
 		else
-			wait_bounded "$PROF_TPID" 120 "$PROF_PID"
+			# Polled only now, after the workload: not while it is measured.
+			if [ -n "$sleep_pid" ]; then
+				while alive "$sleep_pid"; do
+					sleep 0.01
+				done
+				t_win_end=$(now)
+			fi
+			wait_bounded "$PROF_TPID" 300 "$PROF_PID"
+			[ -n "$t_win_end" ] && end_s=$(calc "$(now) - $t_win_end")
 		fi
 		rc=$WAIT_RC
 		read -r rss usr sys < <(time_fields "$pfx.time")
 		read -r samples expected < <(samples_of "$cfg" "$pfx.err" "$pfx.bpftrace.out")
+		case "$cfg" in
+		hotcold*)
+			end_s=$(sed -n 's/.*written \([0-9.]*\) ms after the window closed.*/\1/p' "$pfx.err" | tail -1)
+			[ -n "$end_s" ] && end_s=$(calc "$end_s / 1000")
+			unw=$(hotcold_unwind "$pfx.json")
+			WL=$(hotcold_workload "$pfx.json")
+			data_bytes=$(stat -c %s "$pfx.json" 2>/dev/null)
+			;;
+		perf*)
+			# perf record: "Processed N events and lost M chunks!"
+			unw="- - - - - - - - - $(sed -n 's/.*and lost \([0-9]*\) chunks.*/\1/p' "$pfx.err" | tail -1)"
+			data_bytes=$(stat -c %s "$pfx.perf.data" 2>/dev/null)
+			# perf unwinds DWARF stacks here, when the data is read, not while recording.
+			if [[ $cfg == perf-dwarf* ]] && [ -s "$pfx.perf.data" ]; then
+				perf_post "$pfx.perf.data" "$pfx.post.err"
+				cp "$pfx.post.err" "$log.post.err" 2>/dev/null
+			fi
+			;;
+		esac
 		cp "$pfx.err" "$log.err" 2>/dev/null
 		cp "$pfx.time" "$log.time" 2>/dev/null
 		[ "$rc" = 0 ] || note "$cfg at $hz Hz exited with status $rc (see $log.err)"
+		if [ "$KEEP" = 1 ]; then
+			mv "$pfx.json" "$log.json" 2>/dev/null
+			mv "$pfx.perf.data" "$log.perf.data" 2>/dev/null
+		fi
 		rm -f "$pfx".*
 	fi
-	echo "$round,$hz,$cfg,$pos,$(kv units "$line"),$(kv wall_s "$line"),$(kv cpu_s "$line"),$(kv units_per_cpu_s "$line"),$(kv units_per_wall_s "$line"),$rc,$ready,$rss,$usr,$sys,$samples,$expected,$load1" >>"$RUNS"
-	printf '  round %d  %5s Hz  %-8s  %10s units/cpu-s  %10s units/s  %s\n' "$round" "$hz" "$cfg" \
+	echo "$round,$hz,$cfg,$pos,$(kv units "$line"),$(kv wall_s "$line"),$(kv cpu_s "$line"),$(kv units_per_cpu_s "$line"),$(kv units_per_wall_s "$line"),$rc,$ready,$rss,$usr,$sys,$samples,$expected,$load1,$end_s,$POST_S,$POST_USER,$POST_SYS,$POST_RSS,$POST_SAMPLES,$POST_FRAMES,$(tr ' ' , <<<"${unw//-/}"),$data_bytes,$pss,$(tr ' ' , <<<"${WL//-/}")" >>"$RUNS"
+	printf '  round %d  %5s Hz  %-13s  %10s units/cpu-s  %10s units/s  %s%s\n' "$round" "$hz" "$cfg" \
 		"$(kv units_per_cpu_s "$line")" "$(kv units_per_wall_s "$line")" \
-		"${samples:+samples=$samples${expected:+/$expected}}" >&2
+		"${samples:+samples=$samples${expected:+/$expected}}" \
+		"${POST_S:+  perf script ${POST_S}s}" >&2
 	sleep 1 # let the previous profiler's teardown settle
 }
 
@@ -585,7 +855,7 @@ echo "round,workload,profiler,step,seconds,rss_kb,user_s,sys_s,samples,stacks,by
 # Keep every CPU busy for the whole measurement with workload $TD_WL; pid in BUSY_PID.
 busy_start() {
 	if [ "$TD_WL" = narrow ]; then
-		"$CPUWORK" 100000 >/dev/null &
+		"$CPUWORK" "${CPUWORK_ARGS[@]}" 100000 >/dev/null &
 	else
 		"$CPUWORK" -w "$WIDE_DEPTH" 100000 >/dev/null &
 	fi
