@@ -67,13 +67,14 @@ static size_t auto_ringbuf_bytes(uint64_t period_ns, int n_cpus, uint32_t copy_b
 	uint64_t hz = period_ns ? 1000000000ull / period_ns : 1;
 	uint64_t want = hz * (uint64_t)n_cpus * 512 / 2;
 
-	/* --unwind dwarf: and half a second of stack copies, as many as the budget allows. */
+	/* --unwind dwarf: and a quarter of a second of stack copies, as many as the budget
+	 * allows (the reader drains every 100 ms, and copies stop while it is half full). */
 	if (copy_bytes) {
 		uint64_t copies = hz * (uint64_t)n_cpus * (copy_bytes + sizeof(struct hc_ucopy));
 
 		if (copy_budget && copies > copy_budget)
 			copies = copy_budget;
-		want += copies / 2;
+		want += copies / 4;
 	}
 
 	if (want < (4u << 20))
