@@ -54,6 +54,8 @@ note() { echo "bench/locks.sh: $*" >&2; }
 
 BENCH_DIR=$(cd "$(dirname "$0")" && pwd)
 REPO=$(cd "$BENCH_DIR/.." && pwd)
+# shellcheck source=bench/lib.sh
+. "$BENCH_DIR/lib.sh"
 
 HOTCOLD=""
 ROUNDS=5
@@ -320,23 +322,7 @@ for c in "${CONFIGS[@]}"; do
 	case "$c" in none | hotcold | hotcold-locks | perf-lock) ;; *) die "unknown configuration '$c'" ;; esac
 done
 
-# ---------------------------------------------------------------------------------------------
-# Tools
-install_missing() {
-	local missing=() cmd pkg
-	for pair in perf:linux-perf /usr/bin/time:time cc:gcc python3:python3; do
-		cmd=${pair%%:*} pkg=${pair#*:}
-		command -v "$cmd" >/dev/null 2>&1 || missing+=("$pkg")
-	done
-	[ ${#missing[@]} -eq 0 ] && return 0
-	[ "$INSTALL" -eq 1 ] || die "missing: ${missing[*]} (and --no-install given)"
-	note "installing ${missing[*]}"
-	export DEBIAN_FRONTEND=noninteractive
-	apt-get update -q >/dev/null || die "apt-get update failed"
-	apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null ||
-		die "apt-get install ${missing[*]} failed"
-}
-install_missing
+install_missing perf:linux-perf /usr/bin/time:time cc:gcc python3:python3
 
 # perf lock contention -b needs a perf built with BUILD_BPF_SKEL=1; Debian 12's (6.1) is not,
 # and says so in its help ("not built-in because no BUILD_BPF_SKEL=1").
@@ -360,13 +346,6 @@ TMP=$(mktemp -d /tmp/hotcold-locks.XXXXXX) || die "mktemp failed"
 # reused over a run this long).
 BG_PIDS=()
 OLD_STATS=""
-ppid_of() {
-	local st
-	read -r st 2>/dev/null <"/proc/$1/stat" || return 1
-	st=${st##*) }
-	st=${st#* }
-	echo "${st%% *}"
-}
 cleanup() {
 	local p pp ours
 	for p in "${BG_PIDS[@]}"; do
@@ -406,23 +385,7 @@ n_perf_fds() {
 	echo "$n"
 }
 
-alive() {
-	local st
-	read -r st 2>/dev/null <"/proc/$1/stat" || return 1
-	st=${st##*) }
-	[ "${st%% *}" != Z ]
-}
 
-child_of() {
-	local i c
-	for i in $(seq 1 500); do
-		c=$(cat "/proc/$1/task/$1/children" 2>/dev/null | awk '{ print $1 }')
-		[ -n "$c" ] && { echo "$c"; return 0; }
-		alive "$1" || return 1
-		sleep 0.01
-	done
-	return 1
-}
 
 # Wait until profiler $1 (configuration $2, stderr $3) is recording: hotcold -v's "the window
 # is open"; perf lock record: its two tracepoint events open on every CPU (they are enabled at
@@ -447,21 +410,6 @@ wait_ready() {
 	return 1
 }
 
-# Wait for our background pid $1, at most $2 s, then SIGKILL it and its child $3. Sets WAIT_RC.
-wait_bounded() {
-	local pid=$1 limit=$2 child=${3:-} i
-	for ((i = 0; i < limit * 20; i++)); do
-		alive "$pid" || break
-		sleep 0.05
-	done
-	if alive "$pid"; then
-		note "pid $pid${child:+ (profiler $child)} still running after ${limit}s: killing it"
-		[ -n "$child" ] && kill -KILL "$child" 2>/dev/null
-		kill -KILL "$pid" 2>/dev/null
-	fi
-	wait "$pid"
-	WAIT_RC=$?
-}
 
 # GNU time's last line: "%M %U %S %e" -> rss_kb user_s sys_s wall_s
 time_fields() { tail -1 "$1" 2>/dev/null | awk 'NF == 4 { print $1, $2, $3, $4; exit } { print "", "", "", "" }'; }
@@ -548,7 +496,6 @@ perf_locks() {
 # ---------------------------------------------------------------------------------------------
 # Machine facts
 
-sysfs_or() { cat "$1" 2>/dev/null || echo "$2"; }
 {
 	echo "date: $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
 	echo "host: $(uname -n)"

@@ -60,6 +60,8 @@ note() { echo "bench/run.sh: $*" >&2; }
 
 BENCH_DIR=$(cd "$(dirname "$0")" && pwd)
 REPO=$(cd "$BENCH_DIR/.." && pwd)
+# shellcheck source=bench/lib.sh
+. "$BENCH_DIR/lib.sh"
 
 HOTCOLD=""
 ROUNDS=7
@@ -424,23 +426,7 @@ for c in "${CONFIGS[@]}"; do
 	esac
 done
 
-# ---------------------------------------------------------------------------------------------
-# Tools
-install_missing() {
-	local missing=() cmd pkg
-	for pair in perf:linux-perf bpftrace:bpftrace /usr/bin/time:time cc:gcc; do
-		cmd=${pair%%:*} pkg=${pair#*:}
-		command -v "$cmd" >/dev/null 2>&1 || missing+=("$pkg")
-	done
-	[ ${#missing[@]} -eq 0 ] && return 0
-	[ "$INSTALL" -eq 1 ] || die "missing: ${missing[*]} (and --no-install given)"
-	note "installing ${missing[*]}"
-	export DEBIAN_FRONTEND=noninteractive
-	apt-get update -q >/dev/null || die "apt-get update failed"
-	apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null ||
-		die "apt-get install ${missing[*]} failed"
-}
-install_missing
+install_missing perf:linux-perf bpftrace:bpftrace /usr/bin/time:time cc:gcc
 
 STAMP=$(date -u +%Y%m%dT%H%M%SZ)
 [ -n "$OUT" ] || OUT=$REPO/bench/results/$STAMP
@@ -452,13 +438,6 @@ TMP=$(mktemp -d /tmp/hotcold-bench.XXXXXX) || die "mktemp failed"
 # are killed. pid_max may be 32768 and a run lasts long enough for pids to be reused, so a pid
 # is killed only if its parent is this script or another recorded process.
 BG_PIDS=()
-ppid_of() {
-	local st
-	read -r st 2>/dev/null <"/proc/$1/stat" || return 1
-	st=${st##*) }
-	st=${st#* }
-	echo "${st%% *}"
-}
 cleanup() {
 	local p pp ours
 	for p in "${BG_PIDS[@]}"; do
@@ -510,17 +489,6 @@ n_perf_fds() {
 	echo "$n"
 }
 
-# The (only) child of a process, e.g. the profiler under /usr/bin/time.
-child_of() {
-	local i c
-	for i in $(seq 1 500); do
-		c=$(cat "/proc/$1/task/$1/children" 2>/dev/null | awk '{ print $1 }')
-		[ -n "$c" ] && { echo "$c"; return 0; }
-		alive "$1" || return 1
-		sleep 0.01
-	done
-	return 1
-}
 
 # Wait until process $1 holds at least one perf_event fd per CPU (every profiler here opens
 # one cpu-clock event per CPU), i.e. it is sampling, or has exited. Max 60 s. With $2, a
@@ -540,31 +508,7 @@ wait_ready() {
 	return 1
 }
 
-# Whether a process exists and is not a zombie (builtins only: it is polled every 10 ms).
-alive() {
-	local st
-	read -r st 2>/dev/null <"/proc/$1/stat" || return 1
-	st=${st##*) }
-	[ "${st%% *}" != Z ]
-}
 
-# Wait for our background pid $1, at most $2 s, then SIGKILL it and its child $3 (the profiler
-# under /usr/bin/time: killing only time would leave the profiler running). Sets WAIT_RC.
-# (Not usable in $(...): a subshell cannot wait for its parent's children.)
-wait_bounded() {
-	local pid=$1 limit=$2 child=${3:-} i
-	for ((i = 0; i < limit * 100; i++)); do
-		alive "$pid" || break
-		sleep 0.01
-	done
-	if alive "$pid"; then
-		note "pid $pid${child:+ (profiler $child)} still running after ${limit}s: killing it"
-		[ -n "$child" ] && kill -KILL "$child" 2>/dev/null
-		kill -KILL "$pid" 2>/dev/null
-	fi
-	wait "$pid"
-	WAIT_RC=$?
-}
 
 # SIGINT bpftrace $1 (running under our time process $2) and wait for it, $3 s at most (it
 # symbolizes every map entry after the SIGINT: with thousands of distinct stacks that takes
@@ -641,7 +585,6 @@ start_profiler() {
 # ---------------------------------------------------------------------------------------------
 # Machine facts
 
-sysfs_or() { cat "$1" 2>/dev/null || echo "$2"; }
 {
 	echo "date: $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
 	echo "host: $(uname -n)"
