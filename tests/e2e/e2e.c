@@ -301,6 +301,17 @@ char *e2e_status_value(pid_t pid, const char *key)
 	return p;
 }
 
+void e2e_remove_tmpdir(const char *dir)
+{
+	char cmd[700];
+
+	if (!dir)
+		return;
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	if (system(cmd) != 0)
+		fprintf(stderr, "warning: could not remove %s\n", dir);
+}
+
 char *e2e_tmpdir(void)
 {
 	char *d = strdup("/tmp/hotcold-e2e.XXXXXX");

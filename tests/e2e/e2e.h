@@ -42,6 +42,8 @@ uint64_t e2e_field(json_t *n, const char *name);
  * nested ones are not counted twice). */
 uint64_t e2e_sum_named(json_t *n, const char *kind, const char *name, const char *what);
 char *e2e_tmpdir(void);
+/* rm -rf a directory e2e_tmpdir() made (a warning on stderr when it cannot). */
+void e2e_remove_tmpdir(const char *dir);
 /* Entries of directory d but skip (hidden ones included), names joined by ' ' into list;
  * how many, or -1 when d cannot be opened. */
 int e2e_list_dir(const char *d, const char *skip, char *list, size_t len);

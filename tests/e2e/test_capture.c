@@ -37,15 +37,6 @@ static char *dir;	   /* per-test scratch directory */
 static char saved[512];	   /* one real capture, shared by the format tests */
 static json_t *saved_doc;
 
-static void rm_rf(const char *path)
-{
-	char cmd[700];
-
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", path);
-	if (system(cmd) != 0)
-		fprintf(stderr, "warning: could not remove %s\n", path);
-}
-
 static int run(char *const argv[], char **out, char **err)
 {
 	char outp[600], errp[600];
@@ -88,7 +79,7 @@ static int teardown(void **state)
 {
 	(void)state;
 	if (dir)
-		rm_rf(dir);
+		e2e_remove_tmpdir(dir);
 	free(dir);
 	dir = NULL;
 	return 0;

@@ -123,12 +123,8 @@ static int setup(void **state)
 
 static int teardown(void **state)
 {
-	char cmd[700];
-
 	(void)state;
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	if (system(cmd) != 0)
-		fprintf(stderr, "warning: could not remove %s\n", dir);
+	e2e_remove_tmpdir(dir);
 	free(dir);
 	dir = NULL;
 	return 0;

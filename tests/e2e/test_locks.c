@@ -43,12 +43,8 @@ static int setup(void **state)
 
 static int teardown(void **state)
 {
-	char cmd[700];
-
 	(void)state;
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	if (system(cmd))
-		fprintf(stderr, "cannot remove %s\n", dir);
+	e2e_remove_tmpdir(dir);
 	free(dir);
 	return 0;
 }

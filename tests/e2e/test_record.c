@@ -40,11 +40,7 @@ static void run_init(struct run *r, const char *name)
 
 static void run_fini(struct run *r)
 {
-	char cmd[600];
-
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", r->dir);
-	if (system(cmd) != 0)
-		fprintf(stderr, "warning: could not remove %s\n", r->dir);
+	e2e_remove_tmpdir(r->dir);
 	free(r->dir);
 }
 

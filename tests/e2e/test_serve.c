@@ -317,8 +317,6 @@ static int group_setup(void **state)
 
 static int group_teardown(void **state)
 {
-	char cmd[300];
-
 	(void)state;
 	if (srv.pid > 0) {
 		kill(srv.pid, SIGTERM);
@@ -332,9 +330,7 @@ static int group_teardown(void **state)
 		MHD_stop_daemon(rx.mhd);
 	for (int i = 0; i < rx.n; i++)
 		free(rx.reqs[i].profile);
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", srv.dir);
-	if (system(cmd) != 0)
-		fprintf(stderr, "warning: could not remove %s\n", srv.dir);
+	e2e_remove_tmpdir(srv.dir);
 	return 0;
 }
 
@@ -904,7 +900,6 @@ static void stop_and_check(const char *who, int sig, int want_rc)
 	struct timespec a, b;
 	pid_t target, kids[2];
 	int rc;
-	char cmd[300];
 
 	assert_true(serve_start(&s, "99", NULL));
 	assert_true(serve_wait_span(&s, 1));
@@ -938,9 +933,7 @@ static void stop_and_check(const char *who, int sig, int want_rc)
 	assert_false(running(kids[1]));
 	assert_true((double)(b.tv_sec - a.tv_sec) + (double)(b.tv_nsec - a.tv_nsec) / 1e9 < 2.0);
 	assert_int_equal(e2e_http(s.addr, "GET", "/api/status", NULL, NULL, NULL), -1);
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", s.dir);
-	if (system(cmd) != 0)
-		fprintf(stderr, "warning: could not remove %s\n", s.dir);
+	e2e_remove_tmpdir(s.dir);
 }
 
 static void test_sigterm_releases_bpf(void **state)

@@ -98,17 +98,13 @@ static bool serve_start(struct serve *s, const char *extra)
 
 static void serve_stop(struct serve *s)
 {
-	char cmd[300];
-
 	if (s->pid > 0) {
 		kill(s->pid, SIGTERM);
 		e2e_wait(s->pid, 5000);
 		s->pid = 0;
 	}
 	close(s->out_fd);
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", s->dir);
-	if (system(cmd) != 0)
-		fprintf(stderr, "warning: could not remove %s\n", s->dir);
+	e2e_remove_tmpdir(s->dir);
 }
 
 static json_t *get_json_from(const struct serve *s, const char *path, int want_status)
