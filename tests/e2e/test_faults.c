@@ -687,7 +687,9 @@ static void assert_accounted(json_t *j)
 }
 
 /* Both CPUs busy at 5000 Hz and the worker stopped for 4 s: the 4 MiB ring buffer fills;
- * what did not fit is counted by reason, and the rest is drained after SIGCONT. */
+ * what did not fit is counted by reason, and the rest is drained after SIGCONT. Frame
+ * pointers: the ring buffer of --unwind dwarf also holds a quarter of a second of stack
+ * copies, 16 MiB here, which 4 s of this workload's small samples do not fill. */
 static void test_ringbuf_overflow(void **state)
 {
 	struct bpf_ids mine;
@@ -698,7 +700,7 @@ static void test_ringbuf_overflow(void **state)
 	(void)state;
 	w[0] = start_workload(workload, "cpu", "12");
 	w[1] = start_workload(workload, "cpu", "12");
-	rec = start_record(&worker, &mine, 500, "-F", "5000", "-d", "6s", NULL);
+	rec = start_record(&worker, &mine, 500, "-F", "5000", "-d", "6s", "--unwind", "fp", NULL);
 	assert_int_equal(kill(worker, SIGSTOP), 0);
 	sleep(4);
 	assert_int_equal(kill(worker, SIGCONT), 0);
