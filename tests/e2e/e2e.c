@@ -301,6 +301,44 @@ char *e2e_status_value(pid_t pid, const char *key)
 	return p;
 }
 
+int e2e_record_pid(char *const wargv[], unsigned int settle_ms, char *const argv[],
+		   const char *stderr_path, pid_t *pid)
+{
+	char *full[64], pidarg[16];
+	int fd, rc, n = 0;
+	pid_t w;
+
+	*pid = 0;
+	w = e2e_spawn(wargv, &fd, NULL);
+	if (w < 0)
+		return -1;
+	*pid = e2e_read_pid(fd);
+	close(fd);
+	if (*pid <= 0) {
+		kill(w, SIGKILL);
+		e2e_wait(w, 5000);
+		return -1;
+	}
+	if (settle_ms)
+		usleep(settle_ms * 1000);
+	snprintf(pidarg, sizeof(pidarg), "%d", (int)*pid);
+	for (; argv[n] && n < 61; n++)
+		full[n] = argv[n];
+	full[n++] = "-p";
+	full[n++] = pidarg;
+	full[n] = NULL;
+	rc = e2e_run(full, stderr_path, 60000);
+	kill(w, SIGKILL);
+	e2e_wait(w, 5000);
+	if (rc) {
+		char *err = e2e_read_file(stderr_path, NULL);
+
+		fprintf(stderr, "record exited %d: %s\n", rc, err ? err : "");
+		free(err);
+	}
+	return rc;
+}
+
 void e2e_remove_tmpdir(const char *dir)
 {
 	char cmd[700];

@@ -42,6 +42,13 @@ uint64_t e2e_field(json_t *n, const char *name);
  * nested ones are not counted twice). */
 uint64_t e2e_sum_named(json_t *n, const char *kind, const char *name, const char *what);
 char *e2e_tmpdir(void);
+/*
+ * Start the workload wargv (it prints its pid first), wait settle_ms, run `argv -p PID`
+ * (argv: hotcold record and its options, NULL-ended) and kill the workload. The workload's
+ * pid in *pid; record's exit status (its stderr printed when not 0), -1 if none ran.
+ */
+int e2e_record_pid(char *const wargv[], unsigned int settle_ms, char *const argv[],
+		   const char *stderr_path, pid_t *pid);
 /* rm -rf a directory e2e_tmpdir() made (a warning on stderr when it cannot). */
 void e2e_remove_tmpdir(const char *dir);
 /* Entries of directory d but skip (hidden ones included), names joined by ' ' into list;

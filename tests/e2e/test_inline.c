@@ -128,28 +128,11 @@ static void dump(const char *what, int rc)
 /* Record the workload for 3 s at 999 Hz, with extra (NULL: none); its pid in *pid. */
 static json_t *record(pid_t *pid, const char *extra)
 {
-	char *argv[16] = { (char *)hotcold, "record", "-F", "999", "-d", "3s", "-o", out_path };
+	char *argv[] = { (char *)hotcold, "record", "-F", "999", "-d", "3s", "-o", out_path,
+			 (char *)extra, NULL };
 	char *wargv[] = { (char *)workload, "6", NULL };
-	char pidarg[16];
-	int n = 8, fd, rc;
-	pid_t w;
 
-	w = e2e_spawn(wargv, &fd, NULL);
-	*pid = e2e_read_pid(fd);
-	close(fd);
-	assert_true(*pid > 0);
-	snprintf(pidarg, sizeof(pidarg), "%d", (int)*pid);
-	argv[n++] = "-p";
-	argv[n++] = pidarg;
-	if (extra)
-		argv[n++] = (char *)extra;
-	argv[n] = NULL;
-	rc = e2e_run(argv, err_path, 60000);
-	kill(w, SIGKILL);
-	e2e_wait(w, 5000);
-	if (rc)
-		dump("record", rc);
-	assert_int_equal(rc, 0);
+	assert_int_equal(e2e_record_pid(wargv, 0, argv, err_path, pid), 0);
 	return e2e_load_json(out_path);
 }
 

@@ -140,35 +140,16 @@ static json_t *record(pid_t *pid, ...)
 {
 	char *argv[32] = { (char *)hotcold, "record", "-F", "999", "-d", "3s", "-o", out_path };
 	char *wargv[] = { (char *)workload, "6", NULL };
-	int n = 8, fd, rc;
-	char pidarg[16];
-	pid_t w;
+	int n = 8;
 	va_list ap;
 
-	w = e2e_spawn(wargv, &fd, NULL);
-	*pid = e2e_read_pid(fd);
-	close(fd);
-	assert_true(*pid > 0);
-	/* The blocked thread goes to sleep before the capture: the start iterator takes it. */
-	usleep(300 * 1000);
-	snprintf(pidarg, sizeof(pidarg), "%d", (int)*pid);
-	argv[n++] = "-p";
-	argv[n++] = pidarg;
 	va_start(ap, pid);
 	for (char *a; (a = va_arg(ap, char *)) && n < 31;)
 		argv[n++] = a;
 	va_end(ap);
 	argv[n] = NULL;
-	rc = e2e_run(argv, err_path, 60000);
-	kill(w, SIGKILL);
-	e2e_wait(w, 5000);
-	if (rc) {
-		char *err = e2e_read_file(err_path, NULL);
-
-		fprintf(stderr, "record exited %d: %s\n", rc, err ? err : "");
-		free(err);
-	}
-	assert_int_equal(rc, 0);
+	/* The blocked thread goes to sleep before the capture: the start iterator takes it. */
+	assert_int_equal(e2e_record_pid(wargv, 300, argv, err_path, pid), 0);
 	return e2e_load_json(out_path);
 }
 
