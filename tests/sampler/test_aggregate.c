@@ -501,6 +501,14 @@ static void test_locks(void **state)
 	}
 	/* the main table holds none of it */
 	assert_int_equal(hc_agg__stack_count(f->agg), 0);
+
+	/* a record claiming more frames than the ABI allows: refused, nothing counted */
+	lock_event(&e, HC_LCB_WRITE, true, HC_LOCK_MMAP, 7);
+	e.kstack_len = (HC_MAX_STACK_DEPTH + 1) * 8;
+	assert_int_equal(hc_agg__lock(f->agg, &e, sizeof(e)), -EINVAL);
+	hc_agg__lock_stats(f->agg, &ls);
+	assert_int_equal(ls.events, 3);
+	assert_int_equal(ls.wait_ns, 4050);
 }
 
 /* A blocked flush that was a lock wait ends in a lock node; its run-queue time does not. */
