@@ -134,12 +134,12 @@ NOINLINE static uint64_t do_unit(struct worker *w)
 typedef uint64_t (*step_fn)(struct worker *w, uint64_t path, int depth);
 static const step_fn steps[8];
 
-#define STEP(n)                                                                         \
-	NOINLINE static uint64_t step##n(struct worker *w, uint64_t path, int depth)  \
-	{                                                                               \
-		if (depth == 0)                                                         \
-			return hot_hash(w->state, 2) + n;                               \
-		return steps[path & 7](w, path >> 3, depth - 1) + n;                    \
+#define STEP(n)                                                                      \
+	NOINLINE static uint64_t step##n(struct worker *w, uint64_t path, int depth) \
+	{                                                                            \
+		if (depth == 0)                                                      \
+			return hot_hash(w->state, 2) + n;                            \
+		return steps[path & 7](w, path >> 3, depth - 1) + n;                 \
 	}
 STEP(0)
 STEP(1)
@@ -149,7 +149,7 @@ STEP(4)
 STEP(5)
 STEP(6)
 STEP(7)
-static const step_fn steps[8] = { step0, step1, step2, step3, step4, step5, step6, step7 };
+static const step_fn steps[8] = {step0, step1, step2, step3, step4, step5, step6, step7};
 
 NOINLINE static uint64_t do_unit_wide(struct worker *w)
 {
@@ -288,7 +288,8 @@ int main(int argc, char **argv)
 
 	wall = ts_s(&w1) - ts_s(&w0);
 	cpu = ts_s(&c1) - ts_s(&c0);
-	printf("cpuwork threads=%ld wide_depth=%d libc=%d seconds=%.3f units=%llu wall_s=%.6f cpu_s=%.6f user_s=%.3f "
+	printf("cpuwork threads=%ld wide_depth=%d libc=%d seconds=%.3f units=%llu wall_s=%.6f "
+	       "cpu_s=%.6f user_s=%.3f "
 	       "sys_s=%.3f units_per_cpu_s=%.3f units_per_wall_s=%.3f sink=%llx\n",
 	       nthreads, wide_depth, libc_graph, seconds, (unsigned long long)units, wall, cpu,
 	       tv_s(&r1.ru_utime) - tv_s(&r0.ru_utime), tv_s(&r1.ru_stime) - tv_s(&r0.ru_stime),

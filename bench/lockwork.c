@@ -65,7 +65,7 @@ struct worker {
 	uint64_t ops;
 	uint64_t errors;
 	char path[128]; /* dir: this thread's file */
-	char pad[64];   /* keep the counters of two workers off one cache line */
+	char pad[64];	/* keep the counters of two workers off one cache line */
 };
 
 static atomic_int go;
@@ -155,7 +155,7 @@ NOINLINE static int one_op_dir(struct worker *w)
 
 NOINLINE static int one_op_epoll(struct worker *w)
 {
-	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = (uint64_t)w->id };
+	struct epoll_event ev = {.events = EPOLLIN, .data.u64 = (uint64_t)w->id};
 
 	if (failed(raw_syscall4(SYS_epoll_ctl, epfd, EPOLL_CTL_ADD, w->fd, (long)&ev)))
 		return -1;
@@ -165,9 +165,9 @@ NOINLINE static int one_op_epoll(struct worker *w)
 NOINLINE static void *lock_thread(void *arg)
 {
 	struct worker *w = arg;
-	int (*op)(struct worker *) = mode == MODE_MMAP ? one_op_mmap :
-				     mode == MODE_DIR  ? one_op_dir :
-							 one_op_epoll;
+	int (*op)(struct worker *) = mode == MODE_MMAP	? one_op_mmap
+				     : mode == MODE_DIR ? one_op_dir
+							: one_op_epoll;
 
 	prctl(PR_SET_NAME, "lockwork");
 	while (!atomic_load_explicit(&go, memory_order_acquire))
@@ -190,7 +190,7 @@ static void usage(void)
 
 int main(int argc, char **argv)
 {
-	static const char *const names[] = { "mmap", "dir", "epoll" };
+	static const char *const names[] = {"mmap", "dir", "epoll"};
 	struct timespec w0, w1, c0, c1, dl;
 	struct rusage r0, r1;
 	struct worker *ws;
@@ -289,7 +289,8 @@ int main(int argc, char **argv)
 
 	wall = ts_s(&w1) - ts_s(&w0);
 	cpu = ts_s(&c1) - ts_s(&c0);
-	printf("lockwork mode=%s threads=%ld seconds=%.3f ops=%llu errors=%llu wall_s=%.6f cpu_s=%.6f "
+	printf("lockwork mode=%s threads=%ld seconds=%.3f ops=%llu errors=%llu wall_s=%.6f "
+	       "cpu_s=%.6f "
 	       "user_s=%.3f sys_s=%.3f ops_per_s=%.3f ops_per_cpu_s=%.3f\n",
 	       names[mode], nthreads, seconds, (unsigned long long)ops, (unsigned long long)errors,
 	       wall, cpu, tv_s(&r1.ru_utime) - tv_s(&r0.ru_utime),

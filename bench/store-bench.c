@@ -70,7 +70,8 @@ static int define_frames(struct hc_store *st, struct load *l)
 	int err = 0;
 
 	for (int p = 0; p < N_PROC; p++) {
-		struct hc_path_elem e = {HC_NODE_PROCESS, l->comm[p], NULL, 1000 + (uint64_t)p, -1, false};
+		struct hc_path_elem e = {HC_NODE_PROCESS,    l->comm[p], NULL,
+					 1000 + (uint64_t)p, -1,	 false};
 
 		snprintf(l->comm[p], sizeof(l->comm[p]), "proc%d", p % 45); /* some names shared */
 		err |= hc_store__define_frame(st, l->proc[p] = ++id, &e);

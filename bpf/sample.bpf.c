@@ -215,8 +215,8 @@ __u64 window_end_ns = 0;
  * copies, frame pointers only) and a per-CPU byte budget (a token bucket).
  * ------------------------------------------------------------------------------------------ */
 const volatile __u32 ucopy_bytes = 0;
-const volatile __u64 ucopy_rate = 0;  /* bytes per second per CPU */
-const volatile __u64 ucopy_burst = 0; /* bucket depth in bytes */
+const volatile __u64 ucopy_rate = 0;	    /* bytes per second per CPU */
+const volatile __u64 ucopy_burst = 0;	    /* bucket depth in bytes */
 const volatile __u64 ucopy_max_pending = 0; /* no copy while more than this waits in `events` */
 
 #define PAGE_BYTES 4096
@@ -239,25 +239,25 @@ struct {
 } ucopy SEC(".maps");
 
 /* User registers in DWARF order (sample.h); p is a struct pt_regs of user mode. */
-#define UREGS_FROM(r, p)                                                                   \
-	do {                                                                               \
-		(r)[0] = (p)->ax;                                                          \
-		(r)[1] = (p)->dx;                                                          \
-		(r)[2] = (p)->cx;                                                          \
-		(r)[3] = (p)->bx;                                                          \
-		(r)[4] = (p)->si;                                                          \
-		(r)[5] = (p)->di;                                                          \
-		(r)[6] = (p)->bp;                                                          \
-		(r)[7] = (p)->sp;                                                          \
-		(r)[8] = (p)->r8;                                                          \
-		(r)[9] = (p)->r9;                                                          \
-		(r)[10] = (p)->r10;                                                        \
-		(r)[11] = (p)->r11;                                                        \
-		(r)[12] = (p)->r12;                                                        \
-		(r)[13] = (p)->r13;                                                        \
-		(r)[14] = (p)->r14;                                                        \
-		(r)[15] = (p)->r15;                                                        \
-		(r)[16] = (p)->ip;                                                         \
+#define UREGS_FROM(r, p)            \
+	do {                        \
+		(r)[0] = (p)->ax;   \
+		(r)[1] = (p)->dx;   \
+		(r)[2] = (p)->cx;   \
+		(r)[3] = (p)->bx;   \
+		(r)[4] = (p)->si;   \
+		(r)[5] = (p)->di;   \
+		(r)[6] = (p)->bp;   \
+		(r)[7] = (p)->sp;   \
+		(r)[8] = (p)->r8;   \
+		(r)[9] = (p)->r9;   \
+		(r)[10] = (p)->r10; \
+		(r)[11] = (p)->r11; \
+		(r)[12] = (p)->r12; \
+		(r)[13] = (p)->r13; \
+		(r)[14] = (p)->r14; \
+		(r)[15] = (p)->r15; \
+		(r)[16] = (p)->ip;  \
 	} while (0)
 
 /* May a copy be taken on this CPU now? Refills by elapsed time; a copy may overdraw the
@@ -305,7 +305,7 @@ static __always_inline __u64 chunk_bytes(__u64 v)
  * pages may be faulted in (the start iterator). Returns the bytes copied.
  */
 static __always_inline __u32 copy_stack(struct ucopy_buf *b, __u64 sp, bool sleepable,
-				       struct task_struct *task)
+					struct task_struct *task)
 {
 	__u64 n = 0, want = ucopy_bytes < HC_STACK_COPY_MAX ? ucopy_bytes : HC_STACK_COPY_MAX;
 	__u64 chunk = PAGE_BYTES - (sp & (PAGE_BYTES - 1));
@@ -322,7 +322,8 @@ static __always_inline __u32 copy_stack(struct ucopy_buf *b, __u64 sp, bool slee
 		if (!len)
 			break;
 		if (sleepable)
-			err = bpf_copy_from_user_task(b->data + off, len, (void *)(sp + n), task, 0);
+			err = bpf_copy_from_user_task(b->data + off, len, (void *)(sp + n), task,
+						      0);
 		else
 			err = bpf_probe_read_user(b->data + off, len, (void *)(sp + n));
 		if (err)
@@ -337,7 +338,7 @@ static __always_inline __u32 copy_stack(struct ucopy_buf *b, __u64 sp, bool slee
  * counters. Returns the size of the struct hc_ucopy with its bytes, 0 when nothing was
  * copied (the first page unreadable). */
 static __always_inline __u32 take_copy(struct ucopy_buf *b, bool sleepable,
-				      struct task_struct *task)
+				       struct task_struct *task)
 {
 	__u32 len = copy_stack(b, b->ev.copy.regs[HC_UREG_SP], sleepable, task);
 
@@ -561,16 +562,15 @@ const volatile bool stack_reuse = true;
 const volatile bool capture_wakers = false; /* --wakers */
 const volatile __u64 flush_ns = 1000000000; /* flush a slot at least this often */
 
-
 struct tstate {
-	__u64 t_out;	       /* switch-out time; 0 while on a CPU (or not tracked yet) */
-	__u64 t_wake;	       /* wakeup time of the current blocked interval; 0: not woken yet */
-	__u32 state;	       /* enum ts_state of the current off-CPU interval */
-	__u32 waker_seq;       /* last hc_waker_event seq of this thread */
-	__u32 cur;    /* slot of the current interval: SLOT_BLOCKED or SLOT_RUNNABLE */
-	__u32 useq;   /* --unwind dwarf: last hc_ustack_event seq of this thread */
+	__u64 t_out;		 /* switch-out time; 0 while on a CPU (or not tracked yet) */
+	__u64 t_wake;		 /* wakeup time of the current blocked interval; 0: not woken yet */
+	__u32 state;		 /* enum ts_state of the current off-CPU interval */
+	__u32 waker_seq;	 /* last hc_waker_event seq of this thread */
+	__u32 cur;		 /* slot of the current interval: SLOT_BLOCKED or SLOT_RUNNABLE */
+	__u32 useq;		 /* --unwind dwarf: last hc_ustack_event seq of this thread */
 	__u64 sig[2][SIG_WORDS]; /* switch-out context of each slot's stacks */
-	__u64 wsig[SIG_WORDS]; /* --wakers: context of the last waker stack taken */
+	__u64 wsig[SIG_WORDS];	 /* --wakers: context of the last waker stack taken */
 	/* The waker of the current blocked interval, until it closes. */
 	__u32 pend_tgid;
 	__u32 pend_tid;
@@ -832,8 +832,8 @@ static __always_inline bool budget_take(struct hc_cpu_state *cs, __u64 now)
 
 /* The switch-out context of `current`: its user registers (where it entered the kernel),
  * the word at its user stack pointer (the return address of a leaf syscall stub), the
- * syscall number (how it left the CPU picks the slot). Kernel threads have none: sig[0] = 0 there, and
- * their stacks are always taken. */
+ * syscall number (how it left the CPU picks the slot). Kernel threads have none: sig[0] = 0 there,
+ * and their stacks are always taken. */
 static __always_inline void context_sig(struct task_struct *t, __u64 sig[SIG_WORDS])
 {
 	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(t);
@@ -919,8 +919,7 @@ static __always_inline void take_stacks(void *ctx, __u64 *stacks, __s32 *ulen_ou
 	*klen_out = klen;
 }
 
-static __always_inline bool waker_differs(const struct tstate *ts,
-					 const struct hc_offcpu_event *ev)
+static __always_inline bool waker_differs(const struct tstate *ts, const struct hc_offcpu_event *ev)
 {
 	return ts->pend_tid != ev->waker_tid || ts->pend_tgid != ev->waker_tgid ||
 	       ts->pend_seq != ev->waker_seq;
@@ -1070,8 +1069,8 @@ int BPF_PROG(hc_switch, bool preempt, struct task_struct *prev, struct task_stru
 				bpf_get_current_comm(ev->comm, sizeof(ev->comm));
 				BPF_CORE_READ_STR_INTO(&ev->pcomm, prev, group_leader, comm);
 				if (budget_take(cs, now)) {
-					take_stacks(ctx, ev->stacks, &ev->ustack_len, &ev->kstack_len,
-						    kthread, HC_CNT_USTACK_ERR_OFF,
+					take_stacks(ctx, ev->stacks, &ev->ustack_len,
+						    &ev->kstack_len, kthread, HC_CNT_USTACK_ERR_OFF,
 						    HC_CNT_KSTACK_ERR_OFF);
 					ev->ucopy_seq = kthread ? 0
 								: send_ucopy(ts, prev, k, cs, now,
@@ -1359,7 +1358,7 @@ int hc_iter_start(struct bpf_iter__task *ctx)
 	if (!t || t->pid == 0)
 		return 0;
 	if (t->on_cpu) {
-		struct hc_oncpu_event o = { .type = HC_EVENT_ONCPU, .tid = t->pid };
+		struct hc_oncpu_event o = {.type = HC_EVENT_ONCPU, .tid = t->pid};
 
 		o.cpu = BPF_CORE_READ(t, thread_info.cpu);
 		bpf_seq_write(seq, &o, sizeof(o));
@@ -1389,7 +1388,8 @@ int hc_iter_start(struct bpf_iter__task *ctx)
 				break;
 			if (!fr[1] || n >= HC_MAX_STACK_DEPTH)
 				break;
-			ev->stacks[n & 127] = fr[1]; /* n < 127: the mask is only for the verifier */
+			ev->stacks[n & 127] =
+				fr[1]; /* n < 127: the mask is only for the verifier */
 			n++;
 			if (fr[0] <= bp)
 				break;

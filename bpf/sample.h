@@ -160,10 +160,10 @@ struct hc_offcpu_event {
 	__u32 tgid;
 	__u32 tid;
 	__u64 pstart_ns; /* as in hc_sample_event */
-	__u64 first_ns; /* earliest interval start in this flush */
-	__u64 last_ns;	/* latest interval end */
-	__u64 off_ns;	/* blocked: switch-out asleep -> wakeup (or -> switch-in, no wakeup seen) */
-	__u64 rq_ns;	/* runnable: preempted switch-out or wakeup -> switch-in */
+	__u64 first_ns;	 /* earliest interval start in this flush */
+	__u64 last_ns;	 /* latest interval end */
+	__u64 off_ns; /* blocked: switch-out asleep -> wakeup (or -> switch-in, no wakeup seen) */
+	__u64 rq_ns;  /* runnable: preempted switch-out or wakeup -> switch-in */
 	__u64 short_off_ns; /* blocked time of blocks shorter than --min-block (not in off_ns) */
 	__u64 short_rq_ns;  /* their run-queue time (not in rq_ns) */
 	__u32 n_blocked;
@@ -248,8 +248,8 @@ struct hc_ustack_event {
 
 enum hc_lock_named {
 	HC_LOCK_UNNAMED = 0,
-	HC_LOCK_MMAP = 1,     /* the waiter's own mm->mmap_lock */
-	HC_LOCK_SIGHAND = 2,  /* the waiter's own sighand->siglock */
+	HC_LOCK_MMAP = 1,    /* the waiter's own mm->mmap_lock */
+	HC_LOCK_SIGHAND = 2, /* the waiter's own sighand->siglock */
 };
 
 struct hc_lock_event {
@@ -297,8 +297,8 @@ struct hc_cpu_state {
 	__u64 idle_ns;	      /* idle task's time, closed intervals */
 	__u64 credit_ns;      /* stack-capture budget (token bucket, in ns of credit) */
 	__u64 credit_at_ns;
-	__u32 cur_idle; /* the idle task runs now (valid once last_switch_ns != 0) */
-	__u32 queued;	/* tasks waiting, at the last switch or sample */
+	__u32 cur_idle;	    /* the idle task runs now (valid once last_switch_ns != 0) */
+	__u32 queued;	    /* tasks waiting, at the last switch or sample */
 	__s64 ucopy_credit; /* --unwind dwarf: stack-copy budget (token bucket, in bytes) */
 	__u64 ucopy_at_ns;
 	__u64 _pad;

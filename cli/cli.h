@@ -60,18 +60,19 @@ enum {
 };
 
 /* getopt_long entries of the shared options (with "F:v" in the short option string). */
-#define HC_COMMON_LONGOPTS                                                    \
-	{ "frequency", required_argument, NULL, 'F' },                        \
-	{ "verbose", no_argument, NULL, 'v' },                                \
-	{ "no-demangle", no_argument, NULL, HC_OPT_NO_DEMANGLE },             \
-	{ "no-inline", no_argument, NULL, HC_OPT_NO_INLINE },                 \
-	{ "no-offcpu", no_argument, NULL, HC_OPT_NO_OFFCPU },                 \
-	{ "min-block", required_argument, NULL, HC_OPT_MIN_BLOCK },           \
-	{ "stack-budget", required_argument, NULL, HC_OPT_STACK_BUDGET },     \
-	{ "no-stack-reuse", no_argument, NULL, HC_OPT_NO_STACK_REUSE },       \
-	{ "unwind", required_argument, NULL, HC_OPT_UNWIND },                 \
-	{ "stack-copy", required_argument, NULL, HC_OPT_STACK_COPY },         \
-	{ "copy-budget", required_argument, NULL, HC_OPT_COPY_BUDGET }
+#define HC_COMMON_LONGOPTS                                                                \
+	{"frequency", required_argument, NULL, 'F'}, {"verbose", no_argument, NULL, 'v'}, \
+		{"no-demangle", no_argument, NULL, HC_OPT_NO_DEMANGLE},                   \
+		{"no-inline", no_argument, NULL, HC_OPT_NO_INLINE},                       \
+		{"no-offcpu", no_argument, NULL, HC_OPT_NO_OFFCPU},                       \
+		{"min-block", required_argument, NULL, HC_OPT_MIN_BLOCK},                 \
+		{"stack-budget", required_argument, NULL, HC_OPT_STACK_BUDGET},           \
+		{"no-stack-reuse", no_argument, NULL, HC_OPT_NO_STACK_REUSE},             \
+		{"unwind", required_argument, NULL, HC_OPT_UNWIND},                       \
+		{"stack-copy", required_argument, NULL, HC_OPT_STACK_COPY},               \
+	{                                                                                 \
+		"copy-budget", required_argument, NULL, HC_OPT_COPY_BUDGET                \
+	}
 
 void hc_common_args__init(struct hc_common_args *a);
 /* One getopt result: 0 handled, -1 not a shared option, EX_USAGE (the reason printed). */

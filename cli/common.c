@@ -123,11 +123,25 @@ int hc_size__parse(const char *s, uint64_t *out)
 	if (errno || end == s || s[0] == '-')
 		return -EINVAL;
 	switch (*end) {
-	case 'G': case 'g': shift = 30; end++; break;
-	case 'M': case 'm': shift = 20; end++; break;
-	case 'K': case 'k': shift = 10; end++; break;
-	case '\0': break;
-	default: return -EINVAL;
+	case 'G':
+	case 'g':
+		shift = 30;
+		end++;
+		break;
+	case 'M':
+	case 'm':
+		shift = 20;
+		end++;
+		break;
+	case 'K':
+	case 'k':
+		shift = 10;
+		end++;
+		break;
+	case '\0':
+		break;
+	default:
+		return -EINVAL;
 	}
 	if (v > (UINT64_MAX >> shift))
 		return -ERANGE;
@@ -155,8 +169,8 @@ static void on_stop_signal(int sig)
 
 void hc_catch_stop_signals(void)
 {
-	struct sigaction sa = { .sa_handler = on_stop_signal }; /* no SA_RESTART: poll()
-								  * returns EINTR at once */
+	struct sigaction sa = {.sa_handler = on_stop_signal}; /* no SA_RESTART: poll()
+							       * returns EINTR at once */
 
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL);
@@ -238,7 +252,8 @@ int hc_child_exit_code(int status, const char *who)
 	if (WIFEXITED(status))
 		return WEXITSTATUS(status);
 	hc_err("the %s ended by signal %d%s", who, WIFSIGNALED(status) ? WTERMSIG(status) : 0,
-	       WIFSIGNALED(status) && WTERMSIG(status) == SIGSYS ?
-		       " (a system call outside its seccomp allow-list)" : "");
+	       WIFSIGNALED(status) && WTERMSIG(status) == SIGSYS
+		       ? " (a system call outside its seccomp allow-list)"
+		       : "");
 	return EX_SOFTWARE;
 }

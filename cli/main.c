@@ -43,9 +43,11 @@ static const struct command {
 	int (*fn)(int argc, char **argv);
 	const char *help;
 } commands[] = {
-	{ "record", cmd_record, "sample every CPU for a while and write a profile" },
-	{ "report", cmd_report, "convert a saved profile (folded, pprof, speedscope), diff two, print a histogram" },
-	{ "serve", cmd_serve, "profile continuously; flame graphs and JSON at http://127.0.0.1:8080" },
+	{"record", cmd_record, "sample every CPU for a while and write a profile"},
+	{"report", cmd_report,
+	 "convert a saved profile (folded, pprof, speedscope), diff two, print a histogram"},
+	{"serve", cmd_serve,
+	 "profile continuously; flame graphs and JSON at http://127.0.0.1:8080"},
 };
 
 static void usage(FILE *out)

@@ -35,9 +35,10 @@ int hc_output__expand(const char *pattern, time_t t, char *out, size_t out_len, 
 			return -EINVAL;
 		}
 		if (!strchr(ALLOWED_CONVERSIONS, p[1])) {
-			snprintf(why, why_len,
-				 "%%%c is not a conversion allowed in a file name (use one of %%%s)",
-				 p[1], "Y %m %d %H %M %S %s %F %j %a %b %z...");
+			snprintf(
+				why, why_len,
+				"%%%c is not a conversion allowed in a file name (use one of %%%s)",
+				p[1], "Y %m %d %H %M %S %s %F %j %a %b %z...");
 			return -EINVAL;
 		}
 		p++;
@@ -51,7 +52,7 @@ int hc_output__expand(const char *pattern, time_t t, char *out, size_t out_len, 
 	snprintf(secs, sizeof(secs), "%lld", (long long)t);
 	for (const char *p = pattern; *p; p++) {
 		const char *add = NULL;
-		char two[3] = { p[0], p[1], '\0' };
+		char two[3] = {p[0], p[1], '\0'};
 
 		if (*p == '%' && p[1] == 's') {
 			add = secs;
@@ -73,8 +74,9 @@ int hc_output__expand(const char *pattern, time_t t, char *out, size_t out_len, 
 	pat[used] = '\0';
 	n = strftime(out, out_len, pat, &tm);
 	if (n == 0) {
-		snprintf(why, why_len, *pattern ? "the name is empty or longer than %zu bytes"
-						: "empty file name",
+		snprintf(why, why_len,
+			 *pattern ? "the name is empty or longer than %zu bytes"
+				  : "empty file name",
 			 out_len - 1);
 		return -EINVAL;
 	}
@@ -170,7 +172,8 @@ static void remove_stale(const char *dir)
 		if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
 			unlinkat(dirfd(d), e->d_name, 0);
 			/* as release_lock(): unlink only the file we hold, while holding it */
-			if (fstat(fd, &a) == 0 && fstatat(dirfd(d), lock, &b, AT_SYMLINK_NOFOLLOW) == 0 &&
+			if (fstat(fd, &a) == 0 &&
+			    fstatat(dirfd(d), lock, &b, AT_SYMLINK_NOFOLLOW) == 0 &&
 			    a.st_dev == b.st_dev && a.st_ino == b.st_ino)
 				unlinkat(dirfd(d), lock, 0);
 		}

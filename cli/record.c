@@ -27,7 +27,6 @@
 #include "sampler/sampler.h"
 #include "symbolize/symbolizer.h"
 
-
 struct record_cfg {
 	struct hc_common_args c; /* -F, -v, symbols, off-CPU settings */
 	uint64_t duration_ns;
@@ -47,7 +46,8 @@ static void usage(FILE *out)
 {
 	fprintf(out,
 		"usage: hotcold record [-F SPEC] [-d DURATION] [-p PID]... [-o FILE]\n"
-		"                      [--format json|folded|pprof|speedscope] [--kind on|off|all]\n"
+		"                      [--format json|folded|pprof|speedscope] [--kind "
+		"on|off|all]\n"
 		"\n"
 		"Sample every CPU (or only -p processes) with kernel and user stacks, then write "
 		"a\n"
@@ -227,7 +227,8 @@ static int parse_args(int argc, char **argv, struct record_cfg *cfg)
 			break;
 		case OPT_FORMAT:
 			if (hc_format__parse(optarg, &cfg->format)) {
-				hc_err("--format %s: use json, folded, pprof or speedscope", optarg);
+				hc_err("--format %s: use json, folded, pprof or speedscope",
+				       optarg);
 				return EX_USAGE;
 			}
 			break;
@@ -273,7 +274,8 @@ static int parse_args(int argc, char **argv, struct record_cfg *cfg)
 		return EX_USAGE;
 	}
 	if (cfg->kind_set && cfg->format == HC_FORMAT_JSON) {
-		hc_err("--kind selects what folded, pprof and speedscope carry; json always carries "
+		hc_err("--kind selects what folded, pprof and speedscope carry; json always "
+		       "carries "
 		       "every kind (give --format)");
 		return EX_USAGE;
 	}
@@ -504,7 +506,7 @@ static int fill_profile(struct hc_profile *p, const struct record_cfg *cfg,
 static int record_worker(const struct record_cfg *cfg, struct hc_sampler *sampler,
 			 struct hc_agg **aggp, struct hc_output *out, int broker_fd, int stop_fd)
 {
-	struct hc_broker_client bc = { .sock = broker_fd };
+	struct hc_broker_client bc = {.sock = broker_fd};
 	struct hc_symbolizer_opts sopts = {0};
 	struct hc_sampler_counts cnt = {0};
 	struct hc_symbolizer_io io;
@@ -698,7 +700,7 @@ int cmd_record(int argc, char **argv)
 	struct hc_output out = {0};
 	struct hc_agg *agg = NULL; /* set by the worker, read by the callbacks */
 	char comm[HC_TASK_COMM_LEN];
-	int rc, err, status, sv[2] = { -1, -1 }, line[2] = { -1, -1 };
+	int rc, err, status, sv[2] = {-1, -1}, line[2] = {-1, -1};
 	pid_t parent, child;
 
 	rc = parse_args(argc, argv, &cfg);
@@ -723,7 +725,7 @@ int cmd_record(int argc, char **argv)
 		goto out;
 
 	hc_raise_nofile_limit();
-	cb = (struct hc_sampler_callbacks){ .sample = on_sample,
+	cb = (struct hc_sampler_callbacks){.sample = on_sample,
 					   .exec = on_exec,
 					   .offcpu = on_offcpu,
 					   .thist = on_thist,
@@ -809,7 +811,8 @@ int cmd_record(int argc, char **argv)
 	if (!rc)
 		rc = hc_output__commit(&out);
 	if (cfg.c.verbose)
-		fprintf(stderr, "hotcold: broker: %llu requests, %llu descriptors passed, %llu refused\n",
+		fprintf(stderr,
+			"hotcold: broker: %llu requests, %llu descriptors passed, %llu refused\n",
 			(unsigned long long)bstats.requests, (unsigned long long)bstats.opened,
 			(unsigned long long)bstats.refused);
 out:

@@ -39,21 +39,26 @@ static void usage(FILE *out)
 		"       hotcold report --hist NAME [--key KEY] FILE\n"
 		"       hotcold report --diff [--kind KIND] [--normalize] [-o OUT] BASE NEW\n"
 		"\n"
-		"Read a saved profile (a hotcold-profile/1 document from hotcold record -o FILE or\n"
+		"Read a saved profile (a hotcold-profile/1 document from hotcold record -o FILE "
+		"or\n"
 		"GET /api/profile) and convert it, print one of its histograms, or compare two.\n"
 		"\n"
-		"  --format FMT   folded (the default; flamegraph.pl, values in ns), pprof (gzipped\n"
+		"  --format FMT   folded (the default; flamegraph.pl, values in ns), pprof "
+		"(gzipped\n"
 		"                 profile.proto, for go tool pprof), speedscope, or json (the\n"
 		"                 document re-encoded after validation); docs/formats.md\n"
-		"  --kind KIND    what the output carries: all (on-CPU, blocked and run-queue time;\n"
+		"  --kind KIND    what the output carries: all (on-CPU, blocked and run-queue "
+		"time;\n"
 		"                 the default), on, or off (blocked + run-queue)\n"
 		"  -o, --output OUT  write here instead of stdout, atomically (a strftime pattern\n"
 		"                 like record's -o)\n"
-		"  --hist NAME    print histogram NAME the way DTrace prints an aggregation: per key,\n"
+		"  --hist NAME    print histogram NAME the way DTrace prints an aggregation: per "
+		"key,\n"
 		"                 `value  ---- Distribution ---- count` rows (docs/histograms.md)\n"
 		"  --key KEY      with --hist: only this series (a process name, or \"cpu N\")\n"
 		"  --diff         compare BASE and NEW: differential folded stacks, one\n"
-		"                 `stack BASE_NS NEW_NS` line per stack (flamegraph.pl draws them as\n"
+		"                 `stack BASE_NS NEW_NS` line per stack (flamegraph.pl draws them "
+		"as\n"
 		"                 a differential flame graph); processes match by name\n"
 		"  --normalize    with --diff: scale BASE so that its total equals NEW's\n"
 		"  --user NAME    run as root: the user that parses the files (default nobody);\n"
@@ -61,8 +66,10 @@ static void usage(FILE *out)
 		"  -h, --help     this text\n"
 		"\n"
 		"Exit codes: 0 ok, 64 usage or unknown histogram/key, 65 not a valid profile,\n"
-		"66 cannot read FILE, 70 the parsing process crashed, 73 cannot create OUT, 74 write\n"
-		"error, 75 another writer holds OUT's lock, 77 cannot drop privileges (no --user),\n"
+		"66 cannot read FILE, 70 the parsing process crashed, 73 cannot create OUT, 74 "
+		"write\n"
+		"error, 75 another writer holds OUT's lock, 77 cannot drop privileges (no "
+		"--user),\n"
 		"130 interrupted by SIGINT/SIGTERM (nothing written).\n");
 }
 
@@ -74,7 +81,7 @@ static void list_names(json_t *hists, char *buf, size_t len)
 	size_t used = 0;
 
 	buf[0] = '\0';
-	json_object_foreach(hists, name, v) {
+	json_object_foreach (hists, name, v) {
 		int n = snprintf(buf + used, len - used, "%s%s", used ? ", " : "", name);
 
 		(void)v;
@@ -292,23 +299,23 @@ int cmd_report(int argc, char **argv)
 {
 	enum { OPT_HIST = 256, OPT_KEY, OPT_FORMAT, OPT_KIND, OPT_DIFF, OPT_NORMALIZE, OPT_USER };
 	static const struct option opts[] = {
-		{ "hist", required_argument, NULL, OPT_HIST },
-		{ "key", required_argument, NULL, OPT_KEY },
-		{ "format", required_argument, NULL, OPT_FORMAT },
-		{ "kind", required_argument, NULL, OPT_KIND },
-		{ "diff", no_argument, NULL, OPT_DIFF },
-		{ "normalize", no_argument, NULL, OPT_NORMALIZE },
-		{ "output", required_argument, NULL, 'o' },
-		{ "user", required_argument, NULL, OPT_USER },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
+		{"hist", required_argument, NULL, OPT_HIST},
+		{"key", required_argument, NULL, OPT_KEY},
+		{"format", required_argument, NULL, OPT_FORMAT},
+		{"kind", required_argument, NULL, OPT_KIND},
+		{"diff", no_argument, NULL, OPT_DIFF},
+		{"normalize", no_argument, NULL, OPT_NORMALIZE},
+		{"output", required_argument, NULL, 'o'},
+		{"user", required_argument, NULL, OPT_USER},
+		{"help", no_argument, NULL, 'h'},
+		{0},
 	};
 	const char *hist_name = NULL, *key = NULL, *output = NULL, *user = "nobody";
 	enum hc_format format = HC_FORMAT_FOLDED;
 	unsigned int weights = HC_W_ALL;
 	bool diff = false, normalize = false, format_set = false, kind_set = false;
 	struct report_job job = {0};
-	struct hc_output out = { .lock_fd = -1 };
+	struct hc_output out = {.lock_fd = -1};
 	int c, rc = 0;
 
 	optind = 1;
@@ -394,7 +401,8 @@ int cmd_report(int argc, char **argv)
 			return EX_USAGE;
 		}
 		if (kind_set && format == HC_FORMAT_JSON) {
-			hc_err("report: --kind selects what folded, pprof and speedscope carry; json "
+			hc_err("report: --kind selects what folded, pprof and speedscope carry; "
+			       "json "
 			       "carries every kind");
 			return EX_USAGE;
 		}

@@ -62,7 +62,8 @@ static void usage(FILE *out)
 		"usage: hotcold serve [-F SPEC] [--listen ADDR:PORT] [--retention DUR] [OPTIONS]\n"
 		"\n"
 		"Profile every CPU continuously (on-CPU samples, blocked and run-queue time) and\n"
-		"serve the flame graphs, timeline and histograms at http://ADDR:PORT/ (the viewer)\n"
+		"serve the flame graphs, timeline and histograms at http://ADDR:PORT/ (the "
+		"viewer)\n"
 		"and as JSON (docs/api.md).\n"
 		"\n"
 		"  -F, --frequency SPEC   sampling rate, as for record (default 99)\n"
@@ -74,19 +75,23 @@ static void usage(FILE *out)
 		"      --user NAME        the unprivileged user the HTTP server runs as (default\n"
 		"                         nobody)\n"
 		"      --push URL         push pprof to Grafana Pyroscope's URL/ingest every\n"
-		"                         --push-interval, labelled with host and service; retried\n"
+		"                         --push-interval, labelled with host and service; "
+		"retried\n"
 		"                         with backoff, held in a bounded queue (docs/fleet.md)\n"
 		"      --push-interval DUR  how often to push (default 15s; 1s to 1h)\n"
 		"      --push-service NAME  the application name and service label (default\n"
 		"                         hotcold; letters, digits, '.', '_', '-')\n"
 		"      --push-kind KIND   what is pushed: all (the default: on-CPU, off-CPU and\n"
 		"                         run-queue sample types), on or off\n"
-		"      --locks            also kernel lock contention, lockstat style (docs/locks.md):\n"
-		"                         /api/locks and the viewer's Locks view; off by default: it\n"
+		"      --locks            also kernel lock contention, lockstat style "
+		"(docs/locks.md):\n"
+		"                         /api/locks and the viewer's Locks view; off by default: "
+		"it\n"
 		"                         costs a record per contention and 1/8 of --max-store\n"
 		"      --no-offcpu        on-CPU samples only\n"
 		"      --min-block DUR    leave blocks shorter than DUR out of the flame graph\n"
-		"      --stack-budget N   off-CPU stack captures per second per CPU (default 10000)\n"
+		"      --stack-budget N   off-CPU stack captures per second per CPU (default "
+		"10000)\n"
 		"      --no-stack-reuse   take stacks at every switch-out\n"
 		"      --no-demangle      keep C++/Rust symbol names mangled\n"
 		"      --no-inline        no inline frames from DWARF debug information\n"
@@ -160,7 +165,8 @@ static int parse_args(int argc, char **argv, struct serve_cfg *cfg)
 			break;
 		case OPT_MAX_STORE:
 			if (hc_size__parse(optarg, &cfg->max_store_bytes) ||
-			    cfg->max_store_bytes < (1ull << 20) || cfg->max_store_bytes > (64ull << 30)) {
+			    cfg->max_store_bytes < (1ull << 20) ||
+			    cfg->max_store_bytes > (64ull << 30)) {
 				hc_err("--max-store %s: a size from 1M to 64G (e.g. 32M)", optarg);
 				return EX_USAGE;
 			}
@@ -186,8 +192,7 @@ static int parse_args(int argc, char **argv, struct serve_cfg *cfg)
 				hc_err("--push-interval %s: %s", optarg, why);
 				return EX_USAGE;
 			}
-			if (ns < 1000000000ull || ns > 3600 * 1000000000ull ||
-			    ns % 1000000000ull) {
+			if (ns < 1000000000ull || ns > 3600 * 1000000000ull || ns % 1000000000ull) {
 				hc_err("--push-interval %s: whole seconds from 1s to 1h", optarg);
 				return EX_USAGE;
 			}
@@ -197,7 +202,8 @@ static int parse_args(int argc, char **argv, struct serve_cfg *cfg)
 			if (!*optarg || strlen(optarg) > 128 ||
 			    strspn(optarg, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 					   "0123456789._-") != strlen(optarg)) {
-				hc_err("--push-service '%s': 1 to 128 letters, digits, '.', '_' or '-'",
+				hc_err("--push-service '%s': 1 to 128 letters, digits, '.', '_' or "
+				       "'-'",
 				       optarg);
 				return EX_USAGE;
 			}
@@ -224,13 +230,15 @@ static int parse_args(int argc, char **argv, struct serve_cfg *cfg)
 		hc_err("unexpected argument '%s' (see hotcold serve --help)", argv[optind]);
 		return EX_USAGE;
 	}
-	if (!cfg->push_url && (cfg->push_interval_ns != 15ull * 1000000000ull ||
-			       strcmp(cfg->push_service, "hotcold") || cfg->push_weights != HC_W_ALL)) {
+	if (!cfg->push_url &&
+	    (cfg->push_interval_ns != 15ull * 1000000000ull ||
+	     strcmp(cfg->push_service, "hotcold") || cfg->push_weights != HC_W_ALL)) {
 		hc_err("--push-interval, --push-service and --push-kind need --push URL");
 		return EX_USAGE;
 	}
 	if (cfg->c.no_offcpu && (hc_common_args__offcpu_tuned(&cfg->c) || cfg->locks)) {
-		hc_err("--no-offcpu cannot be combined with --min-block, --locks, --stack-budget or "
+		hc_err("--no-offcpu cannot be combined with --min-block, --locks, --stack-budget "
+		       "or "
 		       "--no-stack-reuse");
 		return EX_USAGE;
 	}
@@ -251,16 +259,16 @@ static int run_server(const struct serve_cfg *cfg, int sock, struct hc_listen *l
 	 * period: 1 ns keeps them exact. */
 	size_t lock_bytes = cfg->locks ? (size_t)cfg->max_store_bytes / 8 : 0;
 	struct hc_backend_opts bopts = {
-		.store = { .retention_s = cfg->retention_s,
-			   .max_bytes = (size_t)cfg->max_store_bytes - lock_bytes,
-			   .period_ns = cfg->c.rate.period_ns },
+		.store = {.retention_s = cfg->retention_s,
+			  .max_bytes = (size_t)cfg->max_store_bytes - lock_bytes,
+			  .period_ns = cfg->c.rate.period_ns},
 		.locks = cfg->locks,
-		.lock_store = { .retention_s = cfg->retention_s,
-				.max_bytes = lock_bytes,
-				.period_ns = 1 },
+		.lock_store = {.retention_s = cfg->retention_s,
+			       .max_bytes = lock_bytes,
+			       .period_ns = 1},
 		.version = HOTCOLD_VERSION,
 	};
-	struct hc_server_opts sopts = { .listen_fd = l->fd, .listen_addr = l->addr };
+	struct hc_server_opts sopts = {.listen_fd = l->fd, .listen_addr = l->addr};
 	struct hc_api_backend api;
 	struct hc_backend *b = NULL;
 	struct hc_server *srv = NULL;
@@ -323,7 +331,7 @@ static int run_server(const struct serve_cfg *cfg, int sock, struct hc_listen *l
 		return EX_OSERR;
 	}
 	while (!hc_stop_requested) {
-		struct pollfd p = { .fd = sock, .events = POLLIN };
+		struct pollfd p = {.fd = sock, .events = POLLIN};
 
 		err = poll(&p, 1, 250);
 		if (err < 0 && errno != EINTR) {
@@ -404,13 +412,13 @@ int cmd_serve(int argc, char **argv)
 	struct hc_collector_opts copts = {0};
 	struct hc_collector *coll = NULL;
 	struct hc_broker_stats bstats = {0};
-	struct hc_broker_client bc = { .sock = -1 };
+	struct hc_broker_client bc = {.sock = -1};
 	struct hc_symbolizer_io io;
-	struct hc_listen l = { .fd = -1 };
+	struct hc_listen l = {.fd = -1};
 	const char *what = NULL;
 	bool peer_gone = false;
 	char why[256];
-	int sv[2], bv[2] = { -1, -1 }, line[2] = { -1, -1 }, rc, err, status;
+	int sv[2], bv[2] = {-1, -1}, line[2] = {-1, -1}, rc, err, status;
 	pid_t child, worker = -1, self = getpid();
 
 	rc = parse_args(argc, argv, &cfg);
@@ -480,7 +488,7 @@ int cmd_serve(int argc, char **argv)
 	/* The URL is printed once the HTTP process answers: if it could not drop its privileges
 	 * or start, it has said why, and its exit code is ours. */
 	{
-		struct pollfd p = { .fd = sv[0], .events = POLLIN };
+		struct pollfd p = {.fd = sv[0], .events = POLLIN};
 		char ready = 0;
 
 		while ((err = poll(&p, 1, 10000)) < 0 && errno == EINTR && !hc_stop_requested)
@@ -511,7 +519,8 @@ int cmd_serve(int argc, char **argv)
 	/* The worker alone talks to the server now. */
 	close(sv[0]);
 	sv[0] = -1;
-	fprintf(stderr, "hotcold: serving http://%s/ (sampling %g Hz on every CPU%s%s; keeping %llu s)\n",
+	fprintf(stderr,
+		"hotcold: serving http://%s/ (sampling %g Hz on every CPU%s%s; keeping %llu s)\n",
 		l.addr, cfg.c.rate.hz, cfg.c.no_offcpu ? "" : ", off-CPU time too",
 		cfg.locks ? ", lock contention" : "", (unsigned long long)cfg.retention_s);
 	err = hc_broker__serve(bv[0], line[1], &hc_stop_requested, NULL, &bstats);
@@ -525,7 +534,8 @@ int cmd_serve(int argc, char **argv)
 		rc = 0;
 	}
 	if (cfg.c.verbose)
-		fprintf(stderr, "hotcold: broker: %llu requests, %llu descriptors passed, %llu refused\n",
+		fprintf(stderr,
+			"hotcold: broker: %llu requests, %llu descriptors passed, %llu refused\n",
 			(unsigned long long)bstats.requests, (unsigned long long)bstats.opened,
 			(unsigned long long)bstats.refused);
 out:

@@ -17,21 +17,21 @@ struct unit {
 };
 
 static const struct unit units[] = {
-	{ "ns", 1 },
-	{ "nsec", 1 },
-	{ "us", 1000 },
-	{ "usec", 1000 },
-	{ "ms", 1000000 },
-	{ "msec", 1000000 },
-	{ "s", NSEC_PER_SEC },
-	{ "sec", NSEC_PER_SEC },
-	{ "m", 60 * NSEC_PER_SEC },
-	{ "min", 60 * NSEC_PER_SEC },
-	{ "h", 3600 * NSEC_PER_SEC },
-	{ "hour", 3600 * NSEC_PER_SEC },
-	{ "d", 86400 * NSEC_PER_SEC },
-	{ "day", 86400 * NSEC_PER_SEC },
-	{ "hz", 0 },
+	{"ns", 1},
+	{"nsec", 1},
+	{"us", 1000},
+	{"usec", 1000},
+	{"ms", 1000000},
+	{"msec", 1000000},
+	{"s", NSEC_PER_SEC},
+	{"sec", NSEC_PER_SEC},
+	{"m", 60 * NSEC_PER_SEC},
+	{"min", 60 * NSEC_PER_SEC},
+	{"h", 3600 * NSEC_PER_SEC},
+	{"hour", 3600 * NSEC_PER_SEC},
+	{"d", 86400 * NSEC_PER_SEC},
+	{"day", 86400 * NSEC_PER_SEC},
+	{"hz", 0},
 };
 
 static int fail(int err, char *why, size_t why_len, const char *fmt, ...)
@@ -64,7 +64,8 @@ static int parse_spec(const char *spec, bool allow_hz, const struct unit *bare, 
 		p++;
 	if (*p < '0' || *p > '9')
 		return fail(-EINVAL, why, why_len,
-			    "'%s' is not a number with an optional unit (e.g. 99, 99hz, 1ms)", spec);
+			    "'%s' is not a number with an optional unit (e.g. 99, 99hz, 1ms)",
+			    spec);
 	while (*p >= '0' && *p <= '9') {
 		unsigned d = (unsigned)(*p - '0');
 
@@ -85,8 +86,8 @@ static int parse_spec(const char *spec, bool allow_hz, const struct unit *bare, 
 		}
 		if (!*unit)
 			return fail(-EINVAL, why, why_len,
-				    "'%s': unknown unit '%s' (use ns, us, ms, s, m, h, d%s)", spec, p,
-				    allow_hz ? " or hz" : "");
+				    "'%s': unknown unit '%s' (use ns, us, ms, s, m, h, d%s)", spec,
+				    p, allow_hz ? " or hz" : "");
 	}
 	if (v == 0)
 		return fail(-EDOM, why, why_len, "'%s' is zero: it must be positive", spec);
@@ -96,7 +97,7 @@ static int parse_spec(const char *spec, bool allow_hz, const struct unit *bare, 
 
 int hc_rate__parse(const char *spec, struct hc_rate *out, char *why, size_t why_len)
 {
-	static const struct unit hz = { "hz", 0 };
+	static const struct unit hz = {"hz", 0};
 	const struct unit *unit;
 	uint64_t n, period;
 	int err;
@@ -138,7 +139,7 @@ int hc_rate__check_kernel_max(const struct hc_rate *rate, uint64_t max_hz, char 
 
 int hc_duration__parse(const char *spec, uint64_t *ns, char *why, size_t why_len)
 {
-	static const struct unit sec = { "s", NSEC_PER_SEC };
+	static const struct unit sec = {"s", NSEC_PER_SEC};
 	const struct unit *unit;
 	uint64_t n;
 	int err;

@@ -14,7 +14,7 @@
 
 struct hc_rate {
 	uint64_t period_ns; /* the cpu-clock period: what each sample stands for */
-	double hz;          /* 1e9 / period_ns */
+	double hz;	    /* 1e9 / period_ns */
 };
 
 /*

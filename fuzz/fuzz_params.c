@@ -54,8 +54,8 @@ static void check_query(unsigned int accepted, const struct hc_param_kv *kv, siz
 	if ((q->has_pid && (q->pid == 0 || q->pid > INT32_MAX)) ||
 	    (q->has_tid && (q->tid == 0 || q->tid > INT32_MAX)))
 		abort();
-	if (q->comm && (!points_into(q->comm, kv, n) || !q->comm[0] ||
-			strlen(q->comm) > HC_API_COMM_MAX))
+	if (q->comm &&
+	    (!points_into(q->comm, kv, n) || !q->comm[0] || strlen(q->comm) > HC_API_COMM_MAX))
 		abort();
 	if (accepted & HC_P_STEP) {
 		uint64_t span = (uint64_t)(q->to_ns - q->from_ns);
@@ -79,7 +79,7 @@ static void check_query(unsigned int accepted, const struct hc_param_kv *kv, siz
 /* Every single-value parser on one value; results only need to be self-consistent. */
 static void check_value(const char *v)
 {
-	static const int64_t nows[] = { 0, NSEC_PER_SEC, NOW_NS, INT64_MAX };
+	static const int64_t nows[] = {0, NSEC_PER_SEC, NOW_NS, INT64_MAX};
 	enum hc_api_kind kind;
 	char why[192];
 	uint64_t u64;

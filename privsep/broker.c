@@ -172,13 +172,13 @@ static int open_perfmap(const char *proc, uint32_t tgid, uint64_t nspid)
 
 static int reply(int sock, int err, const int *fds, unsigned int nfds)
 {
-	struct hc_broker_rep rep = { .err = err, .nfds = err ? 0 : nfds };
+	struct hc_broker_rep rep = {.err = err, .nfds = err ? 0 : nfds};
 	union {
 		char buf[CMSG_SPACE(2 * sizeof(int))];
 		struct cmsghdr align;
 	} u;
-	struct iovec iov = { .iov_base = &rep, .iov_len = sizeof(rep) };
-	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1 };
+	struct iovec iov = {.iov_base = &rep, .iov_len = sizeof(rep)};
+	struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1};
 
 	if (rep.nfds) {
 		struct cmsghdr *c;
@@ -202,7 +202,7 @@ int hc_broker__answer(int sock, const void *req, size_t len, const char *proc,
 		      struct hc_broker_stats *stats)
 {
 	struct hc_broker_req rq;
-	int fds[2] = { -1, -1 }, err = 0;
+	int fds[2] = {-1, -1}, err = 0;
 	unsigned int nfds = 1;
 
 	if (!proc)
@@ -279,19 +279,19 @@ int hc_stopline__new(int line[2])
 
 bool hc_stopline__asked(int fd)
 {
-	struct pollfd p = { .fd = fd, .events = POLLIN };
+	struct pollfd p = {.fd = fd, .events = POLLIN};
 
 	/* POLLHUP (our end closed) and POLLERR count too: either way nobody is left to serve. */
 	return poll(&p, 1, 0) > 0;
 }
 
-int hc_broker__serve(int sock, int stop_wfd, const volatile sig_atomic_t *stop,
-		     const char *proc, struct hc_broker_stats *stats)
+int hc_broker__serve(int sock, int stop_wfd, const volatile sig_atomic_t *stop, const char *proc,
+		     struct hc_broker_stats *stats)
 {
 	bool told = false;
 
 	for (;;) {
-		struct pollfd p = { .fd = sock, .events = POLLIN };
+		struct pollfd p = {.fd = sock, .events = POLLIN};
 		char buf[sizeof(struct hc_broker_req) + 1];
 		ssize_t n;
 		int r;
@@ -328,18 +328,20 @@ int hc_broker__serve(int sock, int stop_wfd, const volatile sig_atomic_t *stop,
 
 /* ---- the worker's side ---- */
 
-static int request(struct hc_broker_client *c, uint32_t op, uint32_t tgid, uint64_t a,
-		   uint64_t b, int *fds, unsigned int want)
+static int request(struct hc_broker_client *c, uint32_t op, uint32_t tgid, uint64_t a, uint64_t b,
+		   int *fds, unsigned int want)
 {
-	struct hc_broker_req rq = { .op = op, .tgid = tgid, .a = a, .b = b };
+	struct hc_broker_req rq = {.op = op, .tgid = tgid, .a = a, .b = b};
 	struct hc_broker_rep rep;
 	union {
 		char buf[CMSG_SPACE(2 * sizeof(int))];
 		struct cmsghdr align;
 	} u;
-	struct iovec iov = { .iov_base = &rep, .iov_len = sizeof(rep) };
-	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
-			      .msg_controllen = sizeof(u.buf) };
+	struct iovec iov = {.iov_base = &rep, .iov_len = sizeof(rep)};
+	struct msghdr msg = {.msg_iov = &iov,
+			     .msg_iovlen = 1,
+			     .msg_control = u.buf,
+			     .msg_controllen = sizeof(u.buf)};
 	unsigned int got = 0;
 	struct cmsghdr *cm;
 	ssize_t n;

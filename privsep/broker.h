@@ -55,8 +55,8 @@ bool hc_stopline__asked(int fd);
  * stream, or -errno. `proc` is the procfs to open under ("/proc" when NULL; tests may point
  * elsewhere).
  */
-int hc_broker__serve(int sock, int stop_wfd, const volatile sig_atomic_t *stop,
-		     const char *proc, struct hc_broker_stats *stats);
+int hc_broker__serve(int sock, int stop_wfd, const volatile sig_atomic_t *stop, const char *proc,
+		     struct hc_broker_stats *stats);
 
 /* Answer one request already received (exposed for tests). */
 int hc_broker__answer(int sock, const void *req, size_t len, const char *proc,
@@ -72,12 +72,12 @@ int hc_broker_client__alive(struct hc_broker_client *c, uint32_t tgid);
 
 /* The request's wire form (fixed size; exposed for tests). */
 enum hc_broker_op {
-	HC_BROKER_PROC = 1,  /* tgid -> maps, stat */
-	HC_BROKER_STATUS,    /* tgid -> status */
-	HC_BROKER_MAPPED,    /* tgid, a = start, b = end -> the mapped file */
-	HC_BROKER_PERFMAP,   /* tgid, a = nspid -> perf-NSPID.map in tgid's /tmp */
-	HC_BROKER_KALLSYMS,  /* -> /proc/kallsyms */
-	HC_BROKER_ALIVE,     /* tgid -> 0 while /proc/TGID exists, -ENOENT after (no descriptor) */
+	HC_BROKER_PROC = 1, /* tgid -> maps, stat */
+	HC_BROKER_STATUS,   /* tgid -> status */
+	HC_BROKER_MAPPED,   /* tgid, a = start, b = end -> the mapped file */
+	HC_BROKER_PERFMAP,  /* tgid, a = nspid -> perf-NSPID.map in tgid's /tmp */
+	HC_BROKER_KALLSYMS, /* -> /proc/kallsyms */
+	HC_BROKER_ALIVE,    /* tgid -> 0 while /proc/TGID exists, -ENOENT after (no descriptor) */
 };
 
 struct hc_broker_req {

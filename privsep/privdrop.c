@@ -30,12 +30,13 @@ int hc_privdrop(const char *user, char *why, size_t why_len)
 
 		if (!pw) {
 			errno = errno ? errno : ENOENT;
-			snprintf(why, why_len, "no user '%s' to run the unprivileged side as (--user)",
-				 user);
+			snprintf(why, why_len,
+				 "no user '%s' to run the unprivileged side as (--user)", user);
 			return -ENOENT;
 		}
 		if (pw->pw_uid == 0) {
-			snprintf(why, why_len, "--user %s is root: pick an unprivileged user", user);
+			snprintf(why, why_len, "--user %s is root: pick an unprivileged user",
+				 user);
 			return -EINVAL;
 		}
 		/* The bounding set needs CAP_SETPCAP, which only root still has here. */

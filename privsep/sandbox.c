@@ -26,33 +26,83 @@
 
 /* Calls any part may make: memory, time, signals, descriptors it holds, reading files. */
 static const int common_calls[] = {
-	SCMP_SYS(read), SCMP_SYS(readv), SCMP_SYS(pread64), SCMP_SYS(write), SCMP_SYS(writev),
-	SCMP_SYS(pwrite64), SCMP_SYS(lseek), SCMP_SYS(close), SCMP_SYS(fstat),
-	SCMP_SYS(newfstatat), SCMP_SYS(statx), SCMP_SYS(stat), SCMP_SYS(lstat),
-	SCMP_SYS(access), SCMP_SYS(faccessat), SCMP_SYS(faccessat2), SCMP_SYS(readlink),
-	SCMP_SYS(readlinkat), SCMP_SYS(getdents64), SCMP_SYS(fcntl), SCMP_SYS(dup),
-	SCMP_SYS(fsync), SCMP_SYS(fdatasync), SCMP_SYS(munmap), SCMP_SYS(mremap),
-	SCMP_SYS(brk), SCMP_SYS(madvise), SCMP_SYS(futex), SCMP_SYS(set_robust_list),
-	SCMP_SYS(rseq), SCMP_SYS(restart_syscall), SCMP_SYS(exit), SCMP_SYS(exit_group),
-	SCMP_SYS(rt_sigaction), SCMP_SYS(rt_sigprocmask), SCMP_SYS(rt_sigreturn),
-	SCMP_SYS(sigaltstack), SCMP_SYS(getpid), SCMP_SYS(gettid), SCMP_SYS(getppid),
-	SCMP_SYS(getuid), SCMP_SYS(geteuid), SCMP_SYS(getgid), SCMP_SYS(getegid),
-	SCMP_SYS(clock_gettime), SCMP_SYS(clock_getres), SCMP_SYS(gettimeofday),
-	SCMP_SYS(time), SCMP_SYS(clock_nanosleep), SCMP_SYS(nanosleep), SCMP_SYS(poll),
-	SCMP_SYS(ppoll), SCMP_SYS(epoll_wait), SCMP_SYS(epoll_pwait), SCMP_SYS(epoll_ctl),
-	SCMP_SYS(epoll_create1), SCMP_SYS(sched_yield), SCMP_SYS(sched_getaffinity),
-	SCMP_SYS(getrandom), SCMP_SYS(getrusage), SCMP_SYS(uname), SCMP_SYS(sysinfo),
-	SCMP_SYS(sendmsg), SCMP_SYS(recvmsg), SCMP_SYS(sendto), SCMP_SYS(recvfrom),
-	SCMP_SYS(shutdown), SCMP_SYS(membarrier),
+	SCMP_SYS(read),
+	SCMP_SYS(readv),
+	SCMP_SYS(pread64),
+	SCMP_SYS(write),
+	SCMP_SYS(writev),
+	SCMP_SYS(pwrite64),
+	SCMP_SYS(lseek),
+	SCMP_SYS(close),
+	SCMP_SYS(fstat),
+	SCMP_SYS(newfstatat),
+	SCMP_SYS(statx),
+	SCMP_SYS(stat),
+	SCMP_SYS(lstat),
+	SCMP_SYS(access),
+	SCMP_SYS(faccessat),
+	SCMP_SYS(faccessat2),
+	SCMP_SYS(readlink),
+	SCMP_SYS(readlinkat),
+	SCMP_SYS(getdents64),
+	SCMP_SYS(fcntl),
+	SCMP_SYS(dup),
+	SCMP_SYS(fsync),
+	SCMP_SYS(fdatasync),
+	SCMP_SYS(munmap),
+	SCMP_SYS(mremap),
+	SCMP_SYS(brk),
+	SCMP_SYS(madvise),
+	SCMP_SYS(futex),
+	SCMP_SYS(set_robust_list),
+	SCMP_SYS(rseq),
+	SCMP_SYS(restart_syscall),
+	SCMP_SYS(exit),
+	SCMP_SYS(exit_group),
+	SCMP_SYS(rt_sigaction),
+	SCMP_SYS(rt_sigprocmask),
+	SCMP_SYS(rt_sigreturn),
+	SCMP_SYS(sigaltstack),
+	SCMP_SYS(getpid),
+	SCMP_SYS(gettid),
+	SCMP_SYS(getppid),
+	SCMP_SYS(getuid),
+	SCMP_SYS(geteuid),
+	SCMP_SYS(getgid),
+	SCMP_SYS(getegid),
+	SCMP_SYS(clock_gettime),
+	SCMP_SYS(clock_getres),
+	SCMP_SYS(gettimeofday),
+	SCMP_SYS(time),
+	SCMP_SYS(clock_nanosleep),
+	SCMP_SYS(nanosleep),
+	SCMP_SYS(poll),
+	SCMP_SYS(ppoll),
+	SCMP_SYS(epoll_wait),
+	SCMP_SYS(epoll_pwait),
+	SCMP_SYS(epoll_ctl),
+	SCMP_SYS(epoll_create1),
+	SCMP_SYS(sched_yield),
+	SCMP_SYS(sched_getaffinity),
+	SCMP_SYS(getrandom),
+	SCMP_SYS(getrusage),
+	SCMP_SYS(uname),
+	SCMP_SYS(sysinfo),
+	SCMP_SYS(sendmsg),
+	SCMP_SYS(recvmsg),
+	SCMP_SYS(sendto),
+	SCMP_SYS(recvfrom),
+	SCMP_SYS(shutdown),
+	SCMP_SYS(membarrier),
 };
 
 /* serve's HTTP process: libmicrohttpd (threads, accept, its inter-thread pipe) and curl. */
 static const int server_calls[] = {
-	SCMP_SYS(socket), SCMP_SYS(connect), SCMP_SYS(accept), SCMP_SYS(accept4),
-	SCMP_SYS(setsockopt), SCMP_SYS(getsockopt), SCMP_SYS(getsockname),
-	SCMP_SYS(getpeername), SCMP_SYS(socketpair), SCMP_SYS(select), SCMP_SYS(pselect6),
-	SCMP_SYS(eventfd2), SCMP_SYS(pipe2), SCMP_SYS(sendmmsg), SCMP_SYS(recvmmsg),
-	SCMP_SYS(dup2), SCMP_SYS(dup3), SCMP_SYS(getcwd),
+	SCMP_SYS(socket),     SCMP_SYS(connect),    SCMP_SYS(accept),	   SCMP_SYS(accept4),
+	SCMP_SYS(setsockopt), SCMP_SYS(getsockopt), SCMP_SYS(getsockname), SCMP_SYS(getpeername),
+	SCMP_SYS(socketpair), SCMP_SYS(select),	    SCMP_SYS(pselect6),	   SCMP_SYS(eventfd2),
+	SCMP_SYS(pipe2),      SCMP_SYS(sendmmsg),   SCMP_SYS(recvmmsg),	   SCMP_SYS(dup2),
+	SCMP_SYS(dup3),	      SCMP_SYS(getcwd),
 };
 
 #ifdef HC_ASAN
@@ -80,12 +130,15 @@ static int add_rules(scmp_filter_ctx ctx, enum hc_sandbox which)
 {
 	const unsigned int rdonly_mask = O_ACCMODE | O_CREAT | O_TRUNC | O_APPEND;
 	static const unsigned int bpf_cmds[] = {
-		BPF_MAP_LOOKUP_ELEM, BPF_MAP_UPDATE_ELEM, BPF_MAP_DELETE_ELEM,
+		BPF_MAP_LOOKUP_ELEM,  BPF_MAP_UPDATE_ELEM,    BPF_MAP_DELETE_ELEM,
 		BPF_MAP_GET_NEXT_KEY, BPF_OBJ_GET_INFO_BY_FD, BPF_RAW_TRACEPOINT_OPEN,
-		BPF_MAP_LOOKUP_BATCH, BPF_LINK_CREATE, BPF_ITER_CREATE, BPF_LINK_DETACH,
+		BPF_MAP_LOOKUP_BATCH, BPF_LINK_CREATE,	      BPF_ITER_CREATE,
+		BPF_LINK_DETACH,
 	};
 	static const unsigned long ioctls[] = {
-		PERF_EVENT_IOC_ENABLE, PERF_EVENT_IOC_DISABLE, TCGETS,
+		PERF_EVENT_IOC_ENABLE,
+		PERF_EVENT_IOC_DISABLE,
+		TCGETS,
 	};
 	int err;
 
@@ -169,7 +222,7 @@ static void on_sigsys(int sig, siginfo_t *si, void *uctx)
 
 int hc_sandbox__install(enum hc_sandbox which, char *why, size_t why_len)
 {
-	struct sigaction sa = { .sa_sigaction = on_sigsys, .sa_flags = SA_SIGINFO };
+	struct sigaction sa = {.sa_sigaction = on_sigsys, .sa_flags = SA_SIGINFO};
 	scmp_filter_ctx ctx;
 	int err;
 

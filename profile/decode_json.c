@@ -206,7 +206,7 @@ static bool leap(int y)
 /* YYYY-MM-DDTHH:MM:SS[.frac](Z|+HH:MM|-HH:MM) -> ns since the epoch (int64). */
 static bool parse_rfc3339(const char *s, int64_t *ns)
 {
-	static const int mdays[12] = { 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31 };
+	static const int mdays[12] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
 	int y, mo, d, h, mi, sec, oh = 0, om = 0, sign = 0;
 	int64_t frac = 0, secs, r;
 	size_t i = 19, nd = 0;
@@ -258,7 +258,8 @@ static int decode_counts(struct dec *d, const json_t *obj, const char *path, str
 	int err;
 
 	/* the iteration macros take a non-const object; nothing is modified */
-	json_object_keylen_foreach((json_t *)obj, key, key_len, v) {
+	json_object_keylen_foreach((json_t *)obj, key, key_len, v)
+	{
 		if (strlen(key) != key_len)
 			return fail(d, path, "a key holds a NUL character");
 		if (!get_u64(v, &count))
@@ -394,7 +395,7 @@ static int decode_histograms(struct dec *d, const json_t *h, struct hc_profile *
 	const char *key;
 	json_t *v;
 
-	json_object_foreach((json_t *)h, key, v) {
+	json_object_foreach ((json_t *)h, key, v) {
 		struct hc_hist *hist = hc_hist__from_json(v, hwhy, sizeof(hwhy));
 
 		if (!hist) {
@@ -422,8 +423,8 @@ struct dnode {
 
 struct tree_dec {
 	struct dec *d;
-	struct dnode *st;   /* st[k]: the open node at depth k */
-	const char *where;  /* "flamegraph", "locks.flamegraph" */
+	struct dnode *st;  /* st[k]: the open node at depth k */
+	const char *where; /* "flamegraph", "locks.flamegraph" */
 };
 
 #define PATH_ENDS 3 /* levels shown at either end of a long path */
@@ -454,7 +455,7 @@ static int node_fail(struct tree_dec *t, size_t depth, const char *key, const ch
 	return -EINVAL;
 }
 
-static const char *const weight_keys[] = { "on_cpu_ns", "off_cpu_ns", "runqueue_ns", "samples" };
+static const char *const weight_keys[] = {"on_cpu_ns", "off_cpu_ns", "runqueue_ns", "samples"};
 
 static uint64_t weight_get(const struct hc_weights *w, size_t i)
 {
@@ -559,7 +560,7 @@ static int parse_node(struct tree_dec *t, size_t depth, const json_t *n, struct 
 		return node_fail(t, depth, "kind", "\"%s\" at depth %zu (%s expected)",
 				 hc_node_kind__name(k), depth, depth_expects(depth));
 
-	*e = (struct hc_path_elem){ .kind = k, .name = json_string_value(name), .offset = -1 };
+	*e = (struct hc_path_elem){.kind = k, .name = json_string_value(name), .offset = -1};
 	/* only frames are inlined into a caller */
 	if (k != HC_NODE_USER && k != HC_NODE_KERNEL && json_object_get(n, "inlined"))
 		return node_fail(t, depth, "inlined", "only user and kernel frames are inlined");
@@ -644,7 +645,7 @@ static int add_to_parent(struct tree_dec *t, size_t depth, const struct hc_weigh
 
 static int decode_tree(struct dec *d, const json_t *root, struct hc_tree *tree, const char *where)
 {
-	struct tree_dec t = { .d = d, .where = where };
+	struct tree_dec t = {.d = d, .where = where};
 	struct hc_path_elem e;
 	struct hc_weights w;
 	const json_t *children;
@@ -658,7 +659,7 @@ static int decode_tree(struct dec *d, const json_t *root, struct hc_tree *tree, 
 	if (err)
 		goto out;
 	hc__tree_add_weights(tree, 0, &w);
-	t.st[0] = (struct dnode){ .children = children, .n = json_array_size(children), .w = w };
+	t.st[0] = (struct dnode){.children = children, .n = json_array_size(children), .w = w};
 
 	for (;;) {
 		struct dnode *top = &t.st[sp];
@@ -719,7 +720,7 @@ static int decode_locks(struct dec *d, const json_t *doc, struct hc_profile *p)
 	by = json_object_get(l, "by_kind");
 	if (!json_is_array(by))
 		return fail(d, "locks", "member \"by_kind\" missing or not an array");
-	json_array_foreach(by, i, k) {
+	json_array_foreach (by, i, k) {
 		uint64_t v;
 
 		d->used = 0;
@@ -809,10 +810,9 @@ static int decode(struct dec *d, const json_t *doc, struct hc_profile *p)
 	return 0;
 }
 
-int hc_profile__from_json(const json_t *doc, struct hc_profile **out, char *why,
-			  size_t why_len)
+int hc_profile__from_json(const json_t *doc, struct hc_profile **out, char *why, size_t why_len)
 {
-	struct dec d = { .why = why, .why_len = why_len };
+	struct dec d = {.why = why, .why_len = why_len};
 	struct hc_profile *p;
 	int err;
 

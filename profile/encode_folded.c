@@ -195,7 +195,7 @@ static int line_cmp(const void *a, const void *b)
 
 int hc_profile__write_folded(const struct hc_profile *p, unsigned int weights, FILE *out)
 {
-	struct folded f = { .weights = weights };
+	struct folded f = {.weights = weights};
 	size_t i, j;
 	int err;
 

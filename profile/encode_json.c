@@ -434,7 +434,7 @@ err_nomem:
 
 int hc_profile__write_json(const struct hc_profile *p, FILE *out)
 {
-	struct jstream js = { .out = out };
+	struct jstream js = {.out = out};
 	json_t *head;
 	size_t n;
 
@@ -481,7 +481,7 @@ int hc_profile__write_json(const struct hc_profile *p, FILE *out)
 int hc_json__write_with_tree(const json_t *obj, const char *key, const struct hc_tree *tree,
 			     FILE *out)
 {
-	struct jstream js = { .out = out };
+	struct jstream js = {.out = out};
 	json_t *k;
 	size_t n;
 

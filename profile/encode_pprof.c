@@ -206,8 +206,8 @@ struct tuptab {
  * hash above, so that a probe past other entries does not have to read them (the tables
  * are bigger than the caches; each entry read is a cache miss).
  */
-#define SLOT(hash, idx) (((hash) & 0xffffffff00000000ULL) | ((uint64_t)(idx) + 1))
-#define SLOT_IDX(slot) ((size_t)((slot) & 0xffffffffu) - 1)
+#define SLOT(hash, idx) (((hash)&0xffffffff00000000ULL) | ((uint64_t)(idx) + 1))
+#define SLOT_IDX(slot) ((size_t)((slot)&0xffffffffu) - 1)
 #define SLOT_TAG_MATCH(slot, hash) ((((slot) ^ (hash)) >> 32) == 0)
 
 static int slots_grow(uint64_t **slots, size_t *n_slots, size_t count,
@@ -313,7 +313,7 @@ static uint64_t tuptab_hash_of(const void *tab, size_t idx)
 static int64_t tuptab_intern(struct tuptab *t, uint64_t a, uint64_t b, uint64_t c, uint64_t d,
 			     uint64_t e, bool *created)
 {
-	const uint64_t key[TUP_WORDS] = { a, b, c, d, e };
+	const uint64_t key[TUP_WORDS] = {a, b, c, d, e};
 	uint64_t h = hc__hash_words(key, TUP_WORDS, 0);
 	size_t mask, i;
 
@@ -357,10 +357,10 @@ struct sample_type {
 };
 
 static const struct sample_type all_types[] = {
-	{ HC_W_ON, true, "samples", "count" },
-	{ HC_W_ON, false, "cpu", "nanoseconds" },
-	{ HC_W_OFF, false, "off_cpu", "nanoseconds" },
-	{ HC_W_RUNQ, false, "runqueue", "nanoseconds" },
+	{HC_W_ON, true, "samples", "count"},
+	{HC_W_ON, false, "cpu", "nanoseconds"},
+	{HC_W_OFF, false, "off_cpu", "nanoseconds"},
+	{HC_W_RUNQ, false, "runqueue", "nanoseconds"},
 };
 
 struct pprof {
@@ -373,7 +373,7 @@ struct pprof {
 	/* (function id, mapping id, address, location it is inlined into or 0, 0): the lines of a
 	 * location are its function, then those of the location it is inlined into */
 	struct tuptab locations;
-	struct tuptab mappings;	 /* (filename, 0, 0, 0, 0) */
+	struct tuptab mappings; /* (filename, 0, 0, 0, 0) */
 	/*
 	 * (kind | inlined << 8, name, module, offset, location it is inlined into or 0) of tree
 	 * frames -> location id (frame_locs[id - 1]): the tree interns its strings, so a frame
@@ -551,9 +551,9 @@ static int64_t frame_location(struct pprof *pp, const struct hc_node *n, uint64_
 
 /*
  * Pushes the locations a frame or waker node stands for. An inlined frame right below another
- * frame of its kind is no location of its own: it replaces the path's last location by that location with
- * one more line (profile.proto's way: a location's lines are innermost first, the last one the
- * function the others were inlined into).
+ * frame of its kind is no location of its own: it replaces the path's last location by that
+ * location with one more line (profile.proto's way: a location's lines are innermost first, the
+ * last one the function the others were inlined into).
  */
 static int push_frame(struct pprof *pp, const struct hc_node *n)
 {
@@ -735,7 +735,7 @@ static int walk(struct pprof *pp, const struct hc_node *n, unsigned int depth)
 	/* an inlined child replaces the last location: put it back for the next child */
 	uint64_t saved_top = pp->n_path ? pp->path[pp->n_path - 1] : 0;
 	enum hc_node_kind saved_top_kind = pp->top_kind;
-	uint64_t vals[4], kids[4] = { 0 };
+	uint64_t vals[4], kids[4] = {0};
 	bool any = false;
 	int err = 0;
 
@@ -805,8 +805,7 @@ out_restore:
 	return err;
 }
 
-static int put_value_type(struct pprof *pp, unsigned int field, const char *type,
-			  const char *unit)
+static int put_value_type(struct pprof *pp, unsigned int field, const char *type, const char *unit)
 {
 	int64_t t = intern_lit(pp, type), u = intern_lit(pp, unit);
 	struct pbuf *b = &pp->packed;
@@ -940,7 +939,7 @@ static void pprof_release(struct pprof *pp)
 
 int hc_profile__write_pprof(const struct hc_profile *p, unsigned int weights, FILE *out)
 {
-	struct pprof pp = { .weights = weights, .file = out };
+	struct pprof pp = {.weights = weights, .file = out};
 	int err;
 
 	if (!p || !p->tree || !out || !(weights & HC_W_ALL) || (weights & ~HC_W_ALL))
@@ -961,8 +960,7 @@ int hc_profile__write_pprof(const struct hc_profile *p, unsigned int weights, FI
 	 * does: on a 200k-node tree the file is 6 % bigger than at the default level, and
 	 * deflate takes a fifth of the time (it was a third of the whole encode).
 	 */
-	if (deflateInit2(&pp.z, Z_BEST_SPEED, Z_DEFLATED, 15 + 16, 8,
-			 Z_DEFAULT_STRATEGY) != Z_OK) {
+	if (deflateInit2(&pp.z, Z_BEST_SPEED, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
 		err = -ENOMEM;
 		goto out_release;
 	}

@@ -192,7 +192,7 @@ static int64_t frame_intern(struct speedscope *ss, char *name, bool name_owned, 
 	    grow((void **)&ss->frames, &ss->cap_frames, ss->n_frames + 1, sizeof(*ss->frames)))
 		goto err_free;
 	f = &ss->frames[ss->n_frames];
-	*f = (struct ss_frame){ .name = name, .file = file, .hash = h, .name_owned = name_owned };
+	*f = (struct ss_frame){.name = name, .file = file, .hash = h, .name_owned = name_owned};
 	ss->frame_slots[i] = (uint32_t)++ss->n_frames;
 	return (int64_t)ss->n_frames - 1;
 
@@ -252,7 +252,7 @@ static int64_t add_link(struct speedscope *ss, uint32_t parent, int64_t frame)
 	if (ss->n_links >= NONE - 1 ||
 	    grow((void **)&ss->links, &ss->cap_links, ss->n_links + 1, sizeof(*ss->links)))
 		return -ENOMEM;
-	ss->links[ss->n_links] = (struct ss_link){ .parent = parent, .frame = (uint32_t)frame };
+	ss->links[ss->n_links] = (struct ss_link){.parent = parent, .frame = (uint32_t)frame};
 	return (int64_t)ss->n_links++;
 }
 
@@ -321,7 +321,7 @@ static int64_t profile_of(struct speedscope *ss, const struct hc_node *proc,
 					       ss->n_profiles + 1, sizeof(*ss->profiles)))
 		return -ENOMEM;
 	p = &ss->profiles[ss->n_profiles];
-	*p = (struct ss_profile){ .proc = proc, .thr = thr, .name = profile_name(proc, thr) };
+	*p = (struct ss_profile){.proc = proc, .thr = thr, .name = profile_name(proc, thr)};
 	if (!p->name)
 		return -ENOMEM;
 	ss->profile_slots[i] = (uint32_t)++ss->n_profiles;
@@ -337,8 +337,8 @@ static int add_sample(struct speedscope *ss, const struct hc_node *proc, const s
 		return (int)prof;
 	if (grow((void **)&ss->samples, &ss->cap_samples, ss->n_samples + 1, sizeof(*ss->samples)))
 		return -ENOMEM;
-	ss->samples[ss->n_samples++] = (struct ss_sample){
-		.link = link, .profile = (uint32_t)prof, .weight_ns = weight_ns };
+	ss->samples[ss->n_samples++] =
+		(struct ss_sample){.link = link, .profile = (uint32_t)prof, .weight_ns = weight_ns};
 	ss->profiles[prof].total_ns += weight_ns;
 	ss->profiles[prof].n_samples++;
 	return 0;
@@ -407,8 +407,8 @@ static int visit(struct speedscope *ss, const struct ss_todo *t)
 		const struct hc_node *c = hc_node__child(n, i);
 
 		kids += hc_weights__select(hc_node__weights(c), ss->weights);
-		ss->todo[ss->n_todo++] = (struct ss_todo){
-			.n = c, .proc = proc, .thr = thr, .link = (uint32_t)link };
+		ss->todo[ss->n_todo++] =
+			(struct ss_todo){.n = c, .proc = proc, .thr = thr, .link = (uint32_t)link};
 	}
 	if (nc > 1)
 		qsort(ss->todo + base, nc, sizeof(*ss->todo), todo_rev_cmp);
@@ -425,7 +425,7 @@ static int walk(struct speedscope *ss, const struct hc_node *root)
 
 	if (grow((void **)&ss->todo, &ss->cap_todo, 1, sizeof(*ss->todo)))
 		return -ENOMEM;
-	ss->todo[ss->n_todo++] = (struct ss_todo){ .n = root, .link = NONE };
+	ss->todo[ss->n_todo++] = (struct ss_todo){.n = root, .link = NONE};
 	while (ss->n_todo) {
 		struct ss_todo t = ss->todo[--ss->n_todo];
 
@@ -518,11 +518,11 @@ static char *file_name(const struct hc_profile *p, unsigned int weights)
 
 static int write_file(const struct hc_profile *p, struct speedscope *ss, FILE *out)
 {
-	struct jstream js = { .out = out };
+	struct jstream js = {.out = out};
 	struct ss_profile **rank = NULL;
 	uint32_t *order = NULL, *scratch = NULL;
 	size_t scratch_cap = 0, pos = 0;
-	struct ss_profile empty = { 0 };
+	struct ss_profile empty = {0};
 	char *name;
 
 	name = file_name(p, ss->weights);
@@ -610,7 +610,7 @@ static void speedscope_free(struct speedscope *ss)
 
 int hc_profile__write_speedscope(const struct hc_profile *p, unsigned int weights, FILE *out)
 {
-	struct speedscope ss = { .weights = weights, .dash = NONE };
+	struct speedscope ss = {.weights = weights, .dash = NONE};
 	int err;
 
 	if (!p || !p->tree || !out)

@@ -9,8 +9,8 @@
  * json_string), so all escaping stays there; what callers write directly is only fixed keys,
  * punctuation and decimal integers (jstream_u64(), which prints what jansson would).
  *
- * Errors are sticky: the first failure is kept in js->err (-errno or -EIO for a short write, -ENOMEM) and
- * every later call is a no-op, so a caller writes a whole document and checks once.
+ * Errors are sticky: the first failure is kept in js->err (-errno or -EIO for a short write,
+ * -ENOMEM) and every later call is a no-op, so a caller writes a whole document and checks once.
  */
 #ifndef HOTCOLD_PROFILE_JSTREAM_H
 #define HOTCOLD_PROFILE_JSTREAM_H

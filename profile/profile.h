@@ -136,7 +136,7 @@ struct hc_profile {
 		uint64_t expected_samples;
 		uint64_t samples;      /* delivered, idle included */
 		uint64_t idle_samples; /* samples of the idle task: in totals, not in the tree */
-		uint64_t filtered_samples; /* of tasks -p / --comm leave out: counted only */
+		uint64_t filtered_samples;	/* of tasks -p / --comm leave out: counted only */
 		struct hc_cpu_samples *per_cpu; /* owned array */
 		size_t n_per_cpu;
 		struct hc_count *lost; /* owned array: reason -> samples not delivered */
@@ -164,7 +164,7 @@ struct hc_profile {
 	 * and that flame graph (owned); both NULL without --locks. */
 	json_t *locks;
 	struct hc_tree *lock_tree;
-	json_t *histograms;   /* owned reference; an empty object until the off-CPU issue */
+	json_t *histograms; /* owned reference; an empty object until the off-CPU issue */
 };
 
 /* A zeroed profile with an empty tree and histograms object. NULL + errno on failure. */
@@ -252,7 +252,6 @@ int hc_profile__write_diff_folded(const struct hc_profile *base, const struct hc
  * node (earlier versions wrote some) are merged into one, weights summed. Returns 0 and *out, or
  * -EINVAL (not a valid profile: `why` says where) or -ENOMEM.
  */
-int hc_profile__from_json(const json_t *doc, struct hc_profile **out, char *why,
-			  size_t why_len);
+int hc_profile__from_json(const json_t *doc, struct hc_profile **out, char *why, size_t why_len);
 
 #endif

@@ -38,8 +38,8 @@ static inline uint64_t hc__hash_bytes(const void *s, size_t n)
 
 /*
  * The sibling order of hc_tree__sort() and of the encoders: value descending, then name, id,
- * kind, module (NULL first), offset, inlined (real frames first). A total order over the children of one node, because
- * siblings differ in at least one of those fields.
+ * kind, module (NULL first), offset, inlined (real frames first). A total order over the children
+ * of one node, because siblings differ in at least one of those fields.
  */
 int hc__node_cmp(const struct hc_node *a, const struct hc_node *b);
 /* qsort() adapter over an array of `const struct hc_node *`. */

@@ -40,7 +40,7 @@ struct hc_stacktab {
 	size_t cap_entries;
 
 	uint32_t *slots; /* idx + 1, 0 = empty */
-	size_t n_slots;  /* power of two */
+	size_t n_slots;	 /* power of two */
 };
 
 #define STACKTAB_MIN_SLOTS 1024

@@ -579,14 +579,14 @@ struct trie {
 struct hc_store {
 	struct hc_store_opts o;
 	struct strpool sp;
-	struct frame *frames;		/* internal id - 1; kind 0: free */
-	uint32_t n_frames, cap_frames;	/* slots used (live and free), allocated */
+	struct frame *frames;	       /* internal id - 1; kind 0: free */
+	uint32_t n_frames, cap_frames; /* slots used (live and free), allocated */
 	uint32_t live_frames;
-	uint32_t *free_frames;		/* internal ids to reuse */
+	uint32_t *free_frames; /* internal ids to reuse */
 	uint32_t n_free, cap_free;
-	uint32_t *fslots;		/* content hash of live frames: internal ids, 0 = empty */
+	uint32_t *fslots; /* content hash of live frames: internal ids, 0 = empty */
 	size_t n_fslots;
-	uint32_t *wmap;			/* caller's frame id - 1 -> internal id */
+	uint32_t *wmap; /* caller's frame id - 1 -> internal id */
 	uint32_t n_wmap, cap_wmap;
 	struct trie trie;
 	uint32_t live_after_gc; /* trie nodes right after the last GC (or 1) */
@@ -1778,9 +1778,9 @@ out:
 struct coarse {
 	struct hc_store *st;
 	struct wtab *w;
-	uint32_t *memo;	 /* old node -> merged node + 1 (0: not yet), old nodes only */
-	uint8_t *alive;	 /* process-level node seen lately */
-	uint32_t n_old;	 /* trie nodes when coarsening began */
+	uint32_t *memo;	     /* old node -> merged node + 1 (0: not yet), old nodes only */
+	uint8_t *alive;	     /* process-level node seen lately */
+	uint32_t n_old;	     /* trie nodes when coarsening began */
 	const char *unknown; /* the pool's "[unknown]", or NULL */
 };
 
@@ -1858,7 +1858,7 @@ static int coarse_w_cb(void *ctx, uint32_t node, const struct hc_weights *w)
 static int coarsen(struct hc_store *st, size_t i0, size_t i1, int64_t k)
 {
 	struct bucket *nb = calloc(1, sizeof(*nb));
-	struct coarse c = { .st = st, .n_old = st->trie.n };
+	struct coarse c = {.st = st, .n_old = st->trie.n};
 	uint32_t hint = 0;
 	int err = -ENOMEM;
 	int64_t unk = sp_find(&st->sp, "[unknown]");
@@ -2547,7 +2547,7 @@ int hc_store__counter(const struct hc_store *st, enum hc_store_counter c,
 		      const struct hc_store_filter *f,
 		      int (*fn)(void *ctx, const char *key, uint64_t value), void *ctx)
 {
-	struct counter_query cq = { .hist = (uint8_t)(CELL_COUNTER + c) };
+	struct counter_query cq = {.hist = (uint8_t)(CELL_COUNTER + c)};
 	int err = 0;
 
 	if (!st || !f || !fn || (unsigned int)c >= HC_STORE_C_MAX)

@@ -65,15 +65,15 @@ struct hc_store_opts {
 };
 
 struct hc_store_stats {
-	uint64_t buckets;	   /* seconds held (a 10 s coarse bucket counts 10) */
-	uint64_t coarse_buckets;   /* buckets merged to 10 s because of max_bytes */
-	uint64_t trie_nodes;	   /* live path nodes */
-	uint64_t frames;	   /* distinct frames held */
-	uint64_t bytes;		   /* heap in use, all of it (hc_store__memory_bytes) */
-	uint64_t expired_adds;	   /* adds for seconds already dropped (older than retention) */
-	uint64_t expired_ns;	   /* their on + off + run-queue ns */
-	uint64_t evicted_early;	   /* seconds dropped before retention because of max_bytes */
-	uint64_t gc_runs;	   /* trie collections */
+	uint64_t buckets;	    /* seconds held (a 10 s coarse bucket counts 10) */
+	uint64_t coarse_buckets;    /* buckets merged to 10 s because of max_bytes */
+	uint64_t trie_nodes;	    /* live path nodes */
+	uint64_t frames;	    /* distinct frames held */
+	uint64_t bytes;		    /* heap in use, all of it (hc_store__memory_bytes) */
+	uint64_t expired_adds;	    /* adds for seconds already dropped (older than retention) */
+	uint64_t expired_ns;	    /* their on + off + run-queue ns */
+	uint64_t evicted_early;	    /* seconds dropped before retention because of max_bytes */
+	uint64_t gc_runs;	    /* trie collections */
 	int64_t oldest_s, newest_s; /* seconds held; both 0 when empty */
 };
 
@@ -145,7 +145,7 @@ struct hc_store_filter {
 	uint32_t pid;
 	bool has_tid;
 	uint32_t tid;
-	const char *comm; /* process name, exact; NULL: any */
+	const char *comm;	/* process name, exact; NULL: any */
 	bool on, off, runqueue; /* which weights to keep (kind=on: on only; off: off+runqueue) */
 	size_t max_nodes;	/* nodes in the answer, root included; 0: no limit */
 };
@@ -161,8 +161,8 @@ struct hc_store_pruned {
  * exceed parents'), the rest fold into their parents as self time. Totals of the range (the
  * root's weights) are in hc_tree__root(out). 0, -ENOMEM.
  */
-int hc_store__tree(const struct hc_store *st, const struct hc_store_filter *f,
-		   struct hc_tree *out, struct hc_store_pruned *pruned);
+int hc_store__tree(const struct hc_store *st, const struct hc_store_filter *f, struct hc_tree *out,
+		   struct hc_store_pruned *pruned);
 
 /* One timeline slot: sums over [t_s, t_s + step_s). */
 struct hc_store_slot {

@@ -351,7 +351,8 @@ int hc_tree__add_path(struct hc_tree *tree, const struct hc_path_elem *path, siz
 	if (n && !path)
 		return -EINVAL;
 	for (i = 0; i < n; i++) {
-		if (!path[i].name || path[i].kind <= HC_NODE_ROOT || path[i].kind > HC_NODE_KIND_MAX)
+		if (!path[i].name || path[i].kind <= HC_NODE_ROOT ||
+		    path[i].kind > HC_NODE_KIND_MAX)
 			return -EINVAL;
 	}
 	if (n > sizeof(stack_refs) / sizeof(stack_refs[0])) {
@@ -576,7 +577,8 @@ int64_t hc__tree_add_child(struct hc_tree *tree, uint32_t parent, const struct h
 	size_t slot;
 	int err;
 
-	if (parent >= tree->count || !e->name || e->kind <= HC_NODE_ROOT || e->kind > HC_NODE_KIND_MAX)
+	if (parent >= tree->count || !e->name || e->kind <= HC_NODE_ROOT ||
+	    e->kind > HC_NODE_KIND_MAX)
 		return -EINVAL;
 	ie = *e;
 	ie.name = str_intern(tree, e->name);

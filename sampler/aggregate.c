@@ -105,8 +105,9 @@ struct hc_agg *hc_agg__new(struct hc_symbolizer *sym, uint64_t period_ns)
 	agg->lstacks = hc_stacktab__new();
 	agg->lock_hist = hc_hist__new_quantize("ns");
 	agg->llabel_keys = hc_stacktab__new();
-	if (!agg->llabel_keys || !agg->lstacks || !agg->lock_hist || !agg->stacks || !agg->comms || !agg->priority || !agg->runq || !agg->thist[0] ||
-	    !agg->thist[1] || !agg->thist[2] || !agg->wakers || !agg->wstacks || !agg->wseqs) {
+	if (!agg->llabel_keys || !agg->lstacks || !agg->lock_hist || !agg->stacks || !agg->comms ||
+	    !agg->priority || !agg->runq || !agg->thist[0] || !agg->thist[1] || !agg->thist[2] ||
+	    !agg->wakers || !agg->wstacks || !agg->wseqs) {
 		hc_agg__free(agg);
 		errno = ENOMEM;
 		return NULL;
@@ -325,9 +326,10 @@ static int add_offcpu_time(struct hc_agg *agg, size_t n, bool off, uint64_t ns, 
 	step = (s1 - lo / 1000000000ll + SPREAD_MAX) / SPREAD_MAX;
 	for (int64_t sec = lo / 1000000000ll; sec <= s1; sec += step) {
 		int64_t hi = sec + step > s1 ? b : (sec + step) * 1000000000ll;
-		uint64_t part = sec + step > s1 ? ns - given
-					  : (uint64_t)((unsigned __int128)ns *
-						       (uint64_t)(hi - lo) / (uint64_t)(b - a));
+		uint64_t part = sec + step > s1
+					? ns - given
+					: (uint64_t)((unsigned __int128)ns * (uint64_t)(hi - lo) /
+						     (uint64_t)(b - a));
 		struct hc_weights *w;
 
 		given += part;
@@ -414,7 +416,7 @@ int hc_agg__sample(struct hc_agg *agg, const struct hc_sample_event *e, size_t s
 	struct hc_weights *w;
 	int64_t n;
 
-	struct ustack us = { .pcs = e->stacks, .n = nu };
+	struct ustack us = {.pcs = e->stacks, .n = nu};
 	const struct hc_ucopy *c;
 
 	if (nu > HC_MAX_STACK_DEPTH || nk > HC_MAX_STACK_DEPTH)
@@ -450,8 +452,7 @@ int hc_agg__sample(struct hc_agg *agg, const struct hc_sample_event *e, size_t s
 		/* cpuunclaimed: CPUs idle while this one had tasks waiting, shared among the
 		 * CPUs that had tasks waiting at that moment (each samples the same instant). */
 		if (e->idle_cpus && e->queued_cpus &&
-		    add_unclaimed(agg, e->time_ns,
-				  agg->period_ns * e->idle_cpus / e->queued_cpus))
+		    add_unclaimed(agg, e->time_ns, agg->period_ns * e->idle_cpus / e->queued_cpus))
 			agg->stats.hist_errors++;
 	}
 	agg->stats.samples++;
@@ -506,7 +507,7 @@ int hc_agg__offcpu(struct hc_agg *agg, const struct hc_offcpu_event *e, size_t s
 {
 	size_t nu = e->ustack_len > 0 ? (size_t)e->ustack_len / 8 : 0;
 	size_t nk = e->kstack_len > 0 ? (size_t)e->kstack_len / 8 : 0;
-	struct ustack us = { .pcs = e->stacks };
+	struct ustack us = {.pcs = e->stacks};
 	uint64_t ext = 0;
 	int64_t n, wref;
 
@@ -542,8 +543,8 @@ int hc_agg__offcpu(struct hc_agg *agg, const struct hc_offcpu_event *e, size_t s
 	if (e->rq_ns) {
 		n = build_key(agg, e->tgid, e->pstart_ns, e->tid, e->pcomm, e->comm, &us,
 			      e->stacks + nu, nk, ext);
-		if (n < 0 || add_offcpu_time(agg, (size_t)n, false, e->rq_ns, e->first_ns,
-					     e->last_ns))
+		if (n < 0 ||
+		    add_offcpu_time(agg, (size_t)n, false, e->rq_ns, e->first_ns, e->last_ns))
 			goto err_nomem;
 	}
 	/* ...blocked time under its waker, when one was seen; a lock wait is marked. */
@@ -556,8 +557,8 @@ int hc_agg__offcpu(struct hc_agg *agg, const struct hc_offcpu_event *e, size_t s
 			       (uint64_t)lock_kind_flags(e->lock) << EXT_LOCK_FLAGS_SHIFT;
 		n = build_key(agg, e->tgid, e->pstart_ns, e->tid, e->pcomm, e->comm, &us,
 			      e->stacks + nu, nk, ext | (uint64_t)wref);
-		if (n < 0 || add_offcpu_time(agg, (size_t)n, true, e->off_ns, e->first_ns,
-					     e->last_ns))
+		if (n < 0 ||
+		    add_offcpu_time(agg, (size_t)n, true, e->off_ns, e->first_ns, e->last_ns))
 			goto err_nomem;
 	}
 	return 0;
@@ -572,7 +573,7 @@ int hc_agg__waker(struct hc_agg *agg, const struct hc_waker_event *e, size_t siz
 	size_t nu = e->ustack_len > 0 ? (size_t)e->ustack_len / 8 : 0;
 	size_t nk = e->kstack_len > 0 ? (size_t)e->kstack_len / 8 : 0;
 	uint64_t sk[2] = {e->tid, e->seq}, *key = agg->key;
-	struct ustack us = { .pcs = e->stacks, .n = nu };
+	struct ustack us = {.pcs = e->stacks, .n = nu};
 	int64_t si, wi;
 	size_t n = 2;
 
@@ -740,7 +741,7 @@ int hc_agg__lock(struct hc_agg *agg, const struct hc_lock_event *e, size_t size)
 {
 	size_t nu = e->ustack_len > 0 ? (size_t)e->ustack_len / 8 : 0;
 	size_t nk = e->kstack_len > 0 ? (size_t)e->kstack_len / 8 : 0;
-	struct ustack us = { .pcs = e->stacks, .n = nu };
+	struct ustack us = {.pcs = e->stacks, .n = nu};
 	uint32_t f = lock_kind_flags(e->flags);
 	bool blocked = e->blocked != 0;
 	struct lock_kind *lk = &agg->lkind[f][blocked];
@@ -809,7 +810,10 @@ const struct hc_hist *hc_agg__lock_hist(const struct hc_agg *agg)
 /* by_kind: [{kind, spin, count, total_ns, max_ns}], the most waited-for first. */
 json_t *hc_agg__lock_kinds_json(const struct hc_agg *agg)
 {
-	struct { uint32_t f; int b; } order[(HC_LCB_MASK + 1) * 2];
+	struct {
+		uint32_t f;
+		int b;
+	} order[(HC_LCB_MASK + 1) * 2];
 	size_t n = 0;
 	json_t *arr = json_array();
 
@@ -872,7 +876,7 @@ struct frame_cache {
 	struct hc_stacktab *keys;
 	struct fc_ent {
 		uint32_t first, n;
-	} *ents;
+	} * ents;
 	size_t cap;
 	struct hc_path_elem *elems;
 	size_t n_elems, cap_elems;
@@ -941,10 +945,10 @@ static int frame_cache__get(struct frame_cache *fc, struct hc_agg *agg, bool ker
 		el = fc_elems(fc, 1);
 		if (!el)
 			return -ENOMEM;
-		*el = (struct hc_path_elem){ .kind = HC_NODE_USER, .name = "[truncated]",
-					     .offset = -1 };
+		*el = (struct hc_path_elem){
+			.kind = HC_NODE_USER, .name = "[truncated]", .offset = -1};
 	} else {
-		struct hc_uloc loc = { .obj = (uint32_t)a, .off = b };
+		struct hc_uloc loc = {.obj = (uint32_t)a, .off = b};
 		int r = hc_symbolizer__resolve_user_inline(agg->sym, &loc, fi,
 							   HC_SYM_INLINE_MAX + 1, &n);
 
@@ -973,11 +977,13 @@ static int frame_cache__get(struct frame_cache *fc, struct hc_agg *agg, bool ker
 		}
 		/* What the compiler inlined there (DWARF), innermost last. */
 		for (size_t i = 1; i < n; i++)
-			el[i] = (struct hc_path_elem){ .kind = HC_NODE_USER, .name = fi[i].name,
-						       .module = fi[i].module, .offset = -1,
-						       .inlined = true };
+			el[i] = (struct hc_path_elem){.kind = HC_NODE_USER,
+						      .name = fi[i].name,
+						      .module = fi[i].module,
+						      .offset = -1,
+						      .inlined = true};
 	}
-	fc->ents[idx] = (struct fc_ent){ .first = (uint32_t)fc->n_elems, .n = (uint32_t)n };
+	fc->ents[idx] = (struct fc_ent){.first = (uint32_t)fc->n_elems, .n = (uint32_t)n};
 	fc->n_elems += n;
 	*out = el;
 	*count = n;
@@ -1108,8 +1114,7 @@ static size_t base_depth(struct hc_agg *agg, const uint64_t *key)
 	return n;
 }
 
-static int for_each_path(struct hc_agg *agg, struct hc_stacktab *tab, hc_agg_path_fn fn,
-			 void *ctx)
+static int for_each_path(struct hc_agg *agg, struct hc_stacktab *tab, hc_agg_path_fn fn, void *ctx)
 {
 	struct frame_cache fc = {0};
 	struct hc_path_elem *path;
@@ -1265,17 +1270,16 @@ json_t *hc_unwind_json(bool fp, uint32_t copy_bytes, uint64_t copy_budget, const
 			" s:{s:I, s:I, s:o, s:I, s:I, s:I, s:I}}",
 			"mode", fp ? "fp" : "dwarf", "stack_copy_bytes",
 			(json_int_t)(fp ? 0 : copy_bytes), "copy_budget_bytes_per_s",
-			(json_int_t)(fp ? 0 : copy_budget),
-			"copies", "taken", (json_int_t)t[HC_CNT_UCOPY], "bytes",
-			(json_int_t)t[HC_CNT_UCOPY_BYTES], "over_budget",
-			(json_int_t)t[HC_CNT_UCOPY_BUDGET], "unreadable",
+			(json_int_t)(fp ? 0 : copy_budget), "copies", "taken",
+			(json_int_t)t[HC_CNT_UCOPY], "bytes", (json_int_t)t[HC_CNT_UCOPY_BYTES],
+			"over_budget", (json_int_t)t[HC_CNT_UCOPY_BUDGET], "unreadable",
 			(json_int_t)t[HC_CNT_UCOPY_FAULT], "lost", (json_int_t)t[HC_CNT_UCOPY_LOST],
 			"user_stacks", "dwarf", (json_int_t)as->ustacks_dwarf, "dwarf_truncated",
 			(json_int_t)as->ustacks_dwarf_truncated, "frame_pointers",
 			(json_int_t)as->ustacks_fp, "fallback", (json_int_t)as->ustacks_fp_fallback,
-			"unwinder", "stacks", (json_int_t)us.stacks, "frames", (json_int_t)us.frames,
-			"ends", ends, "no_process", (json_int_t)us.no_process, "sessions",
-			(json_int_t)us.sessions, "ns", (json_int_t)us.ns, "stash_missing",
-			(json_int_t)us.stash_missing);
+			"unwinder", "stacks", (json_int_t)us.stacks, "frames",
+			(json_int_t)us.frames, "ends", ends, "no_process",
+			(json_int_t)us.no_process, "sessions", (json_int_t)us.sessions, "ns",
+			(json_int_t)us.ns, "stash_missing", (json_int_t)us.stash_missing);
 	return doc;
 }

@@ -42,7 +42,7 @@ struct hc_agg_stats {
 	uint64_t offcpu_lost_ns;      /* off-CPU time dropped in user space (out of memory) */
 	uint64_t waker_stack_missing; /* flushes naming a --wakers record that never arrived */
 	uint64_t unclaimed_ns;	      /* cpuunclaimed: CPU time idle while tasks waited elsewhere */
-	uint64_t expired_ns; /* bucketed: off-CPU time before the oldest second kept */
+	uint64_t expired_ns;	      /* bucketed: off-CPU time before the oldest second kept */
 	/* User stacks by source (samples, and off-CPU flushes with a user stack) */
 	uint64_t ustacks_dwarf;		  /* unwound from a stack copy */
 	uint64_t ustacks_dwarf_truncated; /* of those, ended by "[truncated]" */

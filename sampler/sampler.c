@@ -58,8 +58,8 @@ static size_t roundup_pow2(size_t v)
 
 /*
  * Room for about half a second of samples at ~512 bytes each (user + kernel frames of a
- * typical stack) and their stack copies, at least 4 MiB, at most 256 MiB. The reader normally drains every 100 ms
- * and is woken early at wakeup_bytes, so this is slack, not latency.
+ * typical stack) and their stack copies, at least 4 MiB, at most 256 MiB. The reader normally
+ * drains every 100 ms and is woken early at wakeup_bytes, so this is slack, not latency.
  */
 static size_t auto_ringbuf_bytes(uint64_t period_ns, int n_cpus, uint32_t copy_bytes,
 				 uint64_t copy_budget)
@@ -111,7 +111,8 @@ static int handle_event(void *ctx, void *data, size_t size)
 		size_t ul = e->ustack_len > 0 ? (size_t)e->ustack_len : 0;
 		size_t kl = e->kstack_len > 0 ? (size_t)e->kstack_len : 0;
 
-		if (size < HC_SAMPLE_HDR_SIZE || size < HC_SAMPLE_HDR_SIZE + ul + kl + e->ucopy_size ||
+		if (size < HC_SAMPLE_HDR_SIZE ||
+		    size < HC_SAMPLE_HDR_SIZE + ul + kl + e->ucopy_size ||
 		    (e->ucopy_size &&
 		     !ucopy_valid((const void *)((const char *)e + HC_SAMPLE_HDR_SIZE + ul + kl),
 				  e->ucopy_size))) {
@@ -167,8 +168,8 @@ static int handle_event(void *ctx, void *data, size_t size)
 	case HC_EVENT_LOCK: {
 		const struct hc_lock_event *l = data;
 
-		if (size < HC_LOCK_HDR_SIZE || size < HC_LOCK_HDR_SIZE + stack_len(l->ustack_len) +
-							      stack_len(l->kstack_len)) {
+		if (size < HC_LOCK_HDR_SIZE ||
+		    size < HC_LOCK_HDR_SIZE + stack_len(l->ustack_len) + stack_len(l->kstack_len)) {
 			s->decode_errors++;
 			return 0;
 		}
@@ -326,9 +327,9 @@ struct hc_sampler *hc_sampler__new(const struct hc_sampler_opts *opts,
 		s->skel->rodata->ucopy_burst = per_cpu / 10 > opts->stack_copy_bytes
 						       ? per_cpu / 10
 						       : opts->stack_copy_bytes;
-		s->skel->rodata->ucopy_burst =
-			s->skel->rodata->ucopy_burst > INT64_MAX / 2 ? INT64_MAX / 2
-								     : s->skel->rodata->ucopy_burst;
+		s->skel->rodata->ucopy_burst = s->skel->rodata->ucopy_burst > INT64_MAX / 2
+						       ? INT64_MAX / 2
+						       : s->skel->rodata->ucopy_burst;
 		/* One buffer per possible CPU and one for the start iterator. */
 		err = bpf_map__set_max_entries(s->skel->maps.ucopy,
 					       s->skel->rodata->nr_cpu_ids + 1);
@@ -337,11 +338,10 @@ struct hc_sampler *hc_sampler__new(const struct hc_sampler_opts *opts,
 			goto err_free;
 		}
 	}
-	s->ringbuf_bytes = opts->ringbuf_bytes
-				   ? roundup_pow2(opts->ringbuf_bytes)
-				   : auto_ringbuf_bytes(opts->period_ns, s->n_cpus,
-							opts->stack_copy_bytes,
-							opts->stack_copy_budget);
+	s->ringbuf_bytes = opts->ringbuf_bytes ? roundup_pow2(opts->ringbuf_bytes)
+					       : auto_ringbuf_bytes(opts->period_ns, s->n_cpus,
+								    opts->stack_copy_bytes,
+								    opts->stack_copy_budget);
 	/* Wake the reader when a quarter of the buffer is full; otherwise it polls every 100 ms. */
 	s->skel->rodata->wakeup_bytes = s->ringbuf_bytes / 4;
 	s->skel->rodata->ucopy_max_pending = s->ringbuf_bytes / 2;

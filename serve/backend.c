@@ -29,11 +29,11 @@ struct hc_backend {
 	char host[65], kernel[65];
 	const char *version;
 	int64_t started_ns;
-	uint64_t store_errors; /* records the store refused (out of memory, bad ids) */
+	uint64_t store_errors;	    /* records the store refused (out of memory, bad ids) */
 	uint64_t lock_store_errors; /* of them, records for the lock store */
-	uint32_t frames; /* frames defined */
-	struct hc_push *push; /* borrowed; NULL without --push */
-	int64_t sealed_s;     /* newest second the collector sealed (all its samples are in) */
+	uint32_t frames;	    /* frames defined */
+	struct hc_push *push;	    /* borrowed; NULL without --push */
+	int64_t sealed_s;	/* newest second the collector sealed (all its samples are in) */
 	int64_t pushed_until_s; /* seconds before this were handed to the push client */
 	uint64_t push_late_ns;	/* time added to them afterwards: never pushed (docs/fleet.md) */
 };
@@ -234,8 +234,8 @@ static uint64_t status_u64(const json_t *status, const char *key)
 }
 
 /* The query's seconds, clipped to the data held. false + 503 when there is none. */
-static bool range_of(struct hc_backend *b, const struct hc_api_query *q,
-		     struct hc_store_filter *f, int *status, char *why, size_t wl)
+static bool range_of(struct hc_backend *b, const struct hc_api_query *q, struct hc_store_filter *f,
+		     int *status, char *why, size_t wl)
 {
 	struct hc_store_stats st;
 
@@ -289,8 +289,7 @@ static int fill_sampling(struct hc_backend *b, struct hc_profile *p)
 	if (p->sampling.period_ns)
 		p->sampling.expected_samples =
 			p->sampling.cpus * (p->duration_ns / p->sampling.period_ns);
-	json_object_foreach(lost, k, v)
-	{
+	json_object_foreach (lost, k, v) {
 		if (!err && json_is_integer(v))
 			err = hc_profile__add_lost(p, k, (uint64_t)json_integer_value(v));
 	}
@@ -299,7 +298,9 @@ static int fill_sampling(struct hc_backend *b, struct hc_profile *p)
 
 static unsigned int kind_weights(enum hc_api_kind k)
 {
-	return k == HC_API_KIND_ON ? HC_W_ON : k == HC_API_KIND_OFF ? HC_W_OFF | HC_W_RUNQ : HC_W_ALL;
+	return k == HC_API_KIND_ON    ? HC_W_ON
+	       : k == HC_API_KIND_OFF ? HC_W_OFF | HC_W_RUNQ
+				      : HC_W_ALL;
 }
 
 /* The range's profile, encoded as q->format: malloc'd, *len bytes. NULL + status/why. */
@@ -473,8 +474,8 @@ static json_t *api_histogram_names(void *ctx, int *status, char *why, size_t wl)
 	return json_pack("{s:o}", "histograms", names);
 }
 
-static json_t *api_histogram(void *ctx, const char *name, const struct hc_api_query *q,
-			     int *status, char *why, size_t wl)
+static json_t *api_histogram(void *ctx, const char *name, const struct hc_api_query *q, int *status,
+			     char *why, size_t wl)
 {
 	struct hc_backend *b = ctx;
 	int h = hc_store_hist__by_name(name);
@@ -537,7 +538,7 @@ static int kind_cb(void *ctx, const char *key, uint64_t value)
 			a->rows = r;
 			a->cap = cap;
 		}
-		a->rows[i] = (struct kind_row){ .key = strdup(key) };
+		a->rows[i] = (struct kind_row){.key = strdup(key)};
 		if (!a->rows[i].key)
 			return -ENOMEM;
 		a->n++;
@@ -621,8 +622,8 @@ static json_t *locks_dropped(struct hc_backend *b)
 }
 
 /* GET /api/locks: record's `locks` section for the range, its lock_wait_ns and the range. */
-static char *api_locks(void *ctx, const struct hc_api_query *q, size_t *len, int *status,
-		       char *why, size_t wl)
+static char *api_locks(void *ctx, const struct hc_api_query *q, size_t *len, int *status, char *why,
+		       size_t wl)
 {
 	struct hc_backend *b = ctx;
 	struct kind_acc acc = {0};
@@ -663,14 +664,13 @@ static char *api_locks(void *ctx, const struct hc_api_query *q, size_t *len, int
 	pthread_rwlock_unlock(&b->lock);
 	hj = hist ? hc_hist__to_json(hist) : NULL;
 	if (err || !hj || locks_by_kind(&acc, doc) ||
-	    json_object_set_new(doc, "range",
-				json_pack("{s:o, s:o, s:I, s:I, s:{s:I, s:I, s:I}}", "from",
-					  rfc3339(f.from_s * NS), "to", rfc3339(f.to_s * NS),
-					  "from_ms", (json_int_t)(f.from_s * 1000), "to_ms",
-					  (json_int_t)(f.to_s * 1000), "pruned", "max_nodes",
-					  (json_int_t)q->max_nodes, "nodes",
-					  (json_int_t)pruned.nodes, "value_ns",
-					  (json_int_t)pruned.value_ns)) ||
+	    json_object_set_new(
+		    doc, "range",
+		    json_pack("{s:o, s:o, s:I, s:I, s:{s:I, s:I, s:I}}", "from",
+			      rfc3339(f.from_s * NS), "to", rfc3339(f.to_s * NS), "from_ms",
+			      (json_int_t)(f.from_s * 1000), "to_ms", (json_int_t)(f.to_s * 1000),
+			      "pruned", "max_nodes", (json_int_t)q->max_nodes, "nodes",
+			      (json_int_t)pruned.nodes, "value_ns", (json_int_t)pruned.value_ns)) ||
 	    json_object_set(doc, "dropped", dropped) ||
 	    json_object_set_new(doc, "histograms", json_pack("{s:O}", "lock_wait_ns", hj))) {
 		fail(status, 500, why, wl, "building the answer failed (out of memory)");
@@ -773,10 +773,10 @@ static json_t *api_timeline(void *ctx, const struct hc_api_query *q, int *status
 	doc = json_pack("{s:I, s:I, s:I, s:{s:o, s:o, s:o, s:o, s:o},"
 			" s:{s:I, s:I, s:i, s:i, s:I, s:o}, s:{s:I, s:I}}",
 			"from_ms", (json_int_t)(f.from_s * 1000), "to_ms",
-			(json_int_t)(f.to_s * 1000), "step_ms", (json_int_t)(step_s * 1000), "slots",
-			"t_ms", t, "on_cpu_ns", on, "off_cpu_ns", off, "runqueue_ns", rq, "samples",
-			smp, "heatmap", "start_ms", (json_int_t)(heat_from * 1000), "columns",
-			(json_int_t)cols, "rows", HC_STORE_HEAT_ROWS, "row_ms",
+			(json_int_t)(f.to_s * 1000), "step_ms", (json_int_t)(step_s * 1000),
+			"slots", "t_ms", t, "on_cpu_ns", on, "off_cpu_ns", off, "runqueue_ns", rq,
+			"samples", smp, "heatmap", "start_ms", (json_int_t)(heat_from * 1000),
+			"columns", (json_int_t)cols, "rows", HC_STORE_HEAT_ROWS, "row_ms",
 			1000 / HC_STORE_HEAT_ROWS, "max", (json_int_t)max, "counts", heat,
 			"retention", "oldest_ms", (json_int_t)(st.oldest_s * 1000), "newest_ms",
 			(json_int_t)(st.newest_s * 1000 + 999));
@@ -798,16 +798,16 @@ static int locks_status(struct hc_backend *b, json_t *doc, struct hc_store_stats
 
 	if (!b->lstore)
 		return json_object_set_new(doc, "locks", json_pack("{s:b}", "enabled", 0)) ? -ENOMEM
-											    : 0;
+											   : 0;
 	hc_store__stats(b->lstore, ls);
 	l = json_deep_copy(json_object_get(b->status, "locks"));
 	if (!l)
 		l = json_object();
-	store = json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "bytes", (json_int_t)ls->bytes,
-			  "max_bytes", (json_int_t)b->lopts_max_bytes, "seconds",
-			  (json_int_t)ls->buckets, "trie_nodes", (json_int_t)ls->trie_nodes, "frames",
-			  (json_int_t)ls->frames, "evicted_early_s", (json_int_t)ls->evicted_early,
-			  "store_errors", (json_int_t)b->lock_store_errors);
+	store = json_pack(
+		"{s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "bytes", (json_int_t)ls->bytes, "max_bytes",
+		(json_int_t)b->lopts_max_bytes, "seconds", (json_int_t)ls->buckets, "trie_nodes",
+		(json_int_t)ls->trie_nodes, "frames", (json_int_t)ls->frames, "evicted_early_s",
+		(json_int_t)ls->evicted_early, "store_errors", (json_int_t)b->lock_store_errors);
 	if (!l || !store) {
 		json_decref(l);
 		json_decref(store);
@@ -835,7 +835,8 @@ static json_t *api_status(void *ctx, int *status, char *why, size_t wl)
 	lost = json_object_get(b->status, "lost");
 	lock_bytes = b->lstore ? hc_store__memory_bytes(b->lstore) : 0;
 	doc = json_pack(
-		"{s:s, s:s, s:s, s:o, s:I, s:O?, s:O?, s:O?, s:O?, s:O?, s:O?, s:O?, s:O?, s:O?, s:O?,"
+		"{s:s, s:s, s:s, s:o, s:I, s:O?, s:O?, s:O?, s:O?, s:O?, s:O?, s:O?, s:O?, s:O?, "
+		"s:O?,"
 		" s:O?, s:{s:I, s:o?, s:o?, s:I},"
 		" s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I},"
 		" s:{s:I, s:I, s:I, s:I}}",
@@ -848,8 +849,7 @@ static json_t *api_status(void *ctx, int *status, char *why, size_t wl)
 		json_object_get(b->status, "idle_samples"), "lost", lost, "scheduler",
 		json_object_get(b->status, "scheduler"), "symbolize",
 		json_object_get(b->status, "symbolize"), "collector", coll, "unwind",
-		json_object_get(b->status, "unwind"), "retention",
-		"configured_s",
+		json_object_get(b->status, "unwind"), "retention", "configured_s",
 		(json_int_t)(b->sopts.retention_s ? b->sopts.retention_s : 3600), "oldest",
 		st.oldest_s ? rfc3339(st.oldest_s * NS) : NULL, "newest",
 		st.newest_s ? rfc3339(st.newest_s * NS) : NULL, "span_s",
@@ -858,8 +858,8 @@ static json_t *api_status(void *ctx, int *status, char *why, size_t wl)
 		(json_int_t)st.trie_nodes, "frames", (json_int_t)st.frames, "expired_ns",
 		(json_int_t)st.expired_ns, "evicted_early_s", (json_int_t)st.evicted_early,
 		"gc_runs", (json_int_t)st.gc_runs, "store_errors", (json_int_t)b->store_errors,
-		"memory", "store_bytes", (json_int_t)(st.bytes + lock_bytes),
-		"server_rss_bytes", (json_int_t)hc_self__rss_bytes(), "collector_rss_bytes",
+		"memory", "store_bytes", (json_int_t)(st.bytes + lock_bytes), "server_rss_bytes",
+		(json_int_t)hc_self__rss_bytes(), "collector_rss_bytes",
 		(json_int_t)status_u64(coll, "rss_bytes"), "collector_cpu_ns",
 		(json_int_t)status_u64(coll, "cpu_ns"));
 	pthread_rwlock_unlock(&b->lock);
@@ -878,7 +878,8 @@ static json_t *api_status(void *ctx, int *status, char *why, size_t wl)
 
 		pthread_rwlock_rdlock(&b->lock);
 		if (!push || json_object_set_new(push, "lag_s", json_integer(HC_PUSH_LAG_S)) ||
-		    json_object_set_new(push, "late_ns", json_integer((json_int_t)b->push_late_ns)) ||
+		    json_object_set_new(push, "late_ns",
+					json_integer((json_int_t)b->push_late_ns)) ||
 		    json_object_set_new(doc, "push", push)) {
 			json_decref(doc);
 			doc = NULL;
@@ -908,70 +909,82 @@ static char *api_metrics(void *ctx, size_t *len, int *status, char *why, size_t 
 	lost = json_object_get(b->status, "lost");
 	sched = json_object_get(b->status, "scheduler");
 	coll = json_object_get(b->status, "collector");
-	fprintf(m, "# HELP hotcold_samples_total cpu-clock samples taken, idle included.\n"
-		   "# TYPE hotcold_samples_total counter\nhotcold_samples_total %" PRIu64 "\n",
+	fprintf(m,
+		"# HELP hotcold_samples_total cpu-clock samples taken, idle included.\n"
+		"# TYPE hotcold_samples_total counter\nhotcold_samples_total %" PRIu64 "\n",
 		status_u64(b->status, "samples"));
-	fprintf(m, "# HELP hotcold_idle_samples_total samples of the idle task.\n"
-		   "# TYPE hotcold_idle_samples_total counter\nhotcold_idle_samples_total %" PRIu64
-		   "\n",
+	fprintf(m,
+		"# HELP hotcold_idle_samples_total samples of the idle task.\n"
+		"# TYPE hotcold_idle_samples_total counter\nhotcold_idle_samples_total %" PRIu64
+		"\n",
 		status_u64(b->status, "idle_samples"));
 	fprintf(m, "# HELP hotcold_lost_total data not delivered, by reason (samples; _ns "
 		   "reasons in nanoseconds).\n# TYPE hotcold_lost_total counter\n");
-	json_object_foreach(lost, k, v)
-	{
+	json_object_foreach (lost, k, v) {
 		if (json_is_integer(v)) /* reason names are ours: [a-z_] only */
 			fprintf(m, "hotcold_lost_total{reason=\"%s\"} %" PRIu64 "\n", k,
 				(uint64_t)json_integer_value(v));
 	}
 	fprintf(m, "hotcold_lost_total{reason=\"store_error\"} %" PRIu64 "\n", b->store_errors);
-	fprintf(m, "# HELP hotcold_off_cpu_seconds_total time threads spent blocked.\n"
-		   "# TYPE hotcold_off_cpu_seconds_total counter\n"
-		   "hotcold_off_cpu_seconds_total %.9f\n",
+	fprintf(m,
+		"# HELP hotcold_off_cpu_seconds_total time threads spent blocked.\n"
+		"# TYPE hotcold_off_cpu_seconds_total counter\n"
+		"hotcold_off_cpu_seconds_total %.9f\n",
 		(double)status_u64(sched, "off_cpu_ns") / 1e9);
-	fprintf(m, "# HELP hotcold_runqueue_seconds_total time runnable threads waited for a "
-		   "CPU.\n# TYPE hotcold_runqueue_seconds_total counter\n"
-		   "hotcold_runqueue_seconds_total %.9f\n",
+	fprintf(m,
+		"# HELP hotcold_runqueue_seconds_total time runnable threads waited for a "
+		"CPU.\n# TYPE hotcold_runqueue_seconds_total counter\n"
+		"hotcold_runqueue_seconds_total %.9f\n",
 		(double)status_u64(sched, "runqueue_ns") / 1e9);
-	fprintf(m, "# HELP hotcold_on_cpu_seconds_total on-CPU time sampled (samples x period, "
-		   "idle excluded).\n# TYPE hotcold_on_cpu_seconds_total counter\n"
-		   "hotcold_on_cpu_seconds_total %.9f\n",
+	fprintf(m,
+		"# HELP hotcold_on_cpu_seconds_total on-CPU time sampled (samples x period, "
+		"idle excluded).\n# TYPE hotcold_on_cpu_seconds_total counter\n"
+		"hotcold_on_cpu_seconds_total %.9f\n",
 		(double)(status_u64(b->status, "samples") - status_u64(b->status, "idle_samples")) *
 			(double)status_u64(b->status, "period_ns") / 1e9);
-	fprintf(m, "# HELP hotcold_store_bytes memory held by the profile store (and with --locks "
-		   "the lock store).\n"
-		   "# TYPE hotcold_store_bytes gauge\nhotcold_store_bytes %" PRIu64 "\n",
+	fprintf(m,
+		"# HELP hotcold_store_bytes memory held by the profile store (and with --locks "
+		"the lock store).\n"
+		"# TYPE hotcold_store_bytes gauge\nhotcold_store_bytes %" PRIu64 "\n",
 		st.bytes + (b->lstore ? hc_store__memory_bytes(b->lstore) : 0));
 	if (b->lstore) {
 		json_t *l = json_object_get(b->status, "locks");
 
-		fprintf(m, "# HELP hotcold_lock_contentions_total kernel lock contentions recorded "
-			   "(--locks).\n# TYPE hotcold_lock_contentions_total counter\n"
-			   "hotcold_lock_contentions_total %" PRIu64 "\n"
-			   "# HELP hotcold_lock_wait_seconds_total time their waiters waited, spinning "
-			   "or blocked.\n# TYPE hotcold_lock_wait_seconds_total counter\n"
-			   "hotcold_lock_wait_seconds_total %.9f\n",
+		fprintf(m,
+			"# HELP hotcold_lock_contentions_total kernel lock contentions recorded "
+			"(--locks).\n# TYPE hotcold_lock_contentions_total counter\n"
+			"hotcold_lock_contentions_total %" PRIu64 "\n"
+			"# HELP hotcold_lock_wait_seconds_total time their waiters waited, "
+			"spinning "
+			"or blocked.\n# TYPE hotcold_lock_wait_seconds_total counter\n"
+			"hotcold_lock_wait_seconds_total %.9f\n",
 			status_u64(l, "events"), (double)status_u64(l, "wait_ns") / 1e9);
 	}
-	fprintf(m, "# HELP hotcold_retention_seconds seconds of profile held.\n"
-		   "# TYPE hotcold_retention_seconds gauge\nhotcold_retention_seconds %" PRId64 "\n",
+	fprintf(m,
+		"# HELP hotcold_retention_seconds seconds of profile held.\n"
+		"# TYPE hotcold_retention_seconds gauge\nhotcold_retention_seconds %" PRId64 "\n",
 		(int64_t)(st.newest_s ? st.newest_s - st.oldest_s + 1 : 0));
-	fprintf(m, "# HELP hotcold_uptime_seconds seconds since serve started.\n"
-		   "# TYPE hotcold_uptime_seconds gauge\nhotcold_uptime_seconds %" PRId64 "\n",
+	fprintf(m,
+		"# HELP hotcold_uptime_seconds seconds since serve started.\n"
+		"# TYPE hotcold_uptime_seconds gauge\nhotcold_uptime_seconds %" PRId64 "\n",
 		(int64_t)((realtime_ns() - b->started_ns) / NS));
-	fprintf(m, "# HELP hotcold_resident_bytes resident memory of each process of serve.\n"
-		   "# TYPE hotcold_resident_bytes gauge\n"
-		   "hotcold_resident_bytes{process=\"server\"} %" PRIu64 "\n"
-		   "hotcold_resident_bytes{process=\"collector\"} %" PRIu64 "\n",
+	fprintf(m,
+		"# HELP hotcold_resident_bytes resident memory of each process of serve.\n"
+		"# TYPE hotcold_resident_bytes gauge\n"
+		"hotcold_resident_bytes{process=\"server\"} %" PRIu64 "\n"
+		"hotcold_resident_bytes{process=\"collector\"} %" PRIu64 "\n",
 		hc_self__rss_bytes(), status_u64(coll, "rss_bytes"));
-	fprintf(m, "# HELP hotcold_collector_cpu_seconds_total CPU time of the collector.\n"
-		   "# TYPE hotcold_collector_cpu_seconds_total counter\n"
-		   "hotcold_collector_cpu_seconds_total %.9f\n",
+	fprintf(m,
+		"# HELP hotcold_collector_cpu_seconds_total CPU time of the collector.\n"
+		"# TYPE hotcold_collector_cpu_seconds_total counter\n"
+		"hotcold_collector_cpu_seconds_total %.9f\n",
 		(double)status_u64(coll, "cpu_ns") / 1e9);
 	if (b->push)
-		fprintf(m, "# HELP hotcold_push_late_seconds_total time added to seconds after they "
-			   "were pushed (blocks longer than the push lag): never pushed.\n"
-			   "# TYPE hotcold_push_late_seconds_total counter\n"
-			   "hotcold_push_late_seconds_total %.9f\n",
+		fprintf(m,
+			"# HELP hotcold_push_late_seconds_total time added to seconds after they "
+			"were pushed (blocks longer than the push lag): never pushed.\n"
+			"# TYPE hotcold_push_late_seconds_total counter\n"
+			"hotcold_push_late_seconds_total %.9f\n",
 			(double)b->push_late_ns / 1e9);
 	pthread_rwlock_unlock(&b->lock);
 	if (b->push)

@@ -37,8 +37,8 @@ int hc_backend__ingest(struct hc_backend *b, int fd);
  * The profile of [from_ns, *to_ns) as gzipped pprof carrying `weights` (HC_W_*), for the
  * push client (serve/push.h's fetch). *to_ns out: the end actually covered, a whole second
  * no later than HC_PUSH_LAG_S before the newest sealed one. Time the collector adds to
- * seconds after they were handed out is counted (push.late_ns in /api/status). 0 + *buf (malloc'd, *len bytes); -ENODATA when
- * the store holds nothing new for it; -ENOMEM. Thread-safe.
+ * seconds after they were handed out is counted (push.late_ns in /api/status). 0 + *buf (malloc'd,
+ * *len bytes); -ENODATA when the store holds nothing new for it; -ENOMEM. Thread-safe.
  */
 int hc_backend__pprof(struct hc_backend *b, int64_t from_ns, int64_t *to_ns, unsigned int weights,
 		      char **buf, size_t *len);

@@ -73,9 +73,9 @@ struct hc_collector {
 	struct hc_symbolizer *sym;
 	struct hc_unwinder *unw; /* NULL: --unwind fp */
 	struct hc_sampler *sampler;
-	struct hc_agg *agg;	    /* this second's paths */
-	struct ftab ft, lft;	    /* frame ids: the main store's, the lock store's */
-	struct hc_stacktab *cells;  /* [sec, hist, pid, value, name0, name1] -> count (samples) */
+	struct hc_agg *agg;	   /* this second's paths */
+	struct ftab ft, lft;	   /* frame ids: the main store's, the lock store's */
+	struct hc_stacktab *cells; /* [sec, hist, pid, value, name0, name1] -> count (samples) */
 	/* --locks: lock-node names, stable for the frame tables (the aggregator's own last a
 	 * second); the contentions' counters since the last flush */
 	struct hc_stacktab *label_keys; /* name bytes -> labels[] */
@@ -89,7 +89,7 @@ struct hc_collector {
 	struct heat_col heat[HEAT_SLOTS];
 	struct hc_wire_buf buf;
 	uint32_t path[HC_WIRE_MAX_PATH];
-	uint64_t *idle_prev; /* idle-task samples per CPU at the last flush */
+	uint64_t *idle_prev;	 /* idle-task samples per CPU at the last flush */
 	struct hc_agg_stats sum; /* of the aggregators already flushed */
 	int64_t now_s;		 /* CLOCK_REALTIME second of the last poll */
 	int64_t mono_to_real_ns; /* CLOCK_REALTIME - CLOCK_MONOTONIC, taken once a second */
@@ -352,9 +352,12 @@ static int64_t frame_id(struct hc_collector *c, struct ftab *t, const struct hc_
 			hc_wire__frame(&c->buf, (uint32_t)idx + 1, e);
 	}
 	if (ce)
-		*ce = (struct fcache_ent){ .name = e->name, .module = e->module,
-					   .offset = e->offset, .kind = e->kind,
-					   .inlined = e->inlined, .fid = (uint32_t)idx + 1 };
+		*ce = (struct fcache_ent){.name = e->name,
+					  .module = e->module,
+					  .offset = e->offset,
+					  .kind = e->kind,
+					  .inlined = e->inlined,
+					  .fid = (uint32_t)idx + 1};
 	return idx + 1;
 }
 
@@ -397,13 +400,13 @@ static int send_lock_path(void *ctx, const struct hc_path_elem *path, size_t n,
 static void send_lock_cells(struct hc_collector *c)
 {
 	static const enum hc_store_counter cn[] = {
-		HC_STORE_C_LOCK_COUNT, HC_STORE_C_LOCK_WAIT_NS, HC_STORE_C_LOCK_MAX_NS,
+		HC_STORE_C_LOCK_COUNT,	HC_STORE_C_LOCK_WAIT_NS,  HC_STORE_C_LOCK_MAX_NS,
 		HC_STORE_C_LOCK_FAILED, HC_STORE_C_LOCK_NO_STACK,
 	};
 
 	for (size_t i = 0; i < c->n_lcells; i++) {
 		const struct lock_cell *lc = &c->lcells[i];
-		const uint64_t v[] = { lc->count, lc->wait_ns, lc->max_ns, lc->failed, lc->no_stack };
+		const uint64_t v[] = {lc->count, lc->wait_ns, lc->max_ns, lc->failed, lc->no_stack};
 		char key[64];
 
 		/* the series key of record's lock_wait_ns, "KIND spin" / "KIND block" */
@@ -471,42 +474,47 @@ static void send_status(struct hc_collector *c, const struct hc_sampler_counts *
 			json_object_set_new(lost, hc_sampler__lost_name(k),
 					    json_integer((json_int_t)cnt->total[k]));
 	if (lost) {
-		json_object_set_new(lost, "decode_error", json_integer((json_int_t)cnt->decode_errors));
-		json_object_set_new(lost, "ingest_error", json_integer((json_int_t)c->sum.ingest_errors));
+		json_object_set_new(lost, "decode_error",
+				    json_integer((json_int_t)cnt->decode_errors));
+		json_object_set_new(lost, "ingest_error",
+				    json_integer((json_int_t)c->sum.ingest_errors));
 		json_object_set_new(lost, "offcpu_lost_ns",
 				    json_integer((json_int_t)(cnt->total[HC_CNT_OFF_LOST_NS] +
 							      c->sum.offcpu_lost_ns)));
 		json_object_set_new(lost, "send_error", json_integer((json_int_t)c->send_errors));
 	}
-	doc = json_pack("{s:f, s:I, s:i, s:b, s:I, s:I, s:I, s:o?, s:{s:I, s:I, s:I, s:I, s:I},"
-			" s:{s:I, s:I, s:I, s:I, s:I, s:I}, s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}}",
-			"frequency_hz", c->o.frequency_hz, "period_ns", (json_int_t)c->o.period_ns,
-			"cpus", (int)cnt->n_cpus, "offcpu", cnt->offcpu, "started_at_ns",
-			(json_int_t)c->started_at_ns, "samples", (json_int_t)cnt->total[HC_CNT_SEEN],
-			"idle_samples", (json_int_t)cnt->total[HC_CNT_IDLE], "lost", lost,
-			"symbolize", "processes", (json_int_t)ss.processes, "objects",
-			(json_int_t)ss.objects, "object_open_err", (json_int_t)ss.object_open_err,
-			"user_unresolved", (json_int_t)ss.user_unresolved, "kernel_unresolved",
-			(json_int_t)ss.kernel_unresolved, "scheduler", "switches",
-			(json_int_t)cnt->total[HC_CNT_SWITCHES], "off_cpu_ns", (json_int_t)c->sum.off_ns,
-			"runqueue_ns", (json_int_t)c->sum.runqueue_ns, "stacks_captured",
-			(json_int_t)cnt->total[HC_CNT_STACK_CAPTURED], "stacks_not_captured",
-			(json_int_t)cnt->total[HC_CNT_STACK_BUDGET], "before_retention_ns",
-			(json_int_t)c->sum.expired_ns, "collector", "rss_bytes",
-			(json_int_t)hc_self__rss_bytes(), "cpu_ns", (json_int_t)hc_self__cpu_ns(), "flushes",
-			(json_int_t)c->flushes, "flush_ns_last", (json_int_t)c->flush_ns_last,
-			"flush_ns_max", (json_int_t)c->flush_ns_max, "processes_pruned",
-			(json_int_t)c->procs_pruned, "frame_resets", (json_int_t)c->frame_resets, "frames",
-			(json_int_t)hc_stacktab__count(c->ft.frames));
+	doc = json_pack(
+		"{s:f, s:I, s:i, s:b, s:I, s:I, s:I, s:o?, s:{s:I, s:I, s:I, s:I, s:I},"
+		" s:{s:I, s:I, s:I, s:I, s:I, s:I}, s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}}",
+		"frequency_hz", c->o.frequency_hz, "period_ns", (json_int_t)c->o.period_ns, "cpus",
+		(int)cnt->n_cpus, "offcpu", cnt->offcpu, "started_at_ns",
+		(json_int_t)c->started_at_ns, "samples", (json_int_t)cnt->total[HC_CNT_SEEN],
+		"idle_samples", (json_int_t)cnt->total[HC_CNT_IDLE], "lost", lost, "symbolize",
+		"processes", (json_int_t)ss.processes, "objects", (json_int_t)ss.objects,
+		"object_open_err", (json_int_t)ss.object_open_err, "user_unresolved",
+		(json_int_t)ss.user_unresolved, "kernel_unresolved",
+		(json_int_t)ss.kernel_unresolved, "scheduler", "switches",
+		(json_int_t)cnt->total[HC_CNT_SWITCHES], "off_cpu_ns", (json_int_t)c->sum.off_ns,
+		"runqueue_ns", (json_int_t)c->sum.runqueue_ns, "stacks_captured",
+		(json_int_t)cnt->total[HC_CNT_STACK_CAPTURED], "stacks_not_captured",
+		(json_int_t)cnt->total[HC_CNT_STACK_BUDGET], "before_retention_ns",
+		(json_int_t)c->sum.expired_ns, "collector", "rss_bytes",
+		(json_int_t)hc_self__rss_bytes(), "cpu_ns", (json_int_t)hc_self__cpu_ns(),
+		"flushes", (json_int_t)c->flushes, "flush_ns_last", (json_int_t)c->flush_ns_last,
+		"flush_ns_max", (json_int_t)c->flush_ns_max, "processes_pruned",
+		(json_int_t)c->procs_pruned, "frame_resets", (json_int_t)c->frame_resets, "frames",
+		(json_int_t)hc_stacktab__count(c->ft.frames));
 	if (doc) {
 		json_t *sy = json_object_get(doc, "symbolize");
 
 		/* inline frames (docs/unwinding.md); paths are built once per flush here */
-		json_object_set_new(sy, "dwarf_objects", json_integer((json_int_t)ss.dwarf_objects));
+		json_object_set_new(sy, "dwarf_objects",
+				    json_integer((json_int_t)ss.dwarf_objects));
 		json_object_set_new(sy, "dwarf_over_budget",
 				    json_integer((json_int_t)ss.dwarf_over_budget));
 		json_object_set_new(sy, "dwarf_err", json_integer((json_int_t)ss.dwarf_err));
-		json_object_set_new(sy, "inline_frames", json_integer((json_int_t)ss.inline_frames));
+		json_object_set_new(sy, "inline_frames",
+				    json_integer((json_int_t)ss.inline_frames));
 		json_object_set_new(sy, "inline_truncated",
 				    json_integer((json_int_t)ss.inline_truncated));
 		json_object_set_new(sy, "inline_dropped",
@@ -534,10 +542,10 @@ static void send_status(struct hc_collector *c, const struct hc_sampler_counts *
 			doc = NULL;
 		}
 	}
-	if (doc && json_object_set_new(doc, "unwind",
-				       hc_unwind_json(c->o.unwind_fp, c->o.stack_copy_bytes,
-						      c->o.copy_budget, cnt->total, &c->sum,
-						      c->unw))) {
+	if (doc &&
+	    json_object_set_new(doc, "unwind",
+				hc_unwind_json(c->o.unwind_fp, c->o.stack_copy_bytes,
+					       c->o.copy_budget, cnt->total, &c->sum, c->unw))) {
 		json_decref(doc);
 		doc = NULL;
 	}
@@ -578,8 +586,7 @@ static int flush(struct hc_collector *c)
 	}
 	if (hc_stacktab__count(c->ft.frames) >= FRAMES_MAX && ftab_reset(c, &c->ft))
 		return -ENOMEM;
-	if (c->o.locks && hc_stacktab__count(c->lft.frames) >= FRAMES_MAX &&
-	    ftab_reset(c, &c->lft))
+	if (c->o.locks && hc_stacktab__count(c->lft.frames) >= FRAMES_MAX && ftab_reset(c, &c->lft))
 		return -ENOMEM;
 	fresh = new_agg(c);
 	cells = hc_stacktab__new();
@@ -633,8 +640,8 @@ static int flush(struct hc_collector *c)
 
 			if (idle > c->idle_prev[i]) {
 				cpu_name(cnt.cpus[i], name);
-				hc_wire__hist(&c->buf, c->now_s - 1, HC_STORE_H_RUNQ_LENGTH, 0,
-					      0, idle - c->idle_prev[i], name);
+				hc_wire__hist(&c->buf, c->now_s - 1, HC_STORE_H_RUNQ_LENGTH, 0, 0,
+					      idle - c->idle_prev[i], name);
 			}
 			c->idle_prev[i] = idle;
 		}
@@ -668,8 +675,8 @@ static int flush(struct hc_collector *c)
 
 struct hc_collector *hc_collector__new(const struct hc_collector_opts *o, const char **why)
 {
-	struct hc_symbolizer_opts sopts = { .no_demangle = o->no_demangle,
-					    .no_inline = o->no_inline, .io = o->io };
+	struct hc_symbolizer_opts sopts = {
+		.no_demangle = o->no_demangle, .no_inline = o->no_inline, .io = o->io};
 	struct hc_sampler_opts popts = {0};
 	struct hc_sampler_callbacks cb = {
 		.sample = on_sample,

@@ -23,8 +23,8 @@
 #define DEFAULT_TIMEOUT_NS (10 * NS)
 #define CONNECT_TIMEOUT_NS (5 * NS) /* a receiver that takes longer to accept is down */
 #define BACKOFF_MAX_NS (60 * NS)
-#define POLL_MS 250		 /* curl_multi_poll() slice: how often the stop flag is looked at */
-#define REPLY_MAX 512		 /* response bytes kept for last_error */
+#define POLL_MS 250   /* curl_multi_poll() slice: how often the stop flag is looked at */
+#define REPLY_MAX 512 /* response bytes kept for last_error */
 #define ERROR_MAX 256
 
 /* One fetched window waiting to be sent. */
@@ -276,7 +276,7 @@ static void queue_push(struct hc_push *p, const struct item *it)
 static void fetch_window(struct hc_push *p)
 {
 	int64_t from, want = clock_ns(CLOCK_REALTIME), to = want;
-	struct item it = { 0 };
+	struct item it = {0};
 	char *buf = NULL;
 	size_t len = 0;
 	int err;
@@ -308,7 +308,7 @@ static void fetch_window(struct hc_push *p)
 		if (want / NS * NS > from)
 			p->next_from_ns = want / NS * NS;
 	} else {
-		it = (struct item){ .from_ns = from, .until_ns = to, .buf = buf, .len = len };
+		it = (struct item){.from_ns = from, .until_ns = to, .buf = buf, .len = len};
 		queue_push(p, &it);
 		p->next_from_ns = to;
 	}
@@ -409,7 +409,7 @@ static enum outcome post(struct hc_push *p, const struct item *it, char *why, si
 	char errbuf[CURL_ERROR_SIZE] = "";
 	struct curl_slist *hdrs = NULL;
 	enum outcome out = OUT_RETRY;
-	struct reply reply = { .len = 0 };
+	struct reply reply = {.len = 0};
 	curl_mimepart *part;
 	curl_mime *mime;
 	char *url;
@@ -523,8 +523,8 @@ static void send_head(struct hc_push *p)
 			queue_pop(p);
 		} else {
 			set_error(p, "attempt %u of %u: %s", it->attempts, p->max_attempts, why);
-			it->retry_at_ns = clock_ns(CLOCK_MONOTONIC) +
-					  (int64_t)backoff_ns(p, it->attempts);
+			it->retry_at_ns =
+				clock_ns(CLOCK_MONOTONIC) + (int64_t)backoff_ns(p, it->attempts);
 		}
 		break;
 	case OUT_STOPPED:
@@ -651,7 +651,7 @@ struct hc_push *hc_push__new(const struct hc_push_opts *o, hc_push_fetch_fn fetc
 	p->max_attempts = o->max_attempts ? o->max_attempts : DEFAULT_MAX_ATTEMPTS;
 	p->timeout_ns = o->timeout_ns ? o->timeout_ns : DEFAULT_TIMEOUT_NS;
 	p->backoff_cap_ns = o->interval_ns < (uint64_t)BACKOFF_MAX_NS ? o->interval_ns
-								     : (uint64_t)BACKOFF_MAX_NS;
+								      : (uint64_t)BACKOFF_MAX_NS;
 	p->sample_rate_hz = o->sample_rate_hz > 0 && o->sample_rate_hz < 1e9
 				    ? (unsigned int)(o->sample_rate_hz + 0.5)
 				    : 0;
@@ -726,20 +726,19 @@ json_t *hc_push__status(struct hc_push *p)
 	json_t *doc;
 
 	pthread_mutex_lock(&p->lock);
-	doc = json_pack("{s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I,"
-			" s:{s:I, s:I, s:I, s:I}, s:o, s:s?, s:o, s:o}",
-			"url", p->shown_url, "interval_s", (json_int_t)(p->interval_ns / NS),
-			"queue_max", (json_int_t)p->queue_max, "max_attempts",
-			(json_int_t)p->max_attempts, "fetched", (json_int_t)p->fetched, "queued",
-			(json_int_t)p->n, "sent", (json_int_t)p->sent, "bytes_sent",
-			(json_int_t)p->bytes_sent, "attempts", (json_int_t)p->attempts, "retries",
-			(json_int_t)p->retries, "dropped", "queue_full",
-			(json_int_t)p->drop_queue_full, "rejected", (json_int_t)p->drop_rejected,
-			"retries_exhausted", (json_int_t)p->drop_retries_exhausted, "fetch_error",
-			(json_int_t)p->drop_fetch_error, "last_success",
-			rfc3339(p->last_success_ns), "last_error",
-			p->last_error_ns ? p->last_error : NULL, "last_error_at",
-			rfc3339(p->last_error_ns), "pushed_until", rfc3339(p->next_from_ns));
+	doc = json_pack(
+		"{s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I,"
+		" s:{s:I, s:I, s:I, s:I}, s:o, s:s?, s:o, s:o}",
+		"url", p->shown_url, "interval_s", (json_int_t)(p->interval_ns / NS), "queue_max",
+		(json_int_t)p->queue_max, "max_attempts", (json_int_t)p->max_attempts, "fetched",
+		(json_int_t)p->fetched, "queued", (json_int_t)p->n, "sent", (json_int_t)p->sent,
+		"bytes_sent", (json_int_t)p->bytes_sent, "attempts", (json_int_t)p->attempts,
+		"retries", (json_int_t)p->retries, "dropped", "queue_full",
+		(json_int_t)p->drop_queue_full, "rejected", (json_int_t)p->drop_rejected,
+		"retries_exhausted", (json_int_t)p->drop_retries_exhausted, "fetch_error",
+		(json_int_t)p->drop_fetch_error, "last_success", rfc3339(p->last_success_ns),
+		"last_error", p->last_error_ns ? p->last_error : NULL, "last_error_at",
+		rfc3339(p->last_error_ns), "pushed_until", rfc3339(p->next_from_ns));
 	pthread_mutex_unlock(&p->lock);
 	if (!doc)
 		errno = ENOMEM;
@@ -764,37 +763,44 @@ int hc_push__metrics(struct hc_push *p, FILE *out)
 	last_ok = p->last_success_ns;
 	pthread_mutex_unlock(&p->lock);
 
-	fprintf(out, "# HELP hotcold_push_sent_total profiles Pyroscope accepted.\n"
-		     "# TYPE hotcold_push_sent_total counter\n"
-		     "hotcold_push_sent_total %" PRIu64 "\n",
+	fprintf(out,
+		"# HELP hotcold_push_sent_total profiles Pyroscope accepted.\n"
+		"# TYPE hotcold_push_sent_total counter\n"
+		"hotcold_push_sent_total %" PRIu64 "\n",
 		sent);
-	fprintf(out, "# HELP hotcold_push_sent_bytes_total gzipped pprof bytes Pyroscope "
-		     "accepted.\n"
-		     "# TYPE hotcold_push_sent_bytes_total counter\n"
-		     "hotcold_push_sent_bytes_total %" PRIu64 "\n",
+	fprintf(out,
+		"# HELP hotcold_push_sent_bytes_total gzipped pprof bytes Pyroscope "
+		"accepted.\n"
+		"# TYPE hotcold_push_sent_bytes_total counter\n"
+		"hotcold_push_sent_bytes_total %" PRIu64 "\n",
 		bytes);
-	fprintf(out, "# HELP hotcold_push_attempts_total requests made to Pyroscope.\n"
-		     "# TYPE hotcold_push_attempts_total counter\n"
-		     "hotcold_push_attempts_total %" PRIu64 "\n",
+	fprintf(out,
+		"# HELP hotcold_push_attempts_total requests made to Pyroscope.\n"
+		"# TYPE hotcold_push_attempts_total counter\n"
+		"hotcold_push_attempts_total %" PRIu64 "\n",
 		attempts);
-	fprintf(out, "# HELP hotcold_push_retries_total requests that repeated a failed one.\n"
-		     "# TYPE hotcold_push_retries_total counter\n"
-		     "hotcold_push_retries_total %" PRIu64 "\n",
+	fprintf(out,
+		"# HELP hotcold_push_retries_total requests that repeated a failed one.\n"
+		"# TYPE hotcold_push_retries_total counter\n"
+		"hotcold_push_retries_total %" PRIu64 "\n",
 		retries);
-	fprintf(out, "# HELP hotcold_push_dropped_total profiles never delivered, by reason.\n"
-		     "# TYPE hotcold_push_dropped_total counter\n"
-		     "hotcold_push_dropped_total{reason=\"queue_full\"} %" PRIu64 "\n"
-		     "hotcold_push_dropped_total{reason=\"rejected\"} %" PRIu64 "\n"
-		     "hotcold_push_dropped_total{reason=\"retries_exhausted\"} %" PRIu64 "\n"
-		     "hotcold_push_dropped_total{reason=\"fetch_error\"} %" PRIu64 "\n",
+	fprintf(out,
+		"# HELP hotcold_push_dropped_total profiles never delivered, by reason.\n"
+		"# TYPE hotcold_push_dropped_total counter\n"
+		"hotcold_push_dropped_total{reason=\"queue_full\"} %" PRIu64 "\n"
+		"hotcold_push_dropped_total{reason=\"rejected\"} %" PRIu64 "\n"
+		"hotcold_push_dropped_total{reason=\"retries_exhausted\"} %" PRIu64 "\n"
+		"hotcold_push_dropped_total{reason=\"fetch_error\"} %" PRIu64 "\n",
 		drop[0], drop[1], drop[2], drop[3]);
-	fprintf(out, "# HELP hotcold_push_queued profiles waiting to be sent.\n"
-		     "# TYPE hotcold_push_queued gauge\nhotcold_push_queued %" PRIu64 "\n",
+	fprintf(out,
+		"# HELP hotcold_push_queued profiles waiting to be sent.\n"
+		"# TYPE hotcold_push_queued gauge\nhotcold_push_queued %" PRIu64 "\n",
 		queued);
-	fprintf(out, "# HELP hotcold_push_last_success_timestamp_seconds when Pyroscope last "
-		     "accepted a profile (0: never).\n"
-		     "# TYPE hotcold_push_last_success_timestamp_seconds gauge\n"
-		     "hotcold_push_last_success_timestamp_seconds %.3f\n",
+	fprintf(out,
+		"# HELP hotcold_push_last_success_timestamp_seconds when Pyroscope last "
+		"accepted a profile (0: never).\n"
+		"# TYPE hotcold_push_last_success_timestamp_seconds gauge\n"
+		"hotcold_push_last_success_timestamp_seconds %.3f\n",
 		(double)last_ok / 1e9);
 	return ferror(out) ? -EIO : 0;
 }

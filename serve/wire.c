@@ -52,7 +52,7 @@ static unsigned char *reserve(struct hc_wire_buf *b, size_t n)
 /* Appends a header for a payload of len bytes; returns the payload's first byte. */
 static unsigned char *record(struct hc_wire_buf *b, enum hc_wire_type type, size_t len)
 {
-	struct hdr h = { .type = type, .len = (uint32_t)len };
+	struct hdr h = {.type = type, .len = (uint32_t)len};
 	unsigned char *p;
 
 	if (len > HC_WIRE_MAX_RECORD) {
@@ -66,11 +66,11 @@ static unsigned char *record(struct hc_wire_buf *b, enum hc_wire_type type, size
 	return p + sizeof(h);
 }
 
-#define PUT(p, v)                                   \
-	do {                                        \
-		__typeof__(v) _v = (v);             \
-		memcpy((p), &_v, sizeof(_v));       \
-		(p) += sizeof(_v);                  \
+#define PUT(p, v)                             \
+	do {                                  \
+		__typeof__(v) _v = (v);       \
+		memcpy((p), &_v, sizeof(_v)); \
+		(p) += sizeof(_v);            \
 	} while (0)
 
 static size_t str_len(const char *s)
@@ -150,8 +150,8 @@ void hc_wire__heat(struct hc_wire_buf *b, int64_t sec, const uint32_t rows[HC_WI
 	memcpy(p, rows, 4 * HC_WIRE_HEAT_ROWS);
 }
 
-void hc_wire__hist(struct hc_wire_buf *b, int64_t sec, uint32_t hist, uint32_t pid,
-		   int64_t value, uint64_t count, const char *key)
+void hc_wire__hist(struct hc_wire_buf *b, int64_t sec, uint32_t hist, uint32_t pid, int64_t value,
+		   uint64_t count, const char *key)
 {
 	size_t kl = str_len(key);
 	unsigned char *p = record(b, HC_WIRE_HIST, 8 + 4 + 4 + 8 + 8 + 4 + kl + 1);
@@ -219,7 +219,7 @@ int hc_wire_buf__send(struct hc_wire_buf *b, int fd, const volatile sig_atomic_t
 	if (b->err)
 		return b->err;
 	while (off < b->len) {
-		struct pollfd p = { .fd = fd, .events = POLLOUT };
+		struct pollfd p = {.fd = fd, .events = POLLOUT};
 		ssize_t n;
 
 		if (stop && *stop)
@@ -354,8 +354,8 @@ int hc_wire_reader__next(struct hc_wire_reader *r, struct hc_wire_rec *out)
 		out->elem.kind = (enum hc_node_kind)(kind & 0xffu);
 		out->elem.inlined = kind & HC_WIRE_INLINED;
 		out->elem.name = take_str(&c, u32a);
-		out->elem.module = u32b == HC_WIRE_NO_MODULE ? (take_str(&c, 0), NULL)
-							     : take_str(&c, u32b);
+		out->elem.module =
+			u32b == HC_WIRE_NO_MODULE ? (take_str(&c, 0), NULL) : take_str(&c, u32b);
 		break;
 	}
 	case HC_WIRE_ADD:

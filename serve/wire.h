@@ -46,7 +46,7 @@ enum hc_wire_type {
 
 #define HC_WIRE_HEAT_ROWS 50
 #define HC_WIRE_NO_MODULE UINT32_MAX
-#define HC_WIRE_INLINED (1u << 8) /* in FRAME's kind word */
+#define HC_WIRE_INLINED (1u << 8)     /* in FRAME's kind word */
 #define HC_WIRE_MAX_RECORD (4u << 20) /* payload bytes; a larger header is a broken stream */
 #define HC_WIRE_MAX_PATH 1024
 #define HC_WIRE_MAX_STR 4096
@@ -65,8 +65,8 @@ void hc_wire__frame(struct hc_wire_buf *b, uint32_t fid, const struct hc_path_el
 void hc_wire__add(struct hc_wire_buf *b, int64_t sec, const struct hc_weights *w,
 		  const uint32_t *fids, uint32_t n);
 void hc_wire__heat(struct hc_wire_buf *b, int64_t sec, const uint32_t rows[HC_WIRE_HEAT_ROWS]);
-void hc_wire__hist(struct hc_wire_buf *b, int64_t sec, uint32_t hist, uint32_t pid,
-		   int64_t value, uint64_t count, const char *key);
+void hc_wire__hist(struct hc_wire_buf *b, int64_t sec, uint32_t hist, uint32_t pid, int64_t value,
+		   uint64_t count, const char *key);
 void hc_wire__seal(struct hc_wire_buf *b, int64_t sec);
 void hc_wire__status(struct hc_wire_buf *b, const char *json, size_t len);
 void hc_wire__reset(struct hc_wire_buf *b);

@@ -28,7 +28,7 @@ static void append(const char *s, size_t n, void *opaque)
 int hc_demangle(const char *name, char *buf, size_t size)
 {
 	const int opts = DMGL_PARAMS | DMGL_ANSI;
-	struct out_buf o = { .buf = buf, .size = size };
+	struct out_buf o = {.buf = buf, .size = size};
 	int ok;
 
 	if (!size)

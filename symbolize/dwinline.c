@@ -33,7 +33,7 @@ struct hc_dwinline {
 	 * would give the same, but clang does not write it by default. */
 	struct cu_range *cus;
 	size_t nr_cus;
-	int cus_err; /* 0 until built; 1 built; < 0 the build failed */
+	int cus_err;	       /* 0 until built; 1 built; < 0 the build failed */
 	const uint8_t *alt_id; /* into .gnu_debugaltlink's data */
 	size_t alt_id_len;
 	struct hc_dwinline *alt;
@@ -41,9 +41,9 @@ struct hc_dwinline {
 
 /* The sections a walk reads. Every other DWARF section is hidden from libdw (see keep()). */
 static const char *const wanted[] = {
-	".debug_info",	  ".debug_abbrev", ".debug_str",     ".debug_line_str",
-	".debug_str_offsets", ".debug_addr", ".debug_ranges", ".debug_rnglists",
-	".gnu_debugaltlink",
+	".debug_info",	   ".debug_abbrev",	 ".debug_str",
+	".debug_line_str", ".debug_str_offsets", ".debug_addr",
+	".debug_ranges",   ".debug_rnglists",	 ".gnu_debugaltlink",
 };
 
 static bool is_dwarf_name(const char *name)
@@ -255,8 +255,7 @@ static int cu_cmp(const void *a, const void *b)
 	return x->hi < y->hi ? -1 : x->hi > y->hi;
 }
 
-static int add_cu_range(struct hc_dwinline *d, size_t *cap, uint64_t lo, uint64_t hi,
-			Dwarf_Off cu)
+static int add_cu_range(struct hc_dwinline *d, size_t *cap, uint64_t lo, uint64_t hi, Dwarf_Off cu)
 {
 	if (d->nr_cus == *cap) {
 		size_t ncap = *cap ? *cap * 2 : 64;
@@ -267,7 +266,7 @@ static int add_cu_range(struct hc_dwinline *d, size_t *cap, uint64_t lo, uint64_
 		d->cus = n;
 		*cap = ncap;
 	}
-	d->cus[d->nr_cus++] = (struct cu_range){ .lo = lo, .hi = hi, .cu = cu };
+	d->cus[d->nr_cus++] = (struct cu_range){.lo = lo, .hi = hi, .cu = cu};
 	return 0;
 }
 

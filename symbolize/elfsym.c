@@ -281,8 +281,9 @@ static int xz_decompress(const uint8_t *in, size_t in_len, uint8_t **out, size_t
 		if (ret == LZMA_STREAM_END)
 			break;
 		if (ret != LZMA_OK) {
-			err = ret == LZMA_MEM_ERROR ? -ENOMEM :
-			      ret == LZMA_MEMLIMIT_ERROR ? -E2BIG : -ENOEXEC;
+			err = ret == LZMA_MEM_ERROR	   ? -ENOMEM
+			      : ret == LZMA_MEMLIMIT_ERROR ? -E2BIG
+							   : -ENOEXEC;
 			goto err_end;
 		}
 		if (strm.avail_out == 0) {
@@ -618,8 +619,7 @@ size_t hc_elfsym__build_id(const struct hc_elfsym *es, const uint8_t **id)
 	return es->build_id_len;
 }
 
-int hc_build_id_path(const char *debug_root, const uint8_t *id, size_t len, char *buf,
-		     size_t size)
+int hc_build_id_path(const char *debug_root, const uint8_t *id, size_t len, char *buf, size_t size)
 {
 	char hex[2 * HC_BUILD_ID_MAX + 1];
 	size_t i;

@@ -56,14 +56,13 @@ int hc_elfsym__read_build_id_fd(int fd, uint8_t id[HC_BUILD_ID_MAX], size_t *len
 /* Build-id bytes (borrowed) and their count; 0 when the object has none. */
 size_t hc_elfsym__build_id(const struct hc_elfsym *es, const uint8_t **id);
 /* "<debug_root>/.build-id/ab/cdef....debug". 0, -ENOENT (no build-id), -ENAMETOOLONG. */
-int hc_build_id_path(const char *debug_root, const uint8_t *id, size_t len, char *buf,
-		     size_t size);
+int hc_build_id_path(const char *debug_root, const uint8_t *id, size_t len, char *buf, size_t size);
 /* The same for es's build-id. */
 int hc_elfsym__debuginfo_path(const struct hc_elfsym *es, const char *debug_root, char *buf,
 			      size_t size);
 
 unsigned int hc_elfsym__sources(const struct hc_elfsym *es); /* enum hc_elfsym_source bits */
-size_t hc_elfsym__nr(const struct hc_elfsym *es);	    /* function symbols kept */
+size_t hc_elfsym__nr(const struct hc_elfsym *es);	     /* function symbols kept */
 
 /* File offset -> ELF vaddr via the PT_LOAD segment holding it. 0 or -ENOENT. */
 int hc_elfsym__off_to_vaddr(const struct hc_elfsym *es, uint64_t file_off, uint64_t *vaddr);

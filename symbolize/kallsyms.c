@@ -26,7 +26,7 @@ struct ksym {
 	uint32_t name;	 /* strpool offset */
 	uint32_t module; /* index into modules[], NO_MODULE for vmlinux */
 	uint32_t rank;
-	uint32_t seq;	 /* input order: keeps the sort deterministic */
+	uint32_t seq; /* input order: keeps the sort deterministic */
 };
 
 struct hc_kallsyms {
@@ -290,8 +290,8 @@ int hc_kallsyms__lookup(const struct hc_kallsyms *ks, uint64_t addr, struct hc_k
 			return -ENOENT;
 	}
 	out->name = hc_strpool__get(&ks->pool, s->name);
-	out->module = s->module == NO_MODULE ? NULL : hc_strpool__get(&ks->pool,
-								       ks->modules[s->module]);
+	out->module =
+		s->module == NO_MODULE ? NULL : hc_strpool__get(&ks->pool, ks->modules[s->module]);
 	out->offset = addr - s->addr;
 	return 0;
 }

@@ -54,8 +54,8 @@ static int expect(const char **pp, const char *end, char c)
  * "7f3a1c000000-7f3a1c021000 r-xp 00002000 fd:01 1311 /usr/lib/x86_64-linux-gnu/libc.so.6"
  * The path is everything after the inode's padding: it may contain spaces.
  */
-static int parse_line(const char *p, const char *end, struct hc_mapping *m,
-		      const char **path, size_t *path_len)
+static int parse_line(const char *p, const char *end, struct hc_mapping *m, const char **path,
+		      size_t *path_len)
 {
 	uint64_t major, minor;
 

@@ -15,14 +15,14 @@ enum hc_map_perm {
 };
 
 struct hc_mapping {
-	uint64_t start;	 /* [start, end) virtual addresses */
+	uint64_t start; /* [start, end) virtual addresses */
 	uint64_t end;
-	uint64_t pgoff;	 /* file offset of start, bytes */
+	uint64_t pgoff; /* file offset of start, bytes */
 	uint64_t inode;
 	uint32_t dev_major;
 	uint32_t dev_minor;
-	uint32_t perms;	 /* enum hc_map_perm bits */
-	bool deleted;	 /* path had the " (deleted)" suffix, now stripped */
+	uint32_t perms;	  /* enum hc_map_perm bits */
+	bool deleted;	  /* path had the " (deleted)" suffix, now stripped */
 	const char *path; /* "/usr/lib/libc.so.6", "[vdso]", "[anon:name]"; NULL if anonymous.
 			   * Borrowed: valid until hc_procmaps__free(). */
 };
@@ -30,8 +30,8 @@ struct hc_mapping {
 struct hc_procmaps {
 	struct hc_mapping *maps; /* sorted by start */
 	size_t nr;
-	size_t bad_lines;	 /* malformed lines skipped */
-	char *strings;		 /* private: storage behind the paths */
+	size_t bad_lines; /* malformed lines skipped */
+	char *strings;	  /* private: storage behind the paths */
 };
 
 /*

@@ -113,14 +113,14 @@ struct proc {
 	uint32_t tgid;
 	uint64_t start_ns;    /* the process's start_boottime as BPF saw it; 0: not known */
 	uint64_t start_ticks; /* starttime of its /proc/PID/stat; 0: not read */
-	bool stale; /* forgotten (exec): next add_process re-reads */
-	bool gone;  /* maps could not be read any more */
+	bool stale;	      /* forgotten (exec): next add_process re-reads */
+	bool gone;	      /* maps could not be read any more */
 	struct hc_procmaps *maps;
 	uint32_t *map_obj; /* object id per mapping, parallel to maps->maps; 0: none yet */
 	uint32_t jit_obj;
 	uint64_t last_reread_ns;
 	uint64_t reread_interval_ns; /* 0: MAPS_REREAD_MIN_INTERVAL_NS */
-	uint64_t gen; /* the snapshot's number: a new one means new mappings */
+	uint64_t gen;		     /* the snapshot's number: a new one means new mappings */
 };
 
 struct hc_symbolizer {
@@ -184,7 +184,7 @@ static char *dup_or_default(const char *s, const char *def)
 
 struct hc_symbolizer *hc_symbolizer__new(const struct hc_symbolizer_opts *opts)
 {
-	const struct hc_symbolizer_opts none = { 0 };
+	const struct hc_symbolizer_opts none = {0};
 	struct hc_symbolizer *sym;
 
 	if (!opts)
@@ -204,7 +204,8 @@ struct hc_symbolizer *hc_symbolizer__new(const struct hc_symbolizer_opts *opts)
 		goto err_free;
 	sym->no_demangle = opts->no_demangle;
 	sym->no_inline = opts->no_inline;
-	sym->dwarf_max_bytes = opts->dwarf_max_bytes ? opts->dwarf_max_bytes : HC_SYM_DWARF_MAX_BYTES;
+	sym->dwarf_max_bytes =
+		opts->dwarf_max_bytes ? opts->dwarf_max_bytes : HC_SYM_DWARF_MAX_BYTES;
 	if (opts->io) {
 		sym->io = *opts->io;
 		sym->has_io = true;
@@ -302,8 +303,7 @@ int hc_symbolizer__load_kernel(struct hc_symbolizer *sym)
 	return sym->kallsyms ? 0 : -errno;
 }
 
-int hc_symbolizer__resolve_kernel(struct hc_symbolizer *sym, uint64_t ip,
-				  struct hc_frame_info *out)
+int hc_symbolizer__resolve_kernel(struct hc_symbolizer *sym, uint64_t ip, struct hc_frame_info *out)
 {
 	struct hc_ksym ks;
 
@@ -555,11 +555,10 @@ static void refresh_perfmap(struct hc_symbolizer *sym, struct object *o)
 	}
 	if (fd < 0)
 		return;
-	if (fstat(fd, &st) ||
-	    (o->perfmap_read && st.st_size == o->perfmap_st.st_size &&
-	     st.st_mtim.tv_sec == o->perfmap_st.st_mtim.tv_sec &&
-	     st.st_mtim.tv_nsec == o->perfmap_st.st_mtim.tv_nsec &&
-	     st.st_ino == o->perfmap_st.st_ino)) {
+	if (fstat(fd, &st) || (o->perfmap_read && st.st_size == o->perfmap_st.st_size &&
+			       st.st_mtim.tv_sec == o->perfmap_st.st_mtim.tv_sec &&
+			       st.st_mtim.tv_nsec == o->perfmap_st.st_mtim.tv_nsec &&
+			       st.st_ino == o->perfmap_st.st_ino)) {
 		close(fd);
 		return;
 	}
@@ -916,7 +915,7 @@ int hc_symbolizer__normalize(struct hc_symbolizer *sym, uint32_t tgid, uint64_t 
 		/* Its maps could not be read (e.g. EACCES): retry on the same backoff as an
 		 * unknown address, not at every frame. */
 		uint64_t now = now_ns(), wait = p->reread_interval_ns ? p->reread_interval_ns
-								  : MAPS_REREAD_MIN_INTERVAL_NS;
+								      : MAPS_REREAD_MIN_INTERVAL_NS;
 
 		if (now - p->last_reread_ns < wait)
 			return 0;
@@ -939,8 +938,8 @@ int hc_symbolizer__normalize(struct hc_symbolizer *sym, uint32_t tgid, uint64_t 
 	if (!m && !p->gone) {
 		uint64_t now = now_ns();
 
-		uint64_t wait = p->reread_interval_ns ? p->reread_interval_ns
-						      : MAPS_REREAD_MIN_INTERVAL_NS;
+		uint64_t wait =
+			p->reread_interval_ns ? p->reread_interval_ns : MAPS_REREAD_MIN_INTERVAL_NS;
 
 		if (!p->last_reread_ns || now - p->last_reread_ns >= wait) {
 			p->last_reread_ns = now;
@@ -949,9 +948,9 @@ int hc_symbolizer__normalize(struct hc_symbolizer *sym, uint32_t tgid, uint64_t 
 				return err;
 			m = hc_procmaps__find(p->maps, ip);
 			p->reread_interval_ns = m ? 0
-					      : wait * 2 < MAPS_REREAD_MAX_INTERVAL_NS
-						      ? wait * 2
-						      : MAPS_REREAD_MAX_INTERVAL_NS;
+						: wait * 2 < MAPS_REREAD_MAX_INTERVAL_NS
+							? wait * 2
+							: MAPS_REREAD_MAX_INTERVAL_NS;
 		}
 	}
 	if (!m)
@@ -983,7 +982,7 @@ int hc_symbolizer__normalize(struct hc_symbolizer *sym, uint32_t tgid, uint64_t 
 
 static int build_id_key(const uint8_t *id, size_t len, uint64_t *a, uint64_t *b)
 {
-	uint8_t k[16] = { 0 };
+	uint8_t k[16] = {0};
 
 	if (len < 2)
 		return -ENOENT;
@@ -1343,8 +1342,8 @@ static int resolve_one(struct hc_symbolizer *sym, const struct hc_uloc *loc,
 		err = parse_object(sym, o);
 		if (err)
 			return err;
-		err = o->symtab ? resolve_elf(sym, &sym->symtabs[o->symtab - 1], loc->off, out) :
-				  -ENOENT;
+		err = o->symtab ? resolve_elf(sym, &sym->symtabs[o->symtab - 1], loc->off, out)
+				: -ENOENT;
 		break;
 	case OBJ_SPECIAL:
 		if (!strcmp(o->module, MODULE_VDSO))
@@ -1416,7 +1415,7 @@ static const struct inline_slot *inline_chain(struct hc_symbolizer *sym, const s
 	slot = &set[*victim];
 	*victim = (uint8_t)((*victim + 1) % INLINE_CACHE_WAYS);
 	free(slot->names);
-	*slot = (struct inline_slot){ 0 };
+	*slot = (struct inline_slot){0};
 	if (!hc_elfsym__off_to_vaddr(st->es, loc->off, &vaddr))
 		len = hc_dwinline__lookup(st->dw, vaddr, raw, HC_SYM_INLINE_MAX + 1, &got);
 	if (len == -ENOMEM)
@@ -1443,9 +1442,8 @@ static const struct inline_slot *inline_chain(struct hc_symbolizer *sym, const s
 }
 
 /* Appends the functions inlined at loc to frames[0] (resolved or not); 0 or -ENOMEM. */
-static int add_inlined(struct hc_symbolizer *sym, const struct hc_uloc *loc,
-		       const struct object *o, struct hc_frame_info *frames, size_t max,
-		       size_t *n)
+static int add_inlined(struct hc_symbolizer *sym, const struct hc_uloc *loc, const struct object *o,
+		       struct hc_frame_info *frames, size_t max, size_t *n)
 {
 	const struct inline_slot *c;
 	const struct symtab *st;
@@ -1470,8 +1468,8 @@ static int add_inlined(struct hc_symbolizer *sym, const struct hc_uloc *loc,
 	got = c->n < max ? c->n : max;
 	skip = c->n - got;
 	for (size_t i = 1; i < got; i++)
-		frames[i] = (struct hc_frame_info){ .name = c->names[skip + i],
-						    .module = frames[0].module, .inlined = true };
+		frames[i] = (struct hc_frame_info){
+			.name = c->names[skip + i], .module = frames[0].module, .inlined = true};
 	*n = got;
 	sym->stats.inline_frames += got - 1;
 	if (c->len > got)
@@ -1550,7 +1548,8 @@ static Elf *vdso_uelf(struct hc_symbolizer *sym)
 				m = &maps->maps[i];
 		}
 		if (m && (sym->vdso_copy = malloc(m->end - m->start))) {
-			memcpy(sym->vdso_copy, (const void *)(uintptr_t)m->start, m->end - m->start);
+			memcpy(sym->vdso_copy, (const void *)(uintptr_t)m->start,
+			       m->end - m->start);
 			sym->vdso_uelf = elf_memory(sym->vdso_copy, m->end - m->start);
 		}
 		hc_procmaps__free(maps);

@@ -47,14 +47,14 @@ struct hc_symbolizer_io {
 };
 
 struct hc_symbolizer_opts {
-	const char *proc_root;   /* "/proc" when NULL */
-	const char *kallsyms;    /* "/proc/kallsyms" when NULL */
-	const char *debug_root;  /* "/usr/lib/debug" when NULL: .build-id/xx/yyyy.debug lives here */
+	const char *proc_root;	/* "/proc" when NULL */
+	const char *kallsyms;	/* "/proc/kallsyms" when NULL */
+	const char *debug_root; /* "/usr/lib/debug" when NULL: .build-id/xx/yyyy.debug lives here */
 	/* Where JIT maps perf-PID.map are. NULL: in the process's own /tmp, as the runtime wrote
 	 * it: PROC_ROOT/PID/root/tmp/perf-NSPID.map, NSPID its pid in its own pid namespace
 	 * (containers, systemd's PrivateTmp). Given: DIR/perf-PID.map. */
 	const char *perfmap_dir;
-	bool no_demangle;        /* keep C++/Rust names mangled */
+	bool no_demangle; /* keep C++/Rust names mangled */
 	/* No inline frames: DWARF is never read, resolve_user_inline() gives one frame. */
 	bool no_inline;
 	/* DWARF section bytes all objects together may hold for inline frames; 0:
@@ -74,8 +74,8 @@ int hc__stat_starttime(const char *stat, size_t len, uint64_t *ticks);
 #define HC_OBJ_UNKNOWN 0u
 
 struct hc_uloc {
-	uint32_t obj;  /* interned object id (file by dev+inode, or a process's JIT map) */
-	uint64_t off;  /* file offset within obj (absolute address for JIT/anon and unknown) */
+	uint32_t obj; /* interned object id (file by dev+inode, or a process's JIT map) */
+	uint64_t off; /* file offset within obj (absolute address for JIT/anon and unknown) */
 };
 
 struct hc_frame_info {
@@ -94,14 +94,14 @@ struct hc_frame_info {
 #define HC_SYM_DWARF_MAX_BYTES (256u << 20)
 
 struct hc_symbolizer_stats {
-	uint64_t processes;        /* maps snapshots taken */
-	uint64_t process_gone;     /* add_process on a process that had already exited */
-	uint64_t pid_reused;       /* a pid seen again with another start time: new process */
-	uint64_t objects;          /* distinct objects opened */
-	uint64_t object_open_err;  /* mapped file could not be opened */
-	uint64_t elf_err;          /* object opened but not parseable as ELF */
-	uint64_t no_symbols;       /* ELF without .symtab/.dynsym/.gnu_debugdata/debuginfo */
-	uint64_t user_unresolved;  /* resolve_user calls that found no symbol */
+	uint64_t processes;	  /* maps snapshots taken */
+	uint64_t process_gone;	  /* add_process on a process that had already exited */
+	uint64_t pid_reused;	  /* a pid seen again with another start time: new process */
+	uint64_t objects;	  /* distinct objects opened */
+	uint64_t object_open_err; /* mapped file could not be opened */
+	uint64_t elf_err;	  /* object opened but not parseable as ELF */
+	uint64_t no_symbols;	  /* ELF without .symtab/.dynsym/.gnu_debugdata/debuginfo */
+	uint64_t user_unresolved; /* resolve_user calls that found no symbol */
 	uint64_t kernel_unresolved;
 	uint64_t dwarf_objects;	    /* objects whose DWARF gives inline frames */
 	uint64_t dwarf_over_budget; /* objects with DWARF left unread: over dwarf_max_bytes */

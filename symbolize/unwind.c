@@ -90,8 +90,8 @@ static int find_elf(Dwfl_Module *mod, void **userdata, const char *modname, Dwar
 }
 
 /* No separate debuginfo files: CFI comes from the object itself (.eh_frame, .debug_frame). */
-static int find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname,
-			  Dwarf_Addr base, const char *file_name, const char *debuglink_file,
+static int find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr base,
+			  const char *file_name, const char *debuglink_file,
 			  GElf_Word debuglink_crc, char **debuginfo_file_name)
 {
 	(void)mod;
@@ -239,7 +239,8 @@ static Dwfl *build_dwfl(struct hc_unwinder *u, uint32_t tgid, size_t nmods)
 		void **userdata = NULL;
 
 		if (!mod)
-			continue; /* overlaps another module: a mapping changed under the snapshot */
+			continue; /* overlaps another module: a mapping changed under the snapshot
+				   */
 		dwfl_module_info(mod, &userdata, NULL, NULL, NULL, NULL, NULL, NULL);
 		if (userdata)
 			*userdata = m->elf;
@@ -405,8 +406,8 @@ int hc_unwinder__stash(struct hc_unwinder *u, uint32_t tgid, uint32_t tid, uint3
 	return 0;
 }
 
-int hc_unwinder__stashed(struct hc_unwinder *u, uint32_t tid, uint32_t seq,
-			 const uint64_t **pcs, size_t *n, enum hc_unwind_end *end)
+int hc_unwinder__stashed(struct hc_unwinder *u, uint32_t tid, uint32_t seq, const uint64_t **pcs,
+			 size_t *n, enum hc_unwind_end *end)
 {
 	const struct stash *st;
 	uint32_t idx;

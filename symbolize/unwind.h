@@ -32,13 +32,13 @@ enum hc_unwind_end {
 };
 
 struct hc_unwind_stats {
-	uint64_t stacks;		     /* copies unwound */
-	uint64_t frames;		     /* frames they gave */
-	uint64_t ends[HC_UNWIND_END_MAX];    /* how each ended */
-	uint64_t no_process;		     /* process or its maps unknown: frame pointers used */
-	uint64_t sessions;		     /* per-process sessions built (and rebuilt) */
-	uint64_t ns;			     /* time spent unwinding, sessions included */
-	uint64_t stash_missing;		     /* off-CPU flushes whose copy never arrived */
+	uint64_t stacks;		  /* copies unwound */
+	uint64_t frames;		  /* frames they gave */
+	uint64_t ends[HC_UNWIND_END_MAX]; /* how each ended */
+	uint64_t no_process;		  /* process or its maps unknown: frame pointers used */
+	uint64_t sessions;		  /* per-process sessions built (and rebuilt) */
+	uint64_t ns;			  /* time spent unwinding, sessions included */
+	uint64_t stash_missing;		  /* off-CPU flushes whose copy never arrived */
 };
 
 struct hc_unwinder;
@@ -65,8 +65,8 @@ int hc_unwinder__stash(struct hc_unwinder *u, uint32_t tgid, uint32_t tid, uint3
 		       const uint64_t *pcs, size_t n, enum hc_unwind_end end);
 /* The stash of (tid, seq): 0 with pointers valid until the next stash or prune, -ENOENT
  * (counted in stash_missing). */
-int hc_unwinder__stashed(struct hc_unwinder *u, uint32_t tid, uint32_t seq,
-			 const uint64_t **pcs, size_t *n, enum hc_unwind_end *end);
+int hc_unwinder__stashed(struct hc_unwinder *u, uint32_t tid, uint32_t seq, const uint64_t **pcs,
+			 size_t *n, enum hc_unwind_end *end);
 
 /* Drop the sessions and stashes of processes the symbolizer no longer keeps (serve, after
  * hc_symbolizer__prune_gone()). */

@@ -334,8 +334,7 @@ int hc_parse_hex(const char **pp, const char *end, bool allow_0x, uint64_t *out)
 	return 0;
 }
 
-static void *parse_buf(int err, char *buf, size_t len,
-		       void *(*parse)(const char *buf, size_t len))
+static void *parse_buf(int err, char *buf, size_t len, void *(*parse)(const char *buf, size_t len))
 {
 	void *obj;
 

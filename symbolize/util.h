@@ -42,7 +42,8 @@ int hc_read_fd(int fd, size_t max_bytes, char **buf, size_t *len);
  * Read path (at most max_bytes, see hc_read_file) and return parse(buf, len); the buffer is
  * freed afterwards. NULL + errno on failure (the read's, or parse's).
  */
-void *hc_parse_file(const char *path, size_t max_bytes, void *(*parse)(const char *buf, size_t len));
+void *hc_parse_file(const char *path, size_t max_bytes,
+		    void *(*parse)(const char *buf, size_t len));
 void *hc_parse_fd(int fd, size_t max_bytes, void *(*parse)(const char *buf, size_t len));
 
 /*
@@ -72,7 +73,7 @@ void hc_keymap__release(struct hc_keymap *m);
 struct hc_interner {
 	char **chunks;
 	size_t nr_chunks;
-	char *cur;	 /* free space in the newest chunk */
+	char *cur; /* free space in the newest chunk */
 	size_t cur_left;
 	const char **slots;
 	size_t cap, nr;

@@ -70,15 +70,15 @@ struct hc_api_backend {
 	/* GET /api/histograms: {"histograms": ["name", ...]}. */
 	json_t *(*histogram_names)(void *ctx, int *status, char *why, size_t why_len);
 	/* GET /api/histograms/NAME: one histogram, the shape of docs/histograms.md. */
-	json_t *(*histogram)(void *ctx, const char *name, const struct hc_api_query *q,
-			     int *status, char *why, size_t why_len);
+	json_t *(*histogram)(void *ctx, const char *name, const struct hc_api_query *q, int *status,
+			     char *why, size_t why_len);
 	/* GET /api/timeline: docs/api.md. */
 	json_t *(*timeline)(void *ctx, const struct hc_api_query *q, int *status, char *why,
 			    size_t why_len);
 	/* GET /api/locks: the range's lock contention (docs/api.md), JSON text as profile;
 	 * 409 when serve runs without --locks. */
-	char *(*locks)(void *ctx, const struct hc_api_query *q, size_t *len, int *status,
-		       char *why, size_t why_len);
+	char *(*locks)(void *ctx, const struct hc_api_query *q, size_t *len, int *status, char *why,
+		       size_t why_len);
 	/* GET /api/status: docs/api.md. */
 	json_t *(*status)(void *ctx, int *status, char *why, size_t why_len);
 	/* GET /metrics: Prometheus text exposition format 0.0.4; malloc'd, *len bytes. */

@@ -485,7 +485,7 @@ enum route_id {
 static const struct route {
 	const char *path;
 	enum route_id id;
-	unsigned int params; /* enum hc_param_bit: what the route accepts */
+	unsigned int params;	   /* enum hc_param_bit: what the route accepts */
 	enum hc_api_format format; /* the profile routes */
 } routes[] = {
 	{"/api/profile", ROUTE_PROFILE, HC_P_PROFILE, HC_API_FORMAT_JSON},
@@ -500,7 +500,8 @@ static const struct route {
 	{"/metrics", ROUTE_METRICS, 0, HC_API_FORMAT_JSON},
 };
 
-static const struct route hist_route = {"/api/histograms/", ROUTE_HIST, HC_P_HISTOGRAM, HC_API_FORMAT_JSON};
+static const struct route hist_route = {"/api/histograms/", ROUTE_HIST, HC_P_HISTOGRAM,
+					HC_API_FORMAT_JSON};
 
 static int64_t real_now_ns(void *ctx)
 {

@@ -40,7 +40,7 @@ static void count_kernel(json_t *n, struct kernel_count *kc)
 		else
 			kc->named++;
 	}
-	json_array_foreach(json_object_get(n, "children"), i, c)
+	json_array_foreach (json_object_get(n, "children"), i, c)
 		count_kernel(c, kc);
 }
 
@@ -55,7 +55,7 @@ static uint64_t sum_user_containing(json_t *n, const char *part)
 
 	if (kind && name && !strcmp(kind, "user") && strstr(name, part))
 		return e2e_field(n, "on_cpu_ns");
-	json_array_foreach(json_object_get(n, "children"), i, c)
+	json_array_foreach (json_object_get(n, "children"), i, c)
 		sum += sum_user_containing(c, part);
 	return sum;
 }
@@ -88,8 +88,8 @@ static int check_jit(json_t *root, const char *spec)
 
 static int check_profile(const char *path, int npids, char **pids)
 {
-	static const char *const burners[] = { "hc_burn_a", "hc_burn_b", "hc_burn_c" };
-	struct kernel_count kc = { 0 };
+	static const char *const burners[] = {"hc_burn_a", "hc_burn_b", "hc_burn_c"};
+	struct kernel_count kc = {0};
 	json_t *root = e2e_load_json(path);
 	uint64_t samples;
 	int bad = 0;
@@ -130,8 +130,10 @@ static int check_profile(const char *path, int npids, char **pids)
 			fprintf(stderr, "FAIL: pid %u was not sampled\n", pid);
 			bad = 1;
 		} else if (burn * 2 < on) {
-			fprintf(stderr, "FAIL: pid %u: its frames are not named (its binary "
-					"could not be opened)\n", pid);
+			fprintf(stderr,
+				"FAIL: pid %u: its frames are not named (its binary "
+				"could not be opened)\n",
+				pid);
 			bad = 1;
 		}
 	}

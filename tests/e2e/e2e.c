@@ -23,7 +23,8 @@ void e2e_require_root(void)
 	if (geteuid() == 0)
 		return;
 	if (ci && !strcmp(ci, "true")) {
-		fprintf(stderr, "FAIL: this test needs root for BPF, and CI=true forbids skipping\n");
+		fprintf(stderr,
+			"FAIL: this test needs root for BPF, and CI=true forbids skipping\n");
 		exit(1);
 	}
 	fprintf(stderr, "SKIP: needs root (BPF programs and perf events); run as root\n");
@@ -35,7 +36,8 @@ const char *e2e_env(const char *name)
 	const char *v = getenv(name);
 
 	if (!v || !*v) {
-		fprintf(stderr, "FAIL: environment variable %s is not set (run through meson test)\n",
+		fprintf(stderr,
+			"FAIL: environment variable %s is not set (run through meson test)\n",
 			name);
 		exit(1);
 	}
@@ -44,7 +46,7 @@ const char *e2e_env(const char *name)
 
 pid_t e2e_spawn(char *const argv[], int *out_fd, const char *stderr_path)
 {
-	int p[2] = { -1, -1 };
+	int p[2] = {-1, -1};
 	pid_t pid;
 
 	if (out_fd && pipe2(p, O_CLOEXEC) != 0)
@@ -71,7 +73,7 @@ pid_t e2e_spawn(char *const argv[], int *out_fd, const char *stderr_path)
 
 int e2e_wait(pid_t pid, int timeout_ms)
 {
-	struct timespec ts = { 0, 10 * 1000 * 1000 };
+	struct timespec ts = {0, 10 * 1000 * 1000};
 	int status;
 
 	for (int waited = 0; waited <= timeout_ms; waited += 10) {
@@ -139,7 +141,7 @@ static uint64_t sum_frames(json_t *node, const char *name)
 	    !strcmp(str(node, "name"), name))
 		/* Inclusive value: count the outermost occurrence only. */
 		return (uint64_t)json_integer_value(json_object_get(node, "on_cpu_ns"));
-	json_array_foreach(children, i, c)
+	json_array_foreach (children, i, c)
 		sum += sum_frames(c, name);
 	return sum;
 }
@@ -149,7 +151,7 @@ json_t *e2e_process_node(json_t *root, uint32_t pid)
 	json_t *fg = json_object_get(root, "flamegraph"), *c;
 	size_t i;
 
-	json_array_foreach(json_object_get(fg, "children"), i, c)
+	json_array_foreach (json_object_get(fg, "children"), i, c)
 		if ((uint32_t)json_integer_value(json_object_get(c, "pid")) == pid)
 			return c;
 	return NULL;
@@ -161,7 +163,7 @@ uint64_t e2e_sum_frames(json_t *root, uint32_t pid, const char *comm, const char
 	uint64_t sum = 0;
 	size_t i;
 
-	json_array_foreach(json_object_get(fg, "children"), i, c) {
+	json_array_foreach (json_object_get(fg, "children"), i, c) {
 		if (pid && (uint32_t)json_integer_value(json_object_get(c, "pid")) != pid)
 			continue;
 		if (!pid && comm && strcmp(str(c, "name"), comm))
@@ -180,7 +182,7 @@ static bool chain_from(json_t *node, const char *const chain[], int n)
 		return false;
 	if (n == 1)
 		return true;
-	json_array_foreach(json_object_get(node, "children"), i, c)
+	json_array_foreach (json_object_get(node, "children"), i, c)
 		if (chain_from(c, chain + 1, n - 1))
 			return true;
 	return false;
@@ -193,7 +195,7 @@ static bool chain_any(json_t *node, const char *const chain[], int n)
 
 	if (chain_from(node, chain, n))
 		return true;
-	json_array_foreach(json_object_get(node, "children"), i, c)
+	json_array_foreach (json_object_get(node, "children"), i, c)
 		if (chain_any(c, chain, n))
 			return true;
 	return false;
@@ -358,14 +360,14 @@ char *e2e_tmpdir(void)
 }
 
 /* One HTTP/1.1 request over loopback TCP, Connection: close. */
-int e2e_http(const char *addr, const char *method, const char *path, const char *host,
-	     char **body, size_t *body_len)
+int e2e_http(const char *addr, const char *method, const char *path, const char *host, char **body,
+	     size_t *body_len)
 {
 	char req[4096], *resp = NULL, *sep;
 	size_t len = 0, cap = 0;
-	struct sockaddr_in sa = { .sin_family = AF_INET };
+	struct sockaddr_in sa = {.sin_family = AF_INET};
 	const char *colon = strrchr(addr, ':');
-	struct timeval tv = { .tv_sec = 20 };
+	struct timeval tv = {.tv_sec = 20};
 	int fd, status = -1, n;
 
 	if (body)
@@ -432,7 +434,7 @@ json_t *e2e_find_node(json_t *n, const char *kind, const char *key, json_int_t i
 	if (!strcmp(json_string_value(json_object_get(n, "kind")), kind) &&
 	    json_integer_value(json_object_get(n, key)) == id)
 		return n;
-	json_array_foreach(json_object_get(n, "children"), i, c) {
+	json_array_foreach (json_object_get(n, "children"), i, c) {
 		f = e2e_find_node(c, kind, key, id);
 		if (f)
 			return f;
@@ -454,7 +456,7 @@ uint64_t e2e_sum_named(json_t *n, const char *kind, const char *name, const char
 	if (!strcmp(json_string_value(json_object_get(n, "kind")), kind) &&
 	    !strcmp(json_string_value(json_object_get(n, "name")), name))
 		return e2e_field(n, what);
-	json_array_foreach(json_object_get(n, "children"), i, c)
+	json_array_foreach (json_object_get(n, "children"), i, c)
 		v += e2e_sum_named(c, kind, name, what);
 	return v;
 }

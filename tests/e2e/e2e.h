@@ -58,8 +58,8 @@ int e2e_list_dir(const char *d, const char *skip, char *list, size_t len);
 char *e2e_status_value(pid_t pid, const char *key);
 /* One HTTP/1.1 request to addr ("127.0.0.1:PORT") with Host: host (NULL: addr). Returns the
  * status (-1 on a transport failure); *body gets the malloc'd body (NUL-ended) when asked. */
-int e2e_http(const char *addr, const char *method, const char *path, const char *host,
-	     char **body, size_t *body_len);
+int e2e_http(const char *addr, const char *method, const char *path, const char *host, char **body,
+	     size_t *body_len);
 
 /* What `go tool pprof -raw SRC` (SRC a file or URL) printed: its sample types (the default
  * one's "[dflt]" mark removed) and the sum of each over the samples. */

@@ -33,8 +33,8 @@
 #include "tests/pprof/pprof_read.h"
 
 static const char *hotcold, *workload;
-static char *dir;	   /* per-test scratch directory */
-static char saved[512];	   /* one real capture, shared by the format tests */
+static char *dir;	/* per-test scratch directory */
+static char saved[512]; /* one real capture, shared by the format tests */
 static json_t *saved_doc;
 
 static int run(char *const argv[], char **out, char **err)
@@ -89,7 +89,7 @@ static int teardown(void **state)
 static void test_strftime_name(void **state)
 {
 	char pattern[600], list[1024], name[64], *out, *err;
-	char *argv[] = { (char *)hotcold, "record", "-d", "1s", "-o", pattern, NULL };
+	char *argv[] = {(char *)hotcold, "record", "-d", "1s", "-o", pattern, NULL};
 	struct tm tm;
 	time_t t0, t1, t;
 	int rc, n;
@@ -129,7 +129,7 @@ static void test_strftime_name(void **state)
 static void test_signals(void **state)
 {
 	char path[600], list[1024];
-	char *argv[] = { (char *)hotcold, "record", "-d", "30s", "-o", path, NULL };
+	char *argv[] = {(char *)hotcold, "record", "-d", "30s", "-o", path, NULL};
 	int fd, rc;
 	pid_t pid;
 	json_t *j;
@@ -169,7 +169,7 @@ static void test_signals(void **state)
 	 * repeat), succeeds and removes what the killed one left */
 	{
 		char other[700];
-		char *argv2[] = { (char *)hotcold, "record", "-d", "500ms", "-o", other, NULL };
+		char *argv2[] = {(char *)hotcold, "record", "-d", "500ms", "-o", other, NULL};
 
 		snprintf(other, sizeof(other), "%s/next.json", dir);
 		assert_int_equal(run(argv2, NULL, NULL), 0);
@@ -199,7 +199,7 @@ static void test_signals(void **state)
 static void test_special_targets(void **state)
 {
 	char path[700], list[1024], *err;
-	char *argv[] = { (char *)hotcold, "record", "-d", "500ms", "-o", path, NULL };
+	char *argv[] = {(char *)hotcold, "record", "-d", "500ms", "-o", path, NULL};
 	struct stat st;
 	time_t t0, t1;
 	long long secs;
@@ -238,9 +238,16 @@ static void test_special_targets(void **state)
 static void test_no_kernel_symbols(void **state)
 {
 	char path[700], *err;
-	char *argv[] = { "/usr/bin/setpriv", "--bounding-set=-all,+bpf,+perfmon,+sys_ptrace,+setuid,+setgid,+setpcap",
-			 "--inh-caps=-all", (char *)hotcold, "record", "-d", "1s", "-o", path,
-			 NULL };
+	char *argv[] = {"/usr/bin/setpriv",
+			"--bounding-set=-all,+bpf,+perfmon,+sys_ptrace,+setuid,+setgid,+setpcap",
+			"--inh-caps=-all",
+			(char *)hotcold,
+			"record",
+			"-d",
+			"1s",
+			"-o",
+			path,
+			NULL};
 	json_t *j;
 
 	(void)state;
@@ -259,8 +266,8 @@ static void test_no_kernel_symbols(void **state)
 static void test_lock(void **state)
 {
 	char path[600], list[1024], *err;
-	char *first[] = { (char *)hotcold, "record", "-d", "4s", "-o", path, NULL };
-	char *second[] = { (char *)hotcold, "record", "-d", "1s", "-o", path, NULL };
+	char *first[] = {(char *)hotcold, "record", "-d", "4s", "-o", path, NULL};
+	char *second[] = {(char *)hotcold, "record", "-d", "1s", "-o", path, NULL};
 	struct timespec a, b;
 	int fd, rc;
 	pid_t pid;
@@ -291,7 +298,7 @@ static void test_lock(void **state)
 static void test_disk_errors(void **state)
 {
 	char mnt[600], path[700], list[1024], *err;
-	char *argv[] = { (char *)hotcold, "record", "-d", "1s", "-o", path, NULL };
+	char *argv[] = {(char *)hotcold, "record", "-d", "1s", "-o", path, NULL};
 	int rc;
 
 	(void)state;
@@ -355,8 +362,8 @@ static uint64_t root_u64(const char *field)
 
 static int formats_setup(void **state)
 {
-	char *argv[] = { (char *)hotcold, "record", "-F", "499", "-d", "3s", "-o", saved, NULL };
-	char *wargv[] = { (char *)workload, "worksleep", "5", NULL };
+	char *argv[] = {(char *)hotcold, "record", "-F", "499", "-d", "3s", "-o", saved, NULL};
+	char *wargv[] = {(char *)workload, "worksleep", "5", NULL};
 	pid_t w;
 	int fd;
 
@@ -454,7 +461,8 @@ static void test_pprof_round_trip(void **state)
 
 		snprintf(cmd, sizeof(cmd),
 			 "HOME='%s' GOCACHE='%s/gocache' GOTOOLCHAIN=local GOPROXY=off go tool "
-			 "pprof -top -sample_index=off_cpu -tagfocus=process=hc-workload '%s/all.pb.gz' "
+			 "pprof -top -sample_index=off_cpu -tagfocus=process=hc-workload "
+			 "'%s/all.pb.gz' "
 			 "2>&1",
 			 dir, dir, dir);
 		p = popen(cmd, "r");
@@ -499,7 +507,8 @@ static void test_folded_speedscope_json(void **state)
 	assert_int_equal(folded_total(out, &lines), root_u64("value"));
 	assert_true(lines > 0);
 	report_to("folded", "off", out);
-	assert_int_equal(folded_total(out, &lines), root_u64("off_cpu_ns") + root_u64("runqueue_ns"));
+	assert_int_equal(folded_total(out, &lines),
+			 root_u64("off_cpu_ns") + root_u64("runqueue_ns"));
 
 	snprintf(out, sizeof(out), "%s/all.speedscope.json", dir);
 	report_to("speedscope", NULL, out);
@@ -507,13 +516,13 @@ static void test_folded_speedscope_json(void **state)
 	assert_non_null(j);
 	assert_string_equal(json_string_value(json_object_get(j, "$schema")),
 			    "https://www.speedscope.app/file-format-schema.json");
-	json_array_foreach(json_object_get(j, "profiles"), i, prof) {
+	json_array_foreach (json_object_get(j, "profiles"), i, prof) {
 		json_t *w;
 		size_t k;
 
 		assert_string_equal(json_string_value(json_object_get(prof, "unit")),
 				    "nanoseconds");
-		json_array_foreach(json_object_get(prof, "weights"), k, w)
+		json_array_foreach (json_object_get(prof, "weights"), k, w)
 			total += (uint64_t)json_integer_value(w);
 	}
 	assert_int_equal(total, root_u64("value"));
@@ -538,10 +547,10 @@ static void test_record_formats_and_diff(void **state)
 	(void)state;
 	snprintf(out, sizeof(out), "%s/rec.pb.gz", dir);
 	{
-		char *argv[] = { (char *)hotcold, "record", "-d", "1s", "--format", "pprof",
-				 "--kind", "on", "-o", out, NULL };
+		char *argv[] = {(char *)hotcold, "record", "-d", "1s", "--format", "pprof",
+				"--kind",	 "on",	   "-o", out,  NULL};
 		/* a busy CPU: an idle one may deliver no cpu-clock samples at all */
-		char *wargv[] = { (char *)workload, "cpu", "3", NULL };
+		char *wargv[] = {(char *)workload, "cpu", "3", NULL};
 		pid_t w;
 		int fd;
 
@@ -561,8 +570,7 @@ static void test_record_formats_and_diff(void **state)
 	/* a capture against itself: every stack, both columns equal */
 	snprintf(out, sizeof(out), "%s/diff.txt", dir);
 	{
-		char *argv[] = { (char *)hotcold, "report", "--diff", "-o", out, saved, saved,
-				 NULL };
+		char *argv[] = {(char *)hotcold, "report", "--diff", "-o", out, saved, saved, NULL};
 
 		assert_int_equal(run(argv, NULL, NULL), 0);
 	}

@@ -33,34 +33,34 @@ struct bad_case {
 };
 
 static const struct bad_case cases[] = {
-	{ { "-F", "6000hz" }, 64, "200 us" },
-	{ { "-F", "5001" }, 64, "200 us" },
-	{ { "-F", "199us" }, 64, "200 us" },
-	{ { "-F", "0" }, 64, "zero" },
-	{ { "-F", "-5" }, 64, "negative" },
-	{ { "-F", "abc" }, 64, "not a number" },
-	{ { "-F", "10parsecs" }, 64, "unknown unit" },
-	{ { "-F", "99999999999999999999999" }, 64, "too large" },
-	{ { "-d", "0" }, 64, "zero" },
-	{ { "-d", "soon" }, 64, "not a number" },
-	{ { "-d", "5hz" }, 64, "unknown unit" },
-	{ { "--format", "xml" }, 64, "folded, pprof or speedscope" },
-	{ { "--kind", "on" }, 64, "json always carries every kind" },
-	{ { "--format", "folded", "--kind", "sideways" }, 64, "use all, on or off" },
-	{ { "--format", "pprof", "--no-offcpu", "--kind", "off" }, 64, "empty profile" },
-	{ { "-p", "abc" }, 64, "not a process id" },
-	{ { "-p", "0" }, 64, "not a process id" },
-	{ { "-p", "-3" }, 64, "not a process id" },
-	{ { "-p", "2147483647" }, 66, "no such process" },
-	{ { "--bogus" }, 64, "" },
-	{ { "extra-arg" }, 64, "unexpected argument" },
-	{ { "--min-block", "soon" }, 64, "not a number" },
-	{ { "--min-block", "0" }, 64, "zero" },
-	{ { "--stack-budget", "0" }, 64, "1 to 1000000" },
-	{ { "--stack-budget", "lots" }, 64, "1 to 1000000" },
-	{ { "--comm", "" }, 64, "empty process name" },
-	{ { "--no-offcpu", "--wakers" }, 64, "cannot be combined" },
-	{ { "--no-offcpu", "--min-block", "1ms" }, 64, "cannot be combined" },
+	{{"-F", "6000hz"}, 64, "200 us"},
+	{{"-F", "5001"}, 64, "200 us"},
+	{{"-F", "199us"}, 64, "200 us"},
+	{{"-F", "0"}, 64, "zero"},
+	{{"-F", "-5"}, 64, "negative"},
+	{{"-F", "abc"}, 64, "not a number"},
+	{{"-F", "10parsecs"}, 64, "unknown unit"},
+	{{"-F", "99999999999999999999999"}, 64, "too large"},
+	{{"-d", "0"}, 64, "zero"},
+	{{"-d", "soon"}, 64, "not a number"},
+	{{"-d", "5hz"}, 64, "unknown unit"},
+	{{"--format", "xml"}, 64, "folded, pprof or speedscope"},
+	{{"--kind", "on"}, 64, "json always carries every kind"},
+	{{"--format", "folded", "--kind", "sideways"}, 64, "use all, on or off"},
+	{{"--format", "pprof", "--no-offcpu", "--kind", "off"}, 64, "empty profile"},
+	{{"-p", "abc"}, 64, "not a process id"},
+	{{"-p", "0"}, 64, "not a process id"},
+	{{"-p", "-3"}, 64, "not a process id"},
+	{{"-p", "2147483647"}, 66, "no such process"},
+	{{"--bogus"}, 64, ""},
+	{{"extra-arg"}, 64, "unexpected argument"},
+	{{"--min-block", "soon"}, 64, "not a number"},
+	{{"--min-block", "0"}, 64, "zero"},
+	{{"--stack-budget", "0"}, 64, "1 to 1000000"},
+	{{"--stack-budget", "lots"}, 64, "1 to 1000000"},
+	{{"--comm", ""}, 64, "empty process name"},
+	{{"--no-offcpu", "--wakers"}, 64, "cannot be combined"},
+	{{"--no-offcpu", "--min-block", "1ms"}, 64, "cannot be combined"},
 };
 
 static int count_entries(const char *dir)
@@ -113,8 +113,8 @@ static void test_bad_input(void **state)
 		assert_non_null(text);
 		for (char *p = text; *p; p++)
 			lines += *p == '\n';
-		print_message("record %s %s -> %d: %s", c->args[0], c->args[1] ? c->args[1] : "", rc,
-			      text);
+		print_message("record %s %s -> %d: %s", c->args[0], c->args[1] ? c->args[1] : "",
+			      rc, text);
 		assert_int_equal(rc, c->exit_code);
 		assert_non_null(strstr(text, c->why));
 		/* getopt's own complaint plus our usage are fine for unknown options */
@@ -133,19 +133,19 @@ static void test_bad_input(void **state)
 
 /* Bad input to `hotcold serve`: refused before it listens or loads anything. */
 static const struct bad_case serve_cases[] = {
-	{ { "--listen", "bogus" }, 64, "--listen bogus" },
-	{ { "--listen", "127.0.0.1:99999" }, 64, "--listen 127.0.0.1:99999" },
-	{ { "--listen", "example.com:80" }, 64, "--listen example.com:80" },
-	{ { "--retention", "1s" }, 64, "between 10s and 7d" },
-	{ { "--retention", "8d" }, 64, "between 10s and 7d" },
-	{ { "--retention", "soon" }, 64, "not a number" },
-	{ { "--max-store", "10" }, 64, "1M to 64G" },
-	{ { "--max-store", "17179869185G" }, 64, "1M to 64G" },
-	{ { "--max-store", "32X" }, 64, "1M to 64G" },
-	{ { "--user", "" }, 64, "empty user name" },
-	{ { "-F", "6000hz" }, 64, "200 us" },
-	{ { "--no-offcpu", "--min-block", "1ms" }, 64, "cannot be combined" },
-	{ { "extra-arg" }, 64, "unexpected argument" },
+	{{"--listen", "bogus"}, 64, "--listen bogus"},
+	{{"--listen", "127.0.0.1:99999"}, 64, "--listen 127.0.0.1:99999"},
+	{{"--listen", "example.com:80"}, 64, "--listen example.com:80"},
+	{{"--retention", "1s"}, 64, "between 10s and 7d"},
+	{{"--retention", "8d"}, 64, "between 10s and 7d"},
+	{{"--retention", "soon"}, 64, "not a number"},
+	{{"--max-store", "10"}, 64, "1M to 64G"},
+	{{"--max-store", "17179869185G"}, 64, "1M to 64G"},
+	{{"--max-store", "32X"}, 64, "1M to 64G"},
+	{{"--user", ""}, 64, "empty user name"},
+	{{"-F", "6000hz"}, 64, "200 us"},
+	{{"--no-offcpu", "--min-block", "1ms"}, 64, "cannot be combined"},
+	{{"extra-arg"}, 64, "unexpected argument"},
 };
 
 static void test_serve_bad_input(void **state)
@@ -185,7 +185,7 @@ static void test_serve_bad_input(void **state)
 /* The port is taken: 73, naming the address, before anything else happens. */
 static void test_serve_port_in_use(void **state)
 {
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
 	socklen_t len = sizeof(sa);
 	char *dir = e2e_tmpdir(), err_path[512], listen_arg[64], *text;
 	int fd = socket(AF_INET, SOCK_STREAM, 0), rc;
@@ -198,7 +198,7 @@ static void test_serve_port_in_use(void **state)
 	snprintf(listen_arg, sizeof(listen_arg), "127.0.0.1:%u", ntohs(sa.sin_port));
 	snprintf(err_path, sizeof(err_path), "%s/stderr", dir);
 	{
-		char *argv[] = { (char *)hotcold, "serve", "--listen", listen_arg, NULL };
+		char *argv[] = {(char *)hotcold, "serve", "--listen", listen_arg, NULL};
 
 		rc = e2e_run(argv, err_path, 20000);
 	}
@@ -217,8 +217,8 @@ static void test_serve_port_in_use(void **state)
 static void test_unwritable_output(void **state)
 {
 	char *text = NULL, *dir = e2e_tmpdir(), err_path[512];
-	char *argv[] = { (char *)hotcold, "record", "-d", "1s", "-o", "/nonexistent/dir/x.json",
-			 NULL };
+	char *argv[] = {(char *)hotcold,	   "record", "-d", "1s", "-o",
+			"/nonexistent/dir/x.json", NULL};
 	int rc;
 
 	(void)state;
@@ -247,7 +247,7 @@ static void test_output_errors(void **state)
 	snprintf(prof, sizeof(prof), "%s/profile/small.json", fx);
 	snprintf(out, sizeof(out), "%s/x-%%Q.json", dir);
 	{
-		char *argv[] = { (char *)hotcold, "record", "-d", "1s", "-o", out, NULL };
+		char *argv[] = {(char *)hotcold, "record", "-d", "1s", "-o", out, NULL};
 
 		rc = run_capture(argv, &o, &e);
 	}
@@ -256,8 +256,8 @@ static void test_output_errors(void **state)
 	free(o);
 	free(e);
 	{
-		char *argv[] = { (char *)hotcold, "report", "--format", "folded", "-o", out, prof,
-				 NULL };
+		char *argv[] = {
+			(char *)hotcold, "report", "--format", "folded", "-o", out, prof, NULL};
 
 		rc = run_capture(argv, &o, &e);
 	}
@@ -266,7 +266,7 @@ static void test_output_errors(void **state)
 	free(e);
 	snprintf(out, sizeof(out), "%s/missing/x.folded", dir);
 	{
-		char *argv[] = { (char *)hotcold, "report", "-o", out, prof, NULL };
+		char *argv[] = {(char *)hotcold, "report", "-o", out, prof, NULL};
 
 		rc = run_capture(argv, &o, &e);
 	}
@@ -277,7 +277,7 @@ static void test_output_errors(void **state)
 	free(e);
 	/* a directory as the output */
 	{
-		char *argv[] = { (char *)hotcold, "report", "-o", dir, prof, NULL };
+		char *argv[] = {(char *)hotcold, "report", "-o", dir, prof, NULL};
 
 		rc = run_capture(argv, &o, &e);
 	}
@@ -288,7 +288,7 @@ static void test_output_errors(void **state)
 	/* success: silent, the file complete, no hidden file left */
 	snprintf(out, sizeof(out), "%s/%%Y.folded", dir);
 	{
-		char *argv[] = { (char *)hotcold, "report", "-o", out, prof, NULL };
+		char *argv[] = {(char *)hotcold, "report", "-o", out, prof, NULL};
 
 		rc = run_capture(argv, &o, &e);
 	}
@@ -315,7 +315,7 @@ static void test_output_errors(void **state)
 
 static void test_unknown_command(void **state)
 {
-	char *argv[] = { (char *)hotcold, "frobnicate", NULL };
+	char *argv[] = {(char *)hotcold, "frobnicate", NULL};
 
 	(void)state;
 	assert_int_equal(e2e_run(argv, "/dev/null", 20000), 64);
@@ -334,13 +334,22 @@ static void test_unprivileged(void **state)
 	snprintf(err_path, sizeof(err_path), "%s/stderr", dir);
 	snprintf(out, sizeof(out), "%s/out.json", dir);
 	if (geteuid() == 0) {
-		char *argv[] = { "/usr/bin/setpriv", "--reuid=65534", "--regid=65534",
-				 "--clear-groups", "--inh-caps=-all", (char *)hotcold, "record",
-				 "-d", "1s", "-o", out, NULL };
+		char *argv[] = {"/usr/bin/setpriv",
+				"--reuid=65534",
+				"--regid=65534",
+				"--clear-groups",
+				"--inh-caps=-all",
+				(char *)hotcold,
+				"record",
+				"-d",
+				"1s",
+				"-o",
+				out,
+				NULL};
 
 		rc = e2e_run(argv, err_path, 20000);
 	} else {
-		char *argv[] = { (char *)hotcold, "record", "-d", "1s", "-o", out, NULL };
+		char *argv[] = {(char *)hotcold, "record", "-d", "1s", "-o", out, NULL};
 
 		rc = e2e_run(argv, err_path, 20000);
 	}
@@ -364,7 +373,7 @@ static void test_unprivileged(void **state)
 static void test_kernel_max_rate(void **state)
 {
 	const char *path = "/proc/sys/kernel/perf_event_max_sample_rate";
-	static const char *const args[] = { "-F", "2000hz", NULL };
+	static const char *const args[] = {"-F", "2000hz", NULL};
 	char *dir, *text = NULL, err_path[512], saved[64] = "";
 	FILE *f;
 	int rc;
@@ -453,7 +462,7 @@ static void test_report_hist(void **state)
 	snprintf(prof, sizeof(prof), "%s/report/prio.json", fx);
 	snprintf(golden, sizeof(golden), "%s/report/prio.txt", fx);
 	{
-		char *argv[] = { (char *)hotcold, "report", "--hist", "priority", prof, NULL };
+		char *argv[] = {(char *)hotcold, "report", "--hist", "priority", prof, NULL};
 
 		rc = run_capture(argv, &out, &err);
 	}
@@ -466,8 +475,8 @@ static void test_report_hist(void **state)
 	free(err);
 	/* --key selects one series */
 	{
-		char *argv[] = { (char *)hotcold, "report", "--hist", "priority", "--key", "make",
-				 prof, NULL };
+		char *argv[] = {(char *)hotcold, "report", "--hist", "priority",
+				"--key",	 "make",   prof,     NULL};
 
 		rc = run_capture(argv, &out, &err);
 	}
@@ -526,7 +535,7 @@ static void test_report_sandbox(void **state)
 	snprintf(err_path, sizeof(err_path), "%s/stderr", dir);
 	assert_int_equal(mkfifo(fifo, 0600), 0);
 	{
-		char *argv[] = { (char *)hotcold, "report", "--hist", "priority", fifo, NULL };
+		char *argv[] = {(char *)hotcold, "report", "--hist", "priority", fifo, NULL};
 
 		pid = e2e_spawn(argv, &out_fd, err_path);
 	}
@@ -570,8 +579,9 @@ static void test_report_sandbox(void **state)
 	assert_true(got > 100);
 	/* As root the child must become --user: one that does not exist is exit 77, said. */
 	if (geteuid() == 0) {
-		char *argv[] = { (char *)hotcold, "report", "--hist", "priority", "--user",
-				 "no-such-user-hc", prof, NULL }, *out, *err;
+		char *argv[] = {(char *)hotcold, "report",	    "--hist", "priority",
+				"--user",	 "no-such-user-hc", prof,     NULL},
+		     *out, *err;
 
 		rc = run_capture(argv, &out, &err);
 		assert_int_equal(rc, 77);
@@ -597,38 +607,48 @@ struct report_bad {
 static void test_report_bad_input(void **state)
 {
 	static const struct report_bad cases[] = {
-		{ NULL, { "--hist", "priority" }, 66, "cannot read" },
-		{ "{", { "--hist", "priority" }, 65, "not valid JSON" },
-		{ "[1,2]", { "--hist", "priority" }, 65, "not a hotcold-profile/1" },
-		{ "{\"schema\":\"other/1\"}", { "--hist", "priority" }, 65, "schema: other/1" },
-		{ "{\"schema\":\"hotcold-profile/1\"}", { "--hist", "priority" }, 65,
-		  "no histograms" },
-		{ "{\"schema\":\"hotcold-profile/1\",\"histograms\":{}}", { "--hist", "prio" }, 64,
-		  "it has: none" },
-		{ "{\"schema\":\"hotcold-profile/1\",\"histograms\":{\"priority\":{\"type\":\"x\"}}}",
-		  { "--hist", "priority" }, 65, "malformed" },
-		{ "{\"schema\":\"hotcold-profile/1\",\"schema\":\"hotcold-profile/1\"}",
-		  { "--hist", "priority" }, 65, "duplicate" },
-		{ "{}", { "--key", "x" }, 64, "--key needs --hist" },
-		{ "{}", { "--format", "xml" }, 64, "use folded, pprof, speedscope or json" },
-		{ "{}", { "--normalize" }, 64, "applies to --diff" },
-		{ "{}", { "--diff" }, 64, "two profiles" },
-		{ "{}", { "--kind", "on", "--format", "json" }, 64, "carries every kind" },
-		{ "{}", { "--hist", "priority", "--format", "pprof" }, 64, "takes no --diff" },
-		{ "{}", { "--diff", "--format", "pprof" }, 64, "differential folded stacks only" },
-		{ "{}", { "--user", "" }, 64, "--user: empty user name" },
-		{ "{\"schema\":\"hotcold-profile/1\"}", { "--format", "folded" }, 65,
-		  "not a valid profile" },
-		{ NULL, { "--format", "folded" }, 66, "cannot read" },
+		{NULL, {"--hist", "priority"}, 66, "cannot read"},
+		{"{", {"--hist", "priority"}, 65, "not valid JSON"},
+		{"[1,2]", {"--hist", "priority"}, 65, "not a hotcold-profile/1"},
+		{"{\"schema\":\"other/1\"}", {"--hist", "priority"}, 65, "schema: other/1"},
+		{"{\"schema\":\"hotcold-profile/1\"}", {"--hist", "priority"}, 65, "no histograms"},
+		{"{\"schema\":\"hotcold-profile/1\",\"histograms\":{}}",
+		 {"--hist", "prio"},
+		 64,
+		 "it has: none"},
+		{"{\"schema\":\"hotcold-profile/"
+		 "1\",\"histograms\":{\"priority\":{\"type\":\"x\"}}}",
+		 {"--hist", "priority"},
+		 65,
+		 "malformed"},
+		{"{\"schema\":\"hotcold-profile/1\",\"schema\":\"hotcold-profile/1\"}",
+		 {"--hist", "priority"},
+		 65,
+		 "duplicate"},
+		{"{}", {"--key", "x"}, 64, "--key needs --hist"},
+		{"{}", {"--format", "xml"}, 64, "use folded, pprof, speedscope or json"},
+		{"{}", {"--normalize"}, 64, "applies to --diff"},
+		{"{}", {"--diff"}, 64, "two profiles"},
+		{"{}", {"--kind", "on", "--format", "json"}, 64, "carries every kind"},
+		{"{}", {"--hist", "priority", "--format", "pprof"}, 64, "takes no --diff"},
+		{"{}", {"--diff", "--format", "pprof"}, 64, "differential folded stacks only"},
+		{"{}", {"--user", ""}, 64, "--user: empty user name"},
+		{"{\"schema\":\"hotcold-profile/1\"}",
+		 {"--format", "folded"},
+		 65,
+		 "not a valid profile"},
+		{NULL, {"--format", "folded"}, 66, "cannot read"},
 		/* a document without the members a profile must have */
-		{ "{\"schema\":\"hotcold-profile/1\",\"host\":\"h\",\"kernel\":\"k\","
-		  "\"started_at\":\"2026-01-01T00:00:00.000Z\",\"duration_ns\":1,"
-		  "\"flamegraph\":{\"name\":\"all\",\"kind\":\"root\",\"value\":1,"
-		  "\"on_cpu_ns\":1,\"off_cpu_ns\":0,\"runqueue_ns\":0,\"samples\":1,"
-		  "\"children\":[{\"name\":\"p\",\"kind\":\"process\",\"pid\":1,"
-		  "\"value\":5,\"on_cpu_ns\":5,\"off_cpu_ns\":0,\"runqueue_ns\":0,"
-		  "\"samples\":1,\"children\":[]}]},\"histograms\":{}}",
-		  { "--format", "folded" }, 65, "not a valid profile" },
+		{"{\"schema\":\"hotcold-profile/1\",\"host\":\"h\",\"kernel\":\"k\","
+		 "\"started_at\":\"2026-01-01T00:00:00.000Z\",\"duration_ns\":1,"
+		 "\"flamegraph\":{\"name\":\"all\",\"kind\":\"root\",\"value\":1,"
+		 "\"on_cpu_ns\":1,\"off_cpu_ns\":0,\"runqueue_ns\":0,\"samples\":1,"
+		 "\"children\":[{\"name\":\"p\",\"kind\":\"process\",\"pid\":1,"
+		 "\"value\":5,\"on_cpu_ns\":5,\"off_cpu_ns\":0,\"runqueue_ns\":0,"
+		 "\"samples\":1,\"children\":[]}]},\"histograms\":{}}",
+		 {"--format", "folded"},
+		 65,
+		 "not a valid profile"},
 	};
 	char *dir = e2e_tmpdir(), path[512];
 
@@ -672,16 +692,11 @@ static void test_report_bad_input(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_bad_input),
-		cmocka_unit_test(test_serve_bad_input),
-		cmocka_unit_test(test_serve_port_in_use),
-		cmocka_unit_test(test_unwritable_output),
-		cmocka_unit_test(test_unknown_command),
-		cmocka_unit_test(test_output_errors),
-		cmocka_unit_test(test_unprivileged),
-		cmocka_unit_test(test_kernel_max_rate),
-		cmocka_unit_test(test_report_hist),
-		cmocka_unit_test(test_report_bad_input),
+		cmocka_unit_test(test_bad_input),	  cmocka_unit_test(test_serve_bad_input),
+		cmocka_unit_test(test_serve_port_in_use), cmocka_unit_test(test_unwritable_output),
+		cmocka_unit_test(test_unknown_command),	  cmocka_unit_test(test_output_errors),
+		cmocka_unit_test(test_unprivileged),	  cmocka_unit_test(test_kernel_max_rate),
+		cmocka_unit_test(test_report_hist),	  cmocka_unit_test(test_report_bad_input),
 		cmocka_unit_test(test_report_sandbox),
 	};
 

@@ -319,7 +319,7 @@ static pid_t start_record(pid_t *worker, struct bpf_ids *mine, int settle_ms, ..
 /* Start the workload (argv after its path); returns its pid once it has printed it. */
 static pid_t start_workload(const char *path, const char *mode, const char *arg)
 {
-	char *argv[] = { (char *)path, (char *)mode, (char *)arg, NULL };
+	char *argv[] = {(char *)path, (char *)mode, (char *)arg, NULL};
 	int fd;
 	pid_t child = e2e_spawn(argv, &fd, NULL), pid;
 
@@ -342,7 +342,7 @@ static json_t *process_named(json_t *root, pid_t pid, const char *name)
 	json_t *c;
 	size_t i;
 
-	json_array_foreach(json_object_get(json_object_get(root, "flamegraph"), "children"), i, c)
+	json_array_foreach (json_object_get(json_object_get(root, "flamegraph"), "children"), i, c)
 		if (json_integer_value(json_object_get(c, "pid")) == pid &&
 		    !strcmp(json_string_value(json_object_get(c, "name")), name))
 			return c;
@@ -432,7 +432,7 @@ static void test_main_killed(void **state)
 static void test_sigterm(void **state)
 {
 	char folded[700], list[1024], *text;
-	char *rargv[] = { (char *)hotcold, "report", "-o", folded, out_path, NULL };
+	char *rargv[] = {(char *)hotcold, "report", "-o", folded, out_path, NULL};
 	struct bpf_ids mine;
 	struct timespec t0;
 	pid_t rec, worker;
@@ -488,7 +488,7 @@ static void test_sigterm(void **state)
  */
 static void test_binary_deleted_replaced_exited(void **state)
 {
-	static const char *const kind[3] = { "deleted", "replaced", "exits" };
+	static const char *const kind[3] = {"deleted", "replaced", "exits"};
 	char path[3][700], tmp[700];
 	struct bpf_ids mine;
 	pid_t p[3], rec, worker;
@@ -524,7 +524,7 @@ static void test_binary_deleted_replaced_exited(void **state)
 		      (unsigned long long)e2e_u64(j, "symbolize.object_open_err"),
 		      (unsigned long long)e2e_u64(j, "symbolize.user_unresolved"));
 	for (int i = 0; i < 3; i++) {
-		const char *chain[] = { "main", "hc_work_loop", "hc_burn_a" };
+		const char *chain[] = {"main", "hc_work_loop", "hc_burn_a"};
 		json_t *n = process_named(j, p[i], "hc-wl-fault");
 		uint64_t on = n ? e2e_field(n, "on_cpu_ns") : 0;
 		uint64_t a = n ? user_ns(n, "hc_burn_a") : 0;
@@ -610,8 +610,8 @@ static pid_t spawn_noaslr(char *const argv[])
 static void test_pid_reuse(void **state)
 {
 	char self[4096], pid_arg[16];
-	char *first_argv[] = { self, "--reuse-child", "1", NULL };
-	char *forker_argv[] = { (char *)workload, "reuse", "1", pid_arg, NULL };
+	char *first_argv[] = {self, "--reuse-child", "1", NULL};
+	char *forker_argv[] = {(char *)workload, "reuse", "1", pid_arg, NULL};
 	const char *first_name;
 	struct bpf_ids mine;
 	pid_t rec, worker, a, forker;
@@ -728,8 +728,8 @@ static void test_ringbuf_overflow(void **state)
  * busy CPUs can give in it. */
 static void test_no_samples_outside_window(void **state)
 {
-	char *argv[] = { (char *)hotcold, "record", "-F", "5000", "-d", "300ms", "-o", out_path,
-			 NULL };
+	char *argv[] = {(char *)hotcold, "record", "-F",     "5000", "-d",
+			"300ms",	 "-o",	   out_path, NULL};
 	pid_t w[2];
 	json_t *j;
 	int rc;
@@ -834,8 +834,8 @@ static void test_no_btf(void **state)
  * test_cli's test_unprivileged.) */
 static void test_root_without_caps(void **state)
 {
-	char *pre[] = { "/usr/bin/setpriv", "--inh-caps=-all", "--ambient-caps=-all",
-			"--bounding-set=-bpf,-perfmon,-sys_admin", NULL };
+	char *pre[] = {"/usr/bin/setpriv", "--inh-caps=-all", "--ambient-caps=-all",
+		       "--bounding-set=-bpf,-perfmon,-sys_admin", NULL};
 	char list[1024], *err;
 	int rc;
 

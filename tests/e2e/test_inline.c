@@ -56,7 +56,7 @@ static json_t *child_named(json_t *n, const char *name, bool inlined)
 	json_t *c;
 	size_t i;
 
-	json_array_foreach(json_object_get(n, "children"), i, c)
+	json_array_foreach (json_object_get(n, "children"), i, c)
 		if (!strcmp(name_of(c), name) && is_inlined(c) == inlined)
 			return c;
 	return NULL;
@@ -80,19 +80,19 @@ static void walk(json_t *n, struct inl *s, bool under_caller)
 		s->caller += e2e_field(n, "on_cpu_ns");
 		if (hot)
 			s->chained += e2e_field(hot, "on_cpu_ns");
-		json_array_foreach(json_object_get(n, "children"), i, c)
+		json_array_foreach (json_object_get(n, "children"), i, c)
 			kids += e2e_field(c, "on_cpu_ns");
 		s->real_self += e2e_field(n, "on_cpu_ns") - kids;
 		under_caller = true;
 	}
-	json_array_foreach(json_object_get(n, "children"), i, c)
+	json_array_foreach (json_object_get(n, "children"), i, c)
 		walk(c, s, under_caller);
 }
 
 static struct inl inline_share(json_t *root, pid_t pid)
 {
 	json_t *p = e2e_process_node(root, (uint32_t)pid);
-	struct inl s = { 0 };
+	struct inl s = {0};
 
 	assert_non_null(p);
 	walk(p, &s, false);
@@ -128,9 +128,9 @@ static void dump(const char *what, int rc)
 /* Record the workload for 3 s at 999 Hz, with extra (NULL: none); its pid in *pid. */
 static json_t *record(pid_t *pid, const char *extra)
 {
-	char *argv[] = { (char *)hotcold, "record", "-F", "999", "-d", "3s", "-o", out_path,
-			 (char *)extra, NULL };
-	char *wargv[] = { (char *)workload, "6", NULL };
+	char *argv[] = {(char *)hotcold, "record",	"-F", "999", "-d", "3s", "-o",
+			out_path,	 (char *)extra, NULL};
+	char *wargv[] = {(char *)workload, "6", NULL};
 
 	assert_int_equal(e2e_record_pid(wargv, 0, argv, err_path, pid), 0);
 	return e2e_load_json(out_path);
@@ -139,8 +139,8 @@ static json_t *record(pid_t *pid, const char *extra)
 /* hotcold report --format fmt -o conv_path out_path */
 static void convert(const char *fmt)
 {
-	char *argv[] = { (char *)hotcold, "report", "--format", (char *)fmt, "-o", conv_path,
-			 out_path, NULL };
+	char *argv[] = {(char *)hotcold, "report", "--format", (char *)fmt, "-o",
+			conv_path,	 out_path, NULL};
 	int rc = e2e_run(argv, err_path, 60000);
 
 	if (rc)
@@ -172,8 +172,9 @@ static void test_record_inline(void **state)
 	print_message("inl_caller %.0f ms on CPU, %.1f %% under inl_step > inl_hot (inlined); "
 		      "%d inlined nodes; symbolize: dwarf_objects %llu, inline_frames %llu, "
 		      "inline_truncated %llu, inline_dropped %llu, dwarf_over_budget %llu\n",
-		      (double)s.caller / 1e6, s.caller ? 100.0 * (double)s.chained / (double)s.caller : 0,
-		      s.inlined_nodes, (unsigned long long)e2e_u64(j, "symbolize.dwarf_objects"),
+		      (double)s.caller / 1e6,
+		      s.caller ? 100.0 * (double)s.chained / (double)s.caller : 0, s.inlined_nodes,
+		      (unsigned long long)e2e_u64(j, "symbolize.dwarf_objects"),
 		      (unsigned long long)e2e_u64(j, "symbolize.inline_frames"),
 		      (unsigned long long)e2e_u64(j, "symbolize.inline_truncated"),
 		      (unsigned long long)e2e_u64(j, "symbolize.inline_dropped"),
@@ -232,12 +233,12 @@ static void test_record_no_inline(void **state)
 /* serve: the marks go through the collector, the wire and the store to /api/profile. */
 static void test_serve_inline(void **state)
 {
-	char *argv[] = { (char *)hotcold, "serve", "-F", "999", "--listen", "127.0.0.1:0", NULL };
-	char *wargv[] = { (char *)workload, "12", NULL };
+	char *argv[] = {(char *)hotcold, "serve", "-F", "999", "--listen", "127.0.0.1:0", NULL};
+	char *wargv[] = {(char *)workload, "12", NULL};
 	char addr[64] = "", path[128], *body = NULL;
 	int fd, status = -1;
 	pid_t srv, w, pid;
-	struct inl s = { 0 };
+	struct inl s = {0};
 	json_t *j = NULL;
 
 	(void)state;

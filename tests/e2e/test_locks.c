@@ -52,8 +52,8 @@ static int teardown(void **state)
 /* Record `hc-workload locks` for 3 s (-p its pid) with the extra flags (NULL-ended). */
 static json_t *record(pid_t *pid, ...)
 {
-	char *argv[32] = { (char *)hotcold, "record", "-d", "3s", "-o", out_path };
-	char *wargv[] = { (char *)workload, "locks", "6", NULL };
+	char *argv[32] = {(char *)hotcold, "record", "-d", "3s", "-o", out_path};
+	char *wargv[] = {(char *)workload, "locks", "6", NULL};
 	int n = 6;
 	va_list ap;
 
@@ -99,7 +99,7 @@ static void walk_locks(json_t *n, const char *name, const char *fn, bool below_f
 		if (!strncmp(nm, "spinlock", 8))
 			s->spin_off += e2e_field(n, "off_cpu_ns");
 	}
-	json_array_foreach(json_object_get(n, "children"), i, c)
+	json_array_foreach (json_object_get(n, "children"), i, c)
 		walk_locks(c, name, fn, below_fn, s);
 }
 
@@ -110,7 +110,7 @@ static json_t *by_kind(json_t *locks, const char *kind, bool spin)
 	json_t *k;
 	size_t i;
 
-	json_array_foreach(json_object_get(locks, "by_kind"), i, k)
+	json_array_foreach (json_object_get(locks, "by_kind"), i, k)
 		if (!strcmp(json_string_value(json_object_get(k, "kind")), kind) &&
 		    json_is_true(json_object_get(k, "spin")) == spin)
 			return k;
@@ -123,10 +123,10 @@ static uint64_t hist_count(json_t *j, const char *key)
 	uint64_t sum = 0;
 	size_t i, k;
 
-	json_array_foreach(json_object_get(h, "series"), i, s) {
+	json_array_foreach (json_object_get(h, "series"), i, s) {
 		if (strcmp(json_string_value(json_object_get(s, "key")), key))
 			continue;
-		json_array_foreach(json_object_get(s, "buckets"), k, b)
+		json_array_foreach (json_object_get(s, "buckets"), k, b)
 			sum += (uint64_t)json_integer_value(json_object_get(b, "count"));
 	}
 	return sum;
@@ -147,7 +147,7 @@ static void test_locks(void **state)
 	assert_non_null(locks);
 	events = e2e_u64(j, "locks.events");
 	wait = e2e_u64(j, "locks.wait_ns");
-	json_array_foreach(json_object_get(locks, "by_kind"), i, k) {
+	json_array_foreach (json_object_get(locks, "by_kind"), i, k) {
 		print_message("  %-10s %-5s %6llu waits, %9.3f ms, max %8.3f ms\n",
 			      json_string_value(json_object_get(k, "kind")),
 			      json_is_true(json_object_get(k, "spin")) ? "spin" : "block",
@@ -188,7 +188,8 @@ static void test_locks(void **state)
 	walk_locks(proc, "rwsem:W mmap_lock", "hc_lock_thread", false, &ls);
 	print_message("waiters: %.3f ms at lock nodes, %.1f %% under hc_lock_thread; rwsem:W "
 		      "mmap_lock %.3f ms blocked, %.3f ms on CPU; spinlocks blocked %llu ns\n",
-		      (double)ls.all / 1e6, 100.0 * (double)ls.under_fn / (double)(ls.all + !ls.all),
+		      (double)ls.all / 1e6,
+		      100.0 * (double)ls.under_fn / (double)(ls.all + !ls.all),
 		      (double)ls.off / 1e6, (double)ls.on / 1e6, (unsigned long long)ls.spin_off);
 	assert_true(ls.all > 0);
 	assert_int_equal(ls.all, e2e_field(proc, "value"));
@@ -212,8 +213,8 @@ static void test_locks(void **state)
 
 	/* report --hist lock_wait_ns: DTrace's quantize layout, one block per kind. */
 	{
-		char *argv[] = { (char *)hotcold, "report", "--hist", "lock_wait_ns", out_path,
-				 NULL };
+		char *argv[] = {(char *)hotcold, "report", "--hist",
+				"lock_wait_ns",	 out_path, NULL};
 		int fd, rc;
 		pid_t r = e2e_spawn(argv, &fd, err_path);
 		FILE *f = fdopen(fd, "r");
@@ -240,7 +241,7 @@ static void test_locks(void **state)
 /* report --format folded: lock waits are "[lock KIND]" pseudo-frames after the kernel frames. */
 static void check_folded(void)
 {
-	char *argv[] = { (char *)hotcold, "report", "--format", "folded", out_path, NULL };
+	char *argv[] = {(char *)hotcold, "report", "--format", "folded", out_path, NULL};
 	int fd, rc;
 	pid_t r = e2e_spawn(argv, &fd, err_path);
 	FILE *f = fdopen(fd, "r");
@@ -261,8 +262,8 @@ static void check_folded(void)
 /* Without --locks: no section, no histogram; --locks needs the scheduler tracing. */
 static void test_off_by_default(void **state)
 {
-	char *argv[] = { (char *)hotcold, "record", "--locks", "--no-offcpu", "-d", "1s", "-o",
-			 out_path, NULL };
+	char *argv[] = {(char *)hotcold, "record", "--locks", "--no-offcpu", "-d", "1s", "-o",
+			out_path,	 NULL};
 	pid_t pid;
 	json_t *j;
 

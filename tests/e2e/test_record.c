@@ -55,12 +55,11 @@ static void dump_stderr(const struct run *r)
 
 /* Start a workload; returns its pid (it has printed it, so it runs). */
 /* Start a workload, under `nice -n NICE` when nice is not NULL. */
-static pid_t start_workload_nice(const char *mode, const char *arg, const char *nice,
-				 pid_t *child)
+static pid_t start_workload_nice(const char *mode, const char *arg, const char *nice, pid_t *child)
 {
-	char *plain[] = { (char *)workload, (char *)mode, (char *)arg, NULL };
-	char *niced[] = { "/usr/bin/nice", "-n", (char *)nice, (char *)workload, (char *)mode,
-			  (char *)arg, NULL };
+	char *plain[] = {(char *)workload, (char *)mode, (char *)arg, NULL};
+	char *niced[] = {"/usr/bin/nice", "-n",	       (char *)nice, (char *)workload,
+			 (char *)mode,	  (char *)arg, NULL};
 	int fd;
 	pid_t pid;
 
@@ -144,7 +143,8 @@ static void common_checks(json_t *j, double hz_expected)
 
 	assert_string_equal(json_string_value(json_object_get(j, "schema")), "hotcold-profile/1");
 	assert_true(fabs(hz - hz_expected) < 0.01 * hz_expected);
-	assert_int_equal(json_array_size(json_object_get(s, "per_cpu")), sysconf(_SC_NPROCESSORS_ONLN));
+	assert_int_equal(json_array_size(json_object_get(s, "per_cpu")),
+			 sysconf(_SC_NPROCESSORS_ONLN));
 	lost = json_object_get(s, "lost");
 	assert_non_null(json_object_get(lost, "ringbuf_full"));
 	assert_non_null(json_object_get(lost, "kstack_error"));
@@ -159,8 +159,8 @@ static void common_checks(json_t *j, double hz_expected)
 
 static void test_cpu_shares_and_chain(void **state)
 {
-	static const char *const chain_a[] = { "main", "hc_work_loop", "hc_burn_a" };
-	static const char *const chain_b[] = { "main", "hc_work_loop", "hc_burn_b" };
+	static const char *const chain_a[] = {"main", "hc_work_loop", "hc_burn_a"};
+	static const char *const chain_b[] = {"main", "hc_work_loop", "hc_burn_b"};
 	struct run r;
 	pid_t pid;
 	json_t *j;
@@ -205,7 +205,7 @@ static void test_cpu_shares_and_chain(void **state)
 
 static void test_kernel_frames(void **state)
 {
-	static const char *const chain[] = { "main", "hc_syscall_loop" };
+	static const char *const chain[] = {"main", "hc_syscall_loop"};
 	struct run r;
 	pid_t pid;
 	char *text;
@@ -252,8 +252,8 @@ static void test_short_lived(void **state)
 	(void)state;
 	run_init(&r, "short.json");
 	{
-		char *argv[] = { (char *)hotcold, "record", "-F", "999", "-d", "4s", "-o", r.out,
-				 NULL };
+		char *argv[] = {(char *)hotcold, "record", "-F", "999", "-d", "4s", "-o",
+				r.out,		 NULL};
 
 		rec = e2e_spawn(argv, NULL, r.err);
 	}
@@ -303,7 +303,7 @@ static void test_sigterm_mid_capture(void **state)
 	(void)state;
 	run_init(&r, "term.json");
 	{
-		char *argv[] = { (char *)hotcold, "record", "-v", "-d", "60s", "-o", r.out, NULL };
+		char *argv[] = {(char *)hotcold, "record", "-v", "-d", "60s", "-o", r.out, NULL};
 
 		rec = e2e_spawn(argv, NULL, r.err);
 	}
@@ -337,8 +337,8 @@ static void test_folded(void **state)
 
 	(void)state;
 	run_init(&r, "cpu.folded");
-	assert_int_equal(record_workload(&r, NULL, "cpu", "4", "999", "2s", &pid, "--format", "folded",
-					 NULL),
+	assert_int_equal(record_workload(&r, NULL, "cpu", "4", "999", "2s", &pid, "--format",
+					 "folded", NULL),
 			 0);
 	text = e2e_read_file(r.out, NULL);
 	assert_non_null(text);
@@ -379,10 +379,10 @@ static void test_priority_histogram(void **state)
 	assert_int_equal(json_integer_value(json_object_get(h, "upper")), 140);
 	assert_int_equal(json_integer_value(json_object_get(h, "step")), 10);
 	series = json_object_get(h, "series");
-	json_array_foreach(series, i, s) {
+	json_array_foreach (series, i, s) {
 		if (strcmp(json_string_value(json_object_get(s, "key")), "hc-workload"))
 			continue;
-		json_array_foreach(json_object_get(s, "buckets"), k, b) {
+		json_array_foreach (json_object_get(s, "buckets"), k, b) {
 			uint64_t c = (uint64_t)json_integer_value(json_object_get(b, "count"));
 			json_t *min = json_object_get(b, "min");
 
@@ -417,8 +417,8 @@ static void test_runqueue_length(void **state)
 	for (int w = 0; w < n; w++)
 		start_workload("cpu", "4", &kids[w]);
 	{
-		char *argv[] = { (char *)hotcold, "record", "-F", "499", "-d", "2s", "-o", r.out,
-				 NULL };
+		char *argv[] = {(char *)hotcold, "record", "-F", "499", "-d", "2s", "-o",
+				r.out,		 NULL};
 
 		j = record_beside(&r, argv, kids, n);
 	}
@@ -427,10 +427,10 @@ static void test_runqueue_length(void **state)
 	assert_string_equal(json_string_value(json_object_get(h, "type")), "lquantize");
 	assert_int_equal(json_integer_value(json_object_get(h, "upper")), 32);
 	assert_int_equal(json_array_size(json_object_get(h, "series")), (size_t)ncpu);
-	json_array_foreach(json_object_get(h, "series"), i, s) {
+	json_array_foreach (json_object_get(h, "series"), i, s) {
 		uint64_t zero = 0, waiting = 0;
 
-		json_array_foreach(json_object_get(s, "buckets"), k, b) {
+		json_array_foreach (json_object_get(s, "buckets"), k, b) {
 			json_t *min = json_object_get(b, "min");
 			uint64_t c = (uint64_t)json_integer_value(json_object_get(b, "count"));
 
@@ -485,9 +485,9 @@ static json_t *hist_series(json_t *j, const char *hist, const char *key)
 	json_t *s;
 	size_t i;
 
-	json_array_foreach(json_object_get(json_object_get(json_object_get(j, "histograms"), hist),
-					   "series"),
-			   i, s)
+	json_array_foreach (
+		json_object_get(json_object_get(json_object_get(j, "histograms"), hist), "series"),
+		i, s)
 		if (!strcmp(json_string_value(json_object_get(s, "key")), key))
 			return s;
 	return NULL;
@@ -500,7 +500,7 @@ static void bucket_counts(json_t *series, json_int_t min, uint64_t *in, uint64_t
 	size_t i;
 
 	*in = *all = 0;
-	json_array_foreach(json_object_get(series, "buckets"), i, b) {
+	json_array_foreach (json_object_get(series, "buckets"), i, b) {
 		uint64_t c = e2e_field(b, "count");
 
 		*all += c;
@@ -579,8 +579,8 @@ static void test_offcpu_pipe_blocked(void **state)
 	usleep(300000); /* asleep in read() well before the window opens */
 	snprintf(pidbuf, sizeof(pidbuf), "%d", pid);
 	{
-		char *argv[] = { (char *)hotcold, "record", "-d", "2s", "-p", pidbuf, "-o", r.out,
-				 NULL };
+		char *argv[] = {(char *)hotcold, "record", "-d",  "2s", "-p",
+				pidbuf,		 "-o",	   r.out, NULL};
 
 		j = record_beside(&r, argv, &child, 1);
 	}
@@ -589,12 +589,14 @@ static void test_offcpu_pipe_blocked(void **state)
 	assert_non_null(t);
 	off = (double)e2e_field(t, "off_cpu_ns");
 	print_message("pipe-blocked thread: off %.4f of the window, %.4f under hc_pipe_read\n",
-		      off / window, (double)e2e_sum_named(t, "user", "hc_pipe_read", "off_cpu_ns") / window);
+		      off / window,
+		      (double)e2e_sum_named(t, "user", "hc_pipe_read", "off_cpu_ns") / window);
 	assert_true(off >= 0.99 * window && off <= 1.01 * window);
 	assert_true((double)e2e_sum_named(t, "user", "hc_pipe_read", "off_cpu_ns") >= 0.99 * off);
 	/* pipe_read, or anon_pipe_read on 6.16 and later */
 	assert_true((double)(e2e_sum_named(t, "kernel", "pipe_read", "off_cpu_ns") +
-			     e2e_sum_named(t, "kernel", "anon_pipe_read", "off_cpu_ns")) >= 0.99 * off);
+			     e2e_sum_named(t, "kernel", "anon_pipe_read", "off_cpu_ns")) >=
+		    0.99 * off);
 	json_decref(j);
 	run_fini(&r);
 }
@@ -612,8 +614,8 @@ static void test_offcpu_machine_identity(void **state)
 	run_init(&r, "machine.json");
 	start_workload("worksleep", "6", &kid); /* some work, some idle */
 	{
-		char *argv[] = { (char *)hotcold, "record", "-F", "999", "-d", "3s", "-o", r.out,
-				 NULL };
+		char *argv[] = {(char *)hotcold, "record", "-F", "999", "-d", "3s", "-o",
+				r.out,		 NULL};
 
 		j = record_beside(&r, argv, &kid, 1);
 	}
@@ -621,11 +623,12 @@ static void test_offcpu_machine_identity(void **state)
 	cpus = (double)e2e_u64(j, "sampling.cpus");
 	ratio = ((double)e2e_u64(j, "totals.on_cpu_ns") + (double)e2e_u64(j, "totals.idle_ns")) /
 		(cpus * window);
-	print_message("machine: (on_cpu + idle) / (CPUs x window) = %.4f (on %.3f s, idle %.3f s)\n",
-		      ratio, (double)e2e_u64(j, "totals.on_cpu_ns") / 1e9,
-		      (double)e2e_u64(j, "totals.idle_ns") / 1e9);
+	print_message(
+		"machine: (on_cpu + idle) / (CPUs x window) = %.4f (on %.3f s, idle %.3f s)\n",
+		ratio, (double)e2e_u64(j, "totals.on_cpu_ns") / 1e9,
+		(double)e2e_u64(j, "totals.idle_ns") / 1e9);
 	assert_true(fabs(ratio - 1.0) <= 0.05);
-	json_array_foreach(json_object_get(json_object_get(j, "sampling"), "per_cpu"), i, c) {
+	json_array_foreach (json_object_get(json_object_get(j, "sampling"), "per_cpu"), i, c) {
 		assert_true((double)e2e_field(c, "idle_ns") <= window);
 		/* A CPU cannot give more samples than periods fit in the window: libbpf enables an
 		 * event when it attaches to it, long before the window opens (seen: 3309 in a
@@ -658,17 +661,17 @@ static void test_offcpu_wakers(void **state)
 	run_init(&r, "wakers.json");
 	pid = start_workload("pingpong", "6", &child);
 	{
-		char *argv[] = { (char *)hotcold, "record", "-d", "2s", "--comm", "hc-workload",
-				 "--wakers", "-o", r.out, NULL };
+		char *argv[] = {(char *)hotcold, "record",   "-d", "2s",  "--comm",
+				"hc-workload",	 "--wakers", "-o", r.out, NULL};
 
 		j = record_beside(&r, argv, &child, 1);
 	}
 	root = json_object_get(j, "flamegraph");
 	/* --comm: only our processes */
-	json_array_foreach(json_object_get(root, "children"), i, c)
+	json_array_foreach (json_object_get(root, "children"), i, c)
 		assert_string_equal(json_string_value(json_object_get(c, "name")), "hc-workload");
 	/* the child: the other process */
-	json_array_foreach(json_object_get(root, "children"), i, c) {
+	json_array_foreach (json_object_get(root, "children"), i, c) {
 		/* the pong process: not the parent, and running during the window (a stale
 		 * hc-workload blocked forever would not) */
 		if (json_integer_value(json_object_get(c, "pid")) == pid ||
@@ -700,9 +703,9 @@ static void test_offcpu_options(void **state)
 
 	(void)state;
 	run_init(&r, "noff.json");
-	assert_int_equal(record_workload(&r, NULL, "worksleep", "4", "499", "1s", &pid,
-					 "--no-offcpu", NULL),
-			 0);
+	assert_int_equal(
+		record_workload(&r, NULL, "worksleep", "4", "499", "1s", &pid, "--no-offcpu", NULL),
+		0);
 	j = e2e_load_json(r.out);
 	assert_non_null(j);
 	assert_int_equal(e2e_u64(j, "totals.off_cpu_ns"), 0);

@@ -43,7 +43,7 @@ struct serve {
 	char addr[64];
 };
 
-static struct serve srv;   /* shared by the API tests */
+static struct serve srv; /* shared by the API tests */
 /* In the workload's command line only: no HTTP output may carry it (process names only). */
 #define CMDLINE_TAG "hc-cmdline-tag-5b1e"
 static pid_t work, work_child;
@@ -66,7 +66,7 @@ static struct {
 	pthread_mutex_t lock;
 	struct push_req reqs[MAX_PUSHES];
 	int n;
-} rx = { .lock = PTHREAD_MUTEX_INITIALIZER };
+} rx = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 struct rx_conn {
 	struct MHD_PostProcessor *pp;
@@ -159,7 +159,7 @@ static void rx_done(void *cls, struct MHD_Connection *conn, void **con_cls,
 
 static bool rx_start(void)
 {
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
 	const union MHD_DaemonInfo *info;
 
 	rx.mhd = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD, 0, NULL, NULL, rx_request, NULL,
@@ -192,9 +192,21 @@ static int64_t now_ms(void)
 /* Start serve on a free loopback port; waits for its URL line. false on failure. */
 static bool serve_start(struct serve *s, const char *freq, const char *push_url)
 {
-	char *argv[] = { (char *)hotcold, "serve", "-F", (char *)freq, "--listen",
-			 "127.0.0.1:0", "--retention", "5m", NULL, NULL, NULL, NULL, NULL, NULL,
-			 NULL };
+	char *argv[] = {(char *)hotcold,
+			"serve",
+			"-F",
+			(char *)freq,
+			"--listen",
+			"127.0.0.1:0",
+			"--retention",
+			"5m",
+			NULL,
+			NULL,
+			NULL,
+			NULL,
+			NULL,
+			NULL,
+			NULL};
 	char *dir = e2e_tmpdir();
 
 	if (!dir)
@@ -277,7 +289,7 @@ static size_t count_nodes(json_t *n)
 	json_t *c;
 	size_t i, sum = 1;
 
-	json_array_foreach(json_object_get(n, "children"), i, c)
+	json_array_foreach (json_object_get(n, "children"), i, c)
 		sum += count_nodes(c);
 	return sum;
 }
@@ -289,7 +301,7 @@ static int group_setup(void **state)
 	(void)state;
 	/* The workload first, so it runs through every second the tests query. */
 	{
-		char *argv[] = { (char *)workload, "worksleep", "60", (char *)CMDLINE_TAG, NULL };
+		char *argv[] = {(char *)workload, "worksleep", "60", (char *)CMDLINE_TAG, NULL};
 
 		work_child = e2e_spawn(argv, &fd, NULL);
 		if (work_child <= 0)
@@ -365,7 +377,8 @@ static void test_profile_range_identity(void **state)
 	off = (double)e2e_field(t, "off_cpu_ns") / window;
 	rq = (double)e2e_field(t, "runqueue_ns") / window;
 	print_message("work/sleep thread over a 3 s range: on %.3f off %.3f runqueue %.3f, "
-		      "sum %.3f\n", on, off, rq, on + off + rq);
+		      "sum %.3f\n",
+		      on, off, rq, on + off + rq);
 	assert_true(fabs(on + off + rq - 1.0) <= 0.05);
 	/* 20 ms phases: working (on a CPU, or waiting for one on a busy machine) and asleep */
 	assert_true(on + rq > 0.35 && on + rq < 0.65);
@@ -374,8 +387,8 @@ static void test_profile_range_identity(void **state)
 		    0.95 * (double)e2e_field(t, "off_cpu_ns"));
 	assert_true(e2e_sum_named(t, "user", "hc_work_phase", "on_cpu_ns") > 0);
 	/* pid filter: only that process under the root */
-	assert_int_equal(json_array_size(json_object_get(json_object_get(j, "flamegraph"),
-							 "children")), 1);
+	assert_int_equal(
+		json_array_size(json_object_get(json_object_get(j, "flamegraph"), "children")), 1);
 	json_decref(j);
 }
 
@@ -395,7 +408,7 @@ static void test_profile_filters_and_pruning(void **state)
 	assert_int_equal(e2e_u64(j, "flamegraph.off_cpu_ns"), 0);
 	assert_int_equal(e2e_u64(j, "flamegraph.runqueue_ns"), 0);
 	assert_true(e2e_u64(j, "flamegraph.on_cpu_ns") > 0);
-	json_array_foreach(json_object_get(json_object_get(j, "flamegraph"), "children"), i, c)
+	json_array_foreach (json_object_get(json_object_get(j, "flamegraph"), "children"), i, c)
 		assert_string_equal(json_string_value(json_object_get(c, "name")), "hc-workload");
 	json_decref(j);
 
@@ -408,8 +421,8 @@ static void test_profile_filters_and_pruning(void **state)
 		      count_nodes(json_object_get(j, "flamegraph")), (double)full_value / 1e9);
 	assert_true(count_nodes(json_object_get(j, "flamegraph")) > 20);
 	json_decref(j);
-	snprintf(path, sizeof(path), "/api/profile?from=%lld&to=%lld&max_nodes=20",
-		 (long long)from, (long long)to);
+	snprintf(path, sizeof(path), "/api/profile?from=%lld&to=%lld&max_nodes=20", (long long)from,
+		 (long long)to);
 	j = get_json(path, 200);
 	assert_true(count_nodes(json_object_get(j, "flamegraph")) <= 20);
 	assert_int_equal(e2e_u64(j, "flamegraph.value"), full_value);
@@ -435,14 +448,14 @@ static void test_timeline_and_heatmap(void **state)
 	assert_int_equal(json_array_size(json_object_get(slots, "t_ms")), 3);
 	assert_int_equal(json_integer_value(json_array_get(json_object_get(slots, "t_ms"), 0)),
 			 from);
-	json_array_foreach(json_object_get(slots, "samples"), i, v)
+	json_array_foreach (json_object_get(slots, "samples"), i, v)
 		slot_samples += (uint64_t)json_integer_value(v);
 	heat = json_object_get(j, "heatmap");
 	assert_int_equal(json_integer_value(json_object_get(heat, "columns")), 3);
 	assert_int_equal(json_integer_value(json_object_get(heat, "rows")), 50);
-	json_array_foreach(json_object_get(heat, "counts"), i, col) {
+	json_array_foreach (json_object_get(heat, "counts"), i, col) {
 		assert_int_equal(json_array_size(col), 50);
-		json_array_foreach(col, k, v)
+		json_array_foreach (col, k, v)
 			heat_samples += (uint64_t)json_integer_value(v);
 	}
 	print_message("3 s: %llu samples in the slots, %llu in the heat map\n",
@@ -480,7 +493,7 @@ static void test_histograms(void **state)
 	assert_int_equal(json_array_size(json_object_get(j, "series")), 1);
 	s = json_array_get(json_object_get(j, "series"), 0);
 	assert_string_equal(json_string_value(json_object_get(s, "key")), "hc-workload");
-	json_array_foreach(json_object_get(s, "buckets"), i, b) {
+	json_array_foreach (json_object_get(s, "buckets"), i, b) {
 		uint64_t c = e2e_field(b, "count");
 
 		all += c;
@@ -577,9 +590,8 @@ static void test_debug_pprof(void **state)
 	assert_true(pp_total(&pp, "cpu") > 0);
 	assert_int_equal(pp.period, 1001001);
 	pp_free(&pp);
-	assert_int_equal(e2e_http(srv.addr, "GET", "/debug/pprof/profile?seconds=0", NULL, NULL,
-				  NULL),
-			 400);
+	assert_int_equal(
+		e2e_http(srv.addr, "GET", "/debug/pprof/profile?seconds=0", NULL, NULL, NULL), 400);
 
 	snprintf(url, sizeof(url), "http://%s/debug/pprof/profile?seconds=2", srv.addr);
 	rc = e2e_go_pprof_raw(url, srv.dir, &g);
@@ -689,9 +701,8 @@ static void test_http_rules(void **state)
 	assert_int_equal(e2e_http(srv.addr, "POST", "/api/status", NULL, NULL, NULL), 405);
 	assert_int_equal(e2e_http(srv.addr, "GET", "/api/status", "evil.example:80", NULL, NULL),
 			 421);
-	assert_int_equal(e2e_http(srv.addr, "GET", "/api/profile?from=yesterday", NULL, &body,
-				  NULL),
-			 400);
+	assert_int_equal(
+		e2e_http(srv.addr, "GET", "/api/profile?from=yesterday", NULL, &body, NULL), 400);
 	assert_non_null(strstr(body, "\"error\""));
 	free(body);
 	assert_int_equal(e2e_http(srv.addr, "GET", "/../etc/passwd", NULL, NULL, NULL), 404);
@@ -730,9 +741,8 @@ static pid_t nth_child(pid_t pid, int n)
  */
 static void test_least_privilege(void **state)
 {
-	static const char *const zero_caps[] = { "CapInh", "CapPrm", "CapEff", "CapBnd",
-						  "CapAmb" };
-	static const char *const who[] = { "server", "worker" };
+	static const char *const zero_caps[] = {"CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"};
+	static const char *const who[] = {"server", "worker"};
 	char *v;
 
 	(void)state;
@@ -800,9 +810,12 @@ static const char *kernel_address_in(const char *body, size_t len)
  */
 static void test_no_kernel_addresses_or_cmdlines(void **state)
 {
-	const char *paths[] = { "/api/profile?from=-20s", "/api/profile.folded?from=-20s",
-				"/api/timeline",
-				"/api/status", "/metrics", "/api/histograms" };
+	const char *paths[] = {"/api/profile?from=-20s",
+			       "/api/profile.folded?from=-20s",
+			       "/api/timeline",
+			       "/api/status",
+			       "/metrics",
+			       "/api/histograms"};
 	char path[256], *body, *cmdline;
 	size_t len;
 	struct pp_profile pp = {0};
@@ -954,8 +967,8 @@ static void test_sigterm_releases_bpf(void **state)
 static void test_bad_user(void **state)
 {
 	char *dir = e2e_tmpdir(), err[512], *text;
-	char *argv[] = { (char *)hotcold, "serve", "--listen", "127.0.0.1:0", "--user",
-			 "no-such-user-hc", NULL };
+	char *argv[] = {(char *)hotcold, "serve",	    "--listen", "127.0.0.1:0",
+			"--user",	 "no-such-user-hc", NULL};
 	int rc;
 
 	(void)state;

@@ -67,8 +67,8 @@ static int64_t now_ms(void)
 /* Start serve (extra: one more option or NULL) on a free loopback port; waits for its URL. */
 static bool serve_start(struct serve *s, const char *extra)
 {
-	char *argv[] = { (char *)hotcold, "serve", "-F", "99", "--listen", "127.0.0.1:0",
-			 "--retention", "5m", (char *)extra, NULL };
+	char *argv[] = {(char *)hotcold, "serve",	"-F", "99",	     "--listen",
+			"127.0.0.1:0",	 "--retention", "5m", (char *)extra, NULL};
 	char *dir = e2e_tmpdir();
 
 	if (!dir)
@@ -136,7 +136,7 @@ static json_t *get_json(const char *fmt, ...)
 
 static int group_setup(void **state)
 {
-	char *argv[] = { (char *)workload, "locks", "6", NULL };
+	char *argv[] = {(char *)workload, "locks", "6", NULL};
 	int fd;
 
 	(void)state;
@@ -172,7 +172,7 @@ static json_t *by_kind(json_t *locks, const char *kind, bool spin)
 	json_t *k;
 	size_t i;
 
-	json_array_foreach(json_object_get(locks, "by_kind"), i, k)
+	json_array_foreach (json_object_get(locks, "by_kind"), i, k)
 		if (!strcmp(json_string_value(json_object_get(k, "kind")), kind) &&
 		    json_is_true(json_object_get(k, "spin")) == spin)
 			return k;
@@ -186,10 +186,10 @@ static uint64_t hist_count(json_t *h, const char *key)
 	uint64_t sum = 0;
 	size_t i, k;
 
-	json_array_foreach(json_object_get(h, "series"), i, s) {
+	json_array_foreach (json_object_get(h, "series"), i, s) {
 		if (strcmp(json_string_value(json_object_get(s, "key")), key))
 			continue;
-		json_array_foreach(json_object_get(s, "buckets"), k, b)
+		json_array_foreach (json_object_get(s, "buckets"), k, b)
 			sum += (uint64_t)json_integer_value(json_object_get(b, "count"));
 	}
 	return sum;
@@ -230,7 +230,7 @@ static void walk_locks(json_t *n, bool below_fn, struct lock_sums *s)
 		if (!strncmp(nm, "spinlock", 8))
 			s->spin_off += e2e_field(n, "off_cpu_ns");
 	}
-	json_array_foreach(json_object_get(n, "children"), i, c)
+	json_array_foreach (json_object_get(n, "children"), i, c)
 		walk_locks(c, below_fn, s);
 }
 
@@ -239,7 +239,7 @@ static size_t count_nodes(json_t *n)
 	json_t *c;
 	size_t i, sum = 1;
 
-	json_array_foreach(json_object_get(n, "children"), i, c)
+	json_array_foreach (json_object_get(n, "children"), i, c)
 		sum += count_nodes(c);
 	return sum;
 }
@@ -275,7 +275,7 @@ static void test_locks_range(void **state)
 	wait = e2e_u64(l, "wait_ns");
 	h = json_object_get(json_object_get(l, "histograms"), "lock_wait_ns");
 	assert_string_equal(json_string_value(json_object_get(h, "unit")), "ns");
-	json_array_foreach(json_object_get(l, "by_kind"), i, k) {
+	json_array_foreach (json_object_get(l, "by_kind"), i, k) {
 		char key[64];
 
 		print_message("  %-10s %-5s %6llu waits, %9.3f ms, max %8.3f ms\n",
@@ -403,13 +403,13 @@ static void test_locks_elsewhere(void **state)
 	json_decref(p);
 
 	names = get_json("/api/histograms");
-	json_array_foreach(json_object_get(names, "histograms"), i, h)
+	json_array_foreach (json_object_get(names, "histograms"), i, h)
 		listed |= !strcmp(json_string_value(h), "lock_wait_ns");
 	assert_true(listed);
 	json_decref(names);
 	h = get_json("/api/histograms/lock_wait_ns?%s", range_q);
-	assert_true(json_equal(h, json_object_get(json_object_get(l, "histograms"),
-						  "lock_wait_ns")));
+	assert_true(
+		json_equal(h, json_object_get(json_object_get(l, "histograms"), "lock_wait_ns")));
 	json_decref(h);
 
 	st = get_json("/api/status");
@@ -489,7 +489,7 @@ static void test_locks_stop_and_off(void **state)
 	j = get_json_from(&s, "/api/histograms/lock_wait_ns", 409);
 	json_decref(j);
 	j = get_json_from(&s, "/api/histograms", 200);
-	json_array_foreach(json_object_get(j, "histograms"), i, h)
+	json_array_foreach (json_object_get(j, "histograms"), i, h)
 		assert_string_not_equal(json_string_value(h), "lock_wait_ns");
 	json_decref(j);
 	j = get_json_from(&s, "/api/status", 200);
@@ -501,8 +501,8 @@ static void test_locks_stop_and_off(void **state)
 	serve_stop(&s);
 
 	{
-		char *argv[] = { (char *)hotcold, "serve", "--locks", "--no-offcpu", "--listen",
-				 "127.0.0.1:0", NULL };
+		char *argv[] = {(char *)hotcold, "serve",	"--locks", "--no-offcpu",
+				"--listen",	 "127.0.0.1:0", NULL};
 
 		snprintf(err, sizeof(err), "%s/stderr", dir);
 		rc = e2e_run(argv, err, 10000);

@@ -33,8 +33,8 @@ static char *dir;
 static char out_path[600], err_path[600];
 
 struct share {
-	uint64_t total; /* `what` at every outermost node named like the chain's last frame */
-	uint64_t good;	/* of it, where the path from the thread ends with the whole chain */
+	uint64_t total;	     /* `what` at every outermost node named like the chain's last frame */
+	uint64_t good;	     /* of it, where the path from the thread ends with the whole chain */
 	uint64_t from_start; /* of it, where the outermost user frame is start_name */
 };
 
@@ -79,7 +79,7 @@ static void walk_frames(json_t *node, struct walk *w)
 		w->depth--;
 		return; /* inclusive: nothing below counts again */
 	}
-	json_array_foreach(json_object_get(node, "children"), i, c)
+	json_array_foreach (json_object_get(node, "children"), i, c)
 		walk_frames(c, w);
 	w->depth--;
 }
@@ -90,15 +90,15 @@ static struct share chain_share(json_t *root, pid_t pid, const char *thread,
 				const char *const chain[], int n, const char *what,
 				const char *start_name)
 {
-	struct walk w = { .chain = chain, .n = n, .what = what, .start_name = start_name };
+	struct walk w = {.chain = chain, .n = n, .what = what, .start_name = start_name};
 	json_t *p = e2e_process_node(root, (uint32_t)pid), *t, *c;
 	size_t i, k;
 
 	assert_non_null(p);
-	json_array_foreach(json_object_get(p, "children"), i, t) {
+	json_array_foreach (json_object_get(p, "children"), i, t) {
 		if (thread && strcmp(json_string_value(json_object_get(t, "name")), thread))
 			continue;
-		json_array_foreach(json_object_get(t, "children"), k, c)
+		json_array_foreach (json_object_get(t, "children"), k, c)
 			walk_frames(c, &w);
 	}
 	return w.s;
@@ -112,7 +112,7 @@ static uint64_t thread_sum(json_t *root, pid_t pid, const char *thread, const ch
 	size_t i;
 
 	assert_non_null(p);
-	json_array_foreach(json_object_get(p, "children"), i, t)
+	json_array_foreach (json_object_get(p, "children"), i, t)
 		if (!strcmp(json_string_value(json_object_get(t, "name")), thread))
 			sum += e2e_field(t, what);
 	return sum;
@@ -138,8 +138,8 @@ static int teardown(void **state)
 /* Record the workload for 3 s at 999 Hz with the extra flags (NULL-ended); its pid in *pid. */
 static json_t *record(pid_t *pid, ...)
 {
-	char *argv[32] = { (char *)hotcold, "record", "-F", "999", "-d", "3s", "-o", out_path };
-	char *wargv[] = { (char *)workload, "6", NULL };
+	char *argv[32] = {(char *)hotcold, "record", "-F", "999", "-d", "3s", "-o", out_path};
+	char *wargv[] = {(char *)workload, "6", NULL};
 	int n = 8;
 	va_list ap;
 
@@ -153,12 +153,11 @@ static json_t *record(pid_t *pid, ...)
 	return e2e_load_json(out_path);
 }
 
-static const char *const main_chain[] = { "main",	"uw_chain_1", "uw_chain_2",
-					  "uw_chain_3", "uw_chain_4", "uw_leaf" };
-static const char *const blocked_chain[] = { "uw_blocked_thread", "uw_blocked_outer",
-					     "uw_blocked_wait" };
-static const char *const pulse_chain[] = { "uw_pulse_thread", "uw_pulse_outer",
-					   "uw_pulse_wait" };
+static const char *const main_chain[] = {"main",       "uw_chain_1", "uw_chain_2",
+					 "uw_chain_3", "uw_chain_4", "uw_leaf"};
+static const char *const blocked_chain[] = {"uw_blocked_thread", "uw_blocked_outer",
+					    "uw_blocked_wait"};
+static const char *const pulse_chain[] = {"uw_pulse_thread", "uw_pulse_outer", "uw_pulse_wait"};
 
 static double ratio(uint64_t a, uint64_t b)
 {
@@ -199,8 +198,8 @@ static void test_dwarf_chains(void **state)
 		      (unsigned long long)e2e_u64(j, "unwind.user_stacks.fallback"),
 		      (unsigned long long)e2e_u64(j, "unwind.unwinder.stacks"),
 		      (double)e2e_u64(j, "unwind.unwinder.ns") / 1e6);
-	assert_string_equal(json_string_value(json_object_get(json_object_get(j, "unwind"), "mode")),
-			    "dwarf");
+	assert_string_equal(
+		json_string_value(json_object_get(json_object_get(j, "unwind"), "mode")), "dwarf");
 	/* 3 s at 999 Hz of one busy thread: well over a thousand samples in uw_leaf. */
 	assert_true(on.total > 1000000000ull);
 	assert_true(on.good >= on.total * 9 / 10);
@@ -263,7 +262,8 @@ static void test_budget_fallback(void **state)
 		      (unsigned long long)e2e_u64(j, "unwind.user_stacks.dwarf"),
 		      (unsigned long long)e2e_u64(j, "unwind.user_stacks.frame_pointers"),
 		      (unsigned long long)seen, (unsigned long long)idle,
-		      (unsigned long long)filtered, (unsigned long long)tree, (unsigned long long)full);
+		      (unsigned long long)filtered, (unsigned long long)tree,
+		      (unsigned long long)full);
 	assert_true(e2e_u64(j, "unwind.copies.over_budget") > 1000);
 	assert_true(e2e_u64(j, "unwind.user_stacks.frame_pointers") > 1000);
 	/* 3 s of 64 KiB/s with a 64 KiB burst: at most ~256 KiB, a copy at most 16 KiB over. */
@@ -276,8 +276,8 @@ static void test_budget_fallback(void **state)
  * so with a "[truncated]" frame. */
 static void test_truncated(void **state)
 {
-	static const char *const cut[] = { "[truncated]", "uw_chain_2", "uw_chain_3",
-					   "uw_chain_4", "uw_leaf" };
+	static const char *const cut[] = {"[truncated]", "uw_chain_2", "uw_chain_3", "uw_chain_4",
+					  "uw_leaf"};
 	struct share s;
 	pid_t pid;
 	json_t *j;

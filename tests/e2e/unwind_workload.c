@@ -108,7 +108,7 @@ NOINLINE void *uw_pulse_thread(void *arg)
 
 static void *ticker(void *arg)
 {
-	const struct timespec ts = { 0, 10 * 1000 * 1000 };
+	const struct timespec ts = {0, 10 * 1000 * 1000};
 
 	(void)arg;
 	for (;;) {
@@ -144,6 +144,7 @@ int main(int argc, char **argv)
 	do {
 		uw_chain_1();
 		clock_gettime(CLOCK_MONOTONIC, &now);
-	} while ((double)(now.tv_sec - t0.tv_sec) + (double)(now.tv_nsec - t0.tv_nsec) / 1e9 < secs);
+	} while ((double)(now.tv_sec - t0.tv_sec) + (double)(now.tv_nsec - t0.tv_nsec) / 1e9 <
+		 secs);
 	return 0;
 }

@@ -37,12 +37,12 @@
 static volatile uint64_t sink;
 
 /* The same body in every burner, so time spent is proportional to iterations. */
-#define BURN(iters)                                                                    \
-	do {                                                                           \
-		uint64_t x = sink;                                                     \
-		for (uint64_t i = 0; i < (iters); i++)                                 \
-			x = x * 6364136223846793005ull + 1442695040888963407ull;       \
-		sink = x;                                                              \
+#define BURN(iters)                                                              \
+	do {                                                                     \
+		uint64_t x = sink;                                               \
+		for (uint64_t i = 0; i < (iters); i++)                           \
+			x = x * 6364136223846793005ull + 1442695040888963407ull; \
+		sink = x;                                                        \
 	} while (0)
 
 #define UNIT 200000ull
@@ -130,8 +130,8 @@ __attribute__((noinline)) static long raw_syscall3(long nr, long a, long b, long
 	return ret;
 }
 
-__attribute__((noinline)) static long raw_syscall6(long nr, long a, long b, long c, long d,
-						   long e, long f)
+__attribute__((noinline)) static long raw_syscall6(long nr, long a, long b, long c, long d, long e,
+						   long f)
 {
 	long ret;
 
@@ -161,7 +161,7 @@ __attribute__((noinline)) void hc_work_phase(double ms)
 
 __attribute__((noinline)) void hc_sleep_phase(long ms)
 {
-	struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000L };
+	struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000L};
 
 	raw_syscall3(SYS_nanosleep, (long)&ts, 0, 0);
 	hc_touch();

@@ -42,7 +42,7 @@ struct ctx {
 	size_t cap_type_idx, cap_map_idx, cap_fn_idx;
 
 	/* string indices, resolved after the whole message is read */
-	int64_t (*type_idx)[2]; /* parallel to p->sample_types */
+	int64_t (*type_idx)[2];	  /* parallel to p->sample_types */
 	struct raw_label *labels; /* every sample's labels, in sample order */
 	size_t n_labels, cap_labels;
 	int64_t (*map_idx)[2]; /* filename, build_id; parallel to p->mappings */
@@ -746,7 +746,7 @@ static int resolve_ids(struct ctx *c)
 /* Inflates a gzip stream (members one after another, as gzip allows) into *out. */
 static int gunzip(struct ctx *c, const uint8_t *in, size_t len, uint8_t **out, size_t *out_len)
 {
-	z_stream z = { 0 };
+	z_stream z = {0};
 	/* one byte more than allowed, so that too much output shows */
 	size_t cap = len < 1024 ? 4096 : len * 4, n = 0, limit = PP_MAX_BYTES + 1;
 	uint8_t *buf = NULL, *nb;
@@ -842,7 +842,7 @@ void pp_free(struct pp_profile *p)
 
 int pp_read(const void *buf, size_t len, struct pp_profile *out, char *why, size_t why_len)
 {
-	struct ctx c = { .p = out, .why = why, .why_len = why_len };
+	struct ctx c = {.p = out, .why = why, .why_len = why_len};
 	const uint8_t *b = buf;
 	uint8_t *raw = NULL;
 	struct rd r;

@@ -45,7 +45,7 @@
 #define REPLY_WAIT_MS 3000
 
 static char tmp[64];	     /* this run's temporary directory */
-static int sv[2] = { -1, -1 }; /* sv[0] the broker's end, sv[1] the worker's */
+static int sv[2] = {-1, -1}; /* sv[0] the broker's end, sv[1] the worker's */
 static struct hc_broker_stats st;
 
 /* ---- files ---- */
@@ -182,10 +182,12 @@ static int recv_reply(int sock, int *fds, unsigned int *nfds)
 		char buf[CMSG_SPACE(8 * sizeof(int))];
 		struct cmsghdr align;
 	} u;
-	struct iovec iov = { .iov_base = &rep, .iov_len = sizeof(rep) };
-	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
-			      .msg_controllen = sizeof(u.buf) };
-	struct pollfd p = { .fd = sock, .events = POLLIN };
+	struct iovec iov = {.iov_base = &rep, .iov_len = sizeof(rep)};
+	struct msghdr msg = {.msg_iov = &iov,
+			     .msg_iovlen = 1,
+			     .msg_control = u.buf,
+			     .msg_controllen = sizeof(u.buf)};
+	struct pollfd p = {.fd = sock, .events = POLLIN};
 	ssize_t n;
 
 	if (poll(&p, 1, REPLY_WAIT_MS) != 1)
@@ -221,7 +223,7 @@ static int ask_raw(const void *req, size_t len, const char *proc, int *fds, unsi
 static int ask(uint32_t op, uint32_t tgid, uint64_t a, uint64_t b, const char *proc, int *fds,
 	       unsigned int *nfds)
 {
-	struct hc_broker_req rq = { .op = op, .tgid = tgid, .a = a, .b = b };
+	struct hc_broker_req rq = {.op = op, .tgid = tgid, .a = a, .b = b};
 
 	return ask_raw(&rq, sizeof(rq), proc, fds, nfds);
 }
@@ -265,7 +267,7 @@ static void expect_refused_raw(const void *req, size_t len, const char *proc, in
 static void expect_refused(uint32_t op, uint32_t tgid, uint64_t a, uint64_t b, const char *proc,
 			   int want)
 {
-	struct hc_broker_req rq = { .op = op, .tgid = tgid, .a = a, .b = b };
+	struct hc_broker_req rq = {.op = op, .tgid = tgid, .a = a, .b = b};
 
 	expect_refused_raw(&rq, sizeof(rq), proc, want);
 }
@@ -301,10 +303,12 @@ static void kid_start(struct kid *k, const char *exec_path, const char *data_pat
 	assert_true(k->pid >= 0);
 	if (k->pid == 0) {
 		static const int prot[KID_NMAPS] = {
-			PROT_READ | PROT_EXEC, PROT_READ, PROT_READ | PROT_WRITE,
+			PROT_READ | PROT_EXEC,
+			PROT_READ,
+			PROT_READ | PROT_WRITE,
 			PROT_READ | PROT_EXEC,
 		};
-		const char *const paths[KID_NMAPS] = { exec_path, data_path, NULL, NULL };
+		const char *const paths[KID_NMAPS] = {exec_path, data_path, NULL, NULL};
 		size_t page = (size_t)sysconf(_SC_PAGESIZE), slot = (KID_PAGES + 1) * page;
 		char *area, c;
 
@@ -314,8 +318,8 @@ static void kid_start(struct kid *k, const char *exec_path, const char *data_pat
 				close(fd);
 		memset(where, 0, sizeof(where));
 		/* One reservation, every mapping placed in it after a guard page. */
-		area = mmap(NULL, KID_NMAPS * slot + page, PROT_NONE,
-			    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		area = mmap(NULL, KID_NMAPS * slot + page, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS,
+			    -1, 0);
 		if (area == MAP_FAILED)
 			_exit(2);
 		for (int i = 0; i < KID_NMAPS; i++) {
@@ -344,8 +348,7 @@ static void kid_start(struct kid *k, const char *exec_path, const char *data_pat
 			where[2 * i] = (uint64_t)(uintptr_t)p;
 			where[2 * i + 1] = where[2 * i] + len;
 		}
-		if (uid != (uid_t)-1 &&
-		    (setresgid(uid, uid, uid) || setresuid(uid, uid, uid)))
+		if (uid != (uid_t)-1 && (setresgid(uid, uid, uid) || setresuid(uid, uid, uid)))
 			_exit(5);
 		if (write(rep[1], where, sizeof(where)) != (ssize_t)sizeof(where))
 			_exit(6);
@@ -532,7 +535,7 @@ static void test_status_live(void **state)
  * addresses show), whatever the tgid says. */
 static void test_kallsyms(void **state)
 {
-	static const uint32_t tgids[] = { 0, 1, UINT32_MAX };
+	static const uint32_t tgids[] = {0, 1, UINT32_MAX};
 	char want[4096], got[4096];
 	int wfd, fd;
 	ssize_t n;
@@ -566,7 +569,7 @@ static void test_alive(void **state)
 	/* Dead, not reaped: a zombie, still there. WNOWAIT waits for exactly that and leaves
 	 * it unreaped. */
 	{
-		siginfo_t si = { 0 };
+		siginfo_t si = {0};
 
 		assert_int_equal(waitid(P_PID, (id_t)k.pid, &si, WEXITED | WNOWAIT), 0);
 		assert_int_equal(si.si_pid, k.pid);
@@ -585,9 +588,9 @@ static void test_alive(void **state)
 
 static void test_refused_sizes(void **state)
 {
-	static const size_t sizes[] = { 0, 1, sizeof(struct hc_broker_req) - 1,
-					sizeof(struct hc_broker_req) + 1, 64, 4096 };
-	struct hc_broker_req good = { .op = HC_BROKER_ALIVE, .tgid = (uint32_t)getpid() };
+	static const size_t sizes[] = {
+		0, 1, sizeof(struct hc_broker_req) - 1, sizeof(struct hc_broker_req) + 1, 64, 4096};
+	struct hc_broker_req good = {.op = HC_BROKER_ALIVE, .tgid = (uint32_t)getpid()};
 	char buf[4096];
 	unsigned int nfds;
 	int fds[8];
@@ -604,7 +607,7 @@ static void test_refused_sizes(void **state)
 
 static void test_refused_ops(void **state)
 {
-	static const uint32_t ops[] = { 0, HC_BROKER_ALIVE + 1, 0x100, 0x80000000u, UINT32_MAX };
+	static const uint32_t ops[] = {0, HC_BROKER_ALIVE + 1, 0x100, 0x80000000u, UINT32_MAX};
 
 	(void)state;
 	for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++)
@@ -614,10 +617,10 @@ static void test_refused_ops(void **state)
 /* tgid 0, "negative" (as an int) and beyond any pid: refused before any path is built. */
 static void test_refused_tgid(void **state)
 {
-	static const uint32_t ops[] = { HC_BROKER_PROC, HC_BROKER_STATUS, HC_BROKER_MAPPED,
-					HC_BROKER_PERFMAP, HC_BROKER_ALIVE };
-	static const uint32_t bad[] = { 0, UINT32_MAX, 0x80000000u, PID_MAX_LIMIT + 1,
-					(uint32_t)-4242 };
+	static const uint32_t ops[] = {HC_BROKER_PROC, HC_BROKER_STATUS, HC_BROKER_MAPPED,
+				       HC_BROKER_PERFMAP, HC_BROKER_ALIVE};
+	static const uint32_t bad[] = {0, UINT32_MAX, 0x80000000u, PID_MAX_LIMIT + 1,
+				       (uint32_t)-4242};
 	uint32_t gone = (uint32_t)dead_pid();
 
 	(void)state;
@@ -710,26 +713,26 @@ static void test_mapped_fake(void **state)
 		int want; /* 0: the file is handed out */
 		const char *text;
 	} cases[] = {
-		{ 0x400000, 0x403000, 0, "program text\n" },
-		{ 0x600000, 0x601000, -EPERM, NULL },	  /* r--p: data */
-		{ 0x700000, 0x701000, -EPERM, NULL },	  /* rw-p: data */
-		{ 0x800000, 0x801000, 0, "other text\n" }, /* --xp: executable */
-		{ 0x900000, 0x901000, -EPERM, NULL },	  /* executable, a FIFO */
-		{ 0xa00000, 0xa01000, -EPERM, NULL },	  /* executable, a directory */
-		{ 0xb00000, 0xb01000, -ENOENT, NULL },	  /* in map_files, not in maps */
-		{ 0xc00000, 0xc01000, -ENOENT, NULL },	  /* in maps, not in map_files */
+		{0x400000, 0x403000, 0, "program text\n"},
+		{0x600000, 0x601000, -EPERM, NULL},	 /* r--p: data */
+		{0x700000, 0x701000, -EPERM, NULL},	 /* rw-p: data */
+		{0x800000, 0x801000, 0, "other text\n"}, /* --xp: executable */
+		{0x900000, 0x901000, -EPERM, NULL},	 /* executable, a FIFO */
+		{0xa00000, 0xa01000, -EPERM, NULL},	 /* executable, a directory */
+		{0xb00000, 0xb01000, -ENOENT, NULL},	 /* in map_files, not in maps */
+		{0xc00000, 0xc01000, -ENOENT, NULL},	 /* in maps, not in map_files */
 		/* Part of a mapping, more than one: map_files has them here (the kernel's
 		 * never does), the maps check alone refuses them. */
-		{ 0x400000, 0x401000, -ENOENT, NULL },
-		{ 0x401000, 0x403000, -ENOENT, NULL },
-		{ 0x400000, 0x601000, -ENOENT, NULL },
+		{0x400000, 0x401000, -ENOENT, NULL},
+		{0x401000, 0x403000, -ENOENT, NULL},
+		{0x400000, 0x601000, -ENOENT, NULL},
 	};
 	static const char *const links[][2] = {
-		{ "400000-403000", "text.bin" }, { "600000-601000", "secret" },
-		{ "700000-701000", "secret" },	 { "800000-801000", "text2.bin" },
-		{ "900000-901000", "fifo" },	 { "a00000-a01000", "dir" },
-		{ "b00000-b01000", "secret" },	 { "400000-401000", "secret" },
-		{ "401000-403000", "secret" },	 { "400000-601000", "secret" },
+		{"400000-403000", "text.bin"}, {"600000-601000", "secret"},
+		{"700000-701000", "secret"},   {"800000-801000", "text2.bin"},
+		{"900000-901000", "fifo"},     {"a00000-a01000", "dir"},
+		{"b00000-b01000", "secret"},   {"400000-401000", "secret"},
+		{"401000-403000", "secret"},   {"400000-601000", "secret"},
 	};
 	char proc[192], dir[128], link[512], target[512];
 
@@ -783,8 +786,7 @@ static void test_mapped_fake(void **state)
  * file owned by the process's owner and never a symlink; a FIFO is never opened.
  * The fake process 42 has its root at TMP/root42 (/proc/42/root is a symlink there).
  */
-static void fake_perfmap_tree(const char *name, char *proc, size_t len, char *root,
-			      size_t root_len)
+static void fake_perfmap_tree(const char *name, char *proc, size_t len, char *root, size_t root_len)
 {
 	char target[256];
 
@@ -827,7 +829,7 @@ static void expect_refused_fast(uint32_t tgid, uint64_t nspid, const char *proc,
 static void test_perfmap_fake(void **state)
 {
 	char proc[128], root[128], path[512], target[512];
-	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	struct sockaddr_un sun = {.sun_family = AF_UNIX};
 	int fd, s, dir;
 
 	(void)state;
@@ -913,8 +915,8 @@ static void test_perfmap_fake_root(void **state)
 	make_dir("%s/elsewhere", root);
 	put_file("7f0000000000 10 in_root_elsewhere\n", "%s/elsewhere/perf-7.map", root);
 	{
-		static const char *const targets[] = { "/elsewhere", "../../../../../elsewhere",
-						       "elsewhere", "/../elsewhere/." };
+		static const char *const targets[] = {"/elsewhere", "../../../../../elsewhere",
+						      "elsewhere", "/../elsewhere/."};
 
 		for (size_t i = 0; i < sizeof(targets) / sizeof(targets[0]); i++) {
 			assert_int_equal(unlink(path), 0);
@@ -975,9 +977,10 @@ static int send_recv(int sock, const void *buf, size_t len, int *fds, unsigned i
  * sent to the broker are refused or dropped, and the loop goes on serving. */
 static void test_serve_wire(void **state)
 {
-	static const size_t bad_sizes[] = { 0, 1, sizeof(struct hc_broker_req) - 1,
-					    sizeof(struct hc_broker_req) + 1, 100, 65536 };
-	struct hc_broker_req good = { .op = HC_BROKER_ALIVE, .tgid = (uint32_t)getpid() };
+	static const size_t bad_sizes[] = {
+		0,   1,	   sizeof(struct hc_broker_req) - 1, sizeof(struct hc_broker_req) + 1,
+		100, 65536};
+	struct hc_broker_req good = {.op = HC_BROKER_ALIVE, .tgid = (uint32_t)getpid()};
 	struct serve_run *r;
 	unsigned int nfds, nbad = 0, nreq = 0;
 	int fds[8], pfd[2], before;
@@ -1010,9 +1013,11 @@ static void test_serve_wire(void **state)
 			char buf[CMSG_SPACE(sizeof(int))];
 			struct cmsghdr align;
 		} u;
-		struct iovec iov = { .iov_base = &good, .iov_len = sizeof(good) };
-		struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
-				      .msg_controllen = sizeof(u.buf) };
+		struct iovec iov = {.iov_base = &good, .iov_len = sizeof(good)};
+		struct msghdr msg = {.msg_iov = &iov,
+				     .msg_iovlen = 1,
+				     .msg_control = u.buf,
+				     .msg_controllen = sizeof(u.buf)};
 		struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
 
 		memset(&u, 0, sizeof(u));
@@ -1040,7 +1045,7 @@ static void test_serve_wire(void **state)
 /* *stop set: the worker is asked once on the stop line, and still served until it leaves. */
 static void test_serve_stop(void **state)
 {
-	struct hc_broker_req good = { .op = HC_BROKER_ALIVE, .tgid = (uint32_t)getpid() };
+	struct hc_broker_req good = {.op = HC_BROKER_ALIVE, .tgid = (uint32_t)getpid()};
 	struct pollfd p;
 	struct serve_run *r;
 	unsigned int nfds;
@@ -1054,7 +1059,7 @@ static void test_serve_stop(void **state)
 	assert_int_equal(send_recv(sv[1], &good, sizeof(good), fds, &nfds), 0);
 	assert_false(hc_stopline__asked(line[0]));
 	r->stop = 1;
-	p = (struct pollfd){ .fd = line[0], .events = POLLIN };
+	p = (struct pollfd){.fd = line[0], .events = POLLIN};
 	assert_int_equal(poll(&p, 1, 3000), 1);
 	assert_true(hc_stopline__asked(line[0]));
 	assert_int_equal(read(line[0], &c, 1), 1);
@@ -1075,7 +1080,7 @@ static void test_serve_stop(void **state)
 /* The worker's side of it: the symbolizer I/O hc_broker_client__io gives, against serve. */
 static void test_client_io(void **state)
 {
-	struct hc_broker_client cl = { .sock = sv[1] };
+	struct hc_broker_client cl = {.sock = sv[1]};
 	struct hc_symbolizer_io io;
 	struct serve_run *r;
 	struct kid k;
@@ -1158,10 +1163,10 @@ static void test_mapped_live(void **state)
 
 	/* Mapped, but not executable: a file (map_files has it: only the policy stops it) and
 	 * an anonymous region. */
-	expect_refused(HC_BROKER_MAPPED, (uint32_t)k.pid, k.start[KID_DATA], k.end[KID_DATA],
-		       NULL, -EPERM);
-	expect_refused(HC_BROKER_MAPPED, (uint32_t)k.pid, k.start[KID_ANON], k.end[KID_ANON],
-		       NULL, -EPERM);
+	expect_refused(HC_BROKER_MAPPED, (uint32_t)k.pid, k.start[KID_DATA], k.end[KID_DATA], NULL,
+		       -EPERM);
+	expect_refused(HC_BROKER_MAPPED, (uint32_t)k.pid, k.start[KID_ANON], k.end[KID_ANON], NULL,
+		       -EPERM);
 	/* Executable, but no file behind it (JIT code): nothing to hand out. */
 	expect_refused(HC_BROKER_MAPPED, (uint32_t)k.pid, k.start[KID_ANONX], k.end[KID_ANONX],
 		       NULL, -ENOENT);
@@ -1288,8 +1293,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test_setup_teardown(test_fake_proc, pair_setup, pair_teardown),
 		cmocka_unit_test_setup_teardown(test_mapped_fake, pair_setup, pair_teardown),
 		cmocka_unit_test_setup_teardown(test_perfmap_fake, pair_setup, pair_teardown),
-		cmocka_unit_test_setup_teardown(test_perfmap_fake_root, pair_setup,
-						pair_teardown),
+		cmocka_unit_test_setup_teardown(test_perfmap_fake_root, pair_setup, pair_teardown),
 		cmocka_unit_test_setup_teardown(test_serve_wire, pair_setup, pair_teardown),
 		cmocka_unit_test_setup_teardown(test_serve_stop, pair_setup, pair_teardown),
 		cmocka_unit_test_setup_teardown(test_client_io, pair_setup, pair_teardown),
@@ -1297,8 +1301,7 @@ int main(int argc, char **argv)
 	const struct CMUnitTest broker_root[] = {
 		cmocka_unit_test_setup_teardown(test_mapped_live, pair_setup, pair_teardown),
 		cmocka_unit_test_setup_teardown(test_perfmap_live, pair_setup, pair_teardown),
-		cmocka_unit_test_setup_teardown(test_perfmap_fake_owner, pair_setup,
-						pair_teardown),
+		cmocka_unit_test_setup_teardown(test_perfmap_fake_owner, pair_setup, pair_teardown),
 	};
 	const char *group = argc > 1 ? argv[1] : "broker";
 

@@ -61,14 +61,14 @@
 #define NOBODY 65534u
 #define CHILD_WAIT_MS 10000
 
-static char tmp[64];		/* this run's temporary directory */
-static pid_t leftover[2];	/* processes a failed test leaves: killed by its teardown */
-static char existing[128];	/* a file in it, "original\n" */
-static char fresh[128];		/* a path in it that must stay absent */
-static int pre_fd = -1;		/* `existing`, opened before the allow-list */
-static int pre_exec_fd = -1;	/* /bin/true, opened before the allow-list */
-static int pre_listen = -1;	/* a TCP socket listening on 127.0.0.1 */
-static int pre_pair[2] = { -1, -1 }; /* a broker-like SOCK_SEQPACKET pair */
+static char tmp[64];		   /* this run's temporary directory */
+static pid_t leftover[2];	   /* processes a failed test leaves: killed by its teardown */
+static char existing[128];	   /* a file in it, "original\n" */
+static char fresh[128];		   /* a path in it that must stay absent */
+static int pre_fd = -1;		   /* `existing`, opened before the allow-list */
+static int pre_exec_fd = -1;	   /* /bin/true, opened before the allow-list */
+static int pre_listen = -1;	   /* a TCP socket listening on 127.0.0.1 */
+static int pre_pair[2] = {-1, -1}; /* a broker-like SOCK_SEQPACKET pair */
 static struct sockaddr_in listen_addr;
 
 /* ---- running a child ---- */
@@ -113,7 +113,7 @@ static void drain(int fd, char *buf, size_t cap)
 static int wait_for(pid_t pid, int ms)
 {
 	int pidfd = (int)syscall(SYS_pidfd_open, pid, 0), status, r;
-	struct pollfd p = { .fd = pidfd, .events = POLLIN };
+	struct pollfd p = {.fd = pidfd, .events = POLLIN};
 
 	if (pidfd < 0)
 		fail_msg("pidfd_open %d: %s", (int)pid, strerror(errno));
@@ -228,7 +228,7 @@ static void do_sys_creat(int out)
 /* openat2's flags sit in memory seccomp cannot read: refused even read-only. */
 static void do_openat2(int out)
 {
-	struct open_how h = { .flags = O_RDONLY };
+	struct open_how h = {.flags = O_RDONLY};
 
 	say(out, "returned %ld\n", syscall(SYS_openat2, AT_FDCWD, existing, &h, sizeof(h)));
 }
@@ -257,17 +257,17 @@ static void do_socketpair(int out)
 
 static void do_execve(int out)
 {
-	char *const argv[] = { "true", NULL };
+	char *const argv[] = {"true", NULL};
 
 	say(out, "returned %d\n", execve("/bin/true", argv, environ));
 }
 
 static void do_execveat(int out)
 {
-	char *const argv[] = { "true", NULL };
+	char *const argv[] = {"true", NULL};
 
-	say(out, "returned %ld\n", syscall(SYS_execveat, pre_exec_fd, "", argv, environ,
-					   AT_EMPTY_PATH));
+	say(out, "returned %ld\n",
+	    syscall(SYS_execveat, pre_exec_fd, "", argv, environ, AT_EMPTY_PATH));
 }
 
 static void do_fork(int out)
@@ -291,9 +291,8 @@ static void do_clone_process(int out)
 static void do_clone3_process(int out)
 {
 	struct {
-		uint64_t flags, pidfd, child_tid, parent_tid, exit_signal, stack, stack_size,
-			tls;
-	} args = { .exit_signal = SIGCHLD };
+		uint64_t flags, pidfd, child_tid, parent_tid, exit_signal, stack, stack_size, tls;
+	} args = {.exit_signal = SIGCHLD};
 	long pid = syscall(SYS_clone3, &args, sizeof(args));
 
 	if (pid == 0)
@@ -363,8 +362,8 @@ static void do_ptrace(int out)
 static void do_process_vm_readv(int out)
 {
 	char buf[8];
-	struct iovec l = { .iov_base = buf, .iov_len = sizeof(buf) };
-	struct iovec r = { .iov_base = (void *)&listen_addr, .iov_len = sizeof(buf) };
+	struct iovec l = {.iov_base = buf, .iov_len = sizeof(buf)};
+	struct iovec r = {.iov_base = (void *)&listen_addr, .iov_len = sizeof(buf)};
 
 	say(out, "returned %ld\n", syscall(SYS_process_vm_readv, getppid(), &l, 1, &r, 1, 0));
 }
@@ -392,8 +391,9 @@ static void do_bpf_map_create(int out)
 
 static void do_perf_event_open(int out)
 {
-	struct perf_event_attr attr = { .type = PERF_TYPE_SOFTWARE, .size = sizeof(attr),
-					.config = PERF_COUNT_SW_CPU_CLOCK };
+	struct perf_event_attr attr = {.type = PERF_TYPE_SOFTWARE,
+				       .size = sizeof(attr),
+				       .config = PERF_COUNT_SW_CPU_CLOCK};
 
 	say(out, "returned %ld\n", syscall(SYS_perf_event_open, &attr, 0, -1, -1, 0));
 }
@@ -441,7 +441,7 @@ static void do_prctl_dumpable(int out)
 
 static void do_setrlimit(int out)
 {
-	struct rlimit rl = { 0, 0 };
+	struct rlimit rl = {0, 0};
 
 	say(out, "returned %d\n", setrlimit(RLIMIT_CORE, &rl));
 }
@@ -454,58 +454,58 @@ struct forbidden {
 };
 
 static const struct forbidden worker_forbidden[] = {
-	{ "open(O_WRONLY|O_CREAT)", do_open_wronly_creat, SYS_openat, false },
-	{ "open(O_RDWR)", do_open_rdwr, SYS_openat, false },
-	{ "open(O_RDONLY|O_TRUNC)", do_open_rdonly_trunc, SYS_openat, false },
-	{ "open(O_WRONLY|O_APPEND)", do_open_wronly_append, SYS_openat, false },
-	{ "SYS_open(O_WRONLY)", do_sys_open_wronly, SYS_open, false },
-	{ "SYS_creat", do_sys_creat, SYS_creat, false },
-	{ "openat2(O_RDONLY)", do_openat2, SYS_openat2, false },
-	{ "unlink", do_unlink, SYS_unlink, false },
-	{ "socket(AF_INET)", do_socket_inet, SYS_socket, false },
-	{ "socket(AF_UNIX)", do_socket_unix, SYS_socket, false },
-	{ "socketpair", do_socketpair, SYS_socketpair, false },
-	{ "execve", do_execve, SYS_execve, false },
-	{ "execveat", do_execveat, SYS_execveat, false },
-	{ "fork", do_fork, SYS_clone, true },
-	{ "clone(SIGCHLD)", do_clone_process, SYS_clone, true },
-	{ "clone3", do_clone3_process, SYS_clone3, false },
-	{ "vfork", do_vfork, SYS_vfork, false },
-	{ "mmap(PROT_EXEC) anonymous", do_mmap_exec, SYS_mmap, false },
-	{ "mmap(PROT_EXEC) of a file", do_mmap_exec_file, SYS_mmap, false },
-	{ "mprotect(PROT_EXEC)", do_mprotect_exec, SYS_mprotect, false },
-	{ "pkey_mprotect(PROT_EXEC)", do_pkey_mprotect_exec, SYS_pkey_mprotect, false },
-	{ "memfd_create", do_memfd_create, SYS_memfd_create, false },
-	{ "ptrace(PTRACE_TRACEME)", do_ptrace, SYS_ptrace, true },
-	{ "process_vm_readv", do_process_vm_readv, SYS_process_vm_readv, false },
-	{ "bpf(BPF_PROG_LOAD)", do_bpf_prog_load, SYS_bpf, false },
-	{ "bpf(BPF_MAP_CREATE)", do_bpf_map_create, SYS_bpf, false },
-	{ "perf_event_open", do_perf_event_open, SYS_perf_event_open, false },
-	{ "io_uring_setup", do_io_uring_setup, SYS_io_uring_setup, false },
-	{ "ioctl(TIOCSTI)", do_ioctl_tiocsti, SYS_ioctl, false },
-	{ "kill(parent)", do_kill_parent, SYS_kill, true },
-	{ "tgkill(parent)", do_tgkill_parent, SYS_tgkill, false },
-	{ "setuid(0)", do_setuid0, SYS_setuid, false },
-	{ "unshare(CLONE_NEWUSER)", do_unshare_user, SYS_unshare, false },
-	{ "prctl(PR_SET_DUMPABLE)", do_prctl_dumpable, SYS_prctl, true },
-	{ "setrlimit", do_setrlimit, SYS_prlimit64, false },
+	{"open(O_WRONLY|O_CREAT)", do_open_wronly_creat, SYS_openat, false},
+	{"open(O_RDWR)", do_open_rdwr, SYS_openat, false},
+	{"open(O_RDONLY|O_TRUNC)", do_open_rdonly_trunc, SYS_openat, false},
+	{"open(O_WRONLY|O_APPEND)", do_open_wronly_append, SYS_openat, false},
+	{"SYS_open(O_WRONLY)", do_sys_open_wronly, SYS_open, false},
+	{"SYS_creat", do_sys_creat, SYS_creat, false},
+	{"openat2(O_RDONLY)", do_openat2, SYS_openat2, false},
+	{"unlink", do_unlink, SYS_unlink, false},
+	{"socket(AF_INET)", do_socket_inet, SYS_socket, false},
+	{"socket(AF_UNIX)", do_socket_unix, SYS_socket, false},
+	{"socketpair", do_socketpair, SYS_socketpair, false},
+	{"execve", do_execve, SYS_execve, false},
+	{"execveat", do_execveat, SYS_execveat, false},
+	{"fork", do_fork, SYS_clone, true},
+	{"clone(SIGCHLD)", do_clone_process, SYS_clone, true},
+	{"clone3", do_clone3_process, SYS_clone3, false},
+	{"vfork", do_vfork, SYS_vfork, false},
+	{"mmap(PROT_EXEC) anonymous", do_mmap_exec, SYS_mmap, false},
+	{"mmap(PROT_EXEC) of a file", do_mmap_exec_file, SYS_mmap, false},
+	{"mprotect(PROT_EXEC)", do_mprotect_exec, SYS_mprotect, false},
+	{"pkey_mprotect(PROT_EXEC)", do_pkey_mprotect_exec, SYS_pkey_mprotect, false},
+	{"memfd_create", do_memfd_create, SYS_memfd_create, false},
+	{"ptrace(PTRACE_TRACEME)", do_ptrace, SYS_ptrace, true},
+	{"process_vm_readv", do_process_vm_readv, SYS_process_vm_readv, false},
+	{"bpf(BPF_PROG_LOAD)", do_bpf_prog_load, SYS_bpf, false},
+	{"bpf(BPF_MAP_CREATE)", do_bpf_map_create, SYS_bpf, false},
+	{"perf_event_open", do_perf_event_open, SYS_perf_event_open, false},
+	{"io_uring_setup", do_io_uring_setup, SYS_io_uring_setup, false},
+	{"ioctl(TIOCSTI)", do_ioctl_tiocsti, SYS_ioctl, false},
+	{"kill(parent)", do_kill_parent, SYS_kill, true},
+	{"tgkill(parent)", do_tgkill_parent, SYS_tgkill, false},
+	{"setuid(0)", do_setuid0, SYS_setuid, false},
+	{"unshare(CLONE_NEWUSER)", do_unshare_user, SYS_unshare, false},
+	{"prctl(PR_SET_DUMPABLE)", do_prctl_dumpable, SYS_prctl, true},
+	{"setrlimit", do_setrlimit, SYS_prlimit64, false},
 };
 
 static const struct forbidden server_forbidden[] = {
-	{ "open(O_WRONLY|O_CREAT)", do_open_wronly_creat, SYS_openat, false },
-	{ "open(O_RDWR)", do_open_rdwr, SYS_openat, false },
-	{ "SYS_open(O_WRONLY)", do_sys_open_wronly, SYS_open, false },
-	{ "execve", do_execve, SYS_execve, false },
-	{ "execveat", do_execveat, SYS_execveat, false },
-	{ "fork", do_fork, SYS_clone, true },
-	{ "clone(SIGCHLD)", do_clone_process, SYS_clone, true },
-	{ "vfork", do_vfork, SYS_vfork, false },
-	{ "ptrace(PTRACE_TRACEME)", do_ptrace, SYS_ptrace, true },
-	{ "bpf(BPF_PROG_LOAD)", do_bpf_prog_load, SYS_bpf, false },
-	{ "setuid(0)", do_setuid0, SYS_setuid, false },
-	{ "unshare(CLONE_NEWUSER)", do_unshare_user, SYS_unshare, false },
-	{ "prctl(PR_SET_DUMPABLE)", do_prctl_dumpable, SYS_prctl, true },
-	{ "kill(parent)", do_kill_parent, SYS_kill, true },
+	{"open(O_WRONLY|O_CREAT)", do_open_wronly_creat, SYS_openat, false},
+	{"open(O_RDWR)", do_open_rdwr, SYS_openat, false},
+	{"SYS_open(O_WRONLY)", do_sys_open_wronly, SYS_open, false},
+	{"execve", do_execve, SYS_execve, false},
+	{"execveat", do_execveat, SYS_execveat, false},
+	{"fork", do_fork, SYS_clone, true},
+	{"clone(SIGCHLD)", do_clone_process, SYS_clone, true},
+	{"vfork", do_vfork, SYS_vfork, false},
+	{"ptrace(PTRACE_TRACEME)", do_ptrace, SYS_ptrace, true},
+	{"bpf(BPF_PROG_LOAD)", do_bpf_prog_load, SYS_bpf, false},
+	{"setuid(0)", do_setuid0, SYS_setuid, false},
+	{"unshare(CLONE_NEWUSER)", do_unshare_user, SYS_unshare, false},
+	{"prctl(PR_SET_DUMPABLE)", do_prctl_dumpable, SYS_prctl, true},
+	{"kill(parent)", do_kill_parent, SYS_kill, true},
 };
 
 static void check_forbidden(enum hc_sandbox which, enum how how, const struct forbidden *f,
@@ -545,13 +545,13 @@ static void test_server_forbidden(void **state)
 /* ---- allowed ---- */
 
 /* Each step says its name when it worked; the first that did not says why and exits. */
-#define STEP(out, name, ok)                                                                   \
-	do {                                                                                  \
-		if (!(ok)) {                                                                  \
-			say(out, "%s failed: %s\n", name, strerror(errno));                   \
-			_exit(1);                                                             \
-		}                                                                             \
-		say(out, "%s\n", name);                                                       \
+#define STEP(out, name, ok)                                                 \
+	do {                                                                \
+		if (!(ok)) {                                                \
+			say(out, "%s failed: %s\n", name, strerror(errno)); \
+			_exit(1);                                           \
+		}                                                           \
+		say(out, "%s\n", name);                                     \
 	} while (0)
 
 static bool read_is(int fd, const char *want)
@@ -570,9 +570,11 @@ static bool pass_fd(int from, int to, int fd, int *got)
 		struct cmsghdr align;
 	} u;
 	char byte = 'x';
-	struct iovec iov = { .iov_base = &byte, .iov_len = 1 };
-	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
-			      .msg_controllen = sizeof(u.buf) };
+	struct iovec iov = {.iov_base = &byte, .iov_len = 1};
+	struct msghdr msg = {.msg_iov = &iov,
+			     .msg_iovlen = 1,
+			     .msg_control = u.buf,
+			     .msg_controllen = sizeof(u.buf)};
 	struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
 
 	memset(&u, 0, sizeof(u));
@@ -621,7 +623,7 @@ static void worker_allowed(int out)
 	STEP(out, "munmap", !munmap(p, 8192));
 	STEP(out, "clock_gettime", !clock_gettime(CLOCK_MONOTONIC, &ts));
 	STEP(out, "sys_clock_gettime", !syscall(SYS_clock_gettime, CLOCK_REALTIME, &ts));
-	ts = (struct timespec){ .tv_nsec = 1000000 };
+	ts = (struct timespec){.tv_nsec = 1000000};
 	STEP(out, "nanosleep", !nanosleep(&ts, NULL));
 	STEP(out, "getrlimit", !getrlimit(RLIMIT_NOFILE, &rl));
 	STEP(out, "tgkill-self", !syscall(SYS_tgkill, getpid(), syscall(SYS_gettid), 0));
@@ -638,8 +640,8 @@ static void worker_allowed(int out)
 	}
 	STEP(out, "stderr", fprintf(stderr, "to stderr\n") > 0 && !fflush(stderr));
 	/* How the broker's descriptors arrive: SCM_RIGHTS on a socket it already holds. */
-	STEP(out, "scm-rights", pass_fd(pre_pair[1], pre_pair[0], pre_fd, &fd) &&
-				       read_is(fd, "original\n"));
+	STEP(out, "scm-rights",
+	     pass_fd(pre_pair[1], pre_pair[0], pre_fd, &fd) && read_is(fd, "original\n"));
 	close(fd);
 	/* The stop line: polled, never blocking. */
 	STEP(out, "stopline", !hc_stopline__asked(pre_pair[0]));
@@ -687,12 +689,11 @@ static void server_allowed(int out)
 
 	s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	STEP(out, "socket-inet", s >= 0);
-	STEP(out, "connect",
-	     !connect(s, (struct sockaddr *)&listen_addr, sizeof(listen_addr)));
+	STEP(out, "connect", !connect(s, (struct sockaddr *)&listen_addr, sizeof(listen_addr)));
 	c = accept4(pre_listen, (struct sockaddr *)&peer, &plen, SOCK_CLOEXEC);
 	STEP(out, "accept", c >= 0);
-	STEP(out, "send-recv", write(s, "ping", 4) == 4 && read(c, buf, 4) == 4 &&
-				       !memcmp(buf, "ping", 4));
+	STEP(out, "send-recv",
+	     write(s, "ping", 4) == 4 && read(c, buf, 4) == 4 && !memcmp(buf, "ping", 4));
 	close(c);
 	close(s);
 	s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -708,7 +709,7 @@ static void server_allowed(int out)
 		struct {
 			uint64_t flags, pidfd, child_tid, parent_tid, exit_signal, stack,
 				stack_size, tls;
-		} args = { .exit_signal = SIGCHLD };
+		} args = {.exit_signal = SIGCHLD};
 
 		STEP(out, "clone3-enosys",
 		     syscall(SYS_clone3, &args, sizeof(args)) < 0 && errno == ENOSYS);
@@ -774,7 +775,7 @@ static void expect_status(pid_t pid, const char *name, const char *want)
 
 static ssize_t read_wait(int fd, void *buf, size_t len, int ms)
 {
-	struct pollfd p = { .fd = fd, .events = POLLIN };
+	struct pollfd p = {.fd = fd, .events = POLLIN};
 
 	if (poll(&p, 1, ms) != 1)
 		return -1;
@@ -802,7 +803,7 @@ static void enter_unprivileged(enum hc_sandbox which)
 	c = fork();
 	assert_true(c >= 0);
 	if (c == 0) {
-		struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
+		struct __user_cap_header_struct hdr = {.version = _LINUX_CAPABILITY_VERSION_3};
 		struct __user_cap_data_struct data[2];
 		char w[256] = "", b;
 		uint32_t prm;
@@ -869,7 +870,7 @@ static void test_enter_unprivileged(void **state)
  */
 static void enter_nobody(enum hc_sandbox which)
 {
-	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_header_struct hdr = {.version = _LINUX_CAPABILITY_VERSION_3};
 	struct __user_cap_data_struct data[2];
 	int pidp[2], infop[2], hold[2], status, err = 1;
 	char why[256] = "", u[64];
@@ -888,7 +889,7 @@ static void enter_nobody(enum hc_sandbox which)
 		close(hold[1]);
 		c = fork();
 		if (c == 0) {
-			static const gid_t extra[] = { 4242, 4243 };
+			static const gid_t extra[] = {4242, 4243};
 			char w[256] = "";
 			int e;
 
@@ -1006,8 +1007,8 @@ static void test_pdeathsig_cleared_by_drop(void **state)
  * back to root. */
 static void privdrop_checks(int out)
 {
-	static const gid_t extra[] = { 4242 }; /* to be cleared: root here has no groups */
-	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	static const gid_t extra[] = {4242}; /* to be cleared: root here has no groups */
+	struct __user_cap_header_struct hdr = {.version = _LINUX_CAPABILITY_VERSION_3};
 	struct __user_cap_data_struct data[2];
 	uid_t r, e, s;
 	gid_t gr, ge, gs;
@@ -1016,13 +1017,12 @@ static void privdrop_checks(int out)
 	STEP(out, "setgroups-before", !setgroups(1, extra) && getgroups(0, NULL) == 1);
 	STEP(out, "privdrop", !hc_privdrop("nobody", why, sizeof(why)));
 	STEP(out, "uid", !getresuid(&r, &e, &s) && r == NOBODY && e == NOBODY && s == NOBODY);
-	STEP(out, "gid", !getresgid(&gr, &ge, &gs) && gr == NOBODY && ge == NOBODY &&
-				 gs == NOBODY);
+	STEP(out, "gid", !getresgid(&gr, &ge, &gs) && gr == NOBODY && ge == NOBODY && gs == NOBODY);
 	STEP(out, "groups", getgroups(0, NULL) == 0);
-	STEP(out, "capget", !syscall(SYS_capget, &hdr, data) && !data[0].effective &&
-				    !data[0].permitted && !data[0].inheritable &&
-				    !data[1].effective && !data[1].permitted &&
-				    !data[1].inheritable);
+	STEP(out, "capget",
+	     !syscall(SYS_capget, &hdr, data) && !data[0].effective && !data[0].permitted &&
+		     !data[0].inheritable && !data[1].effective && !data[1].permitted &&
+		     !data[1].inheritable);
 	{
 		bool none = true;
 
@@ -1170,11 +1170,10 @@ static int group_setup(void **state)
 	pre_listen = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (pre_fd < 0 || pre_exec_fd < 0 || pre_listen < 0 || hc_broker__socketpair(pre_pair))
 		return -1;
-	listen_addr = (struct sockaddr_in){ .sin_family = AF_INET,
-					    .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	listen_addr = (struct sockaddr_in){.sin_family = AF_INET,
+					   .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
 	if (bind(pre_listen, (struct sockaddr *)&listen_addr, sizeof(listen_addr)) ||
-	    listen(pre_listen, 4) ||
-	    getsockname(pre_listen, (struct sockaddr *)&listen_addr, &len))
+	    listen(pre_listen, 4) || getsockname(pre_listen, (struct sockaddr *)&listen_addr, &len))
 		return -1;
 	/* A child's refused call must not take us along through a shared signal. */
 	signal(SIGPIPE, SIG_IGN);
@@ -1213,8 +1212,7 @@ int main(int argc, char **argv)
 	const char *group = argc > 1 ? argv[1] : "sandbox";
 
 	if (!strcmp(group, "sandbox"))
-		return cmocka_run_group_tests_name("sandbox", sandbox, group_setup,
-						   group_teardown);
+		return cmocka_run_group_tests_name("sandbox", sandbox, group_setup, group_teardown);
 	if (!strcmp(group, "sandbox-root")) {
 		privsep_require_root(group, "becoming nobody");
 		if (!getpwnam("nobody")) {

@@ -17,9 +17,18 @@
 
 #define P 10000000 /* 100 Hz */
 #define NS 1000000000LL
-#define WAKER(n, tid, pid) { HC_NODE_WAKER, (n), NULL, (tid), (pid), false }
-#define KMOD(n, m) { HC_NODE_KERNEL, (n), (m), 0, -1, false }
-#define LOCK(n) { HC_NODE_LOCK, (n), NULL, 0, -1, false }
+#define WAKER(n, tid, pid)                                    \
+	{                                                     \
+		HC_NODE_WAKER, (n), NULL, (tid), (pid), false \
+	}
+#define KMOD(n, m)                                     \
+	{                                              \
+		HC_NODE_KERNEL, (n), (m), 0, -1, false \
+	}
+#define LOCK(n)                                       \
+	{                                             \
+		HC_NODE_LOCK, (n), NULL, 0, -1, false \
+	}
 
 static char *encode_json(const struct hc_profile *p)
 {
@@ -66,7 +75,7 @@ static size_t count_nodes(const json_t *n)
 	const json_t *c;
 	size_t count = 1, i;
 
-	json_array_foreach(json_object_get(n, "children"), i, c)
+	json_array_foreach (json_object_get(n, "children"), i, c)
 		count += count_nodes(c);
 	return count;
 }
@@ -118,15 +127,15 @@ static struct hc_profile *full_profile(void)
 	t = p->tree;
 	p->host = NULL; /* null */
 	p->kernel = strdup("6.1.0-\"odd\"\xff");
-	p->started_at_ns = -1; /* 1969-12-31T23:59:59.999Z */
+	p->started_at_ns = -1;		      /* 1969-12-31T23:59:59.999Z */
 	p->duration_ns = (1ULL << 63) + 4096; /* above INT64_MAX: written as a real */
 	p->sampling.frequency_hz = 99.5;
 	p->sampling.period_ns = P;
 	p->sampling.cpus = 4294967295u;
 	p->sampling.per_cpu = calloc(1, sizeof(*p->sampling.per_cpu));
 	assert_non_null(p->sampling.per_cpu);
-	p->sampling.per_cpu[0] = (struct hc_cpu_samples){ .cpu = 7, .expected = 1, .samples = 2,
-							  .idle_ns = 3 };
+	p->sampling.per_cpu[0] =
+		(struct hc_cpu_samples){.cpu = 7, .expected = 1, .samples = 2, .idle_ns = 3};
 	p->sampling.n_per_cpu = 1;
 	assert_int_equal(hc_profile__add_lost(p, "ringbuf_full", 3), 0);
 	assert_int_equal(hc_profile__add_lost(p, "we\"ird\xfe", 0), 0);
@@ -157,8 +166,8 @@ static struct hc_profile *full_profile(void)
 		 USR("compute", "/usr/bin/app"));
 	ADD_PATH(t, P, 2, 5000, 700, PROC("app", 100), THR("worker", 101),
 		 USR("main", "/usr/bin/app"), UNK("/usr/lib/libfoo.so", 0x1a2b));
-	ADD_PATH(t, P, 1, 0, 0, PROC("app", 100), THR("worker", 101),
-		 USR("main", "/usr/bin/app"), UNK("/usr/lib/libfoo.so", 0x1a2c));
+	ADD_PATH(t, P, 1, 0, 0, PROC("app", 100), THR("worker", 101), USR("main", "/usr/bin/app"),
+		 UNK("/usr/lib/libfoo.so", 0x1a2c));
 	ADD_PATH(t, P, 0, 9000, 0, PROC("app", 100), THR("worker", 101),
 		 USR("main", "/usr/bin/app"), KRN("schedule"), WAKER("kworker/0:1", 55, 2),
 		 KMOD("try_to_wake_up", "xfs"));
@@ -174,27 +183,25 @@ static struct hc_profile *full_profile(void)
 	ADD_PATH(t, P, 0, 0, 0, PROC("empty", 300));
 	ADD_PATH(t, P, 0, 1, 0, PROC("we\"ird\\comm", 200), THR("t\xff\xfe", 201),
 		 UNK(NULL, 0x7fffffffffffffffLL));
-	assert_int_equal(hc_tree__add_path(t, NULL, 0, &(struct hc_weights){ .runqueue_ns = 9 }),
-			 0);
+	assert_int_equal(hc_tree__add_path(t, NULL, 0, &(struct hc_weights){.runqueue_ns = 9}), 0);
 	/* --locks: a lock wait in the main tree, and the section with its waiters' tree */
-	ADD_PATH(t, P, 0, 700, 0, PROC("app", 100), THR("worker", 101),
-		 USR("main", "/usr/bin/app"), KRN("down_write_killable"), LOCK("rwsem:W"));
-	p->locks = json_pack("{s:I, s:I, s:[{s:s, s:b, s:I, s:I, s:I}], s:{s:I}}", "events",
-			     (json_int_t)3, "wait_ns", (json_int_t)1000, "by_kind", "kind",
-			     "rwsem:W", "spin", 0, "count", (json_int_t)3, "total_ns",
-			     (json_int_t)1000, "max_ns", (json_int_t)900, "dropped", "ringbuf_full",
-			     (json_int_t)0);
+	ADD_PATH(t, P, 0, 700, 0, PROC("app", 100), THR("worker", 101), USR("main", "/usr/bin/app"),
+		 KRN("down_write_killable"), LOCK("rwsem:W"));
+	p->locks =
+		json_pack("{s:I, s:I, s:[{s:s, s:b, s:I, s:I, s:I}], s:{s:I}}", "events",
+			  (json_int_t)3, "wait_ns", (json_int_t)1000, "by_kind", "kind", "rwsem:W",
+			  "spin", 0, "count", (json_int_t)3, "total_ns", (json_int_t)1000, "max_ns",
+			  (json_int_t)900, "dropped", "ringbuf_full", (json_int_t)0);
 	p->lock_tree = hc_tree__new();
 	assert_non_null(p->locks);
 	assert_non_null(p->lock_tree);
-	assert_int_equal(hc_tree__add_path(p->lock_tree,
-					   (struct hc_path_elem[]){ PROC("app", 100),
-								    THR("worker", 101),
-								    KRN("down_write_killable"),
-								    LOCK("rwsem:W mmap_lock") },
-					   4,
-					   &(struct hc_weights){ .off_cpu_ns = 1000, .samples = 3 }),
-			 0);
+	assert_int_equal(
+		hc_tree__add_path(p->lock_tree,
+				  (struct hc_path_elem[]){PROC("app", 100), THR("worker", 101),
+							  KRN("down_write_killable"),
+							  LOCK("rwsem:W mmap_lock")},
+				  4, &(struct hc_weights){.off_cpu_ns = 1000, .samples = 3}),
+		0);
 	return p;
 }
 
@@ -252,20 +259,29 @@ static void test_full_round_trip(void **state)
  * pruned, with histograms from the store, a `range` member and no `scheduler`. */
 static void test_serve_shape(void **state)
 {
-	const struct hc_store_opts o = { .retention_s = 600, .period_ns = P };
-	struct hc_store_filter f = { .from_s = 1000, .to_s = 1003, .on = true, .off = true,
-				     .runqueue = true, .max_nodes = 6 };
+	const struct hc_store_opts o = {.retention_s = 600, .period_ns = P};
+	struct hc_store_filter f = {.from_s = 1000,
+				    .to_s = 1003,
+				    .on = true,
+				    .off = true,
+				    .runqueue = true,
+				    .max_nodes = 6};
 	struct hc_path_elem frames[] = {
-		PROC("app", 100), THR("app", 100), USR("main", "/usr/bin/app"),
-		USR("work", "/usr/bin/app"), KRN("schedule"), WAKER("kworker", 9, 9),
-		PROC("db", 200), THR("db io", 201), UNK("/usr/lib/libdb.so", 0x40),
+		PROC("app", 100),
+		THR("app", 100),
+		USR("main", "/usr/bin/app"),
+		USR("work", "/usr/bin/app"),
+		KRN("schedule"),
+		WAKER("kworker", 9, 9),
+		PROC("db", 200),
+		THR("db io", 201),
+		UNK("/usr/lib/libdb.so", 0x40),
 	};
-	const uint32_t a[] = { 1, 2, 3, 4 }, b[] = { 1, 2, 3, 5, 6 }, c[] = { 7, 8, 9 },
-		       d[] = { 7, 8 };
-	struct hc_store_pruned pruned = { 0 };
+	const uint32_t a[] = {1, 2, 3, 4}, b[] = {1, 2, 3, 5, 6}, c[] = {7, 8, 9}, d[] = {7, 8};
+	struct hc_store_pruned pruned = {0};
 	struct hc_profile *p = hc_profile__new(), *back;
 	struct hc_store *st = hc_store__new(&o);
-	const struct hc_weights on = { .on_cpu_ns = P, .samples = 1 }, off = { .off_cpu_ns = 77 };
+	const struct hc_weights on = {.on_cpu_ns = P, .samples = 1}, off = {.off_cpu_ns = 77};
 	char *first, *second;
 
 	(void)state;
@@ -278,12 +294,10 @@ static void test_serve_shape(void **state)
 		assert_int_equal(hc_store__add(st, sec, b, ARRAY_SIZE(b), &off), 0);
 		assert_int_equal(hc_store__add(st, sec, c, ARRAY_SIZE(c), &on), 0);
 		assert_int_equal(hc_store__add(st, sec, d, ARRAY_SIZE(d), &on), 0);
-		assert_int_equal(hc_store__add_hist(st, sec, HC_STORE_H_PRIORITY, 100, "app", 120,
-						    3),
-				 0);
-		assert_int_equal(hc_store__add_hist(st, sec, HC_STORE_H_RUNQ_LENGTH, 0, "cpu 0", 2,
-						    1),
-				 0);
+		assert_int_equal(
+			hc_store__add_hist(st, sec, HC_STORE_H_PRIORITY, 100, "app", 120, 3), 0);
+		assert_int_equal(
+			hc_store__add_hist(st, sec, HC_STORE_H_RUNQ_LENGTH, 0, "cpu 0", 2, 1), 0);
 		assert_int_equal(hc_store__seal(st, sec), 0);
 	}
 	assert_int_equal(hc_store__tree(st, &f, p->tree, &pruned), 0);
@@ -310,8 +324,8 @@ static void test_serve_shape(void **state)
 			     "from", "1970-01-01T00:16:40.000Z", "to", "1970-01-01T00:16:43.000Z",
 			     "from_ms", (json_int_t)1000000, "to_ms", (json_int_t)1003000, "filter",
 			     "pid", "tid", "comm", "app", "kind", "all", "pruned", "max_nodes",
-			     (json_int_t)f.max_nodes, "nodes", (json_int_t)pruned.nodes,
-			     "value_ns", (json_int_t)pruned.value_ns);
+			     (json_int_t)f.max_nodes, "nodes", (json_int_t)pruned.nodes, "value_ns",
+			     (json_int_t)pruned.value_ns);
 	assert_non_null(p->range);
 	hc_tree__sort(p->tree);
 
@@ -380,103 +394,98 @@ struct bad_case {
 #define MAINP F ".children[0].children[0].children[0]"
 
 static const struct bad_case bad_cases[] = {
-	{ { { SET, "locks", "[]" } }, "locks: not an object" },
-	{ { { SET, "locks", "{\"by_kind\":[{\"kind\":\"mutex\"}],\"flamegraph\":{}}" } },
-	  "locks.by_kind: entry 0" },
-	{ { { SET, "locks", "{\"by_kind\":[{\"kind\":\"mutex\",\"spin\":true,\"count\":-1,"
-			    "\"total_ns\":0,\"max_ns\":0}],\"flamegraph\":{}}" } },
-	  "count" },
-	{ { { SET, "locks", "{\"by_kind\":[]}" } }, "locks: member \"flamegraph\" missing" },
-	{ { { SET, "locks", "{\"by_kind\":[],\"flamegraph\":{\"name\":\"all\","
-			    "\"kind\":\"nope\",\"value\":0}}" } },
-	  "locks.flamegraph" },
-	{ { { SET, "schema", "\"hotcold-profile/2\"" } }, "schema: not \"hotcold-profile/1\"" },
-	{ { { DEL, "schema", NULL } }, "\"schema\" missing" },
-	{ { { SET, "host", "5" } }, "host: not a string" },
-	{ { { SET, "kernel", "\"a\\u0000b\"" } }, "kernel: not a string without NUL" },
-	{ { { SET, "started_at", "\"2026-02-29T00:00:00.000Z\"" } }, "started_at: not an RFC" },
-	{ { { SET, "started_at", "\"2026-11-22 08:01:02Z\"" } }, "started_at: not an RFC" },
-	{ { { SET, "started_at", "\"2300-01-01T00:00:00Z\"" } }, "started_at: not an RFC" },
-	{ { { SET, "started_at", "12" } }, "started_at: not an RFC" },
-	{ { { SET, "duration_ns", "-1" } }, "duration_ns: not a non-negative integer" },
-	{ { { SET, "duration_ns", "1.5" } }, "duration_ns: not a non-negative integer" },
-	{ { { SET, "duration_ns", "1e300" } }, "duration_ns: not a non-negative integer" },
-	{ { { SET, "duration_ns", "\"5\"" } }, "duration_ns: not a non-negative integer" },
-	{ { { DEL, "sampling", NULL } }, "\"sampling\" missing" },
-	{ { { SET, "sampling", "[]" } }, "sampling: not an object" },
-	{ { { SET, "sampling/cpus", "4294967296" } },
-	  "sampling: cpus: not an integer in 0..4294967295" },
-	{ { { SET, "sampling/frequency_hz", "-1" } }, "frequency_hz: not a non-negative number" },
-	{ { { SET, "sampling/frequency_hz", "\"99\"" } }, "frequency_hz" },
-	{ { { SET, "sampling/per_cpu", "{}" } }, "per_cpu: not an array" },
-	{ { { SET, "sampling/per_cpu/0", "3" } }, "sampling.per_cpu[0]: not an object" },
-	{ { { SET, "sampling/per_cpu/0/cpu", "\"0\"" } },
-	  "sampling.per_cpu[0]: cpu: not an integer" },
-	{ { { DEL, "sampling/per_cpu/0/samples", NULL } },
-	  "sampling.per_cpu[0]: member \"samples\" missing" },
-	{ { { SET, "sampling/lost/ringbuf_full", "-3" } },
-	  "sampling.lost: ringbuf_full: not a non" },
-	{ { { SET, "sampling/lost", "[1]" } }, "lost: not an object" },
-	{ { { DEL, "totals/on_cpu_ns", NULL } }, "totals: member \"on_cpu_ns\" missing" },
-	{ { { SET, "totals/idle_ns", "null" } }, "totals: idle_ns: not a non-negative integer" },
-	{ { { SET, "symbolize", "[]" } }, "symbolize: not an object" },
-	{ { { SET, "symbolize/objects", "true" } }, "symbolize: objects: not a non-negative" },
-	{ { { SET, "scheduler", "5" } }, "scheduler: not an object" },
-	{ { { SET, "range", "\"x\"" } }, "range: not an object" },
-	{ { { DEL, "flamegraph", NULL } }, "\"flamegraph\" missing" },
-	{ { { SET, F "/kind", "\"process\"" } }, "flamegraph.kind: \"process\" at depth 0 (root" },
-	{ { { SET, F "/name", "\"everything\"" } }, "flamegraph.name: the root is named \"all\"" },
-	{ { { SET, F "/children/0/kind", "\"thread\"" } },
-	  F ".children[0].kind: \"thread\" at depth 1 (process expected)" },
-	{ { { SET, F "/children/0/children/0/kind", "\"user\"" } },
-	  F ".children[0].children[0].kind: \"user\" at depth 2 (thread expected)" },
-	{ { { SET, MAIN "/kind", "\"process\"" } }, MAINP ".kind: \"process\" at depth 3" },
-	{ { { SET, MAIN "/kind", "\"root\"" } }, MAINP ".kind: \"root\" at depth 3" },
-	{ { { SET, MAIN "/kind", "\"bogus\"" } }, MAINP ".kind: unknown kind \"bogus\"" },
-	{ { { SET, MAIN "/kind", "3" } }, MAINP ".kind: not a string" },
-	{ { { DEL, MAIN "/name", NULL } }, MAINP ": member \"name\" missing" },
-	{ { { SET, MAIN "/name", "\"a\\u0000b\"" } }, MAINP ".name: not a string without NUL" },
-	{ { { SET, MAIN "/module", "7" } }, MAINP ".module: not a string" },
-	{ { { SET, MAIN "/inlined", "1" } }, MAINP ".inlined: not a boolean" },
-	{ { { SET, MAIN "/inlined", "\"true\"" } }, MAINP ".inlined: not a boolean" },
-	{ { { SET, F "/children/0/children/0/inlined", "true" } },
-	  F ".children[0].children[0].inlined: only user and kernel frames are inlined" },
-	{ { { SET, F "/children/0/inlined", "false" } },
-	  F ".children[0].inlined: only user and kernel frames are inlined" },
-	{ { { DEL, F "/children/0/pid", NULL } }, F ".children[0]: member \"pid\" missing" },
-	{ { { SET, F "/children/0/pid", "-1" } }, F ".children[0].pid: not a non-negative" },
-	{ { { SET, F "/children/0/children/0/tid", "\"100\"" } },
-	  F ".children[0].children[0].tid: not a non-negative" },
-	{ { { DEL, MAIN "/children/1/children/0/pid", NULL } },
-	  MAINP ".children[1].children[0]: member \"pid\" missing" },
-	{ { { SET, MAIN "/children/0/offset", "\"0x\"" } },
-	  MAINP ".children[0].offset: not a hex" },
-	{ { { SET, MAIN "/children/0/offset", "\"1a2b\"" } },
-	  MAINP ".children[0].offset: not a hex" },
-	{ { { SET, MAIN "/children/0/offset", "\"0x1g\"" } },
-	  MAINP ".children[0].offset: not a hex" },
-	{ { { SET, MAIN "/children/0/offset", "\"0x8000000000000000\"" } },
-	  MAINP ".children[0].offset: not a hex" },
-	{ { { SET, MAIN "/children/0/offset", "\"0x00000000000000001\"" } },
-	  MAINP ".children[0].offset: not a hex" },
-	{ { { SET, MAIN "/children/0/offset", "6699" } }, MAINP ".children[0].offset: not a hex" },
-	{ { { SET, MAIN "/value", "30001001" } },
-	  MAINP ".value: not on_cpu_ns + off_cpu_ns + runqueue_ns" },
-	{ { { DEL, MAIN "/value", NULL } }, MAINP ": member \"value\" missing" },
-	{ { { SET, MAIN "/samples", "-2" } }, MAINP ".samples: not a non-negative integer" },
+	{{{SET, "locks", "[]"}}, "locks: not an object"},
+	{{{SET, "locks", "{\"by_kind\":[{\"kind\":\"mutex\"}],\"flamegraph\":{}}"}},
+	 "locks.by_kind: entry 0"},
+	{{{SET, "locks",
+	   "{\"by_kind\":[{\"kind\":\"mutex\",\"spin\":true,\"count\":-1,"
+	   "\"total_ns\":0,\"max_ns\":0}],\"flamegraph\":{}}"}},
+	 "count"},
+	{{{SET, "locks", "{\"by_kind\":[]}"}}, "locks: member \"flamegraph\" missing"},
+	{{{SET, "locks",
+	   "{\"by_kind\":[],\"flamegraph\":{\"name\":\"all\","
+	   "\"kind\":\"nope\",\"value\":0}}"}},
+	 "locks.flamegraph"},
+	{{{SET, "schema", "\"hotcold-profile/2\""}}, "schema: not \"hotcold-profile/1\""},
+	{{{DEL, "schema", NULL}}, "\"schema\" missing"},
+	{{{SET, "host", "5"}}, "host: not a string"},
+	{{{SET, "kernel", "\"a\\u0000b\""}}, "kernel: not a string without NUL"},
+	{{{SET, "started_at", "\"2026-02-29T00:00:00.000Z\""}}, "started_at: not an RFC"},
+	{{{SET, "started_at", "\"2026-11-22 08:01:02Z\""}}, "started_at: not an RFC"},
+	{{{SET, "started_at", "\"2300-01-01T00:00:00Z\""}}, "started_at: not an RFC"},
+	{{{SET, "started_at", "12"}}, "started_at: not an RFC"},
+	{{{SET, "duration_ns", "-1"}}, "duration_ns: not a non-negative integer"},
+	{{{SET, "duration_ns", "1.5"}}, "duration_ns: not a non-negative integer"},
+	{{{SET, "duration_ns", "1e300"}}, "duration_ns: not a non-negative integer"},
+	{{{SET, "duration_ns", "\"5\""}}, "duration_ns: not a non-negative integer"},
+	{{{DEL, "sampling", NULL}}, "\"sampling\" missing"},
+	{{{SET, "sampling", "[]"}}, "sampling: not an object"},
+	{{{SET, "sampling/cpus", "4294967296"}}, "sampling: cpus: not an integer in 0..4294967295"},
+	{{{SET, "sampling/frequency_hz", "-1"}}, "frequency_hz: not a non-negative number"},
+	{{{SET, "sampling/frequency_hz", "\"99\""}}, "frequency_hz"},
+	{{{SET, "sampling/per_cpu", "{}"}}, "per_cpu: not an array"},
+	{{{SET, "sampling/per_cpu/0", "3"}}, "sampling.per_cpu[0]: not an object"},
+	{{{SET, "sampling/per_cpu/0/cpu", "\"0\""}}, "sampling.per_cpu[0]: cpu: not an integer"},
+	{{{DEL, "sampling/per_cpu/0/samples", NULL}},
+	 "sampling.per_cpu[0]: member \"samples\" missing"},
+	{{{SET, "sampling/lost/ringbuf_full", "-3"}}, "sampling.lost: ringbuf_full: not a non"},
+	{{{SET, "sampling/lost", "[1]"}}, "lost: not an object"},
+	{{{DEL, "totals/on_cpu_ns", NULL}}, "totals: member \"on_cpu_ns\" missing"},
+	{{{SET, "totals/idle_ns", "null"}}, "totals: idle_ns: not a non-negative integer"},
+	{{{SET, "symbolize", "[]"}}, "symbolize: not an object"},
+	{{{SET, "symbolize/objects", "true"}}, "symbolize: objects: not a non-negative"},
+	{{{SET, "scheduler", "5"}}, "scheduler: not an object"},
+	{{{SET, "range", "\"x\""}}, "range: not an object"},
+	{{{DEL, "flamegraph", NULL}}, "\"flamegraph\" missing"},
+	{{{SET, F "/kind", "\"process\""}}, "flamegraph.kind: \"process\" at depth 0 (root"},
+	{{{SET, F "/name", "\"everything\""}}, "flamegraph.name: the root is named \"all\""},
+	{{{SET, F "/children/0/kind", "\"thread\""}},
+	 F ".children[0].kind: \"thread\" at depth 1 (process expected)"},
+	{{{SET, F "/children/0/children/0/kind", "\"user\""}},
+	 F ".children[0].children[0].kind: \"user\" at depth 2 (thread expected)"},
+	{{{SET, MAIN "/kind", "\"process\""}}, MAINP ".kind: \"process\" at depth 3"},
+	{{{SET, MAIN "/kind", "\"root\""}}, MAINP ".kind: \"root\" at depth 3"},
+	{{{SET, MAIN "/kind", "\"bogus\""}}, MAINP ".kind: unknown kind \"bogus\""},
+	{{{SET, MAIN "/kind", "3"}}, MAINP ".kind: not a string"},
+	{{{DEL, MAIN "/name", NULL}}, MAINP ": member \"name\" missing"},
+	{{{SET, MAIN "/name", "\"a\\u0000b\""}}, MAINP ".name: not a string without NUL"},
+	{{{SET, MAIN "/module", "7"}}, MAINP ".module: not a string"},
+	{{{SET, MAIN "/inlined", "1"}}, MAINP ".inlined: not a boolean"},
+	{{{SET, MAIN "/inlined", "\"true\""}}, MAINP ".inlined: not a boolean"},
+	{{{SET, F "/children/0/children/0/inlined", "true"}},
+	 F ".children[0].children[0].inlined: only user and kernel frames are inlined"},
+	{{{SET, F "/children/0/inlined", "false"}},
+	 F ".children[0].inlined: only user and kernel frames are inlined"},
+	{{{DEL, F "/children/0/pid", NULL}}, F ".children[0]: member \"pid\" missing"},
+	{{{SET, F "/children/0/pid", "-1"}}, F ".children[0].pid: not a non-negative"},
+	{{{SET, F "/children/0/children/0/tid", "\"100\""}},
+	 F ".children[0].children[0].tid: not a non-negative"},
+	{{{DEL, MAIN "/children/1/children/0/pid", NULL}},
+	 MAINP ".children[1].children[0]: member \"pid\" missing"},
+	{{{SET, MAIN "/children/0/offset", "\"0x\""}}, MAINP ".children[0].offset: not a hex"},
+	{{{SET, MAIN "/children/0/offset", "\"1a2b\""}}, MAINP ".children[0].offset: not a hex"},
+	{{{SET, MAIN "/children/0/offset", "\"0x1g\""}}, MAINP ".children[0].offset: not a hex"},
+	{{{SET, MAIN "/children/0/offset", "\"0x8000000000000000\""}},
+	 MAINP ".children[0].offset: not a hex"},
+	{{{SET, MAIN "/children/0/offset", "\"0x00000000000000001\""}},
+	 MAINP ".children[0].offset: not a hex"},
+	{{{SET, MAIN "/children/0/offset", "6699"}}, MAINP ".children[0].offset: not a hex"},
+	{{{SET, MAIN "/value", "30001001"}},
+	 MAINP ".value: not on_cpu_ns + off_cpu_ns + runqueue_ns"},
+	{{{DEL, MAIN "/value", NULL}}, MAINP ": member \"value\" missing"},
+	{{{SET, MAIN "/samples", "-2"}}, MAINP ".samples: not a non-negative integer"},
 	/* value still the sum of its parts, but the children are worth more */
-	{ { { SET, MAIN "/off_cpu_ns", "999" }, { SET, MAIN "/value", "30000999" } },
-	  MAINP ": children worth more than the node (off_cpu_ns)" },
-	{ { { SET, MAIN "/samples", "2" } },
-	  MAINP ": children worth more than the node (samples)" },
-	{ { { SET, F "/on_cpu_ns", "0" }, { SET, F "/value", "1000" } },
-	  "flamegraph: children worth more than the node (on_cpu_ns)" },
-	{ { { SET, MAIN "/children", "{}" } }, MAINP ".children: not an array" },
-	{ { { DEL, MAIN "/children", NULL } }, MAINP ": member \"children\" missing" },
-	{ { { SET, MAIN "/children/2", "5" } }, MAINP ".children[2]: not an object" },
-	{ { { DEL, "histograms", NULL } }, "\"histograms\" missing" },
-	{ { { SET, "histograms", "[]" } }, "histograms: not an object" },
-	{ { { SET, "histograms/priority", "{\"type\":\"bogus\"}" } }, "histograms.priority: " },
+	{{{SET, MAIN "/off_cpu_ns", "999"}, {SET, MAIN "/value", "30000999"}},
+	 MAINP ": children worth more than the node (off_cpu_ns)"},
+	{{{SET, MAIN "/samples", "2"}}, MAINP ": children worth more than the node (samples)"},
+	{{{SET, F "/on_cpu_ns", "0"}, {SET, F "/value", "1000"}},
+	 "flamegraph: children worth more than the node (on_cpu_ns)"},
+	{{{SET, MAIN "/children", "{}"}}, MAINP ".children: not an array"},
+	{{{DEL, MAIN "/children", NULL}}, MAINP ": member \"children\" missing"},
+	{{{SET, MAIN "/children/2", "5"}}, MAINP ".children[2]: not an object"},
+	{{{DEL, "histograms", NULL}}, "\"histograms\" missing"},
+	{{{SET, "histograms", "[]"}}, "histograms: not an object"},
+	{{{SET, "histograms/priority", "{\"type\":\"bogus\"}"}}, "histograms.priority: "},
 };
 
 /* The value at a '/'-separated path; *parent and *last get its container and last step. */
@@ -573,7 +582,7 @@ static void test_malformed(void **state)
 	{
 		json_t *doc = json_deep_copy(base);
 
-		mutate(doc, &(struct mutation){ SET, MAIN "/children/0/offset", "\"zz\"" });
+		mutate(doc, &(struct mutation){SET, MAIN "/children/0/offset", "\"zz\""});
 		memset(why, 'x', sizeof(why));
 		assert_int_equal(hc_profile__from_json(doc, &p, why, 12), -EINVAL);
 		assert_string_equal(why, "flamegraph.");
@@ -634,7 +643,7 @@ static char *wlines_render(struct wlines *wl)
 	for (i = 0; i < wl->n; i++)
 		free(wl->l[i].key);
 	free(wl->l);
-	*wl = (struct wlines){ 0 };
+	*wl = (struct wlines){0};
 	return out;
 }
 
@@ -677,7 +686,7 @@ static void doc_wlines(const json_t *n, const char *prefix, struct wlines *wl)
 			     json_string_value(json_object_get(n, "name")),
 			     module ? json_string_value(module) : "-", id, off) > 0);
 	wlines_add(wl, key, &w);
-	json_array_foreach(json_object_get(n, "children"), i, c)
+	json_array_foreach (json_object_get(n, "children"), i, c)
 		doc_wlines(c, key, wl);
 	free(key);
 }
@@ -687,7 +696,7 @@ static void doc_wlines(const json_t *n, const char *prefix, struct wlines *wl)
 static void tree_wlines(const struct hc_node *n, const char *prefix, struct wlines *wl)
 {
 	const struct hc_weights *w = hc_node__weights(n);
-	struct hc_weights kids = { 0 };
+	struct hc_weights kids = {0};
 	char *key;
 
 	assert_true(asprintf(&key, "%s/%s:%s:%s:%lld:%lld", prefix,
@@ -710,7 +719,7 @@ static void tree_wlines(const struct hc_node *n, const char *prefix, struct wlin
  * "path weights" lines, one per node in the tree (hence no duplicate siblings). */
 static void expect_merged(const json_t *doc, const struct hc_profile *p)
 {
-	struct wlines wl = { 0 };
+	struct wlines wl = {0};
 	char *from_doc, *from_tree;
 	size_t n;
 
@@ -739,7 +748,7 @@ static json_t *child_named(json_t *parent, const char *name, int k)
 	json_t *c;
 	size_t i;
 
-	json_array_foreach(json_object_get(parent, "children"), i, c) {
+	json_array_foreach (json_object_get(parent, "children"), i, c) {
 		if (!strcmp(json_string_value(json_object_get(c, "name")), name) && k-- == 0)
 			return c;
 	}
@@ -826,7 +835,7 @@ static void test_merged_siblings(void **state)
 
 	/* the case the malformed table had: a duplicated zero-weight leaf */
 	bad = base_doc();
-	mutate(bad, &(struct mutation){ DUP, MAIN "/children/2", NULL });
+	mutate(bad, &(struct mutation){DUP, MAIN "/children/2", NULL});
 	assert_int_equal(hc_profile__from_json(bad, &d, why, sizeof(why)), 0);
 	expect_merged(bad, d);
 	hc_profile__free(d);
@@ -885,15 +894,15 @@ static void test_lenient(void **state)
 	char why[256];
 
 	(void)state;
-	mutate(doc, &(struct mutation){ SET, "future", "{\"x\": [1, 2]}" });
-	mutate(doc, &(struct mutation){ SET, MAIN "/future", "\"y\"" });
-	mutate(doc, &(struct mutation){ DEL, "totals/cpu_unclaimed_ns", NULL });
-	mutate(doc, &(struct mutation){ DEL, "sampling/per_cpu/0/idle_ns", NULL });
+	mutate(doc, &(struct mutation){SET, "future", "{\"x\": [1, 2]}"});
+	mutate(doc, &(struct mutation){SET, MAIN "/future", "\"y\""});
+	mutate(doc, &(struct mutation){DEL, "totals/cpu_unclaimed_ns", NULL});
+	mutate(doc, &(struct mutation){DEL, "sampling/per_cpu/0/idle_ns", NULL});
 	/* an RFC 3339 offset and a longer fraction than the encoder writes */
-	mutate(doc, &(struct mutation){ SET, "started_at",
-					"\"2026-11-22T09:01:02.345678901+01:00\"" });
+	mutate(doc,
+	       &(struct mutation){SET, "started_at", "\"2026-11-22T09:01:02.345678901+01:00\""});
 	/* uppercase hex */
-	mutate(doc, &(struct mutation){ SET, MAIN "/children/0/offset", "\"0x1A2B\"" });
+	mutate(doc, &(struct mutation){SET, MAIN "/children/0/offset", "\"0x1A2B\""});
 	assert_int_equal(hc_profile__from_json(doc, &p, why, sizeof(why)), 0);
 	assert_int_equal(p->totals.cpu_unclaimed_ns, 0);
 	assert_int_equal(p->started_at_ns, 1795334462345678901LL);
@@ -913,17 +922,16 @@ static json_t *chain_doc(size_t frames)
 
 		assert_non_null(n);
 		if (node)
-			assert_int_equal(json_array_append_new(json_object_get(n, "children"),
-							       node),
-					 0);
+			assert_int_equal(
+				json_array_append_new(json_object_get(n, "children"), node), 0);
 		node = n;
 	}
-	thread = json_array_get(json_object_get(json_array_get(json_object_get(
-							       json_object_get(doc, "flamegraph"),
-							       "children"),
-						       0),
-				       "children"),
-				0);
+	thread = json_array_get(
+		json_object_get(
+			json_array_get(
+				json_object_get(json_object_get(doc, "flamegraph"), "children"), 0),
+			"children"),
+		0);
 	assert_non_null(thread);
 	/* replace the thread's children with the chain (the thread has more than enough) */
 	assert_int_equal(json_object_set_new(thread, "children", json_pack("[o]", node)), 0);
@@ -964,14 +972,10 @@ static void test_depth(void **state)
 int run_decode_tests(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_golden_round_trip),
-		cmocka_unit_test(test_full_round_trip),
-		cmocka_unit_test(test_serve_shape),
-		cmocka_unit_test(test_malformed),
-		cmocka_unit_test(test_merged_siblings),
-		cmocka_unit_test(test_viewer_fixture),
-		cmocka_unit_test(test_lenient),
-		cmocka_unit_test(test_depth),
+		cmocka_unit_test(test_golden_round_trip), cmocka_unit_test(test_full_round_trip),
+		cmocka_unit_test(test_serve_shape),	  cmocka_unit_test(test_malformed),
+		cmocka_unit_test(test_merged_siblings),	  cmocka_unit_test(test_viewer_fixture),
+		cmocka_unit_test(test_lenient),		  cmocka_unit_test(test_depth),
 	};
 
 	return cmocka_run_group_tests_name("decode", tests, NULL, NULL);

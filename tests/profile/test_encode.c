@@ -69,10 +69,10 @@ static struct hc_profile *small_profile(void)
 	p->sampling.idle_samples = 10;
 	cpu = calloc(2, sizeof(*cpu));
 	assert_non_null(cpu);
-	cpu[0] = (struct hc_cpu_samples){ .cpu = 0, .expected = 200, .samples = 15,
-					  .idle_ns = 40000000 };
-	cpu[1] = (struct hc_cpu_samples){ .cpu = 1, .expected = 200, .samples = 6,
-					  .idle_ns = 60000000 };
+	cpu[0] = (struct hc_cpu_samples){
+		.cpu = 0, .expected = 200, .samples = 15, .idle_ns = 40000000};
+	cpu[1] = (struct hc_cpu_samples){
+		.cpu = 1, .expected = 200, .samples = 6, .idle_ns = 60000000};
 	p->sampling.per_cpu = cpu;
 	p->sampling.n_per_cpu = 2;
 	assert_int_equal(hc_profile__add_lost(p, "ringbuf_full", 3), 0);
@@ -205,7 +205,7 @@ static void test_folded_names(void **state)
 	/* no frame above a node's own time: a line named after the node, as pprof's stand-in
 	 * frame is: the root's ("all"), a thread's hung right under the root */
 	assert_int_equal(hc_tree__add_path(p->tree, NULL, 0,
-					   &(struct hc_weights){ .on_cpu_ns = 9, .samples = 1 }),
+					   &(struct hc_weights){.on_cpu_ns = 9, .samples = 1}),
 			 0);
 	ADD_PATH(p->tree, 1, 3, 0, 0, THR("lone;t", 7));
 	actual = encode(p, folded_all, &err);
@@ -254,22 +254,26 @@ static uint64_t folded_sum(const char *text, size_t column_from_end, size_t *lin
  */
 static void test_folded_pruned_totals(void **state)
 {
-	static const unsigned int masks[] = { HC_W_ALL, HC_W_ON, HC_W_OFF, HC_W_RUNQ,
-					      HC_W_ON | HC_W_OFF };
-	const struct hc_store_opts o = { .retention_s = 600, .period_ns = P };
-	struct hc_store_filter f = { .from_s = 1000, .to_s = 1002, .on = true, .off = true,
-				     .runqueue = true, .max_nodes = 4 };
+	static const unsigned int masks[] = {HC_W_ALL, HC_W_ON, HC_W_OFF, HC_W_RUNQ,
+					     HC_W_ON | HC_W_OFF};
+	const struct hc_store_opts o = {.retention_s = 600, .period_ns = P};
+	struct hc_store_filter f = {.from_s = 1000,
+				    .to_s = 1002,
+				    .on = true,
+				    .off = true,
+				    .runqueue = true,
+				    .max_nodes = 4};
 	struct hc_path_elem frames[] = {
 		PROC("app", 100), THR("app", 100), USR("main", "/usr/bin/app"),
 		PROC("db", 200),  THR("db", 201),  KRN("io_schedule"),
 		PROC("sh", 300),  THR("sh", 300),
 	};
-	const uint32_t a[] = { 1, 2, 3 }, b[] = { 4, 5, 6 }, c[] = { 7, 8 };
-	const struct hc_weights on = { .on_cpu_ns = 3 * P, .samples = 3 },
-				off = { .off_cpu_ns = 7777, .runqueue_ns = 55 },
-				both = { .on_cpu_ns = P, .samples = 1, .runqueue_ns = 9 };
+	const uint32_t a[] = {1, 2, 3}, b[] = {4, 5, 6}, c[] = {7, 8};
+	const struct hc_weights on = {.on_cpu_ns = 3 * P, .samples = 3},
+				off = {.off_cpu_ns = 7777, .runqueue_ns = 55},
+				both = {.on_cpu_ns = P, .samples = 1, .runqueue_ns = 9};
 	struct hc_store *st = hc_store__new(&o);
-	struct hc_store_pruned pruned = { 0 };
+	struct hc_store_pruned pruned = {0};
 	struct hc_profile *p = hc_profile__new(), *base = hc_profile__new();
 	const struct hc_node *root;
 
@@ -299,14 +303,15 @@ static void test_folded_pruned_totals(void **state)
 	/* the base of the diff: a smaller capture with its own root time */
 	ADD_PATH(base->tree, P, 1, 100, 0, PROC("app", 1), THR("app", 1),
 		 USR("main", "/usr/bin/app"));
-	assert_int_equal(hc_tree__add_path(base->tree, NULL, 0,
-					   &(struct hc_weights){ .off_cpu_ns = 40, .runqueue_ns = 2 }),
-			 0);
+	assert_int_equal(
+		hc_tree__add_path(base->tree, NULL, 0,
+				  &(struct hc_weights){.off_cpu_ns = 40, .runqueue_ns = 2}),
+		0);
 
 	for (size_t m = 0; m < ARRAY_SIZE(masks); m++) {
 		uint64_t want = hc_weights__select(hc_node__weights(root), masks[m]);
-		uint64_t want_base = hc_weights__select(hc_node__weights(hc_tree__root(base->tree)),
-							masks[m]);
+		uint64_t want_base =
+			hc_weights__select(hc_node__weights(hc_tree__root(base->tree)), masks[m]);
 		char *out = NULL;
 		size_t len = 0, lines;
 		FILE *mf = open_memstream(&out, &len);
@@ -432,18 +437,20 @@ static void test_json_utf8(void **state)
 	static const struct {
 		const char *in, *out;
 	} cases[] = {
-		{ "plain", "plain" },
-		{ "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80", /* valid 2, 3, 4 byte forms */
-		  "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80" },
-		{ "\xc0\xaf", FFFD FFFD },                   /* overlong '/' */
-		{ "\xe0\x80\xaf", FFFD FFFD FFFD },          /* overlong, 3 bytes */
-		{ "\xed\xa0\x80", FFFD FFFD FFFD },          /* surrogate */
-		{ "\xf4\x90\x80\x80", FFFD FFFD FFFD FFFD }, /* > U+10FFFF */
-		{ "a\xe2\x82", "a" FFFD FFFD },              /* truncated at the end */
-		{ "\xe2\x82" "b", FFFD FFFD "b" },           /* truncated in the middle */
-		{ "\x80x\xbf", FFFD "x" FFFD },              /* lone continuations */
-		{ "\xf5\xff", FFFD FFFD },
-		{ "\xf4\x8f\xbf\xbf", "\xf4\x8f\xbf\xbf" },  /* U+10FFFF itself is fine */
+		{"plain", "plain"},
+		{"caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80", /* valid 2, 3, 4 byte forms */
+		 "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80"},
+		{"\xc0\xaf", FFFD FFFD},		   /* overlong '/' */
+		{"\xe0\x80\xaf", FFFD FFFD FFFD},	   /* overlong, 3 bytes */
+		{"\xed\xa0\x80", FFFD FFFD FFFD},	   /* surrogate */
+		{"\xf4\x90\x80\x80", FFFD FFFD FFFD FFFD}, /* > U+10FFFF */
+		{"a\xe2\x82", "a" FFFD FFFD},		   /* truncated at the end */
+		{"\xe2\x82"
+		 "b",
+		 FFFD FFFD "b"},	      /* truncated in the middle */
+		{"\x80x\xbf", FFFD "x" FFFD}, /* lone continuations */
+		{"\xf5\xff", FFFD FFFD},
+		{"\xf4\x8f\xbf\xbf", "\xf4\x8f\xbf\xbf"}, /* U+10FFFF itself is fine */
 	};
 
 	(void)state;
@@ -481,13 +488,12 @@ static void test_json_numbers(void **state)
 	assert_int_equal(json_object_size(lost), 2);
 	assert_int_equal(json_integer_value(json_object_get(lost, "ringbuf_full")), 5);
 	assert_int_equal(json_integer_value(json_object_get(lost, "bad" FFFD)), 1);
-	assert_int_equal(json_integer_value(json_object_get(json_object_get(doc, "histograms"),
-							    "x")),
-			 1);
+	assert_int_equal(
+		json_integer_value(json_object_get(json_object_get(doc, "histograms"), "x")), 1);
 	/* an empty tree is a root with no children */
-	assert_int_equal(json_array_size(json_object_get(json_object_get(doc, "flamegraph"),
-							 "children")),
-			 0);
+	assert_int_equal(
+		json_array_size(json_object_get(json_object_get(doc, "flamegraph"), "children")),
+		0);
 	json_decref(doc);
 	hc_profile__free(p);
 	hc_profile__free(NULL);
@@ -514,7 +520,7 @@ static size_t check_node(const json_t *n)
 	assert_true(json_is_integer(json_object_get(n, "samples")));
 	assert_int_equal(json_object_get(n, "pid") != NULL, strcmp(kind, "process") == 0);
 	assert_int_equal(json_object_get(n, "tid") != NULL, strcmp(kind, "thread") == 0);
-	json_array_foreach(children, i, c) {
+	json_array_foreach (children, i, c) {
 		json_int_t v = json_integer_value(json_object_get(c, "value"));
 
 		if (prev >= 0)
@@ -539,8 +545,8 @@ static uint64_t rng(void)
 
 static void test_json_random_tree(void **state)
 {
-	static const char *const names[] = { "a", "b", "c", "d", "e" };
-	static const char *const modules[] = { "/bin/x", "/lib/y.so", NULL };
+	static const char *const names[] = {"a", "b", "c", "d", "e"};
+	static const char *const modules[] = {"/bin/x", "/lib/y.so", NULL};
 	struct hc_profile *p = hc_profile__new();
 	json_t *doc, *root;
 	char comm[16];
@@ -595,8 +601,8 @@ static void test_json_random_tree(void **state)
 	/* An object with a tree streamed in (serve's /api/locks): its members, then the tree as
 	 * hc_tree__to_json gives it; an empty object too. */
 	for (int empty = 0; empty < 2; empty++) {
-		json_t *obj = empty ? json_object()
-				    : json_pack("{s:i, s:[s]}", "events", 3, "k", "x");
+		json_t *obj =
+			empty ? json_object() : json_pack("{s:i, s:[s]}", "events", 3, "k", "x");
 		json_t *want = json_deep_copy(obj), *back;
 		char *text = NULL;
 		size_t len = 0;
@@ -625,7 +631,7 @@ static void test_too_deep(void **state)
 {
 	struct hc_profile *p = hc_profile__new();
 	struct hc_path_elem path[1100];
-	const struct hc_weights w = { .on_cpu_ns = 1, .samples = 1 };
+	const struct hc_weights w = {.on_cpu_ns = 1, .samples = 1};
 	char *out;
 	int err;
 
@@ -729,7 +735,8 @@ static void test_inline_exports(void **state)
 		assert_non_null(f);
 		assert_int_equal(hc_profile__write_diff_folded(p, back, HC_W_ALL, false, f), 0);
 		fclose(f);
-		assert_non_null(strstr(buf, "app;main;compute;square_[i];mul_[i] 30000000 30000000\n"));
+		assert_non_null(
+			strstr(buf, "app;main;compute;square_[i];mul_[i] 30000000 30000000\n"));
 		free(buf);
 	}
 
@@ -741,11 +748,13 @@ static void test_inline_exports(void **state)
 	frames = json_object_get(json_object_get(doc, "shared"), "frames");
 	n_inl = 0;
 	for (i = 0; i < json_array_size(frames); i++) {
-		const char *name = json_string_value(json_object_get(json_array_get(frames, i),
-								     "name"));
+		const char *name =
+			json_string_value(json_object_get(json_array_get(frames, i), "name"));
 
 		n_inl += !strcmp(name, "square (inlined)") || !strcmp(name, "mul (inlined)") ||
-			 !strcmp(name, "square") ? 1 : 0;
+					 !strcmp(name, "square")
+				 ? 1
+				 : 0;
 	}
 	assert_int_equal(n_inl, 3);
 	json_decref(doc);

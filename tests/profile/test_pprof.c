@@ -22,8 +22,14 @@
 
 #define P 10000000 /* 100 Hz */
 
-#define WKR(n, tid, pid) { HC_NODE_WAKER, (n), NULL, (tid), (pid), false }
-#define KMOD(n, m) { HC_NODE_KERNEL, (n), (m), 0, -1, false }
+#define WKR(n, tid, pid)                                      \
+	{                                                     \
+		HC_NODE_WAKER, (n), NULL, (tid), (pid), false \
+	}
+#define KMOD(n, m)                                     \
+	{                                              \
+		HC_NODE_KERNEL, (n), (m), 0, -1, false \
+	}
 
 /* ---- helpers ---- */
 
@@ -92,12 +98,19 @@ static struct hc_profile *mixed_profile(void)
 	ADD_PATH(t, P, 2, 0, 0, PROC("db", 200), THR("db", 201), KRN("ip_rcv"),
 		 KMOD("nft_do_chain", "nf_tables"));
 	ADD_PATH(t, P, 1, 0, 0, PROC("db", 200), THR("db", 201), USR("main", "/usr/bin/db"));
-	ADD_PATH(t, P, 1, 0, 0, PROC("bad\xff" "name", 300), THR("bad\xff" "name", 300),
+	ADD_PATH(t, P, 1, 0, 0,
+		 PROC("bad\xff"
+		      "name",
+		      300),
+		 THR("bad\xff"
+		     "name",
+		     300),
 		 UNK(NULL, -1));
-	assert_int_equal(hc_tree__add_path(t, NULL, 0,
-					   &(struct hc_weights){ .on_cpu_ns = 2 * P, .samples = 2,
-								 .off_cpu_ns = 11 }),
-			 0);
+	assert_int_equal(
+		hc_tree__add_path(
+			t, NULL, 0,
+			&(struct hc_weights){.on_cpu_ns = 2 * P, .samples = 2, .off_cpu_ns = 11}),
+		0);
 	return p;
 }
 
@@ -323,7 +336,7 @@ struct self_counts {
 static void count_self(const struct hc_node *n, unsigned int w, struct self_counts *c)
 {
 	const struct hc_weights *nw = hc_node__weights(n);
-	struct hc_weights kids = { 0 };
+	struct hc_weights kids = {0};
 
 	for (size_t i = 0; i < hc_node__child_count(n); i++) {
 		hc_weights__add(&kids, hc_node__weights(hc_node__child(n, i)));
@@ -342,7 +355,7 @@ static void test_pprof_weight_selection(void **state)
 
 	(void)state;
 	for (unsigned int w = 1; w <= HC_W_ALL; w++) {
-		struct self_counts c = { 0 };
+		struct self_counts c = {0};
 		struct pp_profile pp;
 		size_t t = 0;
 
@@ -391,7 +404,7 @@ static void test_pprof_weight_selection(void **state)
 static void add_random_paths(struct hc_tree *t, int n_paths, unsigned int max_frames,
 			     unsigned int n_names)
 {
-	static const char *const modules[] = { "/bin/x", "/lib/y.so", "/lib/z;z.so", NULL };
+	static const char *const modules[] = {"/bin/x", "/lib/y.so", "/lib/z;z.so", NULL};
 	char names[48][32], comm[16];
 
 	for (int i = 0; i < n_paths; i++) {
@@ -592,7 +605,7 @@ static void test_pprof_big_tree(void **state)
 {
 	struct hc_profile *p = hc_profile__new();
 	const struct hc_weights *root;
-	struct self_counts c = { 0 };
+	struct self_counts c = {0};
 	struct pp_profile pp;
 	double t0, t1, t2, c0, c1;
 	char why[256];
@@ -635,7 +648,7 @@ static void test_pprof_errors(void **state)
 {
 	struct hc_profile *p = mixed_profile();
 	struct hc_path_elem path[1100];
-	const struct hc_weights w = { .on_cpu_ns = 1, .samples = 1 };
+	const struct hc_weights w = {.on_cpu_ns = 1, .samples = 1};
 	char dir[] = "/tmp/hotcold-pprof-XXXXXX", file[64];
 	size_t len;
 	uint8_t *buf;
@@ -696,10 +709,10 @@ static void test_pprof_errors(void **state)
 		encode_decode(p, HC_W_ON, &pp);
 		assert_int_equal(pp.n_samples, 1);
 		assert_int_equal(pp.samples[0].n_locations, 1000);
-		assert_string_equal(function_of(&pp, location_named(&pp, "f999", NULL)->lines[0]
-								 .function_id)
-					    ->name,
-				    "f999");
+		assert_string_equal(
+			function_of(&pp, location_named(&pp, "f999", NULL)->lines[0].function_id)
+				->name,
+			"f999");
 		assert_int_equal(pp.samples[0].location_ids[0],
 				 location_named(&pp, "f999", NULL)->id);
 		pp_free(&pp);
@@ -818,10 +831,10 @@ static void test_pprof_overflow(void **state)
 	hc_profile__free(p);
 	p = hc_profile__new();
 	assert_non_null(p);
-	assert_int_equal(hc_tree__add_path(p->tree, NULL, 0,
-					   &(struct hc_weights){ .on_cpu_ns = 1,
-								 .samples = UINT64_MAX }),
-			 0);
+	assert_int_equal(
+		hc_tree__add_path(p->tree, NULL, 0,
+				  &(struct hc_weights){.on_cpu_ns = 1, .samples = UINT64_MAX}),
+		0);
 	buf = encode(p, HC_W_ON, &len, &err);
 	assert_int_equal(err, -EOVERFLOW);
 	free(buf);
@@ -939,7 +952,7 @@ static void raw_totals(const char *raw, size_t n_types, int64_t *sums)
 
 	assert_non_null(line);
 	memset(sums, 0, n_types * sizeof(*sums));
-	for (line = strchr(line + 1, '\n') + 1; *line && strncmp(line, "Locations", 9); ) {
+	for (line = strchr(line + 1, '\n') + 1; *line && strncmp(line, "Locations", 9);) {
 		const char *end = strchr(line, '\n'), *s = line;
 		int64_t v[8];
 		size_t i;
@@ -1005,38 +1018,40 @@ static int go_dir_teardown(void **state)
 
 static void test_pprof_go_tool(void **state)
 {
-	static const char *const raw_args[] = { "-raw", NULL };
+	static const char *const raw_args[] = {"-raw", NULL};
 	/* every node, however small, in nanoseconds */
-	static const char *const top_cpu[] = { "-sample_index=cpu", "-unit=ns", "-top",
-					       "-nodecount=1000", "-nodefraction=0",
-					       "-edgefraction=0", NULL };
-	static const char *const top_off[] = { "-sample_index=off_cpu", "-unit=ns", "-top",
-					       "-nodecount=1000", "-nodefraction=0",
-					       "-edgefraction=0", NULL };
-	static const char *const proto_args[] = { "-proto", NULL };
+	static const char *const top_cpu[] = {
+		"-sample_index=cpu", "-unit=ns",	"-top", "-nodecount=1000",
+		"-nodefraction=0",   "-edgefraction=0", NULL};
+	static const char *const top_off[] = {
+		"-sample_index=off_cpu", "-unit=ns",	    "-top", "-nodecount=1000",
+		"-nodefraction=0",	 "-edgefraction=0", NULL};
+	static const char *const proto_args[] = {"-proto", NULL};
 	static const struct {
 		const char *name;
 		int64_t flat;
-	} cpu_flat[] = {
-		{ "compute", 30000000 },
-		{ "[unknown /usr/lib/libfoo.so+0x1a2b]", 20000000 },
-		{ "nft_do_chain", 20000000 },
-		{ "all", 20000000 },
-		{ "app", 10000000 },
-		{ "x_y", 10000000 },
-		{ "main", 10000000 },
-		{ "[unknown]", 10000000 },
-		{ "asm_sysvec_apic_timer_interrupt", 0 },
-		{ "ip_rcv", 0 },
-	}, off_flat[] = {
-		{ "try_to_wake_up", 900000 },
-		{ "wake_up_q", 40000 },
-		{ "[unknown /usr/lib/libfoo.so+0x1a2b]", 5000 },
-		{ "all", 11 },
-		{ "--", 0 },
-		{ "kworker/0:1", 0 },
-		{ "db", 0 },
-	};
+	} cpu_flat[] =
+		{
+			{"compute", 30000000},
+			{"[unknown /usr/lib/libfoo.so+0x1a2b]", 20000000},
+			{"nft_do_chain", 20000000},
+			{"all", 20000000},
+			{"app", 10000000},
+			{"x_y", 10000000},
+			{"main", 10000000},
+			{"[unknown]", 10000000},
+			{"asm_sysvec_apic_timer_interrupt", 0},
+			{"ip_rcv", 0},
+		},
+	  off_flat[] = {
+		  {"try_to_wake_up", 900000},
+		  {"wake_up_q", 40000},
+		  {"[unknown /usr/lib/libfoo.so+0x1a2b]", 5000},
+		  {"all", 11},
+		  {"--", 0},
+		  {"kworker/0:1", 0},
+		  {"db", 0},
+	  };
 	struct hc_profile *p;
 	struct pp_profile pp, re;
 	const char *dir = *state;
@@ -1208,34 +1223,34 @@ enum defect {
  */
 static struct tb hand_profile(enum defect d)
 {
-	static const char *const strs[] = { "",	   "cpu",  "nanoseconds", "memcpy", "printf",
-					    "main", "span", "checkout",    "size",   "bytes",
-					    "/bin/x", "abc123" };
-	struct tb t = { .n = 0 }, m, sub;
+	static const char *const strs[] = {"",	     "cpu",   "nanoseconds", "memcpy",
+					   "printf", "main",  "span",	     "checkout",
+					   "size",   "bytes", "/bin/x",	     "abc123"};
+	struct tb t = {.n = 0}, m, sub;
 
 	/* sample 1: unpacked location ids 100 (memcpy inlined into printf) and 200 (main) */
-	m = (struct tb){ .n = 0 };
+	m = (struct tb){.n = 0};
 	tb_uint(&m, 1, 100);
 	tb_uint(&m, 1, d == UNKNOWN_LOCATION ? 300 : 200);
 	tb_uint(&m, 2, 5);
 	if (d == VALUE_COUNT)
 		tb_uint(&m, 2, 6);
-	sub = (struct tb){ .n = 0 };
+	sub = (struct tb){.n = 0};
 	tb_uint(&sub, 1, 6);
 	tb_uint(&sub, 2, d == STRING_RANGE ? 12 : 7);
 	tb_msg(&m, 3, &sub);
-	sub = (struct tb){ .n = 0 };
+	sub = (struct tb){.n = 0};
 	tb_uint(&sub, 1, 8);
 	tb_uint(&sub, 3, 4096);
 	tb_uint(&sub, 4, 9);
 	tb_msg(&m, 3, &sub);
 	tb_msg(&t, 2, &m);
 	/* sample 2: packed ids and values */
-	m = (struct tb){ .n = 0 };
-	sub = (struct tb){ .n = 0 };
+	m = (struct tb){.n = 0};
+	sub = (struct tb){.n = 0};
 	tb_varint(&sub, 200);
 	tb_msg(&m, 1, &sub);
-	sub = (struct tb){ .n = 0 };
+	sub = (struct tb){.n = 0};
 	tb_varint(&sub, 7);
 	tb_msg(&m, 2, &sub);
 	tb_msg(&t, 2, &m);
@@ -1253,34 +1268,34 @@ static struct tb hand_profile(enum defect d)
 		tb_tag(&t, 54, 3);
 
 	/* locations before functions */
-	m = (struct tb){ .n = 0 };
+	m = (struct tb){.n = 0};
 	tb_uint(&m, 1, 100);
 	tb_uint(&m, 2, d == UNKNOWN_MAPPING ? 8 : 7);
 	tb_uint(&m, 3, 0x401000);
-	sub = (struct tb){ .n = 0 };
+	sub = (struct tb){.n = 0};
 	tb_uint(&sub, 1, 10);
 	tb_uint(&sub, 2, 12);
 	tb_msg(&m, 4, &sub);
-	sub = (struct tb){ .n = 0 };
+	sub = (struct tb){.n = 0};
 	tb_uint(&sub, 1, d == UNKNOWN_FUNCTION ? 40 : 20);
 	tb_uint(&sub, 2, 34);
 	tb_msg(&m, 4, &sub);
 	tb_msg(&t, 4, &m);
-	m = (struct tb){ .n = 0 };
+	m = (struct tb){.n = 0};
 	tb_uint(&m, 1, d == DUPLICATE_ID ? 100 : d == ZERO_ID ? 0 : 200);
-	sub = (struct tb){ .n = 0 };
+	sub = (struct tb){.n = 0};
 	tb_uint(&sub, 1, 30);
 	tb_msg(&m, 4, &sub);
 	tb_msg(&t, 4, &m);
 	/* functions out of id order */
 	for (unsigned int i = 3; i >= 1; i--) {
-		m = (struct tb){ .n = 0 };
+		m = (struct tb){.n = 0};
 		tb_uint(&m, 1, i * 10);
 		tb_uint(&m, 2, 2 + i);
 		tb_uint(&m, 3, 2 + i);
 		tb_msg(&t, 5, &m);
 	}
-	m = (struct tb){ .n = 0 };
+	m = (struct tb){.n = 0};
 	tb_uint(&m, 1, 7);
 	tb_uint(&m, 2, 0x400000);
 	tb_uint(&m, 3, 0x500000);
@@ -1294,7 +1309,7 @@ static struct tb hand_profile(enum defect d)
 	for (size_t i = 0; i < ARRAY_SIZE(strs); i++)
 		tb_bytes(&t, 6, i == 0 && d == FIRST_STRING ? "x" : strs[i],
 			 strlen(i == 0 && d == FIRST_STRING ? "x" : strs[i]));
-	m = (struct tb){ .n = 0 };
+	m = (struct tb){.n = 0};
 	tb_uint(&m, 1, 1);
 	tb_uint(&m, 2, 2);
 	tb_msg(&t, 1, &m);
@@ -1345,7 +1360,7 @@ static struct hc_profile *inline_profile(void)
 	ADD_PATH(t, P, 1, 0, 0, PROC("app", 100), THR("app", 100), INL("lone", "/usr/bin/app"));
 	/* nor is a kernel frame inlined into a user one (a hand-made document): its own too */
 	ADD_PATH(t, P, 1, 0, 0, PROC("app", 100), THR("app", 100), USR("main", "/usr/bin/app"),
-		 { HC_NODE_KERNEL, "kinl", NULL, 0, -1, true });
+		 {HC_NODE_KERNEL, "kinl", NULL, 0, -1, true});
 	return p;
 }
 
@@ -1370,7 +1385,7 @@ static void test_pprof_inline(void **state)
 {
 	struct hc_profile *p = inline_profile();
 	struct pp_profile pp;
-	bool seen[6] = { false };
+	bool seen[6] = {false};
 	size_t multi = 0;
 
 	(void)state;
@@ -1436,10 +1451,10 @@ static void test_pprof_inline(void **state)
 /* `go tool pprof` reads the inlined lines: -traces marks them "(inline)", -raw lists them. */
 static void test_pprof_inline_go(void **state)
 {
-	static const char *const traces_args[] = { "-traces", NULL };
-	static const char *const raw_args[] = { "-raw", NULL };
-	static const char *const top_args[] = { "-sample_index=cpu", "-unit=ns", "-top",
-						"-nodecount=1000", "-nodefraction=0", NULL };
+	static const char *const traces_args[] = {"-traces", NULL};
+	static const char *const raw_args[] = {"-raw", NULL};
+	static const char *const top_args[] = {"-sample_index=cpu", "-unit=ns",	       "-top",
+					       "-nodecount=1000",   "-nodefraction=0", NULL};
 	struct hc_profile *p = inline_profile();
 	const char *dir = *state;
 	char file[256];
@@ -1567,18 +1582,18 @@ static void test_reader_malformed(void **state)
 		enum defect d;
 		const char *why;
 	} cases[] = {
-		{ BAD_VARINT, "varint" },
-		{ TRUNCATED, "past the end" },
-		{ STRING_RANGE, "label.str: string index 12 out of range" },
-		{ UNKNOWN_LOCATION, "unknown location id 300" },
-		{ UNKNOWN_FUNCTION, "unknown function id 40" },
-		{ UNKNOWN_MAPPING, "unknown mapping id 8" },
-		{ WIRE_TYPE, "field 10: wire type 2" },
-		{ FIRST_STRING, "string_table[0]" },
-		{ VALUE_COUNT, "2 values for 1 sample types" },
-		{ DUPLICATE_ID, "two locations with id 100" },
-		{ ZERO_ID, "location with id 0" },
-		{ GROUP, "wire type 3" },
+		{BAD_VARINT, "varint"},
+		{TRUNCATED, "past the end"},
+		{STRING_RANGE, "label.str: string index 12 out of range"},
+		{UNKNOWN_LOCATION, "unknown location id 300"},
+		{UNKNOWN_FUNCTION, "unknown function id 40"},
+		{UNKNOWN_MAPPING, "unknown mapping id 8"},
+		{WIRE_TYPE, "field 10: wire type 2"},
+		{FIRST_STRING, "string_table[0]"},
+		{VALUE_COUNT, "2 values for 1 sample types"},
+		{DUPLICATE_ID, "two locations with id 100"},
+		{ZERO_ID, "location with id 0"},
+		{GROUP, "wire type 3"},
 	};
 	struct pp_profile pp;
 	char why[256];
@@ -1604,7 +1619,7 @@ static size_t gzip_two(const uint8_t *raw, size_t n, size_t split, uint8_t *out,
 	size_t used = 0;
 
 	for (int part = 0; part < 2; part++) {
-		z_stream z = { 0 };
+		z_stream z = {0};
 
 		assert_int_equal(deflateInit2(&z, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY),
 				 Z_OK);
@@ -1672,7 +1687,8 @@ int run_pprof_tests(void)
 		cmocka_unit_test(test_pprof_overflow),
 		cmocka_unit_test_setup_teardown(test_pprof_go_tool, go_dir_setup, go_dir_teardown),
 		cmocka_unit_test(test_pprof_inline),
-		cmocka_unit_test_setup_teardown(test_pprof_inline_go, go_dir_setup, go_dir_teardown),
+		cmocka_unit_test_setup_teardown(test_pprof_inline_go, go_dir_setup,
+						go_dir_teardown),
 		cmocka_unit_test(test_reader_hand_made),
 		cmocka_unit_test(test_reader_malformed),
 		cmocka_unit_test(test_reader_gzip),

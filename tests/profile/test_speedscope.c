@@ -14,8 +14,14 @@
 
 #define P 10000000 /* 100 Hz */
 #define SCHEMA "https://www.speedscope.app/file-format-schema.json"
-#define WAKER(n, tid, pid) { HC_NODE_WAKER, (n), NULL, (tid), (pid), false }
-#define KMOD(n, m) { HC_NODE_KERNEL, (n), (m), 0, -1, false }
+#define WAKER(n, tid, pid)                                    \
+	{                                                     \
+		HC_NODE_WAKER, (n), NULL, (tid), (pid), false \
+	}
+#define KMOD(n, m)                                     \
+	{                                              \
+		HC_NODE_KERNEL, (n), (m), 0, -1, false \
+	}
 
 static char *encode_ss(const struct hc_profile *p, unsigned int weights, int *err)
 {
@@ -65,7 +71,7 @@ static json_t *parse_checked(const char *text, uint64_t *total)
 	n_frames = json_array_size(frames);
 	used = calloc(n_frames + 1, 1);
 	assert_non_null(used);
-	json_array_foreach(frames, i, f) {
+	json_array_foreach (frames, i, f) {
 		const json_t *file = json_object_get(f, "file");
 
 		assert_true(json_is_string(json_object_get(f, "name")));
@@ -85,7 +91,7 @@ static json_t *parse_checked(const char *text, uint64_t *total)
 	assert_true(json_is_array(profiles));
 	assert_true(json_array_size(profiles) >= 1);
 	*total = 0;
-	json_array_foreach(profiles, i, prof) {
+	json_array_foreach (profiles, i, prof) {
 		const json_t *samples = json_object_get(prof, "samples");
 		const json_t *weights = json_object_get(prof, "weights"), *stack, *wv;
 		json_int_t sum = 0;
@@ -98,17 +104,17 @@ static json_t *parse_checked(const char *text, uint64_t *total)
 		assert_true(json_is_array(samples));
 		assert_true(json_is_array(weights));
 		assert_int_equal(json_array_size(samples), json_array_size(weights));
-		json_array_foreach(weights, j, wv) {
+		json_array_foreach (weights, j, wv) {
 			assert_true(json_is_integer(wv));
 			assert_true(json_integer_value(wv) > 0);
 			sum += json_integer_value(wv);
 		}
-		json_array_foreach(samples, j, stack) {
+		json_array_foreach (samples, j, stack) {
 			const json_t *idx;
 			size_t k;
 
 			assert_true(json_is_array(stack));
-			json_array_foreach(stack, k, idx) {
+			json_array_foreach (stack, k, idx) {
 				assert_true(json_is_integer(idx));
 				assert_true(json_integer_value(idx) >= 0 &&
 					    (size_t)json_integer_value(idx) < n_frames);
@@ -136,8 +142,8 @@ static void frame_text(const json_t *doc, json_int_t idx, char *buf, size_t len)
 					 (size_t)idx);
 	const char *file = json_string_value(json_object_get(f, "file"));
 
-	snprintf(buf, len, "%s%s%s", json_string_value(json_object_get(f, "name")),
-		 file ? "@" : "", file ? file : "");
+	snprintf(buf, len, "%s%s%s", json_string_value(json_object_get(f, "name")), file ? "@" : "",
+		 file ? file : "");
 }
 
 /* Every profile as `NAME\n` and one `  STACK WEIGHT\n` per sample, in file order. */
@@ -149,18 +155,18 @@ static char *render(const json_t *doc)
 	FILE *out = open_memstream(&buf, &len);
 
 	assert_non_null(out);
-	json_array_foreach(json_object_get(doc, "profiles"), i, prof) {
+	json_array_foreach (json_object_get(doc, "profiles"), i, prof) {
 		const json_t *samples = json_object_get(prof, "samples"), *stack;
 		size_t j;
 
 		fprintf(out, "%s\n", json_string_value(json_object_get(prof, "name")));
-		json_array_foreach(samples, j, stack) {
+		json_array_foreach (samples, j, stack) {
 			const json_t *idx;
 			char frame[512];
 			size_t k;
 
 			fputs(" ", out);
-			json_array_foreach(stack, k, idx) {
+			json_array_foreach (stack, k, idx) {
 				frame_text(doc, json_integer_value(idx), frame, sizeof(frame));
 				fprintf(out, "%s%s", k ? ";" : " ", frame);
 			}
@@ -202,8 +208,7 @@ static struct hc_profile *hand_profile(void)
 	ADD_PATH(t, P, 1, 0, 0, PROC("q\"x\xff", 300), THR("q\"x\xff", 300), UNK(NULL, -1));
 	/* a zero-weight leaf: no sample, no frame */
 	ADD_PATH(t, P, 0, 0, 0, PROC("q\"x\xff", 300), THR("q\"x\xff", 300), USR("idle", NULL));
-	assert_int_equal(hc_tree__add_path(t, NULL, 0, &(struct hc_weights){ .off_cpu_ns = 77 }),
-			 0);
+	assert_int_equal(hc_tree__add_path(t, NULL, 0, &(struct hc_weights){.off_cpu_ns = 77}), 0);
 	return p;
 }
 
@@ -221,45 +226,40 @@ static void test_hand_stacks(void **state)
 		unsigned int weights;
 		const char *expected;
 	} cases[] = {
-		{ HC_W_ALL,
-		  APP "  10000000\n"
-		      "  " MAIN ";compute@/usr/bin/app 30000000\n"
-		      "  --;[interrupt] 300\n"
-		  WORKER "  " MAIN ";" LIBFOO " 20005700\n"
-		  "  " MAIN ";compute@/usr/bin/app;asm_sysvec_apic_timer_interrupt" KK
-		  ";xfs_foo@xfs 10000000\n"
-		  "  " MAIN ";schedule" KK ";--;kworker/0:1;try_to_wake_up" KK " 9000\n"
-		  "p2 (pid 200)\n"
-		  "  10000000\n"
-		  "  lonely 10000000\n"
-		  Q "  [unknown] 10000000\n"
-		  "  we\"ird\\" FFFD " 10000000\n"
-		  "[no process]\n"
-		  "  77\n" },
-		{ HC_W_ON,
-		  APP "  10000000\n"
-		      "  " MAIN ";compute@/usr/bin/app 30000000\n"
-		  WORKER "  " MAIN ";" LIBFOO " 20000000\n"
-		  "  " MAIN ";compute@/usr/bin/app;asm_sysvec_apic_timer_interrupt" KK
-		  ";xfs_foo@xfs 10000000\n"
-		  "p2 (pid 200)\n"
-		  "  10000000\n"
-		  "  lonely 10000000\n"
-		  Q "  [unknown] 10000000\n"
-		  "  we\"ird\\" FFFD " 10000000\n" },
-		{ HC_W_OFF,
-		  WORKER "  " MAIN ";" LIBFOO " 5000\n"
-		  "  " MAIN ";schedule" KK ";--;kworker/0:1;try_to_wake_up" KK " 9000\n"
-		  APP "  --;[interrupt] 300\n"
-		  "[no process]\n"
-		  "  77\n" },
-		{ HC_W_RUNQ, WORKER "  " MAIN ";" LIBFOO " 700\n" },
-		{ HC_W_OFF | HC_W_RUNQ,
-		  WORKER "  " MAIN ";" LIBFOO " 5700\n"
-		  "  " MAIN ";schedule" KK ";--;kworker/0:1;try_to_wake_up" KK " 9000\n"
-		  APP "  --;[interrupt] 300\n"
-		  "[no process]\n"
-		  "  77\n" },
+		{HC_W_ALL,
+		 APP "  10000000\n"
+		     "  " MAIN ";compute@/usr/bin/app 30000000\n"
+		     "  --;[interrupt] 300\n" WORKER "  " MAIN ";" LIBFOO " 20005700\n"
+		     "  " MAIN ";compute@/usr/bin/app;asm_sysvec_apic_timer_interrupt" KK
+		     ";xfs_foo@xfs 10000000\n"
+		     "  " MAIN ";schedule" KK ";--;kworker/0:1;try_to_wake_up" KK " 9000\n"
+		     "p2 (pid 200)\n"
+		     "  10000000\n"
+		     "  lonely 10000000\n" Q "  [unknown] 10000000\n"
+		     "  we\"ird\\" FFFD " 10000000\n"
+		     "[no process]\n"
+		     "  77\n"},
+		{HC_W_ON, APP "  10000000\n"
+			      "  " MAIN ";compute@/usr/bin/app 30000000\n" WORKER "  " MAIN
+			      ";" LIBFOO " 20000000\n"
+			      "  " MAIN ";compute@/usr/bin/app;asm_sysvec_apic_timer_interrupt" KK
+			      ";xfs_foo@xfs 10000000\n"
+			      "p2 (pid 200)\n"
+			      "  10000000\n"
+			      "  lonely 10000000\n" Q "  [unknown] 10000000\n"
+			      "  we\"ird\\" FFFD " 10000000\n"},
+		{HC_W_OFF, WORKER "  " MAIN ";" LIBFOO " 5000\n"
+				  "  " MAIN ";schedule" KK ";--;kworker/0:1;try_to_wake_up" KK
+				  " 9000\n" APP "  --;[interrupt] 300\n"
+				  "[no process]\n"
+				  "  77\n"},
+		{HC_W_RUNQ, WORKER "  " MAIN ";" LIBFOO " 700\n"},
+		{HC_W_OFF | HC_W_RUNQ,
+		 WORKER "  " MAIN ";" LIBFOO " 5700\n"
+			"  " MAIN ";schedule" KK ";--;kworker/0:1;try_to_wake_up" KK " 9000\n" APP
+			"  --;[interrupt] 300\n"
+			"[no process]\n"
+			"  77\n"},
 	};
 	struct hc_profile *p = hand_profile();
 
@@ -307,7 +307,7 @@ static void test_file_header(void **state)
 			    "hotcold web-1 (on-CPU, off-CPU)");
 	/* kernel frames carry no `_[k]`, and say where they come from */
 	frames = json_object_get(json_object_get(doc, "shared"), "frames");
-	json_array_foreach(frames, i, f) {
+	json_array_foreach (frames, i, f) {
 		const char *name = json_string_value(json_object_get(f, "name"));
 		const char *file = json_string_value(json_object_get(f, "file"));
 
@@ -330,9 +330,9 @@ static void test_file_header(void **state)
 	doc = parse_checked(out, &total);
 	assert_int_equal(total, 0);
 	assert_int_equal(json_array_size(json_object_get(doc, "profiles")), 1);
-	assert_int_equal(json_array_size(frames = json_object_get(json_object_get(doc, "shared"),
-								 "frames")),
-			 0);
+	assert_int_equal(
+		json_array_size(frames = json_object_get(json_object_get(doc, "shared"), "frames")),
+		0);
 	json_decref(doc);
 	free(out);
 	hc_profile__free(p);
@@ -383,7 +383,7 @@ static char *folded_from_speedscope(const json_t *doc)
 	size_t len = 0;
 	FILE *out;
 
-	json_array_foreach(json_object_get(doc, "profiles"), i, prof) {
+	json_array_foreach (json_object_get(doc, "profiles"), i, prof) {
 		const char *pname = json_string_value(json_object_get(prof, "name"));
 		const char *cut = strstr(pname, " (pid ");
 		bool root = strcmp(pname, "[no process]") == 0;
@@ -392,7 +392,7 @@ static char *folded_from_speedscope(const json_t *doc)
 		if (root)
 			cut = pname;
 		assert_non_null(cut);
-		json_array_foreach(json_object_get(prof, "samples"), j, stack) {
+		json_array_foreach (json_object_get(prof, "samples"), j, stack) {
 			const json_t *idx;
 			char *text = NULL;
 			size_t tlen = 0, k;
@@ -404,7 +404,7 @@ static char *folded_from_speedscope(const json_t *doc)
 				assert_int_equal(json_array_size(stack), 0);
 				fputs("all", t);
 			}
-			json_array_foreach(stack, k, idx) {
+			json_array_foreach (stack, k, idx) {
 				const json_t *f = json_array_get(
 					json_object_get(json_object_get(doc, "shared"), "frames"),
 					(size_t)json_integer_value(idx));
@@ -449,7 +449,7 @@ static uint64_t profile_total(const json_t *doc, const char *name)
 	const json_t *prof;
 	size_t i;
 
-	json_array_foreach(json_object_get(doc, "profiles"), i, prof) {
+	json_array_foreach (json_object_get(doc, "profiles"), i, prof) {
 		if (strcmp(json_string_value(json_object_get(prof, "name")), name) == 0)
 			return (uint64_t)json_integer_value(json_object_get(prof, "endValue"));
 	}
@@ -458,10 +458,10 @@ static uint64_t profile_total(const json_t *doc, const char *name)
 
 static void test_random_vs_folded(void **state)
 {
-	static const char *const names[] = { "a", "b", "c", "d", "e", "[unknown]" };
-	static const char *const modules[] = { "/bin/x", "/lib/y.so", NULL };
-	static const unsigned int masks[] = { HC_W_ALL, HC_W_ON, HC_W_OFF, HC_W_RUNQ,
-					      HC_W_ON | HC_W_RUNQ };
+	static const char *const names[] = {"a", "b", "c", "d", "e", "[unknown]"};
+	static const char *const modules[] = {"/bin/x", "/lib/y.so", NULL};
+	static const unsigned int masks[] = {HC_W_ALL, HC_W_ON, HC_W_OFF, HC_W_RUNQ,
+					     HC_W_ON | HC_W_RUNQ};
 	struct hc_profile *p = hc_profile__new();
 	char comm[16];
 
@@ -556,7 +556,7 @@ static void test_deep(void **state)
 {
 	struct hc_profile *p = hc_profile__new();
 	struct hc_path_elem path[3000];
-	const struct hc_weights w = { .on_cpu_ns = 5, .samples = 1 };
+	const struct hc_weights w = {.on_cpu_ns = 5, .samples = 1};
 	const json_t *stack;
 	uint64_t total;
 	json_t *doc;
@@ -576,9 +576,8 @@ static void test_deep(void **state)
 	assert_int_equal(total, 5);
 	assert_int_equal(json_array_size(json_object_get(json_object_get(doc, "shared"), "frames")),
 			 2);
-	stack = json_array_get(json_object_get(json_array_get(json_object_get(doc, "profiles"), 0),
-					       "samples"),
-			       0);
+	stack = json_array_get(
+		json_object_get(json_array_get(json_object_get(doc, "profiles"), 0), "samples"), 0);
 	assert_int_equal(json_array_size(stack), ARRAY_SIZE(path) - 2);
 	/* outermost first: g (i = 2) opens the stack */
 	assert_int_equal(json_integer_value(json_array_get(stack, 0)), 0);
@@ -591,10 +590,8 @@ static void test_deep(void **state)
 int run_speedscope_tests(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_hand_stacks),
-		cmocka_unit_test(test_file_header),
-		cmocka_unit_test(test_errors),
-		cmocka_unit_test(test_random_vs_folded),
+		cmocka_unit_test(test_hand_stacks), cmocka_unit_test(test_file_header),
+		cmocka_unit_test(test_errors),	    cmocka_unit_test(test_random_vs_folded),
 		cmocka_unit_test(test_deep),
 	};
 

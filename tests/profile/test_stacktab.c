@@ -19,7 +19,7 @@ static size_t make_key(uint64_t k, uint64_t *key)
 static void test_stacktab_basic(void **state)
 {
 	struct hc_stacktab *tab = hc_stacktab__new();
-	const uint64_t a[] = { 1, 2, 3 }, b[] = { 1, 2 }, c[] = { 1, 2, 3, 0 };
+	const uint64_t a[] = {1, 2, 3}, b[] = {1, 2}, c[] = {1, 2, 3, 0};
 	const uint64_t *k;
 	size_t n = 99;
 	int64_t ia, ib, ic, iempty;
@@ -62,9 +62,9 @@ static void test_stacktab_basic(void **state)
 static void test_stacktab_weights(void **state)
 {
 	struct hc_stacktab *tab = hc_stacktab__new();
-	const uint64_t a[] = { 0xffffffff81000000ULL, 0x401000 };
-	const struct hc_weights w = { .on_cpu_ns = 10, .off_cpu_ns = 3, .runqueue_ns = 2,
-				      .samples = 1 };
+	const uint64_t a[] = {0xffffffff81000000ULL, 0x401000};
+	const struct hc_weights w = {
+		.on_cpu_ns = 10, .off_cpu_ns = 3, .runqueue_ns = 2, .samples = 1};
 	struct hc_weights *got;
 	int64_t idx;
 

@@ -235,11 +235,10 @@ static void add_tid0(struct hc_tree *out, const struct hc_node *n, struct hc_pat
 		self.off_cpu_ns -= cw->off_cpu_ns;
 		self.runqueue_ns -= cw->runqueue_ns;
 		self.samples -= cw->samples;
-		path[depth] = (struct hc_path_elem){hc_node__kind(c), hc_node__name(c),
-						    hc_node__module(c),
-						    hc_node__kind(c) == HC_NODE_THREAD ? 0
-										: hc_node__id(c),
-						    hc_node__offset(c), hc_node__inlined(c)};
+		path[depth] = (struct hc_path_elem){
+			hc_node__kind(c),   hc_node__name(c),
+			hc_node__module(c), hc_node__kind(c) == HC_NODE_THREAD ? 0 : hc_node__id(c),
+			hc_node__offset(c), hc_node__inlined(c)};
 		add_tid0(out, c, path, depth + 1);
 	}
 	if (depth && (self.on_cpu_ns || self.off_cpu_ns || self.runqueue_ns || self.samples))
@@ -1024,8 +1023,8 @@ static void test_store_counters(void **state)
 			assert_int_equal(hc_store__seal(wd->st, s - 1), 0);
 	}
 	/* late: into sealed seconds, a larger maximum and a smaller one */
-	assert_int_equal(hc_store__add_counter(wd->st, 12, HC_STORE_C_LOCK_MAX_NS, ckeys[0], 999999),
-			 0);
+	assert_int_equal(
+		hc_store__add_counter(wd->st, 12, HC_STORE_C_LOCK_MAX_NS, ckeys[0], 999999), 0);
 	ref[12][HC_STORE_C_LOCK_MAX_NS][0] = 999999;
 	assert_int_equal(hc_store__add_counter(wd->st, 13, HC_STORE_C_LOCK_MAX_NS, ckeys[1], 1), 0);
 	ref[13][HC_STORE_C_LOCK_MAX_NS][1] = ref[13][HC_STORE_C_LOCK_MAX_NS][1] ?: 1;
@@ -1042,9 +1041,8 @@ static void test_store_counters(void **state)
 	h = hc_store__hist(wd->st, HC_STORE_H_LOCK_WAIT_NS, &f);
 	assert_int_equal(hc_hist__series_count(h), 0);
 	hc_hist__free(h);
-	assert_int_equal(hc_store__add_hist(wd->st, 20, HC_STORE_H_LOCK_WAIT_NS, 0, ckeys[0], 4096,
-					    3),
-			 0);
+	assert_int_equal(
+		hc_store__add_hist(wd->st, 20, HC_STORE_H_LOCK_WAIT_NS, 0, ckeys[0], 4096, 3), 0);
 	expect_counters(wd->st, 0, 1000 - 1, ref, 0);
 	h = hc_store__hist(wd->st, HC_STORE_H_LOCK_WAIT_NS, &f);
 	assert_int_equal(hc_hist__series_count(h), 1);
@@ -1057,7 +1055,8 @@ static void test_store_counters(void **state)
 	memset(longkey, 'k', sizeof(longkey) - 1);
 	longkey[sizeof(longkey) - 1] = 0;
 	assert_int_equal(hc_store__add_counter(wd->st, 20, HC_STORE_C_MAX, "x", 1), -EINVAL);
-	assert_int_equal(hc_store__add_counter(wd->st, 20, HC_STORE_C_LOCK_COUNT, NULL, 1), -EINVAL);
+	assert_int_equal(hc_store__add_counter(wd->st, 20, HC_STORE_C_LOCK_COUNT, NULL, 1),
+			 -EINVAL);
 	assert_int_equal(hc_store__add_counter(wd->st, 20, HC_STORE_C_LOCK_COUNT, longkey, 1),
 			 -EINVAL);
 	assert_int_equal(hc_store__add_counter(NULL, 20, HC_STORE_C_LOCK_COUNT, "x", 1), -EINVAL);
@@ -1104,7 +1103,7 @@ static void test_store_counters(void **state)
 		assert_int_equal(st.evicted_early, 0);
 	}
 	expect_counters(wd->st, 0, 1200, ref, 0);
-	expect_counters(wd->st, 0, 10, ref, 0);	   /* one coarse bucket */
+	expect_counters(wd->st, 0, 10, ref, 0);	     /* one coarse bucket */
 	expect_counters(wd->st, 1190, 1200, ref, 0); /* fine seconds */
 	world_free(wd);
 }
@@ -1192,15 +1191,18 @@ static void test_store_frame_reset(void **state)
 	(void)state;
 	assert_non_null(st);
 	for (int64_t sec = 0; sec < 2500; sec++) {
-		struct hc_path_elem proc = {HC_NODE_PROCESS, "job", NULL, 7000 + (uint64_t)sec, -1, false};
-		struct hc_path_elem thr = {HC_NODE_THREAD, "job", NULL, 7000 + (uint64_t)sec, -1, false};
+		struct hc_path_elem proc = {HC_NODE_PROCESS,	  "job", NULL,
+					    7000 + (uint64_t)sec, -1,	 false};
+		struct hc_path_elem thr = {HC_NODE_THREAD,	 "job", NULL,
+					   7000 + (uint64_t)sec, -1,	false};
 		struct hc_weights w = {.on_cpu_ns = 3 * PERIOD, .samples = 3, .off_cpu_ns = 11};
 
 		if (sec % 100 == 0) {
 			hc_store__reset_frames(st);
 			next = 1;
 			for (int d = 0; d < 20; d++) {
-				struct hc_path_elem f = {HC_NODE_USER, names[2 + d], "/bin/job", 0, -1, false};
+				struct hc_path_elem f = {HC_NODE_USER, names[2 + d], "/bin/job", 0,
+							 -1,	       false};
 
 				snprintf(names[2 + d], sizeof(names[2 + d]), "f%d", d);
 				assert_int_equal(hc_store__define_frame(st, next, &f), 0);
@@ -1232,15 +1234,16 @@ static void test_store_frame_reset(void **state)
 
 		assert_int_equal(hc_store__tree(st, &f, got, NULL), 0);
 		for (int64_t sec = s.oldest_s; sec < 2500; sec++) {
-			struct hc_weights w = {.on_cpu_ns = 3 * PERIOD, .samples = 3, .off_cpu_ns = 11};
+			struct hc_weights w = {
+				.on_cpu_ns = 3 * PERIOD, .samples = 3, .off_cpu_ns = 11};
 
-			elems[0] = (struct hc_path_elem){HC_NODE_PROCESS, "job", NULL,
-							 7000 + (uint64_t)sec, -1, false};
-			elems[1] = (struct hc_path_elem){HC_NODE_THREAD, "job", NULL,
-							 7000 + (uint64_t)sec, -1, false};
+			elems[0] = (struct hc_path_elem){HC_NODE_PROCESS,      "job", NULL,
+							 7000 + (uint64_t)sec, -1,    false};
+			elems[1] = (struct hc_path_elem){HC_NODE_THREAD,       "job", NULL,
+							 7000 + (uint64_t)sec, -1,    false};
 			for (int d = 0; d < 20; d++)
-				elems[2 + d] = (struct hc_path_elem){HC_NODE_USER, names[2 + d],
-								     "/bin/job", 0, -1, false};
+				elems[2 + d] = (struct hc_path_elem){
+					HC_NODE_USER, names[2 + d], "/bin/job", 0, -1, false};
 			assert_int_equal(hc_tree__add_path(want, elems, 22, &w), 0);
 		}
 		expect_same_tree(got, want);
@@ -1276,17 +1279,24 @@ static void test_store_max_bytes(void **state)
 	 * name, tid 0: compared that way) */
 	expect_query_tid0(wd, &f);
 	{
-		struct hc_tree *t = query(wd, &(struct hc_store_filter){.from_s = 0, .to_s = 10,
-									.on = true, .off = true,
-									.runqueue = true}, NULL);
+		struct hc_tree *t = query(
+			wd,
+			&(struct hc_store_filter){
+				.from_s = 0, .to_s = 10, .on = true, .off = true, .runqueue = true},
+			NULL);
 		const struct hc_node *proc = hc_node__child(hc_tree__root(t), 0);
 
 		/* the processes ran to the end: they keep their pids; threads are by name */
 		assert_true(hc_node__id(proc) >= 100);
 		assert_int_equal(hc_node__id(hc_node__child(proc, 0)), 0);
 		hc_tree__free(t);
-		t = query(wd, &(struct hc_store_filter){.from_s = 1190, .to_s = 1200, .on = true,
-							.off = true, .runqueue = true}, NULL);
+		t = query(wd,
+			  &(struct hc_store_filter){.from_s = 1190,
+						    .to_s = 1200,
+						    .on = true,
+						    .off = true,
+						    .runqueue = true},
+			  NULL);
 		proc = hc_node__child(hc_tree__root(t), 0);
 		assert_true(hc_node__id(hc_node__child(proc, 0)) >= 1000); /* fine: tids */
 		hc_tree__free(t);
@@ -1403,8 +1413,7 @@ static void test_store_churn_merge(void **state)
 		}
 		/* and a leaf in a stripped binary: a frame per sampled address */
 		path[2] = fn[0];
-		path[3] = frame_at(wd, HC_NODE_USER, "[unknown]", "/bin/job", 0,
-				   0x1000 + sec * 16);
+		path[3] = frame_at(wd, HC_NODE_USER, "[unknown]", "/bin/job", 0, 0x1000 + sec * 16);
 		add(wd, sec, path, 4, 1, 0, 0);
 		path[0] = daemon[0];
 		path[1] = daemon[1];
@@ -1453,9 +1462,11 @@ static void test_store_churn_merge(void **state)
 				if (strcmp(hc_node__name(h0), "h0"))
 					continue;
 				for (size_t k = 0; k < hc_node__child_count(h0); k++)
-					if (!strcmp(hc_node__name(hc_node__child(h0, k)), "[unknown]")) {
+					if (!strcmp(hc_node__name(hc_node__child(h0, k)),
+						    "[unknown]")) {
 						unknown++;
-						assert_int_equal(hc_node__offset(hc_node__child(h0, k)), -1);
+						assert_int_equal(
+							hc_node__offset(hc_node__child(h0, k)), -1);
 					}
 			}
 			assert_int_equal(unknown, 1);
@@ -1542,14 +1553,13 @@ static void test_store_bad_input(void **state)
 int run_store_tests(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_store_totals),	cmocka_unit_test(test_store_filters),
-		cmocka_unit_test(test_store_range),	cmocka_unit_test(test_store_late_add),
-		cmocka_unit_test(test_store_retention), cmocka_unit_test(test_store_prune),
-		cmocka_unit_test(test_store_timeline),	cmocka_unit_test(test_store_heat),
-		cmocka_unit_test(test_store_hist),	cmocka_unit_test(test_store_counters),
-		cmocka_unit_test(test_store_gc),
-		cmocka_unit_test(test_store_frame_reset),
-		cmocka_unit_test(test_store_max_bytes), cmocka_unit_test(test_store_inlined),
+		cmocka_unit_test(test_store_totals),	  cmocka_unit_test(test_store_filters),
+		cmocka_unit_test(test_store_range),	  cmocka_unit_test(test_store_late_add),
+		cmocka_unit_test(test_store_retention),	  cmocka_unit_test(test_store_prune),
+		cmocka_unit_test(test_store_timeline),	  cmocka_unit_test(test_store_heat),
+		cmocka_unit_test(test_store_hist),	  cmocka_unit_test(test_store_counters),
+		cmocka_unit_test(test_store_gc),	  cmocka_unit_test(test_store_frame_reset),
+		cmocka_unit_test(test_store_max_bytes),	  cmocka_unit_test(test_store_inlined),
 		cmocka_unit_test(test_store_churn_merge), cmocka_unit_test(test_store_bad_input),
 	};
 

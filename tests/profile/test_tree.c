@@ -21,7 +21,7 @@ static void test_tree_prefixes(void **state)
 {
 	struct hc_tree *tree = hc_tree__new();
 	const struct hc_node *root, *proc, *thr, *main_, *a, *b, *k;
-	const struct hc_weights one = { .on_cpu_ns = P, .samples = 1 };
+	const struct hc_weights one = {.on_cpu_ns = P, .samples = 1};
 	char name[16];
 
 	(void)state;
@@ -90,9 +90,9 @@ static void test_tree_identity(void **state)
 {
 	struct hc_tree *tree = hc_tree__new();
 	const struct hc_node *root, *thr;
-	const struct hc_path_elem bad_name[] = { { HC_NODE_USER, NULL, NULL, 0, -1, false } };
-	const struct hc_path_elem bad_kind[] = { { HC_NODE_ROOT, "x", NULL, 0, -1, false } };
-	const struct hc_weights w = { .on_cpu_ns = 1, .samples = 1 };
+	const struct hc_path_elem bad_name[] = {{HC_NODE_USER, NULL, NULL, 0, -1, false}};
+	const struct hc_path_elem bad_kind[] = {{HC_NODE_ROOT, "x", NULL, 0, -1, false}};
+	const struct hc_weights w = {.on_cpu_ns = 1, .samples = 1};
 
 	(void)state;
 	assert_non_null(tree);
@@ -175,7 +175,7 @@ static void test_tree_sort(void **state)
 {
 	struct hc_tree *tree = hc_tree__new();
 	const struct hc_node *root, *thr;
-	const char *want[] = { "big", "a", "b", "b", "b", "c" };
+	const char *want[] = {"big", "a", "b", "b", "b", "c"};
 
 	(void)state;
 	assert_non_null(tree);
@@ -218,7 +218,7 @@ static void test_tree_sort(void **state)
 static size_t check_inclusive(const struct hc_node *n)
 {
 	const struct hc_weights *w = hc_node__weights(n);
-	struct hc_weights sum = { 0 };
+	struct hc_weights sum = {0};
 	size_t count = 1;
 
 	for (size_t i = 0; i < hc_node__child_count(n); i++) {
@@ -247,7 +247,7 @@ static void test_tree_large(void **state)
 	}
 	for (int i = 0; i < 500; i++) {
 		struct hc_path_elem path[102];
-		const struct hc_weights w = { .on_cpu_ns = P, .samples = 1 };
+		const struct hc_weights w = {.on_cpu_ns = P, .samples = 1};
 		char names[100][32];
 
 		path[0] = (struct hc_path_elem)PROC("deep", 2);
@@ -287,10 +287,8 @@ static void test_tree_large(void **state)
 int run_tree_tests(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_tree_prefixes),
-		cmocka_unit_test(test_tree_identity),
-		cmocka_unit_test(test_tree_inlined),
-		cmocka_unit_test(test_tree_sort),
+		cmocka_unit_test(test_tree_prefixes), cmocka_unit_test(test_tree_identity),
+		cmocka_unit_test(test_tree_inlined),  cmocka_unit_test(test_tree_sort),
 		cmocka_unit_test(test_tree_large),
 	};
 

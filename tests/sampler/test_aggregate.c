@@ -65,11 +65,11 @@ ALWAYS_INLINE void hc_t_i9(void)
 	hc_t_sink++;
 	MARK(hc_t_mark_i9);
 }
-#define LEVEL(n, next)                      \
+#define LEVEL(n, next)                     \
 	ALWAYS_INLINE void hc_t_i##n(void) \
-	{                                   \
-		hc_t_sink++;                \
-		hc_t_i##next();             \
+	{                                  \
+		hc_t_sink++;               \
+		hc_t_i##next();            \
 	}
 LEVEL(8, 9)
 LEVEL(7, 8)
@@ -98,7 +98,7 @@ struct fixture {
 
 static int setup(void **state)
 {
-	struct hc_symbolizer_opts opts = { .kallsyms = HC_FIXTURES_DIR "/symbolize/kallsyms.txt" };
+	struct hc_symbolizer_opts opts = {.kallsyms = HC_FIXTURES_DIR "/symbolize/kallsyms.txt"};
 	struct fixture *f = calloc(1, sizeof(*f));
 
 	assert_non_null(f);
@@ -125,13 +125,13 @@ static int teardown(void **state)
 static size_t make_event(struct hc_sample_event *e, const char *pcomm, const char *comm)
 {
 	const uint64_t ustack[] = {
-		(uintptr_t)hc_t_leaf,     /* the leaf: exact PC (gcc makes it a lone ret) */
-		(uintptr_t)hc_t_mid + 5,  /* callers: return addresses, stepped back by 1 */
+		(uintptr_t)hc_t_leaf,	 /* the leaf: exact PC (gcc makes it a lone ret) */
+		(uintptr_t)hc_t_mid + 5, /* callers: return addresses, stepped back by 1 */
 		(uintptr_t)hc_t_outer + 5,
 	};
 	const uint64_t kstack[] = {
-		K_TRACE_CB,     /* leaf: exactly the start of trace_initcall_start_cb */
-		K_TRACE_CB,     /* caller: a return address at the end of do_one_initcall */
+		K_TRACE_CB, /* leaf: exactly the start of trace_initcall_start_cb */
+		K_TRACE_CB, /* caller: a return address at the end of do_one_initcall */
 		K_EXT4_SYNC_FS + 0x10,
 	};
 
@@ -344,9 +344,9 @@ static void test_offcpu_spread(void **state)
 	assert_int_equal(hc_agg__for_each_path(f->agg, sum_by_second, &s), 0);
 	assert_int_equal(s.n, 4);
 	for (size_t i = 0; i < s.n; i++) {
-		uint64_t want = s.sec[i] == 1010 ? 500000000ull
-			      : s.sec[i] == 1013 ? 750000000ull
-						 : 1000000000ull;
+		uint64_t want = s.sec[i] == 1010   ? 500000000ull
+				: s.sec[i] == 1013 ? 750000000ull
+						   : 1000000000ull;
 
 		assert_true(s.sec[i] >= 1010 && s.sec[i] <= 1013);
 		assert_int_equal(s.off[i], want);
@@ -391,8 +391,8 @@ static void test_offcpu_spread(void **state)
 static void lock_event(struct hc_lock_event *e, uint32_t flags, bool blocked, uint32_t named,
 		       uint64_t wait_ns)
 {
-	const uint64_t ustack[] = { (uintptr_t)hc_t_leaf, (uintptr_t)hc_t_mid + 5 };
-	const uint64_t kstack[] = { K_DO_ONE_INITCALL + 0x10 };
+	const uint64_t ustack[] = {(uintptr_t)hc_t_leaf, (uintptr_t)hc_t_mid + 5};
+	const uint64_t kstack[] = {K_DO_ONE_INITCALL + 0x10};
 
 	memset(e, 0, sizeof(*e));
 	e->type = HC_EVENT_LOCK;
@@ -430,9 +430,10 @@ static int collect_lock_leaf(void *ctx, const struct hc_path_elem *path, size_t 
 	(void)sec;
 	for (size_t i = 0; i < n; i++)
 		if (path[i].kind == HC_NODE_LOCK && ll->n < 8) {
-			ll->l[ll->n++] = (struct lock_leaf){ .name = path[i].name, .w = *w,
-							      .depth = n,
-							      .before = path[i - 1].kind };
+			ll->l[ll->n++] = (struct lock_leaf){.name = path[i].name,
+							    .w = *w,
+							    .depth = n,
+							    .before = path[i - 1].kind};
 			assert_int_equal(i, n - 1); /* the lock node ends the path (no waker) */
 		}
 	return 0;
@@ -535,21 +536,21 @@ static void test_lock_kind_names(void **state)
 		uint32_t flags;
 		const char *name;
 	} k[] = {
-		{ 0, "semaphore" },
-		{ HC_LCB_SPIN, "spinlock" },
-		{ HC_LCB_SPIN | HC_LCB_READ, "rwlock:R" },
-		{ HC_LCB_SPIN | HC_LCB_WRITE, "rwlock:W" },
-		{ HC_LCB_READ, "rwsem:R" },
-		{ HC_LCB_WRITE, "rwsem:W" },
-		{ HC_LCB_RT, "rtmutex" },
-		{ HC_LCB_RT | HC_LCB_READ, "rwlock-rt:R" },
-		{ HC_LCB_RT | HC_LCB_WRITE, "rwlock-rt:W" },
-		{ HC_LCB_PERCPU | HC_LCB_READ, "pcpu-sem:R" },
-		{ HC_LCB_PERCPU | HC_LCB_WRITE, "pcpu-sem:W" },
-		{ HC_LCB_MUTEX, "mutex" },
-		{ HC_LCB_MUTEX | HC_LCB_SPIN, "mutex" },
-		{ HC_LCB_PERCPU, "other" },
-		{ 0x40 | HC_LCB_WRITE, "rwsem:W" }, /* bits above the known ones are ignored */
+		{0, "semaphore"},
+		{HC_LCB_SPIN, "spinlock"},
+		{HC_LCB_SPIN | HC_LCB_READ, "rwlock:R"},
+		{HC_LCB_SPIN | HC_LCB_WRITE, "rwlock:W"},
+		{HC_LCB_READ, "rwsem:R"},
+		{HC_LCB_WRITE, "rwsem:W"},
+		{HC_LCB_RT, "rtmutex"},
+		{HC_LCB_RT | HC_LCB_READ, "rwlock-rt:R"},
+		{HC_LCB_RT | HC_LCB_WRITE, "rwlock-rt:W"},
+		{HC_LCB_PERCPU | HC_LCB_READ, "pcpu-sem:R"},
+		{HC_LCB_PERCPU | HC_LCB_WRITE, "pcpu-sem:W"},
+		{HC_LCB_MUTEX, "mutex"},
+		{HC_LCB_MUTEX | HC_LCB_SPIN, "mutex"},
+		{HC_LCB_PERCPU, "other"},
+		{0x40 | HC_LCB_WRITE, "rwsem:W"}, /* bits above the known ones are ignored */
 	};
 
 	(void)state;
@@ -557,7 +558,8 @@ static void test_lock_kind_names(void **state)
 		assert_string_equal(hc_lock_kind_name(k[i].flags), k[i].name);
 }
 
-static void lock_event_bare(struct hc_lock_event *e, uint32_t flags, uint32_t blocked, uint64_t wait)
+static void lock_event_bare(struct hc_lock_event *e, uint32_t flags, uint32_t blocked,
+			    uint64_t wait)
 {
 	memset(e, 0, sizeof(*e));
 	e->type = HC_EVENT_LOCK;
@@ -595,7 +597,7 @@ static void test_lock_kinds_mutex_spin(void **state)
 	by = hc_agg__lock_kinds_json(f->agg);
 	assert_non_null(by);
 	assert_int_equal(json_array_size(by), 3);
-	json_array_foreach(by, i, k) {
+	json_array_foreach (by, i, k) {
 		const char *kind = json_string_value(json_object_get(k, "kind"));
 
 		assert_non_null(kind);
@@ -720,8 +722,8 @@ static void test_inline_path_limit(void **state)
 	assert_int_equal(hc_agg__for_each_path(f->agg, max_depth_cb, &max), 0);
 	assert_int_equal(max, HC_AGG_MAX_PATH);
 	hc_agg__stats(f->agg, &st);
-	assert_int_equal(st.inline_dropped, HC_MAX_STACK_DEPTH * 9 -
-						    (HC_AGG_MAX_PATH - 2 - HC_MAX_STACK_DEPTH));
+	assert_int_equal(st.inline_dropped,
+			 HC_MAX_STACK_DEPTH * 9 - (HC_AGG_MAX_PATH - 2 - HC_MAX_STACK_DEPTH));
 	/* and the encoders take a tree that deep */
 	p = hc_profile__new();
 	assert_non_null(p);

@@ -26,10 +26,10 @@ static void check(const char *s, int want_n, const uint32_t *want)
 static void test_valid(void **state)
 {
 	(void)state;
-	check("0\n", 1, (uint32_t[]){ 0 });
-	check("0-1\n", 2, (uint32_t[]){ 0, 1 });
-	check("0-3,8,10-11\n", 7, (uint32_t[]){ 0, 1, 2, 3, 8, 10, 11 });
-	check("5", 1, (uint32_t[]){ 5 });
+	check("0\n", 1, (uint32_t[]){0});
+	check("0-1\n", 2, (uint32_t[]){0, 1});
+	check("0-3,8,10-11\n", 7, (uint32_t[]){0, 1, 2, 3, 8, 10, 11});
+	check("5", 1, (uint32_t[]){5});
 }
 
 static void test_invalid(void **state)

@@ -28,9 +28,9 @@
 static struct hc_backend *backend(bool locks)
 {
 	struct hc_backend_opts o = {
-		.store = { .retention_s = 3600, .max_bytes = 8 << 20, .period_ns = 10000000 },
+		.store = {.retention_s = 3600, .max_bytes = 8 << 20, .period_ns = 10000000},
 		.locks = locks,
-		.lock_store = { .retention_s = 3600, .max_bytes = 1 << 20, .period_ns = 1 },
+		.lock_store = {.retention_s = 3600, .max_bytes = 1 << 20, .period_ns = 1},
 		.version = "test",
 	};
 	struct hc_backend *b = hc_backend__new(&o);
@@ -43,41 +43,42 @@ static struct hc_backend *backend(bool locks)
 static void records(struct hc_wire_buf *w)
 {
 	static const struct hc_path_elem main_frames[] = {
-		{ .kind = HC_NODE_PROCESS, .name = "hc-workload", .id = 42, .offset = -1 },
-		{ .kind = HC_NODE_THREAD, .name = "hc-locker", .id = 43, .offset = -1 },
-		{ .kind = HC_NODE_KERNEL, .name = "down_write_killable", .offset = -1 },
-		{ .kind = HC_NODE_LOCK, .name = "rwsem:W", .offset = -1 },
+		{.kind = HC_NODE_PROCESS, .name = "hc-workload", .id = 42, .offset = -1},
+		{.kind = HC_NODE_THREAD, .name = "hc-locker", .id = 43, .offset = -1},
+		{.kind = HC_NODE_KERNEL, .name = "down_write_killable", .offset = -1},
+		{.kind = HC_NODE_LOCK, .name = "rwsem:W", .offset = -1},
 	};
 	static const struct hc_path_elem lock_frames[] = {
-		{ .kind = HC_NODE_PROCESS, .name = "hc-workload", .id = 42, .offset = -1 },
-		{ .kind = HC_NODE_THREAD, .name = "hc-locker", .id = 43, .offset = -1 },
-		{ .kind = HC_NODE_USER, .name = "hc_lock_thread", .module = "hc-workload",
-		  .offset = -1 },
-		{ .kind = HC_NODE_KERNEL, .name = "down_write_killable", .offset = -1 },
-		{ .kind = HC_NODE_LOCK, .name = "rwsem:W mmap_lock", .offset = -1 },
-		{ .kind = HC_NODE_KERNEL, .name = "_raw_spin_lock", .offset = -1 },
-		{ .kind = HC_NODE_LOCK, .name = "spinlock", .offset = -1 },
+		{.kind = HC_NODE_PROCESS, .name = "hc-workload", .id = 42, .offset = -1},
+		{.kind = HC_NODE_THREAD, .name = "hc-locker", .id = 43, .offset = -1},
+		{.kind = HC_NODE_USER,
+		 .name = "hc_lock_thread",
+		 .module = "hc-workload",
+		 .offset = -1},
+		{.kind = HC_NODE_KERNEL, .name = "down_write_killable", .offset = -1},
+		{.kind = HC_NODE_LOCK, .name = "rwsem:W mmap_lock", .offset = -1},
+		{.kind = HC_NODE_KERNEL, .name = "_raw_spin_lock", .offset = -1},
+		{.kind = HC_NODE_LOCK, .name = "spinlock", .offset = -1},
 	};
-	const uint32_t blocked[] = { 1, 2, 3, 4 }, oncpu[] = { 1, 2, 3 };
-	const uint32_t rw[] = { 1, 2, 3, 4, 5 }, spin[] = { 1, 2, 3, 6, 7 };
+	const uint32_t blocked[] = {1, 2, 3, 4}, oncpu[] = {1, 2, 3};
+	const uint32_t rw[] = {1, 2, 3, 4, 5}, spin[] = {1, 2, 3, 6, 7};
 	const char *status = "{\"locks\":{\"events\":13,\"wait_ns\":8001000,"
 			     "\"dropped\":{\"ringbuf_full\":4,\"unmatched\":1}}}";
 
 	for (uint32_t i = 0; i < 4; i++)
 		hc_wire__frame(w, i + 1, &main_frames[i]);
-	hc_wire__add(w, T0, &(struct hc_weights){ .off_cpu_ns = 5000000 }, blocked, 4);
-	hc_wire__add(w, T0 + 1, &(struct hc_weights){ .on_cpu_ns = 10000000, .samples = 1 },
-		     oncpu, 3);
-	hc_wire__add(w, T0 + 2, &(struct hc_weights){ .on_cpu_ns = 10000000, .samples = 1 },
-		     oncpu, 3);
+	hc_wire__add(w, T0, &(struct hc_weights){.off_cpu_ns = 5000000}, blocked, 4);
+	hc_wire__add(w, T0 + 1, &(struct hc_weights){.on_cpu_ns = 10000000, .samples = 1}, oncpu,
+		     3);
+	hc_wire__add(w, T0 + 2, &(struct hc_weights){.on_cpu_ns = 10000000, .samples = 1}, oncpu,
+		     3);
 	for (uint32_t i = 0; i < 7; i++)
 		hc_wire__lock_frame(w, i + 1, &lock_frames[i]);
-	hc_wire__lock_add(w, T0, &(struct hc_weights){ .off_cpu_ns = 3000000, .samples = 2 }, rw,
+	hc_wire__lock_add(w, T0, &(struct hc_weights){.off_cpu_ns = 3000000, .samples = 2}, rw, 5);
+	hc_wire__lock_add(w, T0 + 1, &(struct hc_weights){.on_cpu_ns = 1000, .samples = 10}, spin,
 			  5);
-	hc_wire__lock_add(w, T0 + 1, &(struct hc_weights){ .on_cpu_ns = 1000, .samples = 10 },
-			  spin, 5);
-	hc_wire__lock_add(w, T0 + 2, &(struct hc_weights){ .off_cpu_ns = 5000000, .samples = 1 },
-			  rw, 5);
+	hc_wire__lock_add(w, T0 + 2, &(struct hc_weights){.off_cpu_ns = 5000000, .samples = 1}, rw,
+			  5);
 	hc_wire__counter(w, T0, HC_STORE_C_LOCK_COUNT, "rwsem:W block", 2);
 	hc_wire__counter(w, T0, HC_STORE_C_LOCK_WAIT_NS, "rwsem:W block", 3000000);
 	hc_wire__counter(w, T0, HC_STORE_C_LOCK_MAX_NS, "rwsem:W block", 2000000);
@@ -116,7 +117,7 @@ static void feed(struct hc_backend *b)
 
 static json_t *locks(struct hc_api_backend *api, int64_t from_s, int64_t to_s, int *status)
 {
-	struct hc_api_query q = { .from_ns = from_s * NS, .to_ns = to_s * NS, .max_nodes = 100 };
+	struct hc_api_query q = {.from_ns = from_s * NS, .to_ns = to_s * NS, .max_nodes = 100};
 	char why[256] = "";
 	size_t len = 0;
 	char *text;
@@ -151,7 +152,7 @@ static json_t *at(json_t *n, const char *const *names)
 		json_t *c, *found = NULL;
 		size_t i;
 
-		json_array_foreach(json_object_get(n, "children"), i, c)
+		json_array_foreach (json_object_get(n, "children"), i, c)
 			if (!strcmp(json_string_value(json_object_get(c, "name")), *names))
 				found = c;
 		n = found;
@@ -165,10 +166,10 @@ static uint64_t series_count(json_t *h, const char *key)
 	size_t i, k;
 	uint64_t n = 0;
 
-	json_array_foreach(json_object_get(h, "series"), i, s) {
+	json_array_foreach (json_object_get(h, "series"), i, s) {
 		if (strcmp(json_string_value(json_object_get(s, "key")), key))
 			continue;
-		json_array_foreach(json_object_get(s, "buckets"), k, bk)
+		json_array_foreach (json_object_get(s, "buckets"), k, bk)
 			n += (uint64_t)num(bk, "count");
 	}
 	return n;
@@ -176,8 +177,9 @@ static uint64_t series_count(json_t *h, const char *key)
 
 static void test_locks_range(void **state)
 {
-	static const char *const rw_path[] = { "hc-workload", "hc-locker", "hc_lock_thread",
-					       "down_write_killable", "rwsem:W mmap_lock", NULL };
+	static const char *const rw_path[] = {"hc-workload",	   "hc-locker",
+					      "hc_lock_thread",	   "down_write_killable",
+					      "rwsem:W mmap_lock", NULL};
 	struct hc_backend *b = backend(true);
 	struct hc_api_backend api;
 	json_t *doc, *by, *k, *lock, *h;
@@ -240,17 +242,17 @@ static void test_locks_range(void **state)
 
 	/* pruned like /api/profile: 3 nodes kept, the rest folded, totals unchanged */
 	{
-		struct hc_api_query q = { .from_ns = T0 * NS, .to_ns = (T0 + 3) * NS,
-					  .max_nodes = 3 };
+		struct hc_api_query q = {
+			.from_ns = T0 * NS, .to_ns = (T0 + 3) * NS, .max_nodes = 3};
 		char why[128];
 		size_t len;
 		char *text = api.locks(api.ctx, &q, &len, &status, why, sizeof(why));
 
 		doc = json_loadb(text, len, 0, NULL);
 		free(text);
-		assert_int_equal(num(json_object_get(json_object_get(doc, "range"), "pruned"),
-				     "nodes"),
-				 8 - 3);
+		assert_int_equal(
+			num(json_object_get(json_object_get(doc, "range"), "pruned"), "nodes"),
+			8 - 3);
 		assert_int_equal(num(json_object_get(doc, "flamegraph"), "samples"), 13);
 		json_decref(doc);
 	}
@@ -259,11 +261,13 @@ static void test_locks_range(void **state)
 
 static void test_locks_elsewhere(void **state)
 {
-	static const char *const main_lock[] = { "hc-workload", "hc-locker", "down_write_killable",
-						 "rwsem:W", NULL };
+	static const char *const main_lock[] = {"hc-workload", "hc-locker", "down_write_killable",
+						"rwsem:W", NULL};
 	struct hc_backend *b = backend(true);
-	struct hc_api_query q = { .from_ns = T0 * NS, .to_ns = (T0 + 3) * NS, .max_nodes = 100,
-				  .format = HC_API_FORMAT_JSON };
+	struct hc_api_query q = {.from_ns = T0 * NS,
+				 .to_ns = (T0 + 3) * NS,
+				 .max_nodes = 100,
+				 .format = HC_API_FORMAT_JSON};
 	struct hc_api_backend api;
 	json_t *doc, *n;
 	char why[128];
@@ -284,10 +288,10 @@ static void test_locks_elsewhere(void **state)
 	assert_string_equal(json_string_value(json_object_get(n, "kind")), "lock");
 	assert_int_equal(num(n, "off_cpu_ns"), 5000000);
 	/* lock_wait_ns among the profile's histograms, as record writes it */
-	assert_int_equal(series_count(json_object_get(json_object_get(doc, "histograms"),
-						      "lock_wait_ns"),
-				      "rwsem:W block"),
-			 3);
+	assert_int_equal(
+		series_count(json_object_get(json_object_get(doc, "histograms"), "lock_wait_ns"),
+			     "rwsem:W block"),
+		3);
 	json_decref(doc);
 	/* and among /api/histograms */
 	doc = api.histogram_names(api.ctx, &status, why, sizeof(why));
@@ -315,7 +319,7 @@ static void test_locks_elsewhere(void **state)
 static void test_locks_off(void **state)
 {
 	struct hc_backend *b = backend(false);
-	struct hc_api_query q = { .from_ns = T0 * NS, .to_ns = (T0 + 3) * NS, .max_nodes = 100 };
+	struct hc_api_query q = {.from_ns = T0 * NS, .to_ns = (T0 + 3) * NS, .max_nodes = 100};
 	struct hc_api_backend api;
 	json_t *doc;
 	char why[128];

@@ -66,7 +66,7 @@ struct receiver {
 	unsigned int script[8]; /* statuses to answer in order, then dflt */
 	size_t n_script;
 	unsigned int dflt;
-	bool hang;     /* hold every request until released */
+	bool hang; /* hold every request until released */
 	bool released;
 	size_t hanging; /* requests currently held */
 };
@@ -169,7 +169,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 	struct conn *cn = *con_cls;
 	struct MHD_PostProcessor *pp;
 	struct MHD_Response *resp;
-	struct req r = { 0 };
+	struct req r = {0};
 	const char *text;
 	enum MHD_Result ret;
 	struct timespec ts;
@@ -190,16 +190,15 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 	r.uri = dup_or_null(cn->uri);
 	r.method = strdup(method);
 	r.path = strdup(url);
-	r.content_type = dup_or_null(MHD_lookup_connection_value(c, MHD_HEADER_KIND,
-								 MHD_HTTP_HEADER_CONTENT_TYPE));
-	r.user_agent = dup_or_null(MHD_lookup_connection_value(c, MHD_HEADER_KIND,
-							       MHD_HTTP_HEADER_USER_AGENT));
+	r.content_type = dup_or_null(
+		MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE));
+	r.user_agent = dup_or_null(
+		MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_USER_AGENT));
 	r.q_name = dup_or_null(MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "name"));
 	r.q_from = dup_or_null(MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "from"));
 	r.q_until = dup_or_null(MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "until"));
 	r.q_format = dup_or_null(MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "format"));
-	r.q_rate = dup_or_null(MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND,
-							   "sampleRate"));
+	r.q_rate = dup_or_null(MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "sampleRate"));
 	r.q_spy = dup_or_null(MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "spyName"));
 	MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, on_arg, &r.n_args);
 	/* A real multipart parser reads the body, as Pyroscope's mime/multipart would. */
@@ -228,8 +227,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 	pthread_mutex_unlock(&rc->lock);
 
 	text = r.status == 200 ? "" : "invalid profile: scripted refusal\nsecond line\n";
-	resp = MHD_create_response_from_buffer(strlen(text), (void *)text,
-					       MHD_RESPMEM_PERSISTENT);
+	resp = MHD_create_response_from_buffer(strlen(text), (void *)text, MHD_RESPMEM_PERSISTENT);
 	if (!resp)
 		return MHD_NO;
 	ret = MHD_queue_response(c, r.status, resp);
@@ -241,7 +239,7 @@ static struct receiver *receiver_start(const unsigned int *script, size_t n, uns
 				       bool hang)
 {
 	struct receiver *rc = calloc(1, sizeof(*rc));
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = 0 };
+	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = 0};
 	const union MHD_DaemonInfo *info;
 
 	assert_non_null(rc);
@@ -254,8 +252,8 @@ static struct receiver *receiver_start(const unsigned int *script, size_t n, uns
 	pthread_mutex_init(&rc->lock, NULL);
 	pthread_cond_init(&rc->cond, NULL);
 	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	rc->d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION,
-				 0, NULL, NULL, handle, rc, MHD_OPTION_SOCK_ADDR, &sa,
+	rc->d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION, 0,
+				 NULL, NULL, handle, rc, MHD_OPTION_SOCK_ADDR, &sa,
 				 MHD_OPTION_URI_LOG_CALLBACK, on_uri, NULL,
 				 MHD_OPTION_NOTIFY_COMPLETED, on_done, NULL, MHD_OPTION_END);
 	assert_non_null(rc->d);
@@ -319,7 +317,7 @@ static bool wait_reqs(struct receiver *rc, size_t n, int64_t timeout_ns)
 /* A port nothing listens on: bound, read, closed. */
 static uint16_t closed_port(void)
 {
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = 0 };
+	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = 0};
 	socklen_t sl = sizeof(sa);
 	int fd = socket(AF_INET, SOCK_STREAM, 0);
 
@@ -363,20 +361,20 @@ static int fetch(void *ctx, int64_t from_ns, int64_t *to_ns, unsigned int weight
 	int64_t to = *to_ns / NS * NS;
 	uint64_t k = (uint64_t)(from_ns / NS) % 7 + 1;
 	const struct hc_path_elem on_path[] = {
-		{ HC_NODE_PROCESS, "shopd", NULL, 100, -1, false },
-		{ HC_NODE_THREAD, "shopd", NULL, 101, -1, false },
-		{ HC_NODE_USER, "main", "shopd", 0, -1, false },
-		{ HC_NODE_USER, "checkout", "shopd", 0, -1, false },
+		{HC_NODE_PROCESS, "shopd", NULL, 100, -1, false},
+		{HC_NODE_THREAD, "shopd", NULL, 101, -1, false},
+		{HC_NODE_USER, "main", "shopd", 0, -1, false},
+		{HC_NODE_USER, "checkout", "shopd", 0, -1, false},
 	};
 	const struct hc_path_elem off_path[] = {
-		{ HC_NODE_PROCESS, "shopd", NULL, 100, -1, false },
-		{ HC_NODE_THREAD, "io", NULL, 102, -1, false },
-		{ HC_NODE_USER, "main", "shopd", 0, -1, false },
-		{ HC_NODE_KERNEL, "schedule", NULL, 0, -1, false },
+		{HC_NODE_PROCESS, "shopd", NULL, 100, -1, false},
+		{HC_NODE_THREAD, "io", NULL, 102, -1, false},
+		{HC_NODE_USER, "main", "shopd", 0, -1, false},
+		{HC_NODE_KERNEL, "schedule", NULL, 0, -1, false},
 	};
-	struct hc_weights w1 = { .on_cpu_ns = k * 3 * PERIOD_NS, .samples = k * 3,
-				 .runqueue_ns = k * 1000 };
-	struct hc_weights w2 = { .off_cpu_ns = k * 5000000, .runqueue_ns = 70 };
+	struct hc_weights w1 = {
+		.on_cpu_ns = k * 3 * PERIOD_NS, .samples = k * 3, .runqueue_ns = k * 1000};
+	struct hc_weights w2 = {.off_cpu_ns = k * 5000000, .runqueue_ns = 70};
 	struct hc_profile *p;
 	struct window *win;
 	FILE *f;
@@ -388,7 +386,7 @@ static int fetch(void *ctx, int64_t from_ns, int64_t *to_ns, unsigned int weight
 	s->weights = weights;
 	assert_true(s->n < MAX_WINDOWS);
 	win = &s->win[s->n++];
-	*win = (struct window){ .from_ns = from_ns, .to_ns = *to_ns };
+	*win = (struct window){.from_ns = from_ns, .to_ns = *to_ns};
 	if (s->n == s->fail_call) {
 		win->failed = true;
 		pthread_mutex_unlock(&s->lock);
@@ -541,7 +539,7 @@ static int64_t q_int(const char *s)
  * window it names in from/until. */
 static void check_profile(struct fixture *fx, const struct req *r)
 {
-	struct pp_profile pp = { 0 };
+	struct pp_profile pp = {0};
 	const struct window *w;
 	char why[256] = "";
 	size_t i;
@@ -584,7 +582,7 @@ static void check_profile(struct fixture *fx, const struct req *r)
 /* Three pushes arrive as Pyroscope's /ingest expects them, gapless. */
 static void test_delivery(void **state)
 {
-	static const unsigned int ok[] = { 200 };
+	static const unsigned int ok[] = {200};
 	struct fixture *fx = fixture_new(ok, 1, 200, false);
 	struct hc_push_opts o = base_opts(fx->url);
 	int64_t before_s = real_ns() / NS, after_s;
@@ -659,7 +657,7 @@ static void test_delivery(void **state)
  * backoff is capped at the interval), and the windows queued behind it follow in order. */
 static void test_retry(void **state)
 {
-	static const unsigned int script[] = { 503, 503, 200 };
+	static const unsigned int script[] = {503, 503, 200};
 	struct fixture *fx = fixture_new(script, 3, 200, false);
 	struct hc_push_opts o = base_opts(fx->url);
 	const struct req *r;
@@ -794,7 +792,8 @@ static void test_down_queue_full(void **state)
 		assert_non_null(strstr(text, "# TYPE hotcold_push_attempts_total counter\n"));
 		assert_non_null(strstr(text, "\nhotcold_push_attempts_total "));
 		assert_null(strstr(text, "\nhotcold_push_attempts_total 0\n"));
-		assert_non_null(strstr(text, "hotcold_push_dropped_total{reason=\"fetch_error\"} 0\n"));
+		assert_non_null(
+			strstr(text, "hotcold_push_dropped_total{reason=\"fetch_error\"} 0\n"));
 		free(text);
 	}
 	fixture_free(fx);
@@ -804,7 +803,7 @@ static void test_down_queue_full(void **state)
  * receiver recovers the newest windows arrive, in order. */
 static void test_outage_drops_oldest(void **state)
 {
-	static const unsigned int script[] = { 503, 503, 503, 503, 503, 503 };
+	static const unsigned int script[] = {503, 503, 503, 503, 503, 503};
 	struct fixture *fx = fixture_new(script, 6, 200, false);
 	struct hc_push_opts o = base_opts(fx->url);
 	const struct req *r;
@@ -958,9 +957,9 @@ static void test_free_while_hanging(void **state)
 /* Bad options are refused up front; credentials never reach the status. */
 static void test_bad_options(void **state)
 {
-	static const char *const bad[] = { "ftp://x", "not a url", "", "http://", "file:///tmp/x",
-					   "gopher://127.0.0.1:70/" };
-	struct source src = { .n = 0 };
+	static const char *const bad[] = {"ftp://x", "not a url",     "",
+					  "http://", "file:///tmp/x", "gopher://127.0.0.1:70/"};
+	struct source src = {.n = 0};
 	struct hc_push_opts o;
 	struct hc_push *p;
 	const char *shown;
@@ -1019,8 +1018,8 @@ static void test_bad_options(void **state)
 
 int main(void)
 {
-	static const char *const proxies[] = { "http_proxy", "HTTP_PROXY", "https_proxy",
-					       "HTTPS_PROXY", "all_proxy", "ALL_PROXY" };
+	static const char *const proxies[] = {"http_proxy",  "HTTP_PROXY", "https_proxy",
+					      "HTTPS_PROXY", "all_proxy",  "ALL_PROXY"};
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_bad_options),
 		cmocka_unit_test(test_delivery),

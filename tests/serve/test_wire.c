@@ -13,16 +13,19 @@
 
 static void fill(struct hc_wire_buf *b)
 {
-	struct hc_path_elem proc = { .kind = HC_NODE_PROCESS, .name = "postgres", .id = 42,
-				     .offset = -1 };
-	struct hc_path_elem fn = { .kind = HC_NODE_USER, .name = "ExecScan", .module = "postgres",
-				   .offset = -1, .inlined = true };
-	struct hc_weights w = { .on_cpu_ns = 1010101, .off_cpu_ns = 7, .runqueue_ns = 9,
-				.samples = 1 };
-	struct hc_path_elem lock = { .kind = HC_NODE_LOCK, .name = "rwsem:W mmap_lock",
-				     .offset = -1 };
-	struct hc_weights lw = { .on_cpu_ns = 300, .off_cpu_ns = 7000000, .samples = 4 };
-	uint32_t path[3] = { 1, 2, 2 }, rows[HC_WIRE_HEAT_ROWS] = { 0 };
+	struct hc_path_elem proc = {
+		.kind = HC_NODE_PROCESS, .name = "postgres", .id = 42, .offset = -1};
+	struct hc_path_elem fn = {.kind = HC_NODE_USER,
+				  .name = "ExecScan",
+				  .module = "postgres",
+				  .offset = -1,
+				  .inlined = true};
+	struct hc_weights w = {
+		.on_cpu_ns = 1010101, .off_cpu_ns = 7, .runqueue_ns = 9, .samples = 1};
+	struct hc_path_elem lock = {
+		.kind = HC_NODE_LOCK, .name = "rwsem:W mmap_lock", .offset = -1};
+	struct hc_weights lw = {.on_cpu_ns = 300, .off_cpu_ns = 7000000, .samples = 4};
+	uint32_t path[3] = {1, 2, 2}, rows[HC_WIRE_HEAT_ROWS] = {0};
 
 	rows[0] = 3;
 	rows[49] = 5;
@@ -172,9 +175,9 @@ static void test_malformed(void **state)
 	struct hc_wire_buf b = {0};
 	uint32_t hdr[2];
 	unsigned char *p;
-	uint32_t path[1] = { 1 };
+	uint32_t path[1] = {1};
 	struct hc_weights w = {0};
-	struct hc_path_elem e = { .kind = HC_NODE_USER, .name = "f", .offset = -1 };
+	struct hc_path_elem e = {.kind = HC_NODE_USER, .name = "f", .offset = -1};
 
 	(void)state;
 	/* unknown type */
@@ -187,7 +190,7 @@ static void test_malformed(void **state)
 	assert_int_equal(read_one(hdr, sizeof(hdr)), -EBADMSG);
 	/* SEAL with a short payload */
 	{
-		unsigned char rec[12] = { 0 };
+		unsigned char rec[12] = {0};
 
 		hdr[0] = HC_WIRE_SEAL;
 		hdr[1] = 4;
@@ -202,27 +205,27 @@ static void test_malformed(void **state)
 	hc_wire_buf__reset(&b);
 	/* FRAME with kind bits other than the inlined flag */
 	hc_wire__frame(&b, 1, &e);
-	memcpy(b.data + 8 + 4, &(uint32_t){ HC_NODE_USER | 1u << 9 }, 4);
+	memcpy(b.data + 8 + 4, &(uint32_t){HC_NODE_USER | 1u << 9}, 4);
 	assert_int_equal(read_one(b.data, b.len), -EBADMSG);
 	hc_wire_buf__reset(&b);
 	/* ADD claiming more frames than it carries */
 	hc_wire__add(&b, 1, &w, path, 1);
-	memcpy(b.data + 8 + 40, &(uint32_t){ 2 }, 4);
+	memcpy(b.data + 8 + 40, &(uint32_t){2}, 4);
 	assert_int_equal(read_one(b.data, b.len), -EBADMSG);
 	hc_wire_buf__reset(&b);
 	/* ADD with a path over the limit */
 	hc_wire__add(&b, 1, &w, path, 1);
-	memcpy(b.data + 8 + 40, &(uint32_t){ HC_WIRE_MAX_PATH + 1 }, 4);
+	memcpy(b.data + 8 + 40, &(uint32_t){HC_WIRE_MAX_PATH + 1}, 4);
 	assert_int_equal(read_one(b.data, b.len), -EBADMSG);
 	hc_wire_buf__reset(&b);
 	/* COUNTER whose key runs past the record */
 	hc_wire__counter(&b, 1, 0, "mutex spin", 3);
-	memcpy(b.data + 8 + 20, &(uint32_t){ 11 }, 4);
+	memcpy(b.data + 8 + 20, &(uint32_t){11}, 4);
 	assert_int_equal(read_one(b.data, b.len), -EBADMSG);
 	hc_wire_buf__reset(&b);
 	/* COUNTER with a byte too many */
 	hc_wire__counter(&b, 1, 0, "mutex spin", 3);
-	memcpy(b.data + 4, &(uint32_t){ 8 + 4 + 8 + 4 + 11 + 1 }, 4);
+	memcpy(b.data + 4, &(uint32_t){8 + 4 + 8 + 4 + 11 + 1}, 4);
 	b.data[b.len++] = 0; /* the buffer has room: it grows by 64 KiB */
 	assert_int_equal(read_one(b.data, b.len), -EBADMSG);
 	hc_wire_buf__reset(&b);

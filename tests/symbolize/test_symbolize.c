@@ -75,27 +75,27 @@ struct ksym_case {
 static void test_kallsyms_table(void **state)
 {
 	static const struct ksym_case cases[] = {
-		{ 0xffffffff80000000ull, NULL, NULL, 0 }, /* before the first symbol */
-		{ 0xffffffff81000000ull, "_stext", NULL, 0 }, /* alias: first listed wins */
-		{ 0xffffffff81000abcull, "_stext", NULL, 0xabc },
-		{ 0xffffffff81001008ull, "__pfx_do_one_initcall", NULL, 8 },
-		{ 0xffffffff81001050ull, "do_one_initcall", NULL, 0x40 }, /* mid-function */
-		{ 0xffffffff81001210ull, "trace_initcall_start_cb", NULL, 0x10 },
-		{ 0xffffffff81001300ull, "arch_cpu_idle", NULL, 0 },	 /* weak */
-		{ 0xffffffff81001401ull, "_etext", NULL, 1 },
-		{ 0xffffffff81e00010ull, NULL, NULL, 0 },		 /* data ends the text */
-		{ 0xffffffff82000000ull, NULL, NULL, 0 },
-		{ 0xffffffffc0a00100ull, "ext4_fill_super", "ext4", 0x100 },
-		{ 0xffffffffc0a00810ull, "ext4_sync_fs", "ext4", 0x10 },
-		{ 0xffffffffc0a01010ull, NULL, NULL, 0 },		 /* module data */
-		{ 0xffffffffc0a02040ull, "xfs_inactive", "xfs", 0x40 },
+		{0xffffffff80000000ull, NULL, NULL, 0},	    /* before the first symbol */
+		{0xffffffff81000000ull, "_stext", NULL, 0}, /* alias: first listed wins */
+		{0xffffffff81000abcull, "_stext", NULL, 0xabc},
+		{0xffffffff81001008ull, "__pfx_do_one_initcall", NULL, 8},
+		{0xffffffff81001050ull, "do_one_initcall", NULL, 0x40}, /* mid-function */
+		{0xffffffff81001210ull, "trace_initcall_start_cb", NULL, 0x10},
+		{0xffffffff81001300ull, "arch_cpu_idle", NULL, 0}, /* weak */
+		{0xffffffff81001401ull, "_etext", NULL, 1},
+		{0xffffffff81e00010ull, NULL, NULL, 0}, /* data ends the text */
+		{0xffffffff82000000ull, NULL, NULL, 0},
+		{0xffffffffc0a00100ull, "ext4_fill_super", "ext4", 0x100},
+		{0xffffffffc0a00810ull, "ext4_sync_fs", "ext4", 0x10},
+		{0xffffffffc0a01010ull, NULL, NULL, 0}, /* module data */
+		{0xffffffffc0a02040ull, "xfs_inactive", "xfs", 0x40},
 		/* Last function of a module, next symbol far away in another module: bounded. */
-		{ 0xffffffffc0a02000ull + HC_KSYM_MAX_TAIL_BYTES, NULL, NULL, 0 },
-		{ 0xffffffffc0b00020ull, "bpf_prog_6deef7357e7b4530_sd_fw_egress", "bpf", 0x20 },
+		{0xffffffffc0a02000ull + HC_KSYM_MAX_TAIL_BYTES, NULL, NULL, 0},
+		{0xffffffffc0b00020ull, "bpf_prog_6deef7357e7b4530_sd_fw_egress", "bpf", 0x20},
 		/* Above the highest symbol. */
-		{ 0xffffffffc0b00000ull + HC_KSYM_MAX_TAIL_BYTES, NULL, NULL, 0 },
-		{ 0xffffffffffffffffull, NULL, NULL, 0 },
-		{ 0, NULL, NULL, 0 },
+		{0xffffffffc0b00000ull + HC_KSYM_MAX_TAIL_BYTES, NULL, NULL, 0},
+		{0xffffffffffffffffull, NULL, NULL, 0},
+		{0, NULL, NULL, 0},
 	};
 	struct hc_kallsyms *ks;
 	size_t len, i;
@@ -186,22 +186,22 @@ static void test_kallsyms_garbage(void **state)
 {
 	static const struct {
 		const char *text;
-		int err;	 /* 0: parses */
-		size_t bad;	 /* bad lines expected when it parses */
+		int err;    /* 0: parses */
+		size_t bad; /* bad lines expected when it parses */
 	} cases[] = {
-		{ "", EINVAL, 0 },
-		{ "\n\n\n", EINVAL, 0 },
-		{ "hello world\n", EINVAL, 0 },
-		{ "ffffffff81000000\n", EINVAL, 0 },
-		{ "ffffffff81000000 T\n", EINVAL, 0 },
-		{ "ffffffff81000000 TT foo\n", EINVAL, 0 },
-		{ "fffffffff81000000f T foo\n", EINVAL, 0 },		 /* 18 digits */
-		{ "ffffffff81000000 T foo [unterminated\n", EINVAL, 0 },
-		{ "ffffffff81000000 T foo []\n", EINVAL, 0 },
-		{ "ffffffff81000000 D only_data\n", EINVAL, 0 },	 /* no functions */
-		{ "\x01\x02\x03\xff\xfe", EINVAL, 0 },
-		{ "ffffffff81000000 T good\nxyz\nffffffff81000100 t also_good\r\n", 0, 1 },
-		{ "ffffffff81000000 T no_newline_at_end", 0, 0 },
+		{"", EINVAL, 0},
+		{"\n\n\n", EINVAL, 0},
+		{"hello world\n", EINVAL, 0},
+		{"ffffffff81000000\n", EINVAL, 0},
+		{"ffffffff81000000 T\n", EINVAL, 0},
+		{"ffffffff81000000 TT foo\n", EINVAL, 0},
+		{"fffffffff81000000f T foo\n", EINVAL, 0}, /* 18 digits */
+		{"ffffffff81000000 T foo [unterminated\n", EINVAL, 0},
+		{"ffffffff81000000 T foo []\n", EINVAL, 0},
+		{"ffffffff81000000 D only_data\n", EINVAL, 0}, /* no functions */
+		{"\x01\x02\x03\xff\xfe", EINVAL, 0},
+		{"ffffffff81000000 T good\nxyz\nffffffff81000100 t also_good\r\n", 0, 1},
+		{"ffffffff81000000 T no_newline_at_end", 0, 0},
 	};
 	size_t i;
 
@@ -320,16 +320,16 @@ static void test_procmaps_find(void **state)
 		uint64_t addr;
 		int idx; /* -1: none */
 	} cases[] = {
-		{ 0, -1 },
-		{ 0x55d0c8a00000ull, 0 },
-		{ 0x55d0c8a01fffull, 0 },
-		{ 0x55d0c8a02000ull, 1 },
-		{ 0x55d0c8a06000ull, -1 }, /* end is exclusive, gap after */
-		{ 0x7f1200000800ull, 4 },
-		{ 0x7f1200008000ull, -1 },
-		{ 0x7ffd4e600000ull, 12 },
-		{ 0xffffffffff600400ull, 13 },
-		{ 0xffffffffffffffffull, -1 },
+		{0, -1},
+		{0x55d0c8a00000ull, 0},
+		{0x55d0c8a01fffull, 0},
+		{0x55d0c8a02000ull, 1},
+		{0x55d0c8a06000ull, -1}, /* end is exclusive, gap after */
+		{0x7f1200000800ull, 4},
+		{0x7f1200008000ull, -1},
+		{0x7ffd4e600000ull, 12},
+		{0xffffffffff600400ull, 13},
+		{0xffffffffffffffffull, -1},
 	};
 	struct hc_procmaps *pm;
 	size_t len, i;
@@ -361,20 +361,19 @@ static void test_procmaps_garbage(void **state)
 		int err;
 		size_t nr, bad;
 	} cases[] = {
-		{ "", 0, 0, 0 }, /* kernel thread / zombie */
-		{ "garbage\n", EINVAL, 0, 0 },
-		{ "1000-2000\n", EINVAL, 0, 0 },
-		{ "2000-1000 r-xp 00000000 00:00 0\n", EINVAL, 0, 0 }, /* end before start */
-		{ "1000-2000 rzxp 00000000 00:00 0\n", EINVAL, 0, 0 },
-		{ "1000-2000 r-xq 00000000 00:00 0\n", EINVAL, 0, 0 },
-		{ "1000-2000 r-xp 00000000 00:00\n", EINVAL, 0, 0 },
-		{ "1000-2000 r-xp 00000000 00:00 99999999999999999999999\n", EINVAL, 0, 0 },
-		{ "1000-2000 r-xp 0 0:0 12x /a\n", EINVAL, 0, 0 },
-		{ "\xff\xfe\x00\x01", EINVAL, 0, 0 },
-		{ "1000-2000 r-xp 00000000 00:00 0\nbad line\n3000-4000 r--p 0 1:2 3 /x\n", 0, 2,
-		  1 },
+		{"", 0, 0, 0}, /* kernel thread / zombie */
+		{"garbage\n", EINVAL, 0, 0},
+		{"1000-2000\n", EINVAL, 0, 0},
+		{"2000-1000 r-xp 00000000 00:00 0\n", EINVAL, 0, 0}, /* end before start */
+		{"1000-2000 rzxp 00000000 00:00 0\n", EINVAL, 0, 0},
+		{"1000-2000 r-xq 00000000 00:00 0\n", EINVAL, 0, 0},
+		{"1000-2000 r-xp 00000000 00:00\n", EINVAL, 0, 0},
+		{"1000-2000 r-xp 00000000 00:00 99999999999999999999999\n", EINVAL, 0, 0},
+		{"1000-2000 r-xp 0 0:0 12x /a\n", EINVAL, 0, 0},
+		{"\xff\xfe\x00\x01", EINVAL, 0, 0},
+		{"1000-2000 r-xp 00000000 00:00 0\nbad line\n3000-4000 r--p 0 1:2 3 /x\n", 0, 2, 1},
 		/* Out of order input gets sorted. */
-		{ "3000-4000 r--p 0 1:2 3 /x\n1000-2000 r-xp 0 1:2 3 /y", 0, 2, 0 },
+		{"3000-4000 r--p 0 1:2 3 /x\n1000-2000 r-xp 0 1:2 3 /y", 0, 2, 0},
 	};
 	size_t i;
 
@@ -413,15 +412,15 @@ static void test_perfmap_table(void **state)
 		const char *name;
 		uint64_t offset;
 	} cases[] = {
-		{ 0x7f12000000ffull, NULL, 0 },
-		{ 0x7f1200000100ull, "LazyCompile:~add /srv/app.js:3", 0 },
-		{ 0x7f120000013full, "LazyCompile:~add /srv/app.js:3", 0x3f },
-		{ 0x7f1200000150ull, "Builtin:ArgumentsAdaptorTrampoline", 0x10 }, /* 0x size */
-		{ 0x7f1200000160ull, NULL, 0 },
-		{ 0x7f1200000210ull, "Function:<anonymous> a b c", 0x10 }, /* 0x start */
-		{ 0x7f1200010010ull, "regenerated_later", 0x10 }, /* later line wins */
-		{ 0x7f1200010100ull, "JIT stub [vm]", 0x100 },	  /* only the old one covers */
-		{ 0x7f1200011000ull, NULL, 0 },
+		{0x7f12000000ffull, NULL, 0},
+		{0x7f1200000100ull, "LazyCompile:~add /srv/app.js:3", 0},
+		{0x7f120000013full, "LazyCompile:~add /srv/app.js:3", 0x3f},
+		{0x7f1200000150ull, "Builtin:ArgumentsAdaptorTrampoline", 0x10}, /* 0x size */
+		{0x7f1200000160ull, NULL, 0},
+		{0x7f1200000210ull, "Function:<anonymous> a b c", 0x10}, /* 0x start */
+		{0x7f1200010010ull, "regenerated_later", 0x10},		 /* later line wins */
+		{0x7f1200010100ull, "JIT stub [vm]", 0x100}, /* only the old one covers */
+		{0x7f1200011000ull, NULL, 0},
 	};
 	struct hc_perfmap *pm;
 	size_t len, i;
@@ -459,13 +458,13 @@ static void test_perfmap_garbage(void **state)
 		int err;
 		size_t nr, bad;
 	} cases[] = {
-		{ "", 0, 0, 0 },
-		{ "nonsense\n", EINVAL, 0, 0 },
-		{ "1000 10\n", EINVAL, 0, 0 },		      /* no name */
-		{ "1000 0 zero_size\n", EINVAL, 0, 0 },
-		{ "ffffffffffffffff 10 wraps\n", EINVAL, 0, 0 },
-		{ "0x 10 nodigits\n", EINVAL, 0, 0 },
-		{ "1000 10 ok\n\x01\x02\nzz 1 x\n2000 20 ok2", 0, 2, 2 },
+		{"", 0, 0, 0},
+		{"nonsense\n", EINVAL, 0, 0},
+		{"1000 10\n", EINVAL, 0, 0}, /* no name */
+		{"1000 0 zero_size\n", EINVAL, 0, 0},
+		{"ffffffffffffffff 10 wraps\n", EINVAL, 0, 0},
+		{"0x 10 nodigits\n", EINVAL, 0, 0},
+		{"1000 10 ok\n\x01\x02\nzz 1 x\n2000 20 ok2", 0, 2, 2},
 	};
 	size_t i;
 
@@ -503,19 +502,19 @@ static void test_perfmap_deep_overlap(void **state)
 		const char *name;
 		uint64_t offset;
 	} cases[] = {
-		{ 0x1008, "new_big", 0x8 },	/* over stale_0 */
-		{ 0x1100, "new_big", 0x100 }, /* over stale_16 */
-		{ 0x1f00, "new_big", 0xf00 }, /* past every stale one */
-		{ 0x1fff, "new_big", 0xfff },
-		{ 0x2000, NULL, 0 },
-		{ 0x100008, "old_big", 0x8 },
-		{ 0x100110, "new_16", 0 },	/* newer small ones win inside the old one */
-		{ 0x100117, "new_16", 0x7 },
-		{ 0x100118, "old_big", 0x118 },
-		{ 0x100f00, "old_big", 0xf00 }, /* past 19 newer ones */
-		{ 0x100ff0, "new_19", 0 },
-		{ 0x100fff, "new_19", 0xf },
-		{ 0x101000, NULL, 0 },
+		{0x1008, "new_big", 0x8},   /* over stale_0 */
+		{0x1100, "new_big", 0x100}, /* over stale_16 */
+		{0x1f00, "new_big", 0xf00}, /* past every stale one */
+		{0x1fff, "new_big", 0xfff},
+		{0x2000, NULL, 0},
+		{0x100008, "old_big", 0x8},
+		{0x100110, "new_16", 0}, /* newer small ones win inside the old one */
+		{0x100117, "new_16", 0x7},
+		{0x100118, "old_big", 0x118},
+		{0x100f00, "old_big", 0xf00}, /* past 19 newer ones */
+		{0x100ff0, "new_19", 0},
+		{0x100fff, "new_19", 0xf},
+		{0x101000, NULL, 0},
 	};
 	char text[4096];
 	size_t len = 0, i;
@@ -543,12 +542,13 @@ static void test_perfmap_deep_overlap(void **state)
 
 		if (!cases[i].name) {
 			if (err != -ENOENT)
-				fail_msg("%#" PRIx64 ": want -ENOENT, got %d %s", cases[i].addr, err,
-					 name);
+				fail_msg("%#" PRIx64 ": want -ENOENT, got %d %s", cases[i].addr,
+					 err, name);
 			continue;
 		}
 		if (err)
-			fail_msg("%#" PRIx64 ": want %s, got %d", cases[i].addr, cases[i].name, err);
+			fail_msg("%#" PRIx64 ": want %s, got %d", cases[i].addr, cases[i].name,
+				 err);
 		if (strcmp(name, cases[i].name) || off != cases[i].offset)
 			fail_msg("%#" PRIx64 ": want %s+%#" PRIx64 ", got %s+%#" PRIx64,
 				 cases[i].addr, cases[i].name, cases[i].offset, name, off);
@@ -558,8 +558,7 @@ static void test_perfmap_deep_overlap(void **state)
 
 /* ---- elf ---- */
 
-static int find_sym(const struct hc_elfsym *es, const char *want, uint64_t *vaddr,
-		    uint64_t *size)
+static int find_sym(const struct hc_elfsym *es, const char *want, uint64_t *vaddr, uint64_t *size)
 {
 	size_t i;
 
@@ -654,8 +653,8 @@ static void test_elf_nopie(void **state)
 
 static void test_elf_shlib(void **state)
 {
-	static const char *const want[] = { "hc_fixlib_gamma", "hc_fixlib_delta",
-					    "hc_fixlib_hidden" };
+	static const char *const want[] = {"hc_fixlib_gamma", "hc_fixlib_delta",
+					   "hc_fixlib_hidden"};
 	struct hc_elfsym *es = elf_from_path(env_path("HC_FIX_LIB"));
 
 	(void)state;
@@ -703,11 +702,13 @@ static void test_elf_debuginfo(void **state)
 	/* Stripped: no .symtab, and the executable's functions are not exported. */
 	assert_false(hc_elfsym__sources(es) & HC_ELFSYM_SYMTAB);
 	assert_int_equal(find_sym(es, "hc_fix_local", &vaddr, &size), -ENOENT);
-	assert_int_equal(hc_elfsym__debuginfo_path(es, env_path("HC_FIX_DEBUG_ROOT"), path,
-						   sizeof(path)), 0);
+	assert_int_equal(
+		hc_elfsym__debuginfo_path(es, env_path("HC_FIX_DEBUG_ROOT"), path, sizeof(path)),
+		0);
 	assert_int_equal(hc_elfsym__debuginfo_path(es, "/x", path, 10), -ENAMETOOLONG);
-	assert_int_equal(hc_elfsym__debuginfo_path(es, env_path("HC_FIX_DEBUG_ROOT"), path,
-						   sizeof(path)), 0);
+	assert_int_equal(
+		hc_elfsym__debuginfo_path(es, env_path("HC_FIX_DEBUG_ROOT"), path, sizeof(path)),
+		0);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	assert_true(fd >= 0);
 	/* Another binary's debuginfo is refused by build-id. */
@@ -741,16 +742,16 @@ static void test_demangle(void **state)
 		const char *in;
 		const char *out; /* NULL: not mangled */
 	} cases[] = {
-		{ "_ZN2hc7fixture4spinEi", "hc::fixture::spin(int)" },
-		{ "_Z3fooPKc", "foo(char const*)" },
-		{ "_ZNSt6vectorIiSaIiEE9push_backERKi",
-		  "std::vector<int, std::allocator<int> >::push_back(int const&)" },
-		{ "_ZN4core3fmt5write17h0123456789abcdefE", "core::fmt::write" }, /* Rust legacy */
-		{ "_RNvNtCs1234_7mycrate4util3bar", "mycrate::util::bar" },	/* Rust v0 */
-		{ "main", NULL },
-		{ "_Zgarbage", NULL },
-		{ "_", NULL },
-		{ "", NULL },
+		{"_ZN2hc7fixture4spinEi", "hc::fixture::spin(int)"},
+		{"_Z3fooPKc", "foo(char const*)"},
+		{"_ZNSt6vectorIiSaIiEE9push_backERKi",
+		 "std::vector<int, std::allocator<int> >::push_back(int const&)"},
+		{"_ZN4core3fmt5write17h0123456789abcdefE", "core::fmt::write"}, /* Rust legacy */
+		{"_RNvNtCs1234_7mycrate4util3bar", "mycrate::util::bar"},	/* Rust v0 */
+		{"main", NULL},
+		{"_Zgarbage", NULL},
+		{"_", NULL},
+		{"", NULL},
 	};
 	char buf[256];
 	size_t i;
@@ -768,8 +769,7 @@ static void test_demangle(void **state)
 			fail_msg("case %s: got %d", cases[i].in, err);
 		assert_string_equal(buf, cases[i].out);
 	}
-	assert_int_equal(hc_demangle("_ZNSt6vectorIiSaIiEE9push_backERKi", buf, 8),
-			 -ENAMETOOLONG);
+	assert_int_equal(hc_demangle("_ZNSt6vectorIiSaIiEE9push_backERKi", buf, 8), -ENAMETOOLONG);
 }
 
 /* ---- hostile ---- */
@@ -800,8 +800,8 @@ static void poke(const void *img, size_t len)
 
 static void test_hostile_elf_truncated(void **state)
 {
-	const char *paths[] = { env_path("HC_FIX_PIE"), env_path("HC_FIX_DEBUGDATA"),
-				env_path("HC_FIX_LIB") };
+	const char *paths[] = {env_path("HC_FIX_PIE"), env_path("HC_FIX_DEBUGDATA"),
+			       env_path("HC_FIX_LIB")};
 	size_t p;
 
 	(void)state;
@@ -820,7 +820,7 @@ static void test_hostile_elf_truncated(void **state)
 
 static void test_hostile_elf_corrupt(void **state)
 {
-	const char *paths[] = { env_path("HC_FIX_PIE"), env_path("HC_FIX_DEBUGDATA") };
+	const char *paths[] = {env_path("HC_FIX_PIE"), env_path("HC_FIX_DEBUGDATA")};
 	size_t p, round;
 	uint32_t seed = 12345;
 
@@ -839,8 +839,8 @@ static void test_hostile_elf_corrupt(void **state)
 			for (k = 0; k < 8; k++) {
 				seed = seed * 1103515245u + 12345u;
 				/* Half of the flips in the first KB where the headers are. */
-				size_t at = (k & 1) ? (seed >> 8) % (len < 1024 ? len : 1024) :
-						      (seed >> 8) % len;
+				size_t at = (k & 1) ? (seed >> 8) % (len < 1024 ? len : 1024)
+						    : (seed >> 8) % len;
 				copy[at] ^= (uint8_t)(seed >> 3) | 1;
 			}
 			poke(copy, len);
@@ -857,7 +857,7 @@ static void test_hostile_elf_corrupt(void **state)
 static void test_hostile_not_elf(void **state)
 {
 	static const char text[] = "#!/bin/sh\necho not an elf\n";
-	uint8_t elfish[64] = { 0x7f, 'E', 'L', 'F', 2, 1, 1 };
+	uint8_t elfish[64] = {0x7f, 'E', 'L', 'F', 2, 1, 1};
 	int fd;
 
 	(void)state;
@@ -987,14 +987,14 @@ static void check_resolves(struct hc_symbolizer *sym, const struct fixture_proc 
 		struct hc_frame_info fi;
 		struct hc_uloc loc;
 
-		assert_int_equal(hc_symbolizer__normalize(sym, (uint32_t)fp->pid, 0, fp->addrs[i],
-							  &loc), 0);
+		assert_int_equal(
+			hc_symbolizer__normalize(sym, (uint32_t)fp->pid, 0, fp->addrs[i], &loc), 0);
 		assert_int_not_equal(loc.obj, HC_OBJ_UNKNOWN);
 		if (locs)
 			locs[i] = loc;
 		if (hc_symbolizer__resolve_user(sym, &loc, &fi))
-			fail_msg("%s: %s at %#llx (obj %u off %#llx) unresolved (module %s)",
-				 exe, fp->names[i], (unsigned long long)fp->addrs[i], loc.obj,
+			fail_msg("%s: %s at %#llx (obj %u off %#llx) unresolved (module %s)", exe,
+				 fp->names[i], (unsigned long long)fp->addrs[i], loc.obj,
 				 (unsigned long long)loc.off, fi.module);
 		assert_string_equal(fi.name, fp->names[i]);
 		assert_int_equal(fi.offset, 4); /* the fixture prints function + 4 */
@@ -1063,8 +1063,8 @@ static void test_facade_debuginfo(void **state)
 	spawn(&fp, exe);
 	assert_int_equal(hc_symbolizer__add_process(sym, (uint32_t)fp.pid, 0), 0);
 	for (i = 0; i < fp.nr; i++) {
-		assert_int_equal(hc_symbolizer__normalize(sym, (uint32_t)fp.pid, 0, fp.addrs[i],
-							  &loc), 0);
+		assert_int_equal(
+			hc_symbolizer__normalize(sym, (uint32_t)fp.pid, 0, fp.addrs[i], &loc), 0);
 		assert_int_equal(hc_symbolizer__resolve_user(sym, &loc, &fi), -ENOENT);
 		assert_string_equal(fi.module, "fix_debuginfo");
 		assert_int_equal(fi.offset, loc.off);
@@ -1131,8 +1131,8 @@ static void test_facade_dlopen(void **state)
 	assert_int_equal(write(fp.in_fd, cmd, (size_t)n), n);
 	read_fns(&fp, "");
 	assert_string_equal(fp.names[fp.nr - 1], "hc_fixlib_delta");
-	assert_int_equal(hc_symbolizer__normalize(sym, (uint32_t)fp.pid, 0, fp.addrs[fp.nr - 1],
-						  &loc), 0);
+	assert_int_equal(
+		hc_symbolizer__normalize(sym, (uint32_t)fp.pid, 0, fp.addrs[fp.nr - 1], &loc), 0);
 	assert_int_not_equal(loc.obj, HC_OBJ_UNKNOWN);
 	assert_int_equal(hc_symbolizer__resolve_user(sym, &loc, &fi), 0);
 	assert_string_equal(fi.name, "hc_fixlib_delta");
@@ -1169,8 +1169,8 @@ static void test_facade_no_demangle(void **state)
 		struct hc_frame_info fi;
 		struct hc_uloc loc;
 
-		assert_int_equal(hc_symbolizer__normalize(sym, (uint32_t)fp.pid, 0, fp.addrs[i],
-							  &loc), 0);
+		assert_int_equal(
+			hc_symbolizer__normalize(sym, (uint32_t)fp.pid, 0, fp.addrs[i], &loc), 0);
 		assert_int_equal(hc_symbolizer__resolve_user(sym, &loc, &fi), 0);
 		if (!strcmp(fp.names[i], "hc::fixture::spin(int)")) {
 			assert_string_equal(fi.name, "_ZN2hc7fixture4spinEi");
@@ -1216,7 +1216,7 @@ static void test_facade_gone(void **state)
 static void test_facade_jit_self(void **state)
 {
 	char dir[] = "/tmp/hc-symbolize-XXXXXX", path[4200];
-	struct hc_symbolizer_opts opts = { 0 };
+	struct hc_symbolizer_opts opts = {0};
 	struct hc_symbolizer *sym;
 	struct hc_frame_info fi;
 	struct hc_uloc loc;
@@ -1237,8 +1237,9 @@ static void test_facade_jit_self(void **state)
 	sym = hc_symbolizer__new(&opts);
 	assert_non_null(sym);
 	assert_int_equal(hc_symbolizer__add_process(sym, (uint32_t)getpid(), 0), 0);
-	assert_int_equal(hc_symbolizer__normalize(sym, (uint32_t)getpid(), 0,
-						  (uintptr_t)code + 0x10, &loc), 0);
+	assert_int_equal(
+		hc_symbolizer__normalize(sym, (uint32_t)getpid(), 0, (uintptr_t)code + 0x10, &loc),
+		0);
 	assert_int_not_equal(loc.obj, HC_OBJ_UNKNOWN);
 	assert_int_equal(loc.off, (uintptr_t)code + 0x10); /* JIT: absolute address */
 	assert_int_equal(hc_symbolizer__resolve_user(sym, &loc, &fi), 0);
@@ -1248,7 +1249,8 @@ static void test_facade_jit_self(void **state)
 
 	/* Code compiled after the snapshot: the map is re-read when an address misses. */
 	assert_int_equal(hc_symbolizer__normalize(sym, (uint32_t)getpid(), 0,
-						  (uintptr_t)code + 0x1010, &loc), 0);
+						  (uintptr_t)code + 0x1010, &loc),
+			 0);
 	assert_int_equal(hc_symbolizer__resolve_user(sym, &loc, &fi), -ENOENT);
 	assert_string_equal(fi.module, "[jit]");
 	f = fopen(path, "a");
@@ -1295,8 +1297,9 @@ static void test_facade_vdso_self(void **state)
 	assert_int_equal(hc_elfsym__off_to_vaddr(es, vaddr, &v), 0);
 	assert_int_equal(v, vaddr);
 
-	assert_int_equal(hc_symbolizer__normalize(sym, (uint32_t)getpid(), 0,
-						  vdso->start + vaddr + 3, &loc), 0);
+	assert_int_equal(
+		hc_symbolizer__normalize(sym, (uint32_t)getpid(), 0, vdso->start + vaddr + 3, &loc),
+		0);
 	assert_int_equal(loc.off, vaddr + 3);
 	assert_int_equal(hc_symbolizer__resolve_user(sym, &loc, &fi), 0);
 	assert_string_equal(fi.module, "[vdso]");
@@ -1311,7 +1314,7 @@ static void test_facade_vdso_self(void **state)
 static void test_facade_fake_proc(void **state)
 {
 	char proc_root[4096], perfmap_dir[4096];
-	struct hc_symbolizer_opts opts = { 0 };
+	struct hc_symbolizer_opts opts = {0};
 	struct hc_symbolizer_stats st;
 	struct hc_symbolizer *sym;
 	struct hc_frame_info fi;
@@ -1410,7 +1413,7 @@ static void test_facade_fake_proc(void **state)
 static void test_facade_jit_namespaced(void **state)
 {
 	char dir[] = "/tmp/hc-proc-XXXXXX", path[4200];
-	struct hc_symbolizer_opts opts = { 0 };
+	struct hc_symbolizer_opts opts = {0};
 	struct hc_symbolizer *sym;
 	struct hc_frame_info fi;
 	struct hc_uloc loc;
@@ -1470,7 +1473,7 @@ static void test_facade_jit_namespaced(void **state)
 static void test_facade_unreadable(void **state)
 {
 	char dir[] = "/tmp/hc-proc-XXXXXX", path[4200];
-	struct hc_symbolizer_opts opts = { 0 };
+	struct hc_symbolizer_opts opts = {0};
 	struct hc_symbolizer *sym;
 	struct hc_uloc loc;
 
@@ -1498,7 +1501,7 @@ static void test_facade_unreadable(void **state)
 
 static void test_facade_kernel(void **state)
 {
-	struct hc_symbolizer_opts opts = { 0 };
+	struct hc_symbolizer_opts opts = {0};
 	char path[4096], dir[] = "/tmp/hc-kallsyms-XXXXXX", zpath[4200];
 	struct hc_symbolizer_stats st;
 	struct hc_symbolizer *sym;
@@ -1561,8 +1564,8 @@ static size_t check_chains(struct hc_symbolizer *sym, const struct fixture_proc 
 		struct hc_uloc loc;
 		size_t n, k = 0;
 
-		assert_int_equal(hc_symbolizer__normalize(sym, (uint32_t)fp->pid, 0, fp->addrs[i],
-							  &loc), 0);
+		assert_int_equal(
+			hc_symbolizer__normalize(sym, (uint32_t)fp->pid, 0, fp->addrs[i], &loc), 0);
 		assert_int_equal(hc_symbolizer__resolve_user_inline(sym, &loc, fr, 8, &n), 0);
 		memcpy(want, fp->names[i], sizeof(want));
 		for (tok = strtok_r(want, ";", &save); tok; tok = strtok_r(NULL, ";", &save), k++) {
@@ -1682,8 +1685,8 @@ static void test_inline_off(void **state)
 {
 	const char *exe = env_path("HC_FIX_INLINE");
 	struct hc_symbolizer_opts opts[2] = {
-		{ .debug_root = NO_DEBUG_ROOT, .no_inline = true },
-		{ .debug_root = NO_DEBUG_ROOT, .dwarf_max_bytes = 64 },
+		{.debug_root = NO_DEBUG_ROOT, .no_inline = true},
+		{.debug_root = NO_DEBUG_ROOT, .dwarf_max_bytes = 64},
 	};
 	struct fixture_proc fp;
 
@@ -1701,8 +1704,10 @@ static void test_inline_off(void **state)
 			size_t n;
 
 			assert_int_equal(hc_symbolizer__normalize(sym, (uint32_t)fp.pid, 0,
-								  fp.addrs[i], &loc), 0);
-			assert_int_equal(hc_symbolizer__resolve_user_inline(sym, &loc, fr, 8, &n), 0);
+								  fp.addrs[i], &loc),
+					 0);
+			assert_int_equal(hc_symbolizer__resolve_user_inline(sym, &loc, fr, 8, &n),
+					 0);
 			assert_int_equal(n, 1);
 			assert_false(fr[0].inlined);
 			assert_int_equal(strncmp(fr[0].name, fp.names[i], strlen(fr[0].name)), 0);
@@ -1917,10 +1922,8 @@ static void test_inline_hostile(void **state)
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest kallsyms[] = {
-		cmocka_unit_test(test_kallsyms_table),
-		cmocka_unit_test(test_kallsyms_eperm),
-		cmocka_unit_test(test_kallsyms_data),
-		cmocka_unit_test(test_kallsyms_garbage),
+		cmocka_unit_test(test_kallsyms_table), cmocka_unit_test(test_kallsyms_eperm),
+		cmocka_unit_test(test_kallsyms_data),  cmocka_unit_test(test_kallsyms_garbage),
 		cmocka_unit_test(test_kallsyms_real),
 	};
 	const struct CMUnitTest procmaps[] = {
@@ -1934,12 +1937,9 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_perfmap_deep_overlap),
 	};
 	const struct CMUnitTest elf[] = {
-		cmocka_unit_test(test_elf_pie),
-		cmocka_unit_test(test_elf_nopie),
-		cmocka_unit_test(test_elf_shlib),
-		cmocka_unit_test(test_elf_debugdata),
-		cmocka_unit_test(test_elf_debuginfo),
-		cmocka_unit_test(test_elf_mem),
+		cmocka_unit_test(test_elf_pie),	      cmocka_unit_test(test_elf_nopie),
+		cmocka_unit_test(test_elf_shlib),     cmocka_unit_test(test_elf_debugdata),
+		cmocka_unit_test(test_elf_debuginfo), cmocka_unit_test(test_elf_mem),
 		cmocka_unit_test(test_demangle),
 	};
 	const struct CMUnitTest hostile[] = {
@@ -1964,12 +1964,9 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_facade_kernel),
 	};
 	const struct CMUnitTest inline_[] = {
-		cmocka_unit_test(test_inline_chains),
-		cmocka_unit_test(test_inline_debuginfo),
-		cmocka_unit_test(test_inline_truncated),
-		cmocka_unit_test(test_inline_off),
-		cmocka_unit_test(test_inline_dwinline),
-		cmocka_unit_test(test_inline_altlink),
+		cmocka_unit_test(test_inline_chains),	 cmocka_unit_test(test_inline_debuginfo),
+		cmocka_unit_test(test_inline_truncated), cmocka_unit_test(test_inline_off),
+		cmocka_unit_test(test_inline_dwinline),	 cmocka_unit_test(test_inline_altlink),
 		cmocka_unit_test(test_inline_hostile),
 	};
 	const char *group = argc > 1 ? argv[1] : "all";

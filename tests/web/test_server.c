@@ -457,7 +457,8 @@ static void test_profile_query(void **state)
 	/* RFC 3339 with an offset: raw '+' (form-decoded to a space), %2B, and unix ms */
 	{
 		static const char *const targets[] = {
-			"/api/profile?from=2026-11-22T10:59:00%2B01:00&to=2026-11-22T11:00:00+01:00",
+			"/api/"
+			"profile?from=2026-11-22T10:59:00%2B01:00&to=2026-11-22T11:00:00+01:00",
 			"/api/profile?from=2026-11-22T09:59:00Z&to=1795341600000",
 			"/api/profile?from=1795341540000&to=now",
 		};
@@ -608,7 +609,7 @@ static void test_timeline_and_metrics(void **state)
 static void test_locks(void **state)
 {
 	static const char *const refused[] = {
-		"/api/locks?pid=1", "/api/locks?comm=x", "/api/locks?kind=off",
+		"/api/locks?pid=1",   "/api/locks?comm=x",	    "/api/locks?kind=off",
 		"/api/locks?step=1s", "/api/locks?from=-1m&to=-2m", "/api/locks?max_nodes=0",
 	};
 	char ct[128];
@@ -1070,15 +1071,15 @@ static void test_lifecycle(void **state)
 int run_server_tests(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_asset_table),    cmocka_unit_test(test_viewer),
-		cmocka_unit_test(test_status),	       cmocka_unit_test(test_histograms),
-		cmocka_unit_test(test_profile_query),  cmocka_unit_test(test_timeline_and_metrics),
+		cmocka_unit_test(test_asset_table),	cmocka_unit_test(test_viewer),
+		cmocka_unit_test(test_status),		cmocka_unit_test(test_histograms),
+		cmocka_unit_test(test_profile_query),	cmocka_unit_test(test_timeline_and_metrics),
 		cmocka_unit_test(test_profile_formats), cmocka_unit_test(test_locks),
-		cmocka_unit_test(test_backend_errors), cmocka_unit_test(test_head),
-		cmocka_unit_test(test_methods),	       cmocka_unit_test(test_host_header),
-		cmocka_unit_test(test_not_found),      cmocka_unit_test(test_bad_params),
-		cmocka_unit_test(test_oversized),      cmocka_unit_test(test_keep_alive),
-		cmocka_unit_test(test_listen_open),    cmocka_unit_test(test_lifecycle),
+		cmocka_unit_test(test_backend_errors),	cmocka_unit_test(test_head),
+		cmocka_unit_test(test_methods),		cmocka_unit_test(test_host_header),
+		cmocka_unit_test(test_not_found),	cmocka_unit_test(test_bad_params),
+		cmocka_unit_test(test_oversized),	cmocka_unit_test(test_keep_alive),
+		cmocka_unit_test(test_listen_open),	cmocka_unit_test(test_lifecycle),
 	};
 
 	return cmocka_run_group_tests_name("web/server", tests, setup, teardown);
