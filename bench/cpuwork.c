@@ -54,7 +54,13 @@
 #include <time.h>
 #include <unistd.h>
 
-#define NOINLINE __attribute__((noipa)) /* noinline, and no clones (no ".constprop" names) */
+/* noinline, and no clones (no ".constprop" names): gcc's noipa. clang has no noipa, and its
+ * noinline keeps the name (it does not clone functions under new names). */
+#ifdef __clang__
+#define NOINLINE __attribute__((noinline))
+#else
+#define NOINLINE __attribute__((noipa))
+#endif
 /*
  * Build with -fno-omit-frame-pointer -fno-optimize-sibling-calls (bench/run.sh does). Even so,
  * GCC omits the frame pointer in leaf functions ("several targets always omit the frame

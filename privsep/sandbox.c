@@ -126,6 +126,22 @@ static int add_all(scmp_filter_ctx ctx, const int *calls, size_t n)
 	return 0;
 }
 
+/*
+ * One argument comparison, every field named. libseccomp's SCMP_A<n>() macros leave datum_b
+ * out for a plain comparison, which clang's -Wmissing-field-initializers refuses under -Werror.
+ */
+static struct scmp_arg_cmp arg_eq(unsigned int arg, scmp_datum_t value)
+{
+	return (struct scmp_arg_cmp){.arg = arg, .op = SCMP_CMP_EQ, .datum_a = value, .datum_b = 0};
+}
+
+/* (argument & mask) == value */
+static struct scmp_arg_cmp arg_masked_eq(unsigned int arg, scmp_datum_t mask, scmp_datum_t value)
+{
+	return (struct scmp_arg_cmp){
+		.arg = arg, .op = SCMP_CMP_MASKED_EQ, .datum_a = mask, .datum_b = value};
+}
+
 static int add_rules(scmp_filter_ctx ctx, enum hc_sandbox which)
 {
 	const unsigned int rdonly_mask = O_ACCMODE | O_CREAT | O_TRUNC | O_APPEND;
@@ -146,36 +162,35 @@ static int add_rules(scmp_filter_ctx ctx, enum hc_sandbox which)
 	/* Files read-only: nothing is created, truncated or written by path. */
 	if (!err)
 		err = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(openat), 1,
-				       SCMP_A2(SCMP_CMP_MASKED_EQ, rdonly_mask, O_RDONLY));
+				       arg_masked_eq(2, rdonly_mask, O_RDONLY));
 	if (!err)
 		err = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(open), 1,
-				       SCMP_A1(SCMP_CMP_MASKED_EQ, rdonly_mask, O_RDONLY));
+				       arg_masked_eq(1, rdonly_mask, O_RDONLY));
 	/* Reading limits, never setting them. */
 	if (!err)
-		err = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(prlimit64), 1,
-				       SCMP_A2(SCMP_CMP_EQ, 0));
+		err = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(prlimit64), 1, arg_eq(2, 0));
 	/* abort() and raise() signal this process only. */
 	if (!err)
 		err = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(tgkill), 1,
-				       SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)getpid()));
+				       arg_eq(0, (scmp_datum_t)getpid()));
 	for (size_t i = 0; i < sizeof(ioctls) / sizeof(ioctls[0]) && !err; i++)
 		err = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(ioctl), 1,
-				       SCMP_A1(SCMP_CMP_EQ, ioctls[i]));
+				       arg_eq(1, ioctls[i]));
 	if (err)
 		return err;
 
 	if (which == HC_SANDBOX_WORKER) {
 		/* No executable memory: parsing never needs to map code. */
 		err = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(mmap), 1,
-				       SCMP_A2(SCMP_CMP_MASKED_EQ, PROT_EXEC, 0));
+				       arg_masked_eq(2, PROT_EXEC, 0));
 		if (!err)
 			err = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(mprotect), 1,
-					       SCMP_A2(SCMP_CMP_MASKED_EQ, PROT_EXEC, 0));
+					       arg_masked_eq(2, PROT_EXEC, 0));
 		/* The BPF objects the privileged half loaded: maps, links, iterators. Never
 		 * BPF_PROG_LOAD or BPF_MAP_CREATE (refused without CAP_BPF anyway). */
 		for (size_t i = 0; i < sizeof(bpf_cmds) / sizeof(bpf_cmds[0]) && !err; i++)
 			err = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(bpf), 1,
-					       SCMP_A0(SCMP_CMP_EQ, bpf_cmds[i]));
+					       arg_eq(0, bpf_cmds[i]));
 		return err;
 	}
 	err = add_all(ctx, server_calls, sizeof(server_calls) / sizeof(server_calls[0]));
@@ -188,13 +203,13 @@ static int add_rules(scmp_filter_ctx ctx, enum hc_sandbox which)
 	 * in memory seccomp cannot read: ENOSYS makes glibc fall back to clone. */
 	if (!err)
 		err = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(clone), 1,
-				       SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_THREAD, CLONE_THREAD));
+				       arg_masked_eq(0, CLONE_THREAD, CLONE_THREAD));
 	if (!err)
 		err = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0);
 	/* MHD names its threads. */
 	if (!err)
 		err = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(prctl), 1,
-				       SCMP_A0(SCMP_CMP_EQ, PR_SET_NAME));
+				       arg_eq(0, PR_SET_NAME));
 	return err;
 }
 

@@ -457,8 +457,9 @@ static void test_profile_query(void **state)
 	/* RFC 3339 with an offset: raw '+' (form-decoded to a space), %2B, and unix ms */
 	{
 		static const char *const targets[] = {
-			"/api/"
-			"profile?from=2026-11-22T10:59:00%2B01:00&to=2026-11-22T11:00:00+01:00",
+			/* one element (in parentheses: not a missing comma) */
+			("/api/profile?from=2026-11-22T10:59:00%2B01:00"
+			 "&to=2026-11-22T11:00:00+01:00"),
 			"/api/profile?from=2026-11-22T09:59:00Z&to=1795341600000",
 			"/api/profile?from=1795341540000&to=now",
 		};
