@@ -32,6 +32,7 @@
 
 #include "e2e.h"
 #include "tests/pprof/pprof_read.h"
+#include "tests/skip.h"
 
 static const char *hotcold, *workload;
 
@@ -595,11 +596,8 @@ static void test_debug_pprof(void **state)
 
 	snprintf(url, sizeof(url), "http://%s/debug/pprof/profile?seconds=2", srv.addr);
 	rc = e2e_go_pprof_raw(url, srv.dir, &g);
-	if (rc == -ENOENT) {
-		if (getenv("CI") && !strcmp(getenv("CI"), "true"))
-			fail_msg("go (golang-go) is not installed: go tool pprof is needed");
-		skip();
-	}
+	if (rc == -ENOENT)
+		hc_skip("go (golang-go) is not installed: go tool pprof is needed");
 	assert_int_equal(rc, 0);
 	print_message("go tool pprof %s: %zu samples, cpu %lld ns\n", url, g.samples,
 		      (long long)e2e_go_total(&g, "cpu/nanoseconds"));

@@ -11,6 +11,7 @@
 
 #include "tests.h"
 #include "profile/hist.h"
+#include "tests/skip.h"
 
 #define QZ HC_QUANTIZE_ZERO
 #define P2(k) ((int64_t)1 << (k))
@@ -893,7 +894,7 @@ static void test_print_write_error(void **state)
 	assert_non_null(h);
 	if (!f) {
 		hc_hist__free(h);
-		skip();
+		hc_skip("cannot open /dev/full: %s", strerror(errno));
 	}
 	setvbuf(f, NULL, _IONBF, 0);
 	assert_int_equal(hc_hist__add(h, "k", 1, 1), 0);

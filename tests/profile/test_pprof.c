@@ -19,6 +19,7 @@
 
 #include "tests.h"
 #include "tests/pprof/pprof_read.h"
+#include "tests/skip.h"
 
 #define P 10000000 /* 100 Hz */
 
@@ -1063,13 +1064,9 @@ static void test_pprof_go_tool(void **state)
 	FILE *f;
 	int err;
 
-	if (!in_path("go")) {
-		if (getenv("CI") && strcmp(getenv("CI"), "true") == 0)
-			fail_msg("go is not installed (apt-get install golang-go) and CI=true");
-		print_message("skipped: `go` is not in PATH, so `go tool pprof` cannot check the "
-			      "output (apt-get install golang-go)\n");
-		skip();
-	}
+	if (!in_path("go"))
+		hc_skip("`go` is not in PATH, so `go tool pprof` cannot check the output "
+			"(apt-get install golang-go)");
 	p = mixed_profile();
 	snprintf(file, sizeof(file), "%s/mixed.pb.gz", dir);
 	buf = encode(p, HC_W_ALL, &len, &err);
@@ -1465,12 +1462,8 @@ static void test_pprof_inline_go(void **state)
 	FILE *f;
 	int err;
 
-	if (!in_path("go")) {
-		if (getenv("CI") && strcmp(getenv("CI"), "true") == 0)
-			fail_msg("go is not installed (apt-get install golang-go) and CI=true");
-		print_message("skipped: `go` is not in PATH\n");
-		skip();
-	}
+	if (!in_path("go"))
+		hc_skip("`go` is not in PATH (apt-get install golang-go)");
 	snprintf(file, sizeof(file), "%s/inline.pb.gz", dir);
 	buf = encode(p, HC_W_ALL, &len, &err);
 	assert_int_equal(err, 0);

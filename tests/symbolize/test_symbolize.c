@@ -31,6 +31,7 @@
 #include "symbolize/procmaps.h"
 #include "symbolize/symbolizer.h"
 #include "symbolize/util.h"
+#include "tests/skip.h"
 
 /* ---- helpers ---- */
 
@@ -238,7 +239,7 @@ static void test_kallsyms_real(void **state)
 	ks = hc_kallsyms__load("/proc/kallsyms");
 	if (!ks) {
 		assert_true(errno == EPERM || errno == EACCES || errno == ENOENT);
-		skip();
+		hc_skip("/proc/kallsyms is not readable here: %s", strerror(errno));
 	}
 	f = fopen("/proc/kallsyms", "r");
 	assert_non_null(f);
@@ -1288,7 +1289,7 @@ static void test_facade_vdso_self(void **state)
 	if (!vdso) {
 		hc_procmaps__free(pm);
 		hc_symbolizer__free(sym);
-		skip();
+		hc_skip("this process has no [vdso] mapping");
 	}
 	es = hc_elfsym__from_mem((void *)(uintptr_t)vdso->start, vdso->end - vdso->start);
 	assert_non_null(es);
