@@ -851,6 +851,7 @@ static void test_root_without_caps(void **state)
 
 int main(int argc, char **argv)
 {
+	const char *filter = getenv("HC_TEST_FILTER"), *ci = getenv("CI");
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_worker_killed, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_main_killed, setup, teardown),
@@ -871,9 +872,19 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	e2e_require_root();
-	/* HC_TEST_FILTER=test_pid_reuse (a glob) runs only those while working on one */
-	if (getenv("HC_TEST_FILTER"))
-		cmocka_set_test_filter(getenv("HC_TEST_FILTER"));
+	/* HC_TEST_FILTER=test_pid_reuse (a glob) runs only those while working on one. Never
+	 * under CI=true: a filter left in the environment would pass the run with tests unrun. */
+	if (filter && *filter) {
+		if (ci && !strcmp(ci, "true")) {
+			fprintf(stderr,
+				"FAIL: HC_TEST_FILTER=%s would leave tests unrun, and "
+				"CI=true runs every test\n",
+				filter);
+			return 1;
+		}
+		fprintf(stderr, "HC_TEST_FILTER=%s: only the matching tests run\n", filter);
+		cmocka_set_test_filter(filter);
+	}
 	hotcold = e2e_env("HOTCOLD");
 	workload = e2e_env("HC_WORKLOAD");
 	return cmocka_run_group_tests(tests, NULL, NULL);

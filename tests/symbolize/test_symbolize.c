@@ -1970,10 +1970,23 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_inline_dwinline),	 cmocka_unit_test(test_inline_altlink),
 		cmocka_unit_test(test_inline_hostile),
 	};
+	static const char *const groups[] = {
+		"all", "kallsyms", "procmaps", "perfmap", "elf", "hostile", "facade", "inline",
+	};
 	const char *group = argc > 1 ? argv[1] : "all";
 	int fails = 0;
-	bool all = !strcmp(group, "all");
+	bool all = !strcmp(group, "all"), known = false;
 
+	/* A misspelt group would run nothing and pass. */
+	for (size_t i = 0; i < sizeof(groups) / sizeof(groups[0]); i++)
+		known = known || !strcmp(group, groups[i]);
+	if (!known) {
+		fprintf(stderr, "test-symbolize: unknown group '%s' (known:", group);
+		for (size_t i = 0; i < sizeof(groups) / sizeof(groups[0]); i++)
+			fprintf(stderr, " %s", groups[i]);
+		fprintf(stderr, ")\n");
+		return 2;
+	}
 	/* A fixture dying must not kill us through a write to its stdin. */
 	signal(SIGPIPE, SIG_IGN);
 	if (all || !strcmp(group, "kallsyms"))
