@@ -42,7 +42,9 @@
  * sample and an unwinder has to use the call frame information (.eh_frame) of both cpuwork
  * and libc.
  */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
