@@ -14,10 +14,12 @@
 # -max_total_time=SECONDS -rss_limit_mb=2048 -timeout=10. Per target it prints runs, exec/s,
 # cov (edges covered, from libFuzzer's last status line), new corpus units, peak RSS, and any
 # crash, leak, timeout or OOM input, which is kept with the full log in
-# HC_FUZZ_BUILD/fuzz-out/NAME/. Exit status: 1 if any target found something, 2 on a
-# usage or build error, 0 otherwise.
+# HC_FUZZ_BUILD/fuzz-out/NAME/. A target that ends with a non-zero status (a crash before its
+# first status line included) is reported with its exit status and the tail of its log.
+# Exit status: 1 if any target found something or failed, 2 on a usage or build error, 0
+# otherwise.
 #
-# Only the fuzz targets are built: the rest of the tree is not required to compile with clang.
+# Only the fuzz targets are built here (./setup.sh test builds the whole tree with clang too).
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -74,7 +76,8 @@ for t in "${targets[@]}"; do
 	execs=$(stat average_exec_per_sec)
 	units=$(stat new_units_added)
 	rss=$(stat peak_rss_mb)
-	cov=$(grep -oE '^#[0-9]+.* cov: [0-9]+' "$out/log" | tail -1 | sed 's/.*cov: //')
+	# No status line at all when the target died at once: no coverage, not the end of the run.
+	cov=$(grep -oE '^#[0-9]+.* cov: [0-9]+' "$out/log" | tail -1 | sed 's/.*cov: //') || true
 	crashes=$(find "$out" -maxdepth 1 -type f \
 		\( -name 'crash-*' -o -name 'leak-*' -o -name 'timeout-*' -o -name 'oom-*' \) | sort)
 	if [ -n "$crashes" ] || [ "$rc" -ne 0 ]; then
@@ -85,6 +88,11 @@ for t in "${targets[@]}"; do
 	fi
 	printf '%-10s %12s %9s %7s %7s %8s  %s\n' "$t" "${runs:-?}" "${execs:-?}" "${cov:-?}" \
 		"${units:-?}" "${rss:-?}" "$(echo "$result" | tr '\n' ' ')"
+	if [ "$result" != ok ]; then
+		echo "--- fuzz-$t exited $rc; the last 30 lines of $out/log:"
+		tail -n 30 "$out/log" | sed 's/^/    /'
+		echo "---"
+	fi
 done
 echo "logs and any crash inputs: $build/fuzz-out/<target>/"
 exit $found
