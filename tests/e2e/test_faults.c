@@ -43,6 +43,7 @@
 #include <bpf/bpf.h>
 #include <cmocka.h>
 
+#include "bpf_ids.h"
 #include "e2e.h"
 
 static const char *hotcold, *workload;
@@ -79,6 +80,15 @@ __attribute__((noinline)) void hc_fault_loop(double seconds)
 }
 
 /* ---- helpers ---- */
+
+/*
+ * How long a test waits for what must happen (a process ends, a program is freed) before
+ * it gives up: a guard against a hang, far above any latency of a loaded machine, and below
+ * the captures' -d (LONG_D), so that the capture's own end can never stand in for the event
+ * a test waits for.
+ */
+#define HANG_GUARD_S 60.0
+#define LONG_D "120s"
 
 static double since_s(const struct timespec *a)
 {
@@ -168,107 +178,21 @@ static pid_t find_worker(pid_t rec)
 	return -1;
 }
 
-/* ---- our BPF programs and links, by id ---- */
-
-#define MAX_IDS 256
-
-struct bpf_ids {
-	uint32_t id[MAX_IDS];
-	char name[MAX_IDS][16]; /* BPF_OBJ_NAME_LEN */
-	int n;
-};
-
-static bool has_id(const struct bpf_ids *s, uint32_t id)
-{
-	for (int i = 0; i < s->n; i++)
-		if (s->id[i] == id)
-			return true;
-	return false;
-}
-
-/* Loaded programs whose names are hotcold's (bpf/sample.bpf.c names every one hc_*). */
-static void hc_prog_ids(struct bpf_ids *s)
-{
-	uint32_t id = 0;
-
-	s->n = 0;
-	while (!bpf_prog_get_next_id(id, &id)) {
-		struct bpf_prog_info info;
-		uint32_t len = sizeof(info);
-		int fd = bpf_prog_get_fd_by_id(id);
-
-		if (fd < 0)
-			continue; /* freed meanwhile */
-		memset(&info, 0, sizeof(info));
-		if (!bpf_obj_get_info_by_fd(fd, &info, &len) && !strncmp(info.name, "hc_", 3) &&
-		    s->n < MAX_IDS) {
-			memcpy(s->name[s->n], info.name, sizeof(s->name[0]));
-			s->id[s->n++] = id;
-		}
-		close(fd);
-	}
-}
-
-/* Links (perf event, tracepoint) to any program in progs, or only to the one named name. */
-static int links_to_named(const struct bpf_ids *progs, const char *name)
-{
-	uint32_t id = 0;
-	int n = 0;
-
-	while (!bpf_link_get_next_id(id, &id)) {
-		struct bpf_link_info info;
-		uint32_t len = sizeof(info);
-		int fd = bpf_link_get_fd_by_id(id);
-
-		if (fd < 0)
-			continue;
-		memset(&info, 0, sizeof(info));
-		if (!bpf_obj_get_info_by_fd(fd, &info, &len))
-			for (int i = 0; i < progs->n; i++)
-				n += progs->id[i] == info.prog_id &&
-				     (!name || !strcmp(progs->name[i], name));
-		close(fd);
-	}
-	return n;
-}
-
 static int links_to(const struct bpf_ids *progs)
 {
-	return links_to_named(progs, NULL);
+	return bpf_ids__links(progs, NULL);
 }
 
-/* The programs in now that were not in before: the capture's. */
-static void new_ids(const struct bpf_ids *before, const struct bpf_ids *now, struct bpf_ids *mine)
-{
-	mine->n = 0;
-	for (int i = 0; i < now->n; i++)
-		if (!has_id(before, now->id[i])) {
-			memcpy(mine->name[mine->n], now->name[i], sizeof(mine->name[0]));
-			mine->id[mine->n++] = now->id[i];
-		}
-}
-
-/* How many of mine are still loaded. */
-static int still_loaded(const struct bpf_ids *mine)
-{
-	struct bpf_ids now;
-	int n = 0;
-
-	hc_prog_ids(&now);
-	for (int i = 0; i < mine->n; i++)
-		n += has_id(&now, mine->id[i]);
-	return n;
-}
-
-/* The kernel frees a program shortly after its last reference goes: wait up to 2 s from t0
- * for all of mine to go; asserts they did and that no link to them is left. */
+/* The kernel frees a program shortly after its last reference goes (deferred, RCU): wait
+ * for all of mine to go; asserts they did and that no link to them is left. HANG_GUARD_S is
+ * not a latency bound: it only ends the wait for a program that is never freed. */
 static void assert_released(const struct bpf_ids *mine, const struct timespec *t0)
 {
-	while (still_loaded(mine) && since_s(t0) < 2.0)
+	while (bpf_ids__loaded(mine) && since_s(t0) < HANG_GUARD_S)
 		usleep(20000);
 	print_message("  %d of the capture's %d BPF programs left %.0f ms after the fault\n",
-		      still_loaded(mine), mine->n, since_s(t0) * 1e3);
-	assert_int_equal(still_loaded(mine), 0);
+		      bpf_ids__loaded(mine), mine->n, since_s(t0) * 1e3);
+	assert_int_equal(bpf_ids__loaded(mine), 0);
 	assert_int_equal(links_to(mine), 0);
 }
 
@@ -279,14 +203,12 @@ static void assert_released(const struct bpf_ids *mine, const struct timespec *t
  */
 static pid_t start_record(pid_t *worker, struct bpf_ids *mine, int settle_ms, ...)
 {
-	struct bpf_ids before, now;
 	char *argv[24];
 	const char *a;
 	va_list ap;
 	int n = 0;
 	pid_t rec;
 
-	hc_prog_ids(&before);
 	argv[n++] = (char *)hotcold;
 	argv[n++] = "record";
 	va_start(ap, settle_ms);
@@ -300,18 +222,21 @@ static pid_t start_record(pid_t *worker, struct bpf_ids *mine, int settle_ms, ..
 	assert_true(rec > 0);
 	*worker = find_worker(rec);
 	assert_true(*worker > 0);
-	/* The worker attaches the scheduler programs when sampling starts (off-CPU on). */
+	/* The worker attaches the scheduler programs when sampling starts (off-CPU on). The
+	 * capture's programs are those its two processes hold: other captures on the machine
+	 * are not counted. */
 	for (int i = 0; i < 250; i++) {
-		hc_prog_ids(&now);
-		new_ids(&before, &now, mine);
-		if (links_to_named(mine, "hc_switch") > 0)
+		mine->n = 0;
+		bpf_ids__add_pid(mine, rec);
+		bpf_ids__add_pid(mine, *worker);
+		if (bpf_ids__links(mine, "hc_switch") > 0)
 			break;
 		usleep(20000);
 	}
 	print_message("  capture running: %d BPF programs, %d links\n", mine->n, links_to(mine));
-	if (links_to_named(mine, "hc_switch") == 0)
+	if (bpf_ids__links(mine, "hc_switch") == 0)
 		dump_stderr();
-	assert_true(links_to_named(mine, "hc_switch") > 0);
+	assert_true(bpf_ids__links(mine, "hc_switch") > 0);
 	usleep((useconds_t)settle_ms * 1000);
 	return rec;
 }
@@ -376,12 +301,12 @@ static void test_worker_killed(void **state)
 	int rc;
 
 	(void)state;
-	rec = start_record(&worker, &mine, 1000, "-d", "30s", NULL);
+	rec = start_record(&worker, &mine, 1000, "-d", LONG_D, NULL);
 	/* the lock and the temporary */
 	assert_int_equal(e2e_list_dir(dir, "stderr", list, sizeof(list)), 2);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	kill(worker, SIGKILL);
-	rc = e2e_wait(rec, 10000);
+	rc = e2e_wait(rec, (int)(HANG_GUARD_S * 1000));
 	err = e2e_read_file(err_path, NULL);
 	print_message("worker SIGKILLed: record exited %d after %.0f ms: %s", rc,
 		      since_s(&t0) * 1e3, err);
@@ -406,19 +331,19 @@ static void test_main_killed(void **state)
 	int rc;
 
 	(void)state;
-	rec = start_record(&worker, &mine, 1000, "-d", "30s", NULL);
+	rec = start_record(&worker, &mine, 1000, "-d", LONG_D, NULL);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	kill(rec, SIGKILL);
-	rc = e2e_wait(rec, 10000);
+	rc = e2e_wait(rec, (int)(HANG_GUARD_S * 1000));
 	assert_int_equal(rc, 128 + SIGKILL);
-	while (running(worker) && since_s(&t0) < 5.0)
+	/* Gone before its capture's end (LONG_D): main's death ended it. */
+	while (running(worker) && since_s(&t0) < HANG_GUARD_S)
 		usleep(5000);
 	gone_s = since_s(&t0);
 	print_message("main SIGKILLed: worker %d ended %.0f ms later\n", worker, gone_s * 1e3);
 	if (running(worker))
 		kill(worker, SIGKILL); /* not left behind by a failure */
 	assert_false(running(worker));
-	assert_true(gone_s < 1.0);
 	assert_int_equal(access(out_path, F_OK), -1);
 	e2e_list_dir(dir, "stderr", list, sizeof(list));
 	print_message("  left: %s\n", list);
@@ -441,22 +366,23 @@ static void test_sigterm(void **state)
 	int rc;
 
 	(void)state;
-	rec = start_record(&worker, &mine, 1500, "-d", "30s", NULL);
+	rec = start_record(&worker, &mine, 1500, "-d", LONG_D, NULL);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	kill(rec, SIGTERM);
-	rc = e2e_wait(rec, 10000);
+	rc = e2e_wait(rec, (int)(HANG_GUARD_S * 1000));
 	print_message("SIGTERM: record exited %d after %.0f ms\n", rc, since_s(&t0) * 1e3);
 	if (rc)
 		dump_stderr();
+	/* At once means: at the signal, not at the end of -d LONG_D (the profile's duration
+	 * says which ended the window). */
 	assert_int_equal(rc, 0);
-	assert_true(since_s(&t0) < 3.0);
 	assert_released(&mine, &t0);
 	assert_int_equal(e2e_list_dir(dir, "stderr", list, sizeof(list)), 1);
 	assert_string_equal(list, "out.json");
 	j = e2e_load_json(out_path);
 	assert_non_null(j);
 	assert_true(e2e_u64(j, "duration_ns") > 1000000000ull);
-	assert_true(e2e_u64(j, "duration_ns") < 10000000000ull);
+	assert_true(e2e_u64(j, "duration_ns") < (uint64_t)(HANG_GUARD_S * 1e9));
 	assert_true(e2e_u64(j, "sampling.samples") > 0);
 
 	snprintf(folded, sizeof(folded), "%s/out.folded", dir);
@@ -817,7 +743,7 @@ static void test_no_btf(void **state)
 
 	(void)state;
 	assert_int_equal(access("/sys/kernel/btf/vmlinux", R_OK), 0);
-	hc_prog_ids(&before);
+	bpf_ids__load_hc(&before);
 	rc = run_prepared(hide_btf, NULL, &err);
 	print_message("without /sys/kernel/btf/vmlinux -> %d: %s", rc, err);
 	assert_int_equal(rc, 69);
@@ -825,8 +751,8 @@ static void test_no_btf(void **state)
 	assert_non_null(strstr(err, "BTF"));
 	free(err);
 	assert_int_equal(e2e_list_dir(dir, "stderr", list, sizeof(list)), 0);
-	hc_prog_ids(&after);
-	new_ids(&before, &after, &mine);
+	bpf_ids__load_hc(&after);
+	bpf_ids__diff(&before, &after, &mine);
 	assert_int_equal(mine.n, 0);
 }
 

@@ -161,8 +161,16 @@ static double now_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-/* The server still answers a normal request, within `within_s`. */
-static void expect_alive(const struct srv *v, double within_s)
+/*
+ * How long a test waits for what must happen before it gives up: a guard against a hang, not
+ * a latency bound (a loaded CI machine stalls for seconds). Whether something happened at once
+ * is told by order instead: a slow client not yet cut, a 405 rather than a timed-out close.
+ */
+#define HANG_GUARD_S 30.0
+
+/* The server still answers a normal request (the client's 5 s socket timeouts end a wait
+ * for a server that stopped). */
+static void expect_alive(const struct srv *v)
 {
 	double t0 = now_s(), dt;
 	struct resp r;
@@ -172,8 +180,6 @@ static void expect_alive(const struct srv *v, double within_s)
 	if (r.status != 200 || strcmp(r.body ? r.body : "", STATUS_BODY))
 		fail_msg("the server stopped answering: status %d after %.2f s, read error %d:\n%s",
 			 r.status, dt, r.read_err, r.raw);
-	if (dt > within_s)
-		fail_msg("a normal request took %.2f s (at most %.1f s)", dt, within_s);
 	resp_free(&r);
 }
 
@@ -205,11 +211,11 @@ static int fd_count(void)
 	return n - 1; /* the directory's own */
 }
 
-/* Connections close asynchronously on the server's threads: wait up to 5 s for the count to
- * come back to `before`. */
+/* Connections close asynchronously on the server's threads: wait for the count to come back
+ * to `before`. */
 static void expect_fds_back(int before, const char *after_what)
 {
-	double t_end = now_s() + 5;
+	double t_end = now_s() + HANG_GUARD_S;
 	int n;
 
 	while ((n = fd_count()) > before && now_s() < t_end)
@@ -403,7 +409,7 @@ static void test_traversal(void **state)
 	sentinel_remove();
 	/* not one of them reached the backend */
 	assert_int_equal(calls_get(), before_calls);
-	expect_alive(&main_srv, 1.0);
+	expect_alive(&main_srv);
 }
 
 /*
@@ -547,7 +553,7 @@ static void test_foreign_host(void **state)
 	expect_json_error(&r, 421, "two Hosts");
 	resp_free(&r);
 	assert_int_equal(calls_get(), before_calls);
-	expect_alive(&main_srv, 1.0);
+	expect_alive(&main_srv);
 }
 
 /* Sizes and methods ---------------------------------------------------------------------------- */
@@ -591,14 +597,14 @@ static void test_oversized(void **state)
 			fail_msg("%zu-byte URL: status %d, read error %d", sizes[i], r.status,
 				 r.read_err);
 		resp_free(&r);
-		expect_alive(&main_srv, 1.0);
+		expect_alive(&main_srv);
 
 		big_request(false, sizes[i], &r);
 		if (r.status != 431)
 			fail_msg("%zu-byte header: status %d, read error %d", sizes[i], r.status,
 				 r.read_err);
 		resp_free(&r);
-		expect_alive(&main_srv, 1.0);
+		expect_alive(&main_srv);
 	}
 
 	/* many small headers: 4000 of them, 40 KB */
@@ -618,7 +624,7 @@ static void test_oversized(void **state)
 		resp_free(&r);
 		free(req);
 	}
-	expect_alive(&main_srv, 1.0);
+	expect_alive(&main_srv);
 	expect_fds_back(fds, "oversized requests");
 }
 
@@ -643,18 +649,14 @@ static void test_methods(void **state)
 		expect_json_error(&r, 405, methods[i]);
 		resp_free(&r);
 	}
-	/* a POST announcing a large body it never sends: refused at once, not waited for */
-	{
-		double t0 = now_s();
-
-		request(&main_srv, "POST", "/api/profile", main_srv.addr,
-			"Content-Length: 1000000000\r\n", &r);
-		expect_json_error(&r, 405, "POST with a body");
-		assert_true(now_s() - t0 < 1.0);
-		resp_free(&r);
-	}
+	/* a POST announcing a large body it never sends: refused at once, not waited for (a
+	 * server waiting for the body would close the connection at its timeout, no 405) */
+	request(&main_srv, "POST", "/api/profile", main_srv.addr, "Content-Length: 1000000000\r\n",
+		&r);
+	expect_json_error(&r, 405, "POST with a body");
+	resp_free(&r);
 	assert_int_equal(calls_get(), before_calls);
-	expect_alive(&main_srv, 1.0);
+	expect_alive(&main_srv);
 }
 
 /* Slow clients --------------------------------------------------------------------------------- */
@@ -787,7 +789,7 @@ static void test_slowloris_some(void **state)
 	slow_start(&s, &main_srv, 16, 4, 0.2, 8);
 	for (int i = 0; i < 5; i++) {
 		usleep(300 * 1000);
-		expect_alive(&main_srv, 1.0);
+		expect_alive(&main_srv);
 	}
 	pthread_mutex_lock(&s.lock);
 	for (size_t i = 0; i < s.n; i++)
@@ -803,7 +805,7 @@ static void test_slowloris_some(void **state)
  * As many slow clients as the server takes connections: every slot is held by a client that
  * keeps sending a byte every 0.2 s, which an idle timeout alone never ends. The server must cut
  * each of them once its request has taken longer than the timeout, so that a normal client
- * waiting in the listen backlog is served within the timeout and a margin.
+ * waiting in the listen backlog is served once the first is cut, long before they would stop.
  */
 static void test_slowloris_all_slots(void **state)
 {
@@ -832,12 +834,21 @@ static void test_slowloris_all_slots(void **state)
 		fail_msg("a normal client behind %u slow ones: status %d after %.2f s (read error "
 			 "%d)",
 			 max_conn, r.status, dt, r.read_err);
-	if (dt > timeout_s + 1.5)
+	/* Served because the server cut a slow client, not because they gave up by themselves
+	 * (at s.limit_s): a server that enforced only an idle timeout would never cut them. */
+	if (dt >= s.limit_s)
 		fail_msg("a normal client behind %u slow ones waited %.2f s", max_conn, dt);
 	resp_free(&r);
 
-	/* every slow client was cut, after the timeout, not long after */
-	usleep(1000 * 1000);
+	/* every slow client was cut, after the timeout, before its own end */
+	for (bool all_cut = false; !all_cut && now_s() - s.start_s < s.limit_s;) {
+		usleep(50 * 1000);
+		pthread_mutex_lock(&s.lock);
+		all_cut = true;
+		for (size_t i = 0; i < s.n; i++)
+			all_cut = all_cut && s.c[i].cut_s;
+		pthread_mutex_unlock(&s.lock);
+	}
 	pthread_mutex_lock(&s.lock);
 	for (size_t i = 0; i < s.n; i++) {
 		const struct slow_client *c = &s.c[i];
@@ -850,7 +861,7 @@ static void test_slowloris_all_slots(void **state)
 	for (size_t i = 0; i < s.n; i++) {
 		const struct slow_client *c = &s.c[i];
 
-		if (!c->cut_s || c->cut_s < timeout_s - 0.5 || c->cut_s > timeout_s + 1.5)
+		if (!c->cut_s || c->cut_s < timeout_s - 0.5 || c->cut_s >= s.limit_s)
 			fail_msg("slow client %zu (%s, %zu bytes sent): cut after %.2f s (timeout "
 				 "%u s)",
 				 i, c->kind == SLOW_HEAD ? "head" : "body", c->sent, c->cut_s,
@@ -987,10 +998,10 @@ static void test_concurrent(void **state)
 		ok += c[i].ok;
 	}
 	assert_int_equal(ok, CONC_THREADS * CONC_PER_THREAD);
-	if (now_s() - t0 > 20)
+	if (now_s() - t0 > HANG_GUARD_S)
 		fail_msg("%u requests took %.1f s", ok, now_s() - t0);
 	expect_fds_back(fds, "concurrent requests");
-	expect_alive(&main_srv, 1.0);
+	expect_alive(&main_srv);
 }
 
 /* A whole server's life, many times: starting and stopping leaks no descriptor or thread. */
@@ -1003,7 +1014,7 @@ static void test_restart(void **state)
 		struct srv v;
 
 		assert_int_equal(srv_start(&v, (struct hc_server_opts){0}), 0);
-		expect_alive(&v, 1.0);
+		expect_alive(&v);
 		srv_stop(&v);
 	}
 	expect_fds_back(fds, "20 servers started and stopped");
