@@ -252,13 +252,15 @@ static void test_short_lived(void **state)
 	(void)state;
 	run_init(&r, "short.json");
 	{
-		char *argv[] = {(char *)hotcold, "record", "-F", "999", "-d", "4s", "-o",
+		char *argv[] = {(char *)hotcold, "record", "-v", "-F", "999", "-d", "4s", "-o",
 				r.out,		 NULL};
 
 		rec = e2e_spawn(argv, NULL, r.err);
 	}
 	assert_true(rec > 0);
-	sleep(1); /* sampling has started */
+	/* Sampling has started (rather than a fixed sleep: loading takes longer under ASan),
+	 * and the ten ~40 ms lives fit well inside the 4 s window. */
+	assert_true(e2e_wait_text(r.err, "the window is open", 20000));
 	for (int i = 0; i < 10; i++) {
 		pid_t child;
 
@@ -282,11 +284,17 @@ static void test_short_lived(void **state)
 
 		print_message("pid %d: %llu ns of %llu ns in hc_short_burn\n", kids[i],
 			      (unsigned long long)v, (unsigned long long)on);
-		if (p && v >= on / 2)
+		if (p && v >= on / 4 * 3)
 			named++;
 	}
-	/* Every short-lived process that was sampled is symbolized, after it exited. */
-	assert_true(named >= 8);
+	/*
+	 * Every short-lived process is sampled and symbolized, after it exited: all ten, each
+	 * with at least 3/4 of its on-CPU time in hc_short_burn. Measured (2 CPUs, e2e tests
+	 * alone): 10 of 10, 0.88-0.91 each; the rest is exec, the dynamic loader and exit, ~4 ms
+	 * of CPU per process whatever the load, while the burn is 40 ms of wall-clock time, so
+	 * a process that gets under a third of a CPU falls below 3/4.
+	 */
+	assert_int_equal(named, 10);
 	json_decref(j);
 	run_fini(&r);
 }
@@ -688,7 +696,9 @@ static void test_offcpu_wakers(void **state)
 		      (double)off / 1e9, (double)under_waker / 1e9, (double)with_ping / 1e9);
 	assert_true(off > 0);
 	assert_true((double)under_waker >= 0.8 * (double)off);
-	assert_true((double)with_ping >= 0.5 * (double)off);
+	/* Measured: 1.00 of the blocked time under hc_ping (plain and ASan, e2e tests alone),
+	 * 0.92 with the machine's 2 CPUs at a load of 15. */
+	assert_true((double)with_ping >= 0.8 * (double)off);
 	assert_true(json_is_true(json_object_get(json_object_get(j, "scheduler"), "wakers")));
 	json_decref(j);
 	run_fini(&r);
