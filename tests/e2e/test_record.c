@@ -284,15 +284,16 @@ static void test_short_lived(void **state)
 
 		print_message("pid %d: %llu ns of %llu ns in hc_short_burn\n", kids[i],
 			      (unsigned long long)v, (unsigned long long)on);
-		if (p && v >= on / 4 * 3)
+		if (p && v >= on / 3 * 2)
 			named++;
 	}
 	/*
 	 * Every short-lived process is sampled and symbolized, after it exited: all ten, each
-	 * with at least 3/4 of its on-CPU time in hc_short_burn. Measured (2 CPUs, e2e tests
-	 * alone): 10 of 10, 0.88-0.91 each; the rest is exec, the dynamic loader and exit, ~4 ms
-	 * of CPU per process whatever the load, while the burn is 40 ms of wall-clock time, so
-	 * a process that gets under a third of a CPU falls below 3/4.
+	 * with at least 2/3 of its on-CPU time in hc_short_burn. Measured on this 2-CPU machine
+	 * with the e2e tests alone: 10 of 10 at 0.88-0.91. The rest is exec, the dynamic loader
+	 * and exit, ~4-5 ms of CPU per process whatever the load, while the burn is 40 ms of
+	 * wall-clock time: at a load of 15 the shares fell to 0.53-0.86 (and two of ten were
+	 * not symbolized at all), so 2/3 holds for a process that gets a quarter of a CPU.
 	 */
 	assert_int_equal(named, 10);
 	json_decref(j);
