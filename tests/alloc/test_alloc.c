@@ -6,7 +6,7 @@
  * sanitized build checks leaks at exit) and leave nothing half done: after the failure the
  * object is used on, the failed step is done again, and the result must equal a reference
  * built without failures. One group per module, chosen by argv[1]:
- *   stacktab tree hist decode encode wire aggregate
+ *   stacktab tree hist decode encode store wire aggregate
  * Each prints how many failure points its sweeps went through.
  */
 #include <errno.h>
@@ -26,6 +26,7 @@
 #include "failalloc.h"
 #include "profile/hist.h"
 #include "profile/profile.h"
+#include "profile/store.h"
 #include "serve/wire.h"
 
 #ifdef HC_ALLOC_AGGREGATE
@@ -568,6 +569,252 @@ static void test_alloc_encode(void **state)
 	}
 }
 
+/* ---- profile/store ---- */
+
+#define STORE_SECONDS 12
+#define STORE_STEPS 9
+
+static const struct hc_path_elem store_frames[] = {
+	{HC_NODE_PROCESS, "app", NULL, 100, -1, false},
+	{HC_NODE_THREAD, "worker", NULL, 1000, -1, false},
+	{HC_NODE_THREAD, "io", NULL, 1001, -1, false},
+	{HC_NODE_USER, "main", "app", 0, -1, false},
+	{HC_NODE_USER, "run", "app", 0, -1, false},
+	{HC_NODE_USER, "spin", "app", 0, -1, true},
+	{HC_NODE_USER, "[unknown]", "libc.so.6", 0, 0x29d90, false},
+	{HC_NODE_KERNEL, "schedule", NULL, 0, -1, false},
+	{HC_NODE_PROCESS, "db", NULL, 200, -1, false},
+};
+
+/* One step of the store's second sec (0 .. STORE_STEPS - 1); 0 or its error. */
+static int store_step(struct hc_store *st, int64_t sec, int step)
+{
+	static const uint32_t paths[][6] = {
+		{1, 2, 4, 5, 6, 0}, {1, 3, 4, 7, 8, 0}, {9, 2, 4, 5, 0, 0}, {1, 2, 4, 0, 0, 0}};
+	struct hc_weights w = {.on_cpu_ns = 1000 * (uint64_t)(sec + 1),
+			       .off_cpu_ns = 77,
+			       .samples = (uint64_t)sec + 1};
+	char key[16];
+
+	switch (step) {
+	case 0:
+	case 1:
+	case 2:
+	case 3: {
+		size_t n = 0;
+
+		while (n < 6 && paths[step][n])
+			n++;
+		return hc_store__add(st, sec, paths[step], n, &w);
+	}
+	case 4:
+		return hc_store__add_heat(st, sec, (unsigned)sec % HC_STORE_HEAT_ROWS, 3);
+	case 5:
+		snprintf(key, sizeof(key), "cpu %d", (int)(sec % 3));
+		return hc_store__add_hist(st, sec, HC_STORE_H_RUNQ_LENGTH, 0, key, sec % 5, 2);
+	case 6:
+		return hc_store__add_hist(st, sec, HC_STORE_H_OFFCPU_US, 100, "app", 1 << sec, 1);
+	case 7:
+		return hc_store__add_counter(st, sec, HC_STORE_C_LOCK_WAIT_NS, "mutex block",
+					     (uint64_t)sec * 10 + 1);
+	default:
+		return hc_store__seal(st, sec);
+	}
+}
+
+static int store_define(struct hc_store *st, size_t i)
+{
+	return hc_store__define_frame(st, (uint32_t)i + 1, &store_frames[i]);
+}
+
+static int sum_counter(void *ctx, const char *key, uint64_t value)
+{
+	(void)key;
+	*(uint64_t *)ctx += value;
+	return 0;
+}
+
+/* What the queries say about st, as one string. */
+static char *store_dump(const struct hc_store *st)
+{
+	struct hc_store_filter f = {
+		.from_s = 0, .to_s = STORE_SECONDS, .on = true, .off = true, .runqueue = true};
+	struct hc_store_slot *slots;
+	struct hc_store_pruned pruned;
+	struct hc_tree *t = hc_tree__new();
+	struct hc_hist *h;
+	json_t *doc = json_object();
+	uint64_t counter = 0, rows[HC_STORE_HEAT_ROWS];
+	size_t n;
+
+	assert_non_null(t);
+	assert_non_null(doc);
+	assert_int_equal(hc_store__tree(st, &f, t, &pruned), 0);
+	json_object_set_new(doc, "tree", hc_tree__to_json(t));
+	hc_tree__free(t);
+	assert_int_equal(hc_store__timeline(st, 0, STORE_SECONDS, 5, &slots, &n), 0);
+	for (size_t i = 0; i < n; i++)
+		json_object_set_new(doc, (char[]){(char)('a' + i), 0},
+				    json_pack("[IIII]", (json_int_t)slots[i].t_s,
+					      (json_int_t)slots[i].on_cpu_ns,
+					      (json_int_t)slots[i].off_cpu_ns,
+					      (json_int_t)slots[i].samples));
+	free(slots);
+	for (int k = 0; k < HC_STORE_H_MAX; k++) {
+		h = hc_store__hist(st, (enum hc_store_hist)k, &f);
+		assert_non_null(h);
+		json_object_set_new(doc, hc_store_hist__name((enum hc_store_hist)k),
+				    hc_hist__to_json(h));
+		hc_hist__free(h);
+	}
+	assert_int_equal(hc_store__counter(st, HC_STORE_C_LOCK_WAIT_NS, &f, sum_counter, &counter),
+			 0);
+	json_object_set_new(doc, "counter", json_integer((json_int_t)counter));
+	hc_store__heat(st, 3, rows);
+	json_object_set_new(doc, "heat3", json_integer((json_int_t)rows[3]));
+	return dump(doc);
+}
+
+static struct hc_store *store_build(bool retry)
+{
+	struct hc_store_opts opts = {.period_ns = 1000};
+	struct hc_store *st = hc_store__new(&opts);
+
+	if (!st) {
+		assert_int_equal(errno, ENOMEM);
+		return NULL;
+	}
+	for (size_t i = 0; i < ARRAY_SIZE(store_frames); i++) {
+		int r = store_define(st, i);
+
+		if (r && retry) {
+			assert_int_equal(r, -ENOMEM);
+			r = store_define(st, i);
+		}
+		assert_int_equal(r, 0);
+	}
+	for (int64_t sec = 0; sec < STORE_SECONDS; sec++)
+		for (int step = 0; step < STORE_STEPS; step++) {
+			int r = store_step(st, sec, step);
+
+			if (r && retry) {
+				/* The step left nothing behind: done again, it counts once. */
+				assert_int_equal(r, -ENOMEM);
+				r = store_step(st, sec, step);
+			}
+			assert_int_equal(r, 0);
+		}
+	return st;
+}
+
+static void test_alloc_store(void **state)
+{
+	struct hc_store *ref = store_build(false);
+	char *want = store_dump(ref);
+
+	(void)state;
+	for (SWEEP(n)) {
+		struct hc_store *st;
+
+		failalloc__arm(n);
+		st = store_build(true);
+		failalloc__disarm();
+		if (st) {
+			char *got = store_dump(st);
+
+			assert_string_equal(got, want);
+			free(got);
+			hc_store__free(st);
+		}
+		if (!failalloc__fired()) {
+			report("store new+define+add+seal", n);
+			break;
+		}
+	}
+	/* The queries: -ENOMEM (NULL and ENOMEM) or the reference's answer. */
+	for (SWEEP(n)) {
+		struct hc_store_filter f = {.from_s = 0,
+					    .to_s = STORE_SECONDS,
+					    .on = true,
+					    .off = true,
+					    .runqueue = true,
+					    .max_nodes = 6};
+		struct hc_store_pruned pruned;
+		struct hc_tree *t = hc_tree__new(), *rt = hc_tree__new();
+		int r;
+
+		assert_non_null(t);
+		assert_non_null(rt);
+		assert_int_equal(hc_store__tree(ref, &f, rt, &pruned), 0);
+		failalloc__arm(n);
+		r = hc_store__tree(ref, &f, t, &pruned);
+		failalloc__disarm();
+		if (r) {
+			assert_int_equal(r, -ENOMEM);
+		} else {
+			char *a = tree_dump(t), *b = tree_dump(rt);
+
+			assert_string_equal(a, b);
+			free(a);
+			free(b);
+		}
+		hc_tree__free(t);
+		hc_tree__free(rt);
+		if (!failalloc__fired()) {
+			report("store tree (pruned)", n);
+			break;
+		}
+	}
+	for (int k = 0; k < HC_STORE_H_MAX; k++) {
+		struct hc_store_filter f = {.from_s = 0, .to_s = STORE_SECONDS};
+		struct hc_hist *rh = hc_store__hist(ref, (enum hc_store_hist)k, &f);
+		unsigned long points = 0;
+
+		assert_non_null(rh);
+		for (SWEEP(n)) {
+			struct hc_hist *h;
+
+			failalloc__arm(n);
+			h = hc_store__hist(ref, (enum hc_store_hist)k, &f);
+			failalloc__disarm();
+			if (!h) {
+				assert_int_equal(errno, ENOMEM);
+			} else {
+				assert_true(hc_hist__equal(h, rh));
+				hc_hist__free(h);
+			}
+			if (!failalloc__fired()) {
+				points = n;
+				break;
+			}
+		}
+		hc_hist__free(rh);
+		if (k == HC_STORE_H_OFFCPU_US)
+			report("store hist offcpu_us", points);
+	}
+	for (SWEEP(n)) {
+		struct hc_store_slot *slots;
+		size_t ns;
+		int r;
+
+		failalloc__arm(n);
+		r = hc_store__timeline(ref, 0, STORE_SECONDS, 1, &slots, &ns);
+		failalloc__disarm();
+		if (r) {
+			assert_int_equal(r, -ENOMEM);
+		} else {
+			assert_int_equal(ns, STORE_SECONDS);
+			free(slots);
+		}
+		if (!failalloc__fired()) {
+			report("store timeline", n);
+			break;
+		}
+	}
+	free(want);
+	hc_store__free(ref);
+}
+
 /* ---- serve/wire ---- */
 
 static void wire_records(struct hc_wire_buf *b, size_t *ends, size_t *n_ends)
@@ -827,6 +1074,7 @@ int main(int argc, char **argv)
 	const struct CMUnitTest hist[] = {cmocka_unit_test(test_alloc_hist)};
 	const struct CMUnitTest decode[] = {cmocka_unit_test(test_alloc_decode)};
 	const struct CMUnitTest encode[] = {cmocka_unit_test(test_alloc_encode)};
+	const struct CMUnitTest store[] = {cmocka_unit_test(test_alloc_store)};
 	const struct CMUnitTest wire[] = {cmocka_unit_test(test_alloc_wire)};
 #ifdef HC_ALLOC_AGGREGATE
 	const struct CMUnitTest aggregate[] = {cmocka_unit_test(test_alloc_aggregate)};
@@ -845,6 +1093,8 @@ int main(int argc, char **argv)
 		return cmocka_run_group_tests_name("decode", decode, NULL, NULL);
 	if (!strcmp(group, "encode"))
 		return cmocka_run_group_tests_name("encode", encode, NULL, NULL);
+	if (!strcmp(group, "store"))
+		return cmocka_run_group_tests_name("store", store, NULL, NULL);
 	if (!strcmp(group, "wire"))
 		return cmocka_run_group_tests_name("wire", wire, NULL, NULL);
 #ifdef HC_ALLOC_AGGREGATE
