@@ -353,7 +353,7 @@ static void test_alloc_hist(void **state)
 			}
 			hc_hist__free(h);
 			if (!failalloc__fired()) {
-				report("hist merge", n);
+				report(lq ? "hist lquantize merge" : "hist quantize merge", n);
 				break;
 			}
 		}
@@ -374,7 +374,7 @@ static void test_alloc_hist(void **state)
 				free(got);
 			}
 			if (!failalloc__fired()) {
-				report("hist to_json", n);
+				report(lq ? "hist lquantize to_json" : "hist quantize to_json", n);
 				break;
 			}
 		}
@@ -394,7 +394,8 @@ static void test_alloc_hist(void **state)
 			assert_true(hc_hist__equal(h, ref));
 			hc_hist__free(h);
 			if (!failalloc__fired()) {
-				report("hist from_json", n);
+				report(lq ? "hist lquantize from_json" : "hist quantize from_json",
+				       n);
 				break;
 			}
 		}
