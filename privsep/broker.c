@@ -122,8 +122,6 @@ static int open_mapped(const char *proc, uint32_t tgid, uint64_t start, uint64_t
 	char path[PATH_MAX];
 	int fd, err;
 
-	if (start >= end)
-		return -EINVAL;
 	err = mapping_is_exec(proc, tgid, start, end);
 	if (err)
 		return err;
@@ -147,8 +145,6 @@ static int open_perfmap(const char *proc, uint32_t tgid, uint64_t nspid)
 	struct stat owner, st;
 	int root, fd;
 
-	if (nspid == 0 || nspid > HC_PID_MAX)
-		return -EINVAL;
 	snprintf(path, sizeof(path), "%s/%u", proc, tgid);
 	if (stat(path, &owner))
 		return -errno;
@@ -198,6 +194,25 @@ static int reply(int sock, int err, const int *fds, unsigned int nfds)
 	return 0;
 }
 
+int hc_broker__decode(const void *buf, size_t len, struct hc_broker_req *out)
+{
+	struct hc_broker_req rq;
+
+	if (len != sizeof(rq))
+		return -EINVAL;
+	memcpy(&rq, buf, sizeof(rq));
+	if (rq.op < HC_BROKER_PROC || rq.op > HC_BROKER_ALIVE)
+		return -EINVAL;
+	if (rq.op != HC_BROKER_KALLSYMS && (rq.tgid == 0 || rq.tgid > HC_PID_MAX))
+		return -EINVAL;
+	if (rq.op == HC_BROKER_MAPPED && rq.a >= rq.b)
+		return -EINVAL;
+	if (rq.op == HC_BROKER_PERFMAP && (rq.a == 0 || rq.a > HC_PID_MAX))
+		return -EINVAL;
+	*out = rq;
+	return 0;
+}
+
 int hc_broker__answer(int sock, const void *req, size_t len, const char *proc,
 		      struct hc_broker_stats *stats)
 {
@@ -208,15 +223,9 @@ int hc_broker__answer(int sock, const void *req, size_t len, const char *proc,
 	if (!proc)
 		proc = "/proc";
 	stats->requests++;
-	if (len != sizeof(rq)) {
-		err = -EINVAL;
+	err = hc_broker__decode(req, len, &rq);
+	if (err)
 		goto out;
-	}
-	memcpy(&rq, req, sizeof(rq));
-	if (rq.op != HC_BROKER_KALLSYMS && (rq.tgid == 0 || rq.tgid > HC_PID_MAX)) {
-		err = -EINVAL;
-		goto out;
-	}
 	switch (rq.op) {
 	case HC_BROKER_PROC:
 		err = open_proc(proc, rq.tgid, fds);

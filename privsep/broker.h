@@ -87,6 +87,14 @@ struct hc_broker_req {
 	uint64_t b;
 };
 
+/*
+ * Decode and check one request of len bytes, a datagram as received: 0 and *out, or -EINVAL
+ * (not the request's size, an unknown op, a tgid out of range, an empty mapping range, an
+ * nspid out of range). Touches no file: the part of a request's handling that its bytes
+ * alone decide (fuzz/fuzz_broker.c feeds it).
+ */
+int hc_broker__decode(const void *buf, size_t len, struct hc_broker_req *out);
+
 struct hc_broker_rep {
 	int32_t err; /* 0 or -errno */
 	uint32_t nfds;

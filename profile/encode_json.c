@@ -454,18 +454,20 @@ int hc_profile__write_json(const struct hc_profile *p, FILE *out)
 	JSTREAM_LIT(&js, ",\"flamegraph\":");
 	jstream_node(&js, hc_tree__root(p->tree), 0);
 	if (p->locks && p->lock_tree) {
-		/* the section's members, then its flame graph, streamed as the main one */
-		char *l = json_dumps(p->locks, JSON_COMPACT);
-		size_t ln = l ? strlen(l) : 0;
+		/*
+		 * The section's members, then its flame graph, streamed as the main one. Not
+		 * json_dumps(): out of memory while it writes a key, it leaves the key out and
+		 * still returns the text (jansson 2.14, akheron/jansson#655); json_dumpb()
+		 * allocates nothing.
+		 */
+		size_t ln = js.err ? 0 : jstream_dump(&js, p->locks, JSON_COMPACT);
 
-		if (ln < 2) {
-			free(l);
+		if (ln < 2 || js.buf[ln - 1] != '}') {
 			free(js.buf);
-			return -ENOMEM;
+			return js.err ? js.err : -ENOMEM;
 		}
 		JSTREAM_LIT(&js, ",\"locks\":");
-		jstream_raw(&js, l, ln - 1);
-		free(l);
+		jstream_raw(&js, js.buf, ln - 1);
 		if (ln > 2)
 			JSTREAM_LIT(&js, ",");
 		JSTREAM_LIT(&js, "\"flamegraph\":");

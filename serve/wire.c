@@ -283,6 +283,9 @@ ssize_t hc_wire_reader__fill(struct hc_wire_reader *r, int fd)
 
 int hc_wire_reader__feed(struct hc_wire_reader *r, const void *buf, size_t len)
 {
+	/* Nothing to add: an empty reader has no buffer to point past (found by fuzz-wire). */
+	if (!len)
+		return 0;
 	if (room(r, len))
 		return -ENOMEM;
 	memcpy(r->data + r->len, buf, len);
