@@ -19,7 +19,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "profile/weights.h"
+#include "profile/tree.h"
 #include "profile/profile.h"
+#include "profile/encode.h"
 #include "profile/profile_internal.h"
 
 #define HC_FOLDED_MAX_TREE_DEPTH 1000

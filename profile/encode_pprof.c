@@ -38,7 +38,11 @@
 
 #include <zlib.h>
 
+#include "base/hash.h"
+#include "profile/weights.h"
+#include "profile/tree.h"
 #include "profile/profile.h"
+#include "profile/encode.h"
 #include "profile/profile_internal.h"
 
 #define HC_PPROF_MAX_TREE_DEPTH 1000
@@ -246,7 +250,7 @@ static uint64_t strtab_hash_of(const void *tab, size_t idx)
 /* Index of s[0..n) in the table, adding it if new; -ENOMEM. */
 static int64_t strtab_intern(struct strtab *t, const char *s, size_t n)
 {
-	uint64_t h = hc__hash_bytes(s, n);
+	uint64_t h = hc_hash_bytes(s, n);
 	size_t mask, i;
 
 	if (n > UINT32_MAX || t->n >= UINT32_MAX - 1)
@@ -306,7 +310,7 @@ static int64_t strtab_intern(struct strtab *t, const char *s, size_t n)
 
 static uint64_t tuptab_hash_of(const void *tab, size_t idx)
 {
-	return hc__hash_words(((const struct tuptab *)tab)->keys[idx], TUP_WORDS, 0);
+	return hc_hash_words(((const struct tuptab *)tab)->keys[idx], TUP_WORDS, 0);
 }
 
 /* The id (index + 1) of the key, adding it if new (*created, when not NULL); -ENOMEM. */
@@ -314,7 +318,7 @@ static int64_t tuptab_intern(struct tuptab *t, uint64_t a, uint64_t b, uint64_t 
 			     uint64_t e, bool *created)
 {
 	const uint64_t key[TUP_WORDS] = {a, b, c, d, e};
-	uint64_t h = hc__hash_words(key, TUP_WORDS, 0);
+	uint64_t h = hc_hash_words(key, TUP_WORDS, 0);
 	size_t mask, i;
 
 	if (t->n >= UINT32_MAX - 1)

@@ -20,10 +20,14 @@
  * added to the pool, which are harmless).
  */
 #include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "profile/profile.h"
+#include "base/hash.h"
+#include "profile/tree.h"
+#include "profile/weights.h"
 #include "profile/profile_internal.h"
 
 struct hc_node {
@@ -137,7 +141,7 @@ static char *str_alloc(struct hc_tree *tree, size_t size)
 static const char *str_intern(struct hc_tree *tree, const char *s)
 {
 	size_t len = strlen(s);
-	uint64_t h = hc__hash_bytes(s, len);
+	uint64_t h = hc_hash_bytes(s, len);
 	size_t mask = tree->n_str_slots - 1;
 	size_t i;
 	char *copy;
@@ -175,7 +179,7 @@ static uint64_t node_key_hash(uint32_t parent, const struct hc_path_elem *e)
 		(uint64_t)e->offset,
 	};
 
-	return hc__hash_words(key, 5, 0x686f74636f6c64ULL);
+	return hc_hash_words(key, 5, 0x686f74636f6c64ULL);
 }
 
 /* e->name and e->module must already be interned. Returns the index, or 0 (the root: never a
@@ -622,4 +626,38 @@ void hc__tree_add_weights(struct hc_tree *tree, uint32_t idx, const struct hc_we
 {
 	if (idx < tree->count)
 		hc_weights__add(&node_at(tree, idx)->w, w);
+}
+
+const char *hc_node_kind__name(enum hc_node_kind kind)
+{
+	switch (kind) {
+	case HC_NODE_ROOT:
+		return "root";
+	case HC_NODE_PROCESS:
+		return "process";
+	case HC_NODE_THREAD:
+		return "thread";
+	case HC_NODE_USER:
+		return "user";
+	case HC_NODE_KERNEL:
+		return "kernel";
+	case HC_NODE_WAKER:
+		return "waker";
+	case HC_NODE_LOCK:
+		return "lock";
+	}
+	return "unknown";
+}
+
+int hc__unknown_frame_name(const struct hc_node *n, char **out)
+{
+	const char *module = hc_node__module(n);
+	int64_t offset = hc_node__offset(n);
+
+	if (hc_node__kind(n) != HC_NODE_USER || !module || offset < 0 ||
+	    strcmp(hc_node__name(n), "[unknown]") != 0)
+		return 0;
+	if (asprintf(out, "[unknown %s+0x%" PRIx64 "]", module, (uint64_t)offset) < 0)
+		return -ENOMEM;
+	return 1;
 }

@@ -14,6 +14,8 @@
 #include "serve/push.h"
 #include "serve/self.h"
 #include "serve/wire.h"
+#include "profile/profile.h"
+#include "profile/encode.h"
 
 #define NS 1000000000ll
 #define MAX_HEAT_COLUMNS 86400

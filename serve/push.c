@@ -14,7 +14,8 @@
 
 #include <curl/curl.h>
 
-#include "profile/profile.h"
+#include "profile/weights.h"
+#include "profile/encode.h"
 
 #define NS ((int64_t)1000000000)
 #define MS ((int64_t)1000000)

@@ -30,6 +30,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/hash.h"
+#include "base/intern.h"
+#include "base/time.h"
+
 /*
  * An address in no known mapping re-reads the process's maps (it may have dlopen'd or mmap'd
  * since the snapshot), but at most once per this interval per process: a stream of addresses
@@ -168,14 +172,6 @@ struct hc_symbolizer {
 	struct hc_interner strings;
 	struct hc_symbolizer_stats stats;
 };
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static char *dup_or_default(const char *s, const char *def)
 {
@@ -914,8 +910,9 @@ int hc_symbolizer__normalize(struct hc_symbolizer *sym, uint32_t tgid, uint64_t 
 	if (p && p->stale && !p->maps && p->last_reread_ns) {
 		/* Its maps could not be read (e.g. EACCES): retry on the same backoff as an
 		 * unknown address, not at every frame. */
-		uint64_t now = now_ns(), wait = p->reread_interval_ns ? p->reread_interval_ns
-								      : MAPS_REREAD_MIN_INTERVAL_NS;
+		uint64_t now = hc_mono_ns(), wait = p->reread_interval_ns
+							    ? p->reread_interval_ns
+							    : MAPS_REREAD_MIN_INTERVAL_NS;
 
 		if (now - p->last_reread_ns < wait)
 			return 0;
@@ -924,7 +921,7 @@ int hc_symbolizer__normalize(struct hc_symbolizer *sym, uint32_t tgid, uint64_t 
 						? wait * 2
 						: MAPS_REREAD_MAX_INTERVAL_NS;
 	} else if (p && p->stale && !p->maps) {
-		p->last_reread_ns = now_ns();
+		p->last_reread_ns = hc_mono_ns();
 	}
 	if (!p || p->stale) {
 		err = hc_symbolizer__add_process(sym, tgid, start_ns);
@@ -936,7 +933,7 @@ int hc_symbolizer__normalize(struct hc_symbolizer *sym, uint32_t tgid, uint64_t 
 	}
 	m = hc_procmaps__find(p->maps, ip);
 	if (!m && !p->gone) {
-		uint64_t now = now_ns();
+		uint64_t now = hc_mono_ns();
 
 		uint64_t wait =
 			p->reread_interval_ns ? p->reread_interval_ns : MAPS_REREAD_MIN_INTERVAL_NS;
@@ -1405,7 +1402,7 @@ static const struct inline_slot *inline_chain(struct hc_symbolizer *sym, const s
 			return NULL;
 		}
 	}
-	h = (loc->off * 0x9e3779b97f4a7c15ull) ^ ((uint64_t)loc->obj * 0xc2b2ae3d27d4eb4full);
+	h = (loc->off * HC_HASH_GOLDEN) ^ ((uint64_t)loc->obj * 0xc2b2ae3d27d4eb4full);
 	h = (h ^ (h >> 29)) & (INLINE_CACHE_SETS - 1);
 	set = &sym->inline_cache[h * INLINE_CACHE_WAYS];
 	for (int w = 0; w < INLINE_CACHE_WAYS; w++)

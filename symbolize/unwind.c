@@ -19,6 +19,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/time.h"
+
 /* Objects one process maps executable that are reported, at most. */
 #define MAX_MODULES 1024
 
@@ -65,14 +67,6 @@ static const char *const end_names[HC_UNWIND_END_MAX] = {
 const char *hc_unwind_end_name(enum hc_unwind_end end)
 {
 	return (unsigned)end < HC_UNWIND_END_MAX ? end_names[end] : "unknown";
-}
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
 /* ---- libdwfl callbacks ---- */
@@ -315,7 +309,7 @@ int hc_unwinder__unwind(struct hc_unwinder *u, uint32_t tgid, uint64_t start_ns,
 			const struct hc_ucopy *c, uint64_t *pcs, size_t max, size_t *n,
 			enum hc_unwind_end *end)
 {
-	uint64_t t0 = mono_ns();
+	uint64_t t0 = hc_mono_ns();
 	struct session *s;
 	int err, r;
 
@@ -355,7 +349,7 @@ int hc_unwinder__unwind(struct hc_unwinder *u, uint32_t tgid, uint64_t start_ns,
 	u->stats.frames += *n;
 	u->stats.ends[*end]++;
 out:
-	u->stats.ns += mono_ns() - t0;
+	u->stats.ns += hc_mono_ns() - t0;
 	return err;
 }
 
