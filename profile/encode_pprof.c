@@ -38,6 +38,7 @@
 
 #include <zlib.h>
 
+#include "base/array.h"
 #include "base/hash.h"
 #include "profile/weights.h"
 #include "profile/tree.h"
@@ -336,15 +337,8 @@ static int64_t tuptab_intern(struct tuptab *t, uint64_t a, uint64_t b, uint64_t 
 			return (int64_t)idx + 1;
 		}
 	}
-	if (t->n == t->cap) {
-		size_t cap = t->cap ? t->cap * 2 : 256;
-		uint64_t(*keys)[TUP_WORDS] = realloc(t->keys, cap * sizeof(*keys));
-
-		if (!keys)
-			return -ENOMEM;
-		t->keys = keys;
-		t->cap = cap;
-	}
+	if (t->n == t->cap && hc_array_grow(t->keys, t->cap, t->n + 1, 256))
+		return -ENOMEM;
 	memcpy(t->keys[t->n], key, sizeof(key));
 	t->slots[i] = SLOT(h, t->n);
 	if (created)
@@ -494,15 +488,8 @@ static int push_loc(struct pprof *pp, int64_t loc)
 {
 	if (loc < 0)
 		return (int)loc;
-	if (pp->n_path == pp->cap_path) {
-		size_t cap = pp->cap_path ? pp->cap_path * 2 : 64;
-		uint64_t *path = realloc(pp->path, cap * sizeof(*path));
-
-		if (!path)
-			return -ENOMEM;
-		pp->path = path;
-		pp->cap_path = cap;
-	}
+	if (pp->n_path == pp->cap_path && hc_array_grow(pp->path, pp->cap_path, pp->n_path + 1, 64))
+		return -ENOMEM;
 	pp->path[pp->n_path++] = (uint64_t)loc;
 	return 0;
 }
@@ -590,15 +577,8 @@ static int push_frame(struct pprof *pp, const struct hc_node *n)
 		return (int)id;
 	if (!created)
 		return push_loc(pp, (int64_t)pp->frame_locs[id - 1]);
-	if ((size_t)id > pp->cap_frame_locs) {
-		size_t cap = pp->cap_frame_locs ? pp->cap_frame_locs * 2 : 256;
-		uint64_t *locs = realloc(pp->frame_locs, cap * sizeof(*locs));
-
-		if (!locs)
-			return -ENOMEM;
-		pp->frame_locs = locs;
-		pp->cap_frame_locs = cap;
-	}
+	if (hc_array_grow(pp->frame_locs, pp->cap_frame_locs, (size_t)id, 256))
+		return -ENOMEM;
 	loc = frame_location(pp, n, into);
 	if (loc < 0)
 		return (int)loc;

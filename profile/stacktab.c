@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/array.h"
 #include "base/hash.h"
 #include "profile/stacktab.h"
 
@@ -119,28 +120,11 @@ static int reserve(struct hc_stacktab *tab, size_t n)
 	if (n > SIZE_MAX / sizeof(uint64_t) / 4 || tab->n_words > SIZE_MAX / sizeof(uint64_t) / 4)
 		return -ENOMEM;
 
-	if (tab->n_words + n > tab->cap_words) {
-		size_t cap = tab->cap_words ? tab->cap_words * 2 : 4096;
-		uint64_t *words;
-
-		while (cap < tab->n_words + n)
-			cap *= 2;
-		words = realloc(tab->words, cap * sizeof(*words));
-		if (!words)
-			return -ENOMEM;
-		tab->words = words;
-		tab->cap_words = cap;
-	}
-	if (tab->count == tab->cap_entries) {
-		size_t cap = tab->cap_entries ? tab->cap_entries * 2 : 256;
-		struct stack_entry *entries;
-
-		entries = realloc(tab->entries, cap * sizeof(*entries));
-		if (!entries)
-			return -ENOMEM;
-		tab->entries = entries;
-		tab->cap_entries = cap;
-	}
+	if (hc_array_grow(tab->words, tab->cap_words, tab->n_words + n, 4096))
+		return -ENOMEM;
+	if (tab->count == tab->cap_entries &&
+	    hc_array_grow(tab->entries, tab->cap_entries, tab->count + 1, 256))
+		return -ENOMEM;
 	/* grow at 0.7 load */
 	if ((tab->count + 1) * 10 > tab->n_slots * 7) {
 		err = grow_slots(tab);

@@ -36,6 +36,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/array.h"
 #include "base/hash.h"
 #include "profile/profile_internal.h"
 #include "profile/store.h"
@@ -1484,15 +1485,8 @@ static int bucket_for(struct hc_store *st, int64_t sec, struct bucket **out)
 		*out = st->bk[i - 1];
 		return 0;
 	}
-	if (st->n_bk == st->cap_bk) {
-		size_t cap = st->cap_bk ? st->cap_bk * 2 : 64;
-		struct bucket **bk = realloc(st->bk, cap * sizeof(*bk));
-
-		if (!bk)
-			return -ENOMEM;
-		st->bk = bk;
-		st->cap_bk = cap;
-	}
+	if (st->n_bk == st->cap_bk && hc_array_grow(st->bk, st->cap_bk, st->n_bk + 1, 64))
+		return -ENOMEM;
 	b = calloc(1, sizeof(*b));
 	if (!b)
 		return -ENOMEM;

@@ -30,6 +30,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/array.h"
 #include "base/hash.h"
 #include "base/intern.h"
 #include "base/time.h"
@@ -335,15 +336,9 @@ static int new_object(struct hc_symbolizer *sym, enum obj_kind kind, const char 
 
 	if (sym->nr_objs >= UINT32_MAX - 1)
 		return -E2BIG;
-	if (sym->nr_objs == sym->cap_objs) {
-		size_t cap = sym->cap_objs ? sym->cap_objs * 2 : 64;
-		struct object *n = realloc(sym->objs, cap * sizeof(*n));
-
-		if (!n)
-			return -ENOMEM;
-		sym->objs = n;
-		sym->cap_objs = cap;
-	}
+	if (sym->nr_objs == sym->cap_objs &&
+	    hc_array_grow(sym->objs, sym->cap_objs, sym->nr_objs + 1, 64))
+		return -ENOMEM;
 	o = &sym->objs[sym->nr_objs];
 	memset(o, 0, sizeof(*o));
 	o->kind = kind;
@@ -624,15 +619,9 @@ static int new_proc(struct hc_symbolizer *sym, uint32_t tgid, struct proc **out)
 	struct proc *p;
 	int err;
 
-	if (sym->nr_procs == sym->cap_procs) {
-		size_t cap = sym->cap_procs ? sym->cap_procs * 2 : 64;
-		struct proc *n = realloc(sym->procs, cap * sizeof(*n));
-
-		if (!n)
-			return -ENOMEM;
-		sym->procs = n;
-		sym->cap_procs = cap;
-	}
+	if (sym->nr_procs == sym->cap_procs &&
+	    hc_array_grow(sym->procs, sym->cap_procs, sym->nr_procs + 1, 64))
+		return -ENOMEM;
 	err = hc_keymap__put(&sym->proc_idx, tgid, 0, (uint32_t)sym->nr_procs);
 	if (err)
 		return err;
@@ -1010,15 +999,9 @@ static int add_symtab(struct hc_symbolizer *sym, struct hc_elfsym *es, uint32_t 
 	size_t len;
 	uint64_t a, b;
 
-	if (sym->nr_symtabs == sym->cap_symtabs) {
-		size_t cap = sym->cap_symtabs ? sym->cap_symtabs * 2 : 32;
-		struct symtab *n = realloc(sym->symtabs, cap * sizeof(*n));
-
-		if (!n)
-			goto err_free;
-		sym->symtabs = n;
-		sym->cap_symtabs = cap;
-	}
+	if (sym->nr_symtabs == sym->cap_symtabs &&
+	    hc_array_grow(sym->symtabs, sym->cap_symtabs, sym->nr_symtabs + 1, 32))
+		goto err_free;
 	st = &sym->symtabs[sym->nr_symtabs];
 	memset(st, 0, sizeof(*st));
 	st->display = calloc(hc_elfsym__nr(es) ? hc_elfsym__nr(es) : 1, sizeof(*st->display));

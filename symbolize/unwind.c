@@ -19,6 +19,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/array.h"
 #include "base/time.h"
 
 /* Objects one process maps executable that are reported, at most. */
@@ -269,15 +270,9 @@ static int get_session(struct hc_unwinder *u, uint32_t tgid, uint64_t start_ns,
 		}
 		session_release(s);
 	} else {
-		if (u->nr_sessions == u->cap_sessions) {
-			size_t cap = u->cap_sessions ? u->cap_sessions * 2 : 64;
-			struct session *n = realloc(u->sessions, cap * sizeof(*n));
-
-			if (!n)
-				return -ENOMEM;
-			u->sessions = n;
-			u->cap_sessions = cap;
-		}
+		if (u->nr_sessions == u->cap_sessions &&
+		    hc_array_grow(u->sessions, u->cap_sessions, u->nr_sessions + 1, 64))
+			return -ENOMEM;
 		err = hc_keymap__put(&u->session_idx, tgid, 0, (uint32_t)u->nr_sessions);
 		if (err)
 			return err;
@@ -373,16 +368,10 @@ int hc_unwinder__stash(struct hc_unwinder *u, uint32_t tgid, uint32_t tid, uint3
 		st = &u->stashes[idx];
 		free(st->pcs);
 	} else {
-		if (u->nr_stashes == u->cap_stashes) {
-			size_t cap = u->cap_stashes ? u->cap_stashes * 2 : 256;
-			struct stash *ns = realloc(u->stashes, cap * sizeof(*ns));
-
-			if (!ns) {
-				free(copy);
-				return -ENOMEM;
-			}
-			u->stashes = ns;
-			u->cap_stashes = cap;
+		if (u->nr_stashes == u->cap_stashes &&
+		    hc_array_grow(u->stashes, u->cap_stashes, u->nr_stashes + 1, 256)) {
+			free(copy);
+			return -ENOMEM;
 		}
 		err = hc_keymap__put(&u->stash_idx, tid, seq & 1, (uint32_t)u->nr_stashes);
 		if (err) {
