@@ -21,6 +21,23 @@ fi
 
 # shellcheck disable=SC2086 # one file name per word: the tree's names have no spaces
 awk -v table="$table" '
+# Depth-first over the table: an edge back to a folder on the current path is a cycle.
+function visit(n, path,    nb, cnt, i, m) {
+	color[n] = 1
+	cnt = split(adj[n], nb, " ")
+	for (i = 1; i <= cnt; i++) {
+		m = nb[i]
+		if (m == "*")
+			continue
+		if (color[m] == 1) {
+			printf "%s: the table has a cycle: %s -> %s\n", table, path, m
+			bad = 1
+		} else if (!color[m]) {
+			visit(m, path " -> " m)
+		}
+	}
+	color[n] = 2
+}
 BEGIN {
 	while ((getline line < table) > 0) {
 		sub(/#.*/, "", line)
@@ -31,11 +48,16 @@ BEGIN {
 		known[dir] = 1
 		n = split(rest, dests, /[ \t]+/)
 		for (i = 1; i <= n; i++)
-			if (dests[i] != "")
+			if (dests[i] != "") {
 				allow[dir, dests[i]] = 1
+				adj[dir] = adj[dir] " " dests[i]
+			}
 	}
 	close(table)
 	bad = 0
+	for (dir in known)
+		if (!color[dir])
+			visit(dir, dir)
 }
 FNR == 1 {
 	from = FILENAME; sub(/\/.*/, "", from)
