@@ -17,7 +17,7 @@
 #include <getopt.h>
 #include <signal.h>
 
-#include "cli/timespec.h"
+#include "base/timespec.h"
 #include "profile/profile.h"
 
 int cmd_record(int argc, char **argv);

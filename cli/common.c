@@ -11,6 +11,7 @@
 
 #include "bpf/sample.h"
 #include "cli/cli.h"
+#include "profile/encode.h"
 
 void hc_common_args__init(struct hc_common_args *a)
 {

@@ -19,9 +19,11 @@
 
 #include "cli/cli.h"
 #include "cli/output.h"
-#include "cli/timespec.h"
+#include "base/timespec.h"
 #include "privsep/broker.h"
 #include "privsep/sandbox.h"
+#include "profile/weights.h"
+#include "profile/tree.h"
 #include "profile/profile.h"
 #include "sampler/aggregate.h"
 #include "sampler/sampler.h"

@@ -27,7 +27,9 @@
 #include "cli/output.h"
 #include "profile/hist.h"
 #include "privsep/sandbox.h"
+#include "profile/weights.h"
 #include "profile/profile.h"
+#include "profile/encode.h"
 
 /* A saved profile is parsed without privileges and may be hostile: refuse absurd sizes. */
 #define REPORT_MAX_FILE_BYTES (1ull << 30)

@@ -31,7 +31,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
-#include "cli/timespec.h"
+#include "base/timespec.h"
 #include "serve/backend.h"
 #include "serve/collector.h"
 #include "privsep/broker.h"

@@ -19,7 +19,10 @@
 
 #include <jansson.h>
 
+#include "profile/weights.h"
+#include "profile/tree.h"
 #include "profile/profile.h"
+#include "profile/encode.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * fuzz-timespec: the -F rate grammar and the -d duration grammar (cli/timespec.h) on the
+ * fuzz-timespec: the -F rate grammar and the -d duration grammar (base/timespec.h) on the
  * input as one NUL-terminated string. What parses must round-trip through its value in ns.
  */
 #include <errno.h>
@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/timespec.h"
+#include "base/timespec.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -42,7 +42,10 @@
 #include <string.h>
 
 #include "profile/hist.h"
+#include "profile/weights.h"
+#include "profile/tree.h"
 #include "profile/profile.h"
+#include "profile/encode.h"
 #include "profile/profile_internal.h"
 
 /* The encoders' limit (encode_json.c): the root is depth 0. */

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "profile/profile.h"
+#include "profile/encode.h"
 
 struct fline {
 	char *text; /* the stack, NUL-terminated inside the folded buffer */

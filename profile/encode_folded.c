@@ -19,7 +19,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/array.h"
+#include "profile/weights.h"
+#include "profile/tree.h"
 #include "profile/profile.h"
+#include "profile/encode.h"
 #include "profile/profile_internal.h"
 
 #define HC_FOLDED_MAX_TREE_DEPTH 1000
@@ -130,15 +134,9 @@ static int add_line(struct folded *f, uint64_t value)
 {
 	struct folded_line *l;
 
-	if (f->n_lines == f->cap_lines) {
-		size_t cap = f->cap_lines ? f->cap_lines * 2 : 256;
-
-		l = realloc(f->lines, cap * sizeof(*l));
-		if (!l)
-			return -ENOMEM;
-		f->lines = l;
-		f->cap_lines = cap;
-	}
+	if (f->n_lines == f->cap_lines &&
+	    hc_array_grow(f->lines, f->cap_lines, f->n_lines + 1, 256))
+		return -ENOMEM;
 	l = &f->lines[f->n_lines];
 	l->text = strndup(f->path.s ? f->path.s : "", f->path.len);
 	if (!l->text)

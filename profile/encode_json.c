@@ -21,7 +21,10 @@
 #include <time.h>
 
 #include "profile/jstream.h"
+#include "profile/weights.h"
+#include "profile/tree.h"
 #include "profile/profile.h"
+#include "profile/encode.h"
 #include "profile/profile_internal.h"
 
 /* Every tree level is 2 JSON levels; 1000 levels leave room for jansson's 2048 limit. */

@@ -38,7 +38,12 @@
 
 #include <zlib.h>
 
+#include "base/array.h"
+#include "base/hash.h"
+#include "profile/weights.h"
+#include "profile/tree.h"
 #include "profile/profile.h"
+#include "profile/encode.h"
 #include "profile/profile_internal.h"
 
 #define HC_PPROF_MAX_TREE_DEPTH 1000
@@ -246,7 +251,7 @@ static uint64_t strtab_hash_of(const void *tab, size_t idx)
 /* Index of s[0..n) in the table, adding it if new; -ENOMEM. */
 static int64_t strtab_intern(struct strtab *t, const char *s, size_t n)
 {
-	uint64_t h = hc__hash_bytes(s, n);
+	uint64_t h = hc_hash_bytes(s, n);
 	size_t mask, i;
 
 	if (n > UINT32_MAX || t->n >= UINT32_MAX - 1)
@@ -306,7 +311,7 @@ static int64_t strtab_intern(struct strtab *t, const char *s, size_t n)
 
 static uint64_t tuptab_hash_of(const void *tab, size_t idx)
 {
-	return hc__hash_words(((const struct tuptab *)tab)->keys[idx], TUP_WORDS, 0);
+	return hc_hash_words(((const struct tuptab *)tab)->keys[idx], TUP_WORDS, 0);
 }
 
 /* The id (index + 1) of the key, adding it if new (*created, when not NULL); -ENOMEM. */
@@ -314,7 +319,7 @@ static int64_t tuptab_intern(struct tuptab *t, uint64_t a, uint64_t b, uint64_t 
 			     uint64_t e, bool *created)
 {
 	const uint64_t key[TUP_WORDS] = {a, b, c, d, e};
-	uint64_t h = hc__hash_words(key, TUP_WORDS, 0);
+	uint64_t h = hc_hash_words(key, TUP_WORDS, 0);
 	size_t mask, i;
 
 	if (t->n >= UINT32_MAX - 1)
@@ -332,15 +337,8 @@ static int64_t tuptab_intern(struct tuptab *t, uint64_t a, uint64_t b, uint64_t 
 			return (int64_t)idx + 1;
 		}
 	}
-	if (t->n == t->cap) {
-		size_t cap = t->cap ? t->cap * 2 : 256;
-		uint64_t(*keys)[TUP_WORDS] = realloc(t->keys, cap * sizeof(*keys));
-
-		if (!keys)
-			return -ENOMEM;
-		t->keys = keys;
-		t->cap = cap;
-	}
+	if (t->n == t->cap && hc_array_grow(t->keys, t->cap, t->n + 1, 256))
+		return -ENOMEM;
 	memcpy(t->keys[t->n], key, sizeof(key));
 	t->slots[i] = SLOT(h, t->n);
 	if (created)
@@ -490,15 +488,8 @@ static int push_loc(struct pprof *pp, int64_t loc)
 {
 	if (loc < 0)
 		return (int)loc;
-	if (pp->n_path == pp->cap_path) {
-		size_t cap = pp->cap_path ? pp->cap_path * 2 : 64;
-		uint64_t *path = realloc(pp->path, cap * sizeof(*path));
-
-		if (!path)
-			return -ENOMEM;
-		pp->path = path;
-		pp->cap_path = cap;
-	}
+	if (pp->n_path == pp->cap_path && hc_array_grow(pp->path, pp->cap_path, pp->n_path + 1, 64))
+		return -ENOMEM;
 	pp->path[pp->n_path++] = (uint64_t)loc;
 	return 0;
 }
@@ -586,15 +577,8 @@ static int push_frame(struct pprof *pp, const struct hc_node *n)
 		return (int)id;
 	if (!created)
 		return push_loc(pp, (int64_t)pp->frame_locs[id - 1]);
-	if ((size_t)id > pp->cap_frame_locs) {
-		size_t cap = pp->cap_frame_locs ? pp->cap_frame_locs * 2 : 256;
-		uint64_t *locs = realloc(pp->frame_locs, cap * sizeof(*locs));
-
-		if (!locs)
-			return -ENOMEM;
-		pp->frame_locs = locs;
-		pp->cap_frame_locs = cap;
-	}
+	if (hc_array_grow(pp->frame_locs, pp->cap_frame_locs, (size_t)id, 256))
+		return -ENOMEM;
 	loc = frame_location(pp, n, into);
 	if (loc < 0)
 		return (int)loc;

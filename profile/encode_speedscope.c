@@ -40,8 +40,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/hash.h"
 #include "profile/jstream.h"
+#include "profile/weights.h"
+#include "profile/tree.h"
 #include "profile/profile.h"
+#include "profile/encode.h"
 #include "profile/profile_internal.h"
 
 #define SS_SCHEMA "https://www.speedscope.app/file-format-schema.json"
@@ -133,13 +137,13 @@ static int grow(void **arr, size_t *cap, size_t need, size_t size)
 
 static uint64_t frame_hash(const char *name, const char *file)
 {
-	uint64_t h = hc__fnv1a(HC_FNV1A_OFFSET, name, strlen(name));
+	uint64_t h = hc_hash_fnv1a(HC_FNV1A_OFFSET, name, strlen(name));
 
 	/* a value no byte has keeps ("ab", "c") from ("a", "bc") */
 	h = (h ^ (file ? 0x100 : 0x200)) * HC_FNV1A_PRIME;
 	if (file)
-		h = hc__fnv1a(h, file, strlen(file));
-	return hc__hash_mix(h);
+		h = hc_hash_fnv1a(h, file, strlen(file));
+	return hc_hash_mix(h);
 }
 
 static bool str_eq(const char *a, const char *b)
@@ -258,9 +262,9 @@ static int64_t add_link(struct speedscope *ss, uint32_t parent, int64_t frame)
 
 static uint64_t ptr_hash(const void *a, const void *b)
 {
-	uint64_t x = (uint64_t)(uintptr_t)a * 0x9e3779b97f4a7c15ULL;
+	uint64_t x = (uint64_t)(uintptr_t)a * HC_HASH_GOLDEN;
 
-	return hc__hash_mix(x ^ (uint64_t)(uintptr_t)b);
+	return hc_hash_mix(x ^ (uint64_t)(uintptr_t)b);
 }
 
 static int profile_slots_grow(struct speedscope *ss)

@@ -11,10 +11,11 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/why.h"
+#include "base/hash.h"
 #include "profile/hist.h"
 #include "profile/profile_internal.h"
 
@@ -210,7 +211,7 @@ void hc_hist__free(struct hc_hist *h)
 
 static uint64_t key_hash(const char *key)
 {
-	return hc__hash_bytes(key, strlen(key));
+	return hc_hash_bytes(key, strlen(key));
 }
 
 static struct hc_hist_series *series_find(const struct hc_hist *h, const char *key, uint64_t hash)
@@ -622,18 +623,6 @@ err_obj:
 
 /* ---- JSON reader ---- */
 
-__attribute__((format(printf, 3, 4))) static void refuse(char *why, size_t why_len, const char *fmt,
-							 ...)
-{
-	va_list ap;
-
-	if (!why || !why_len)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(why, why_len, fmt, ap);
-	va_end(ap);
-}
-
 /* An integer member; false when absent or not an integer. */
 static bool get_int(const json_t *obj, const char *name, int64_t *v)
 {
@@ -695,21 +684,21 @@ static int series_from_json(struct hc_hist *h, const json_t *js, size_t si, char
 	int err = 0;
 
 	if (!json_is_object(js)) {
-		refuse(why, why_len, "series[%zu]: not an object", si);
+		hc_why_set(why, why_len, "series[%zu]: not an object", si);
 		return -EINVAL;
 	}
 	if (!key || strlen(key) > HC_HIST_KEY_MAX) {
-		refuse(why, why_len, "series[%zu].key: not a string of at most %d bytes", si,
-		       HC_HIST_KEY_MAX);
+		hc_why_set(why, why_len, "series[%zu].key: not a string of at most %d bytes", si,
+			   HC_HIST_KEY_MAX);
 		return -EINVAL;
 	}
 	if (series_find(h, key, key_hash(key))) {
-		refuse(why, why_len, "series[%zu].key: duplicate key", si);
+		hc_why_set(why, why_len, "series[%zu].key: duplicate key", si);
 		return -EINVAL;
 	}
 	if (!json_is_array(buckets) || json_array_size(buckets) > h->nbuckets) {
-		refuse(why, why_len, "series[%zu].buckets: not an array of at most %zu buckets", si,
-		       h->nbuckets);
+		hc_why_set(why, why_len, "series[%zu].buckets: not an array of at most %zu buckets",
+			   si, h->nbuckets);
 		return -EINVAL;
 	}
 	copy = strdup(key); /* jansson strings are valid UTF-8 already */
@@ -718,9 +707,9 @@ static int series_from_json(struct hc_hist *h, const json_t *js, size_t si, char
 	s = series_insert(h, copy, key_hash(key), &err);
 	if (!s) {
 		if (err == -E2BIG)
-			refuse(why, why_len,
-			       "series[%zu]: more than %d series or %u buckets in all", si,
-			       HC_HIST_MAX_SERIES, HC_HIST_MAX_CELLS);
+			hc_why_set(why, why_len,
+				   "series[%zu]: more than %d series or %u buckets in all", si,
+				   HC_HIST_MAX_SERIES, HC_HIST_MAX_CELLS);
 		return err == -E2BIG ? -EINVAL : err;
 	}
 	json_array_foreach (buckets, bi, b) {
@@ -728,27 +717,28 @@ static int series_from_json(struct hc_hist *h, const json_t *js, size_t si, char
 		long idx;
 
 		if (!json_is_object(b)) {
-			refuse(why, why_len, "series[%zu].buckets[%zu]: not an object", si, bi);
+			hc_why_set(why, why_len, "series[%zu].buckets[%zu]: not an object", si, bi);
 			return -EINVAL;
 		}
 		idx = bucket_from_bounds(h, json_object_get(b, "min"), json_object_get(b, "max"));
 		if (idx < 0) {
-			refuse(why, why_len,
-			       "series[%zu].buckets[%zu]: min/max are not the bounds of a %s "
-			       "bucket",
-			       si, bi, h->type == HC_HIST_QUANTIZE ? "quantize" : "lquantize");
+			hc_why_set(why, why_len,
+				   "series[%zu].buckets[%zu]: min/max are not the bounds of a %s "
+				   "bucket",
+				   si, bi, h->type == HC_HIST_QUANTIZE ? "quantize" : "lquantize");
 			return -EINVAL;
 		}
 		if (idx <= prev) {
-			refuse(why, why_len,
-			       "series[%zu].buckets[%zu]: buckets not in strictly ascending order",
-			       si, bi);
+			hc_why_set(
+				why, why_len,
+				"series[%zu].buckets[%zu]: buckets not in strictly ascending order",
+				si, bi);
 			return -EINVAL;
 		}
 		if (!json_is_integer(jcount) || json_integer_value(jcount) < 0) {
-			refuse(why, why_len,
-			       "series[%zu].buckets[%zu].count: not a non-negative integer", si,
-			       bi);
+			hc_why_set(why, why_len,
+				   "series[%zu].buckets[%zu].count: not a non-negative integer", si,
+				   bi);
 			return -EINVAL;
 		}
 		s->counts[idx] = (uint64_t)json_integer_value(jcount);
@@ -769,30 +759,31 @@ struct hc_hist *hc_hist__from_json(const json_t *j, char *why, size_t why_len)
 	if (why && why_len)
 		why[0] = '\0';
 	if (!json_is_object(j)) {
-		refuse(why, why_len, "histogram: not an object");
+		hc_why_set(why, why_len, "histogram: not an object");
 		goto err_inval;
 	}
 	type = get_str(j, "type");
 	unit = get_str(j, "unit");
 	if (!type || (strcmp(type, "quantize") != 0 && strcmp(type, "lquantize") != 0)) {
-		refuse(why, why_len, "type: not \"quantize\" or \"lquantize\"");
+		hc_why_set(why, why_len, "type: not \"quantize\" or \"lquantize\"");
 		goto err_inval;
 	}
 	if (!unit || !unit[0] || strlen(unit) > HC_HIST_UNIT_MAX) {
-		refuse(why, why_len, "unit: not a string of 1..%d bytes", HC_HIST_UNIT_MAX);
+		hc_why_set(why, why_len, "unit: not a string of 1..%d bytes", HC_HIST_UNIT_MAX);
 		goto err_inval;
 	}
 	if (strcmp(type, "lquantize") == 0) {
 		if (!get_int(j, "lower", &lower) || !get_int(j, "upper", &upper) ||
 		    !get_int(j, "step", &step)) {
-			refuse(why, why_len, "lquantize: lower, upper and step must be integers");
+			hc_why_set(why, why_len,
+				   "lquantize: lower, upper and step must be integers");
 			goto err_inval;
 		}
 		if (lquantize_check(lower, upper, step)) {
-			refuse(why, why_len,
-			       "lquantize: need 32-bit lower < upper, step in 1..%d and 1..%d "
-			       "levels",
-			       HC_LQUANTIZE_MAX_STEP, HC_LQUANTIZE_MAX_LEVELS);
+			hc_why_set(why, why_len,
+				   "lquantize: need 32-bit lower < upper, step in 1..%d and 1..%d "
+				   "levels",
+				   HC_LQUANTIZE_MAX_STEP, HC_LQUANTIZE_MAX_LEVELS);
 			goto err_inval;
 		}
 		h = hc_hist__new_lquantize(unit, lower, upper, step);
@@ -804,9 +795,10 @@ struct hc_hist *hc_hist__from_json(const json_t *j, char *why, size_t why_len)
 		if (!((!jl || json_is_null(jl)) && (!ju || json_is_null(ju))) &&
 		    !(json_is_integer(jl) && json_is_integer(ju) &&
 		      json_integer_value(jl) <= json_integer_value(ju))) {
-			refuse(why, why_len,
-			       "quantize: lower and upper must both be null or integers, lower <= "
-			       "upper");
+			hc_why_set(
+				why, why_len,
+				"quantize: lower and upper must both be null or integers, lower <= "
+				"upper");
 			goto err_inval;
 		}
 		h = hc_hist__new_quantize(unit);
@@ -816,8 +808,8 @@ struct hc_hist *hc_hist__from_json(const json_t *j, char *why, size_t why_len)
 
 	series = json_object_get(j, "series");
 	if (!json_is_array(series) || json_array_size(series) > HC_HIST_MAX_SERIES) {
-		refuse(why, why_len, "series: not an array of at most %d series",
-		       HC_HIST_MAX_SERIES);
+		hc_why_set(why, why_len, "series: not an array of at most %d series",
+			   HC_HIST_MAX_SERIES);
 		goto err_inval;
 	}
 	json_array_foreach (series, i, js) {

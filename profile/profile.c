@@ -7,55 +7,7 @@
 #include <string.h>
 
 #include "profile/profile.h"
-#include "profile/profile_internal.h"
-
-void hc_weights__add(struct hc_weights *dst, const struct hc_weights *src)
-{
-	dst->on_cpu_ns += src->on_cpu_ns;
-	dst->off_cpu_ns += src->off_cpu_ns;
-	dst->runqueue_ns += src->runqueue_ns;
-	dst->samples += src->samples;
-}
-
-uint64_t hc_weights__select(const struct hc_weights *w, unsigned int weights)
-{
-	return (weights & HC_W_ON ? w->on_cpu_ns : 0) + (weights & HC_W_OFF ? w->off_cpu_ns : 0) +
-	       (weights & HC_W_RUNQ ? w->runqueue_ns : 0);
-}
-
-const char *hc_node_kind__name(enum hc_node_kind kind)
-{
-	switch (kind) {
-	case HC_NODE_ROOT:
-		return "root";
-	case HC_NODE_PROCESS:
-		return "process";
-	case HC_NODE_THREAD:
-		return "thread";
-	case HC_NODE_USER:
-		return "user";
-	case HC_NODE_KERNEL:
-		return "kernel";
-	case HC_NODE_WAKER:
-		return "waker";
-	case HC_NODE_LOCK:
-		return "lock";
-	}
-	return "unknown";
-}
-
-int hc__unknown_frame_name(const struct hc_node *n, char **out)
-{
-	const char *module = hc_node__module(n);
-	int64_t offset = hc_node__offset(n);
-
-	if (hc_node__kind(n) != HC_NODE_USER || !module || offset < 0 ||
-	    strcmp(hc_node__name(n), "[unknown]") != 0)
-		return 0;
-	if (asprintf(out, "[unknown %s+0x%" PRIx64 "]", module, (uint64_t)offset) < 0)
-		return -ENOMEM;
-	return 1;
-}
+#include "profile/tree.h"
 
 struct hc_profile *hc_profile__new(void)
 {

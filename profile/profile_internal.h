@@ -6,35 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "profile/profile.h"
-
-/* xxh64-style hash of n words (stacktab.c). */
-uint64_t hc__hash_words(const uint64_t *key, size_t n, uint64_t seed);
-/* xxh64's final avalanche: a bijective 64-bit mix. */
-uint64_t hc__hash_mix(uint64_t h);
-
-#define HC_FNV1A_OFFSET 0xcbf29ce484222325ULL
-#define HC_FNV1A_PRIME 0x100000001b3ULL
-
-/* FNV-1a over n bytes, continuing from h (HC_FNV1A_OFFSET to start a hash): for hashes of
- * several strings. Not mixed: finish with hc__hash_mix() before masking low bits. */
-static inline uint64_t hc__fnv1a(uint64_t h, const void *s, size_t n)
-{
-	const unsigned char *b = s;
-
-	for (size_t i = 0; i < n; i++) {
-		h ^= b[i];
-		h *= HC_FNV1A_PRIME;
-	}
-	return h;
-}
-
-/* The string tables' hash of n bytes: FNV-1a (cheap on short names: symbols, comms), with
- * the length folded in, then a full avalanche, since the tables index by the low bits. */
-static inline uint64_t hc__hash_bytes(const void *s, size_t n)
-{
-	return hc__hash_mix(hc__fnv1a(HC_FNV1A_OFFSET, s, n) ^ n);
-}
+#include "profile/tree.h"
 
 /*
  * The sibling order of hc_tree__sort() and of the encoders: value descending, then name, id,

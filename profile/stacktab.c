@@ -17,11 +17,13 @@
  * (arena, up to 2x) + 4 to 8 bytes per entry of slots (0.35..0.7 load).
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "profile/profile.h"
-#include "profile/profile_internal.h"
+#include "base/array.h"
+#include "base/hash.h"
+#include "profile/stacktab.h"
 
 struct stack_entry {
 	uint64_t hash;
@@ -46,43 +48,6 @@ struct hc_stacktab {
 #define STACKTAB_MIN_SLOTS 1024
 /* Slots hold idx + 1 in 32 bits. */
 #define STACKTAB_MAX_ENTRIES ((size_t)UINT32_MAX - 1)
-
-/* xxh64's primes and its 8-byte lane step: each step is a bijection of the state for a fixed
- * input word, so distinct keys only collide by genuine 64-bit collisions. */
-#define P1 0x9E3779B185EBCA87ULL
-#define P2 0xC2B2AE3D27D4EB4FULL
-#define P3 0x165667B19E3779F9ULL
-#define P4 0x85EBCA77C2B2AE63ULL
-#define P5 0x27D4EB2F165667C5ULL
-
-static inline uint64_t rotl64(uint64_t x, int r)
-{
-	return (x << r) | (x >> (64 - r));
-}
-
-uint64_t hc__hash_words(const uint64_t *key, size_t n, uint64_t seed)
-{
-	uint64_t h = seed + P5 + (uint64_t)n * 8;
-
-	for (size_t i = 0; i < n; i++) {
-		uint64_t k = key[i] * P2;
-
-		k = rotl64(k, 31) * P1;
-		h ^= k;
-		h = rotl64(h, 27) * P1 + P4;
-	}
-	return hc__hash_mix(h);
-}
-
-uint64_t hc__hash_mix(uint64_t h)
-{
-	h ^= h >> 33;
-	h *= P2;
-	h ^= h >> 29;
-	h *= P3;
-	h ^= h >> 32;
-	return h;
-}
 
 struct hc_stacktab *hc_stacktab__new(void)
 {
@@ -155,28 +120,11 @@ static int reserve(struct hc_stacktab *tab, size_t n)
 	if (n > SIZE_MAX / sizeof(uint64_t) / 4 || tab->n_words > SIZE_MAX / sizeof(uint64_t) / 4)
 		return -ENOMEM;
 
-	if (tab->n_words + n > tab->cap_words) {
-		size_t cap = tab->cap_words ? tab->cap_words * 2 : 4096;
-		uint64_t *words;
-
-		while (cap < tab->n_words + n)
-			cap *= 2;
-		words = realloc(tab->words, cap * sizeof(*words));
-		if (!words)
-			return -ENOMEM;
-		tab->words = words;
-		tab->cap_words = cap;
-	}
-	if (tab->count == tab->cap_entries) {
-		size_t cap = tab->cap_entries ? tab->cap_entries * 2 : 256;
-		struct stack_entry *entries;
-
-		entries = realloc(tab->entries, cap * sizeof(*entries));
-		if (!entries)
-			return -ENOMEM;
-		tab->entries = entries;
-		tab->cap_entries = cap;
-	}
+	if (hc_array_grow(tab->words, tab->cap_words, tab->n_words + n, 4096))
+		return -ENOMEM;
+	if (tab->count == tab->cap_entries &&
+	    hc_array_grow(tab->entries, tab->cap_entries, tab->count + 1, 256))
+		return -ENOMEM;
 	/* grow at 0.7 load */
 	if ((tab->count + 1) * 10 > tab->n_slots * 7) {
 		err = grow_slots(tab);
@@ -188,7 +136,7 @@ static int reserve(struct hc_stacktab *tab, size_t n)
 
 int64_t hc_stacktab__intern(struct hc_stacktab *tab, const uint64_t *key, size_t n)
 {
-	uint64_t hash = hc__hash_words(key, n, 0);
+	uint64_t hash = hc_hash_words(key, n, 0);
 	size_t mask = tab->n_slots - 1;
 	size_t i = hash & mask;
 	struct stack_entry *e;

@@ -36,6 +36,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/array.h"
+#include "base/hash.h"
 #include "profile/profile_internal.h"
 #include "profile/store.h"
 
@@ -138,13 +140,7 @@ struct strpool {
 
 static uint64_t hash_str(const char *s)
 {
-	uint64_t h = 0xcbf29ce484222325ULL;
-
-	for (; *s; s++) {
-		h ^= (unsigned char)*s;
-		h *= 0x100000001b3ULL;
-	}
-	return hc__hash_mix(h);
+	return hc_hash_mix(hc_hash_fnv1a(HC_FNV1A_OFFSET, s, strlen(s)));
 }
 
 static void sp_free(struct strpool *sp)
@@ -269,7 +265,7 @@ struct wtab {
 
 static inline size_t node_hash(uint32_t node)
 {
-	return (size_t)hc__hash_mix((uint64_t)node * 0x9E3779B97F4A7C15ULL);
+	return (size_t)hc_hash_mix((uint64_t)node * HC_HASH_GOLDEN);
 }
 
 static void wtab_free(struct wtab *t)
@@ -418,7 +414,7 @@ static inline size_t cell_hash(const struct hcell *c)
 {
 	uint64_t k[2] = {(uint64_t)c->pid << 32 | c->key, (uint64_t)c->hist << 16 | c->idx};
 
-	return (size_t)hc__hash_words(k, 2, 0);
+	return (size_t)hc_hash_words(k, 2, 0);
 }
 
 static inline bool cell_same(const struct hcell *a, const struct hcell *b)
@@ -1082,7 +1078,7 @@ static inline uint32_t trie_frame(const struct trie *t, uint32_t node)
 
 static inline size_t trie_hash(uint64_t key)
 {
-	return (size_t)hc__hash_mix(key * 0x9E3779B97F4A7C15ULL + 1);
+	return (size_t)hc_hash_mix(key * HC_HASH_GOLDEN + 1);
 }
 
 static int trie_rehash(struct trie *t, size_t n_slots)
@@ -1210,7 +1206,7 @@ void hc_store__free(struct hc_store *st)
 
 static size_t frame_hash(const struct frame *f)
 {
-	uint64_t h = (uint64_t)(uintptr_t)f->name * 0x9e3779b97f4a7c15ull;
+	uint64_t h = (uint64_t)(uintptr_t)f->name * HC_HASH_GOLDEN;
 
 	h ^= (uint64_t)(uintptr_t)f->module + 0x632be59bd9b4e019ull + (h << 6) + (h >> 2);
 	h ^= f->id * 0xc2b2ae3d27d4eb4full + (h << 6) + (h >> 2);
@@ -1489,15 +1485,8 @@ static int bucket_for(struct hc_store *st, int64_t sec, struct bucket **out)
 		*out = st->bk[i - 1];
 		return 0;
 	}
-	if (st->n_bk == st->cap_bk) {
-		size_t cap = st->cap_bk ? st->cap_bk * 2 : 64;
-		struct bucket **bk = realloc(st->bk, cap * sizeof(*bk));
-
-		if (!bk)
-			return -ENOMEM;
-		st->bk = bk;
-		st->cap_bk = cap;
-	}
+	if (st->n_bk == st->cap_bk && hc_array_grow(st->bk, st->cap_bk, st->n_bk + 1, 64))
+		return -ENOMEM;
 	b = calloc(1, sizeof(*b));
 	if (!b)
 		return -ENOMEM;

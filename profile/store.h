@@ -33,7 +33,8 @@
 #include <stdint.h>
 
 #include "profile/hist.h"
-#include "profile/profile.h"
+#include "profile/weights.h"
+#include "profile/tree.h"
 
 #define HC_STORE_HEAT_ROWS 50 /* sub-second rows of the heat map: 20 ms each */
 #define HC_STORE_MAX_DEPTH 1024

@@ -20,10 +20,16 @@
  * added to the pool, which are harmless).
  */
 #include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "profile/profile.h"
+#include "base/array.h"
+#include "base/hash.h"
+#include "base/intern.h"
+#include "profile/tree.h"
+#include "profile/weights.h"
 #include "profile/profile_internal.h"
 
 struct hc_node {
@@ -45,20 +51,7 @@ struct hc_node {
 #define NODE_CHUNK_SIZE (1u << NODE_CHUNK_SHIFT)
 #define NODE_MAX ((size_t)UINT32_MAX - 1)
 
-#define STR_CHUNK_SIZE (64 * 1024)
 #define MIN_SLOTS 1024
-
-struct str_slot {
-	const char *s;
-	uint64_t hash;
-};
-
-struct str_chunk {
-	struct str_chunk *next;
-	size_t used;
-	size_t size;
-	char data[];
-};
 
 struct hc_tree {
 	struct hc_node **chunks;
@@ -69,10 +62,7 @@ struct hc_tree {
 	uint32_t *slots; /* node index + 1, 0 = empty; the root is never in the table */
 	size_t n_slots;
 
-	struct str_slot *str_slots;
-	size_t n_str_slots;
-	size_t n_strs;
-	struct str_chunk *str_chunks; /* newest first */
+	struct hc_interner strings; /* names and modules */
 };
 
 static inline struct hc_node *node_at(const struct hc_tree *tree, size_t idx)
@@ -80,87 +70,10 @@ static inline struct hc_node *node_at(const struct hc_tree *tree, size_t idx)
 	return &tree->chunks[idx >> NODE_CHUNK_SHIFT][idx & (NODE_CHUNK_SIZE - 1)];
 }
 
-/* ---- string pool ---- */
-
-static int str_slots_grow(struct hc_tree *tree)
-{
-	size_t n = tree->n_str_slots ? tree->n_str_slots * 2 : MIN_SLOTS;
-	struct str_slot *slots;
-
-	slots = calloc(n, sizeof(*slots));
-	if (!slots)
-		return -ENOMEM;
-	for (size_t i = 0; i < tree->n_str_slots; i++) {
-		struct str_slot *old = &tree->str_slots[i];
-		size_t j;
-
-		if (!old->s)
-			continue;
-		for (j = old->hash & (n - 1); slots[j].s; j = (j + 1) & (n - 1))
-			;
-		slots[j] = *old;
-	}
-	free(tree->str_slots);
-	tree->str_slots = slots;
-	tree->n_str_slots = n;
-	return 0;
-}
-
-static char *str_alloc(struct hc_tree *tree, size_t size)
-{
-	struct str_chunk *c = tree->str_chunks;
-	char *p;
-
-	if (!c || c->size - c->used < size) {
-		size_t csize = size > STR_CHUNK_SIZE / 4 ? size : STR_CHUNK_SIZE;
-
-		c = malloc(sizeof(*c) + csize);
-		if (!c)
-			return NULL;
-		c->size = csize;
-		c->used = 0;
-		/* keep a partly used chunk at the head for small strings */
-		if (tree->str_chunks && csize != STR_CHUNK_SIZE) {
-			c->next = tree->str_chunks->next;
-			tree->str_chunks->next = c;
-		} else {
-			c->next = tree->str_chunks;
-			tree->str_chunks = c;
-		}
-	}
-	p = c->data + c->used;
-	c->used += size;
-	return p;
-}
-
-/* Returns the pool's copy of s, adding it if needed; NULL on -ENOMEM. */
+/* The pool's copy of s, adding it if needed; NULL on -ENOMEM. */
 static const char *str_intern(struct hc_tree *tree, const char *s)
 {
-	size_t len = strlen(s);
-	uint64_t h = hc__hash_bytes(s, len);
-	size_t mask = tree->n_str_slots - 1;
-	size_t i;
-	char *copy;
-
-	for (i = h & mask; tree->str_slots[i].s; i = (i + 1) & mask) {
-		if (tree->str_slots[i].hash == h && strcmp(tree->str_slots[i].s, s) == 0)
-			return tree->str_slots[i].s;
-	}
-	if ((tree->n_strs + 1) * 10 > tree->n_str_slots * 7) {
-		if (str_slots_grow(tree))
-			return NULL;
-		mask = tree->n_str_slots - 1;
-		for (i = h & mask; tree->str_slots[i].s; i = (i + 1) & mask)
-			;
-	}
-	copy = str_alloc(tree, len + 1);
-	if (!copy)
-		return NULL;
-	memcpy(copy, s, len + 1);
-	tree->str_slots[i].s = copy;
-	tree->str_slots[i].hash = h;
-	tree->n_strs++;
-	return copy;
+	return hc_interner__add_str(&tree->strings, s);
 }
 
 /* ---- nodes ---- */
@@ -175,7 +88,7 @@ static uint64_t node_key_hash(uint32_t parent, const struct hc_path_elem *e)
 		(uint64_t)e->offset,
 	};
 
-	return hc__hash_words(key, 5, 0x686f74636f6c64ULL);
+	return hc_hash_words(key, 5, 0x686f74636f6c64ULL);
 }
 
 /* e->name and e->module must already be interned. Returns the index, or 0 (the root: never a
@@ -231,16 +144,9 @@ static int reserve_nodes(struct hc_tree *tree, size_t more)
 	if (more > NODE_MAX || need > NODE_MAX)
 		return -ENOMEM;
 	while (tree->n_chunks * NODE_CHUNK_SIZE < need) {
-		if (tree->n_chunks == tree->cap_chunks) {
-			size_t cap = tree->cap_chunks ? tree->cap_chunks * 2 : 16;
-			struct hc_node **chunks;
-
-			chunks = realloc(tree->chunks, cap * sizeof(*chunks));
-			if (!chunks)
-				return -ENOMEM;
-			tree->chunks = chunks;
-			tree->cap_chunks = cap;
-		}
+		if (tree->n_chunks == tree->cap_chunks &&
+		    hc_array_grow(tree->chunks, tree->cap_chunks, tree->n_chunks + 1, 16))
+			return -ENOMEM;
 		tree->chunks[tree->n_chunks] = malloc(NODE_CHUNK_SIZE * sizeof(struct hc_node));
 		if (!tree->chunks[tree->n_chunks])
 			return -ENOMEM;
@@ -285,8 +191,6 @@ struct hc_tree *hc_tree__new(void)
 	if (!tree->slots)
 		goto err_free_tree;
 	tree->n_slots = MIN_SLOTS;
-	if (str_slots_grow(tree))
-		goto err_free_slots;
 	if (reserve_nodes(tree, 1))
 		goto err_free_all;
 
@@ -303,8 +207,6 @@ struct hc_tree *hc_tree__new(void)
 err_free_all:
 	hc_tree__free(tree);
 	goto err;
-err_free_slots:
-	free(tree->slots);
 err_free_tree:
 	free(tree);
 err:
@@ -314,8 +216,6 @@ err:
 
 void hc_tree__free(struct hc_tree *tree)
 {
-	struct str_chunk *c, *next;
-
 	if (!tree)
 		return;
 	for (size_t idx = 0; idx < tree->count; idx++)
@@ -324,11 +224,7 @@ void hc_tree__free(struct hc_tree *tree)
 		free(tree->chunks[i]);
 	free(tree->chunks);
 	free(tree->slots);
-	free(tree->str_slots);
-	for (c = tree->str_chunks; c; c = next) {
-		next = c->next;
-		free(c);
-	}
+	hc_interner__release(&tree->strings);
 	free(tree);
 }
 
@@ -622,4 +518,38 @@ void hc__tree_add_weights(struct hc_tree *tree, uint32_t idx, const struct hc_we
 {
 	if (idx < tree->count)
 		hc_weights__add(&node_at(tree, idx)->w, w);
+}
+
+const char *hc_node_kind__name(enum hc_node_kind kind)
+{
+	switch (kind) {
+	case HC_NODE_ROOT:
+		return "root";
+	case HC_NODE_PROCESS:
+		return "process";
+	case HC_NODE_THREAD:
+		return "thread";
+	case HC_NODE_USER:
+		return "user";
+	case HC_NODE_KERNEL:
+		return "kernel";
+	case HC_NODE_WAKER:
+		return "waker";
+	case HC_NODE_LOCK:
+		return "lock";
+	}
+	return "unknown";
+}
+
+int hc__unknown_frame_name(const struct hc_node *n, char **out)
+{
+	const char *module = hc_node__module(n);
+	int64_t offset = hc_node__offset(n);
+
+	if (hc_node__kind(n) != HC_NODE_USER || !module || offset < 0 ||
+	    strcmp(hc_node__name(n), "[unknown]") != 0)
+		return 0;
+	if (asprintf(out, "[unknown %s+0x%" PRIx64 "]", module, (uint64_t)offset) < 0)
+		return -ENOMEM;
+	return 1;
 }

@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "profile/stacktab.h"
+
 /*
  * Stack key layout (u64 words):
  *   [0] tgid  [1] tid  [2] process comm index  [3] thread comm index  [4] n_user  [5] n_kernel

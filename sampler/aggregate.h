@@ -19,7 +19,8 @@
 
 #include "bpf/sample.h"
 #include "profile/hist.h"
-#include "profile/profile.h"
+#include "profile/weights.h"
+#include "profile/tree.h"
 #include "symbolize/symbolizer.h"
 #include "symbolize/unwind.h"
 

@@ -11,9 +11,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/array.h"
+#include "base/time.h"
 #include "serve/push.h"
 #include "serve/self.h"
 #include "serve/wire.h"
+#include "profile/profile.h"
+#include "profile/encode.h"
 
 #define NS 1000000000ll
 #define MAX_HEAT_COLUMNS 86400
@@ -37,14 +41,6 @@ struct hc_backend {
 	int64_t pushed_until_s; /* seconds before this were handed to the push client */
 	uint64_t push_late_ns;	/* time added to them afterwards: never pushed (docs/fleet.md) */
 };
-
-static int64_t realtime_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * NS + ts.tv_nsec;
-}
 
 struct hc_backend *hc_backend__new(const struct hc_backend_opts *o)
 {
@@ -78,7 +74,7 @@ struct hc_backend *hc_backend__new(const struct hc_backend_opts *o)
 		snprintf(b->kernel, sizeof(b->kernel), "%s", u.release);
 	}
 	b->version = o->version ? o->version : "unknown";
-	b->started_ns = realtime_ns();
+	b->started_ns = hc_clock_ns(CLOCK_REALTIME);
 	return b;
 
 err_free_store:
@@ -529,15 +525,8 @@ static int kind_cb(void *ctx, const char *key, uint64_t value)
 	for (i = 0; i < a->n && strcmp(a->rows[i].key, key); i++)
 		;
 	if (i == a->n) {
-		if (a->n == a->cap) {
-			size_t cap = a->cap ? a->cap * 2 : 16;
-			struct kind_row *r = realloc(a->rows, cap * sizeof(*r));
-
-			if (!r)
-				return -ENOMEM;
-			a->rows = r;
-			a->cap = cap;
-		}
+		if (a->n == a->cap && hc_array_grow(a->rows, a->cap, a->n + 1, 16))
+			return -ENOMEM;
 		a->rows[i] = (struct kind_row){.key = strdup(key)};
 		if (!a->rows[i].key)
 			return -ENOMEM;
@@ -827,7 +816,7 @@ static json_t *api_status(void *ctx, int *status, char *why, size_t wl)
 	struct hc_store_stats st;
 	size_t lock_bytes;
 	json_t *doc, *coll, *lost;
-	int64_t now = realtime_ns();
+	int64_t now = hc_clock_ns(CLOCK_REALTIME);
 
 	pthread_rwlock_rdlock(&b->lock);
 	hc_store__stats(b->store, &st);
@@ -967,7 +956,7 @@ static char *api_metrics(void *ctx, size_t *len, int *status, char *why, size_t 
 	fprintf(m,
 		"# HELP hotcold_uptime_seconds seconds since serve started.\n"
 		"# TYPE hotcold_uptime_seconds gauge\nhotcold_uptime_seconds %" PRId64 "\n",
-		(int64_t)((realtime_ns() - b->started_ns) / NS));
+		(int64_t)((hc_clock_ns(CLOCK_REALTIME) - b->started_ns) / NS));
 	fprintf(m,
 		"# HELP hotcold_resident_bytes resident memory of each process of serve.\n"
 		"# TYPE hotcold_resident_bytes gauge\n"

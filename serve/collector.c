@@ -13,6 +13,7 @@
 
 #include "privsep/broker.h"
 #include "profile/store.h"
+#include "profile/stacktab.h"
 #include "sampler/aggregate.h"
 #include "sampler/sampler.h"
 #include "serve/self.h"

@@ -14,7 +14,9 @@
 
 #include <curl/curl.h>
 
-#include "profile/profile.h"
+#include "base/time.h"
+#include "profile/weights.h"
+#include "profile/encode.h"
 
 #define NS ((int64_t)1000000000)
 #define MS ((int64_t)1000000)
@@ -88,14 +90,6 @@ static CURLcode curl_init_rc;
 static void curl_init(void)
 {
 	curl_init_rc = curl_global_init(CURL_GLOBAL_DEFAULT);
-}
-
-static int64_t clock_ns(clockid_t id)
-{
-	struct timespec ts;
-
-	clock_gettime(id, &ts);
-	return (int64_t)ts.tv_sec * NS + ts.tv_nsec;
 }
 
 /* ---- options -> what every request needs ---- */
@@ -241,7 +235,7 @@ static void set_error(struct hc_push *p, const char *fmt, ...)
 	for (c = p->last_error; *c; c++)
 		if ((unsigned char)*c < 0x20 || (unsigned char)*c > 0x7e)
 			*c = ' ';
-	p->last_error_ns = clock_ns(CLOCK_REALTIME);
+	p->last_error_ns = hc_clock_ns(CLOCK_REALTIME);
 }
 
 static struct item *queue_head(struct hc_push *p)
@@ -275,7 +269,7 @@ static void queue_push(struct hc_push *p, const struct item *it)
 
 static void fetch_window(struct hc_push *p)
 {
-	int64_t from, want = clock_ns(CLOCK_REALTIME), to = want;
+	int64_t from, want = hc_clock_ns(CLOCK_REALTIME), to = want;
 	struct item it = {0};
 	char *buf = NULL;
 	size_t len = 0;
@@ -506,7 +500,7 @@ static void send_head(struct hc_push *p)
 	case OUT_SENT:
 		p->sent++;
 		p->bytes_sent += it->len;
-		p->last_success_ns = clock_ns(CLOCK_REALTIME);
+		p->last_success_ns = hc_clock_ns(CLOCK_REALTIME);
 		queue_pop(p);
 		break;
 	case OUT_REJECTED:
@@ -524,7 +518,7 @@ static void send_head(struct hc_push *p)
 		} else {
 			set_error(p, "attempt %u of %u: %s", it->attempts, p->max_attempts, why);
 			it->retry_at_ns =
-				clock_ns(CLOCK_MONOTONIC) + (int64_t)backoff_ns(p, it->attempts);
+				hc_clock_ns(CLOCK_MONOTONIC) + (int64_t)backoff_ns(p, it->attempts);
 		}
 		break;
 	case OUT_STOPPED:
@@ -536,13 +530,13 @@ static void send_head(struct hc_push *p)
 static void *run(void *arg)
 {
 	struct hc_push *p = arg;
-	int64_t next_fetch_ns = clock_ns(CLOCK_MONOTONIC) + (int64_t)p->interval_ns, now, until;
+	int64_t next_fetch_ns = hc_clock_ns(CLOCK_MONOTONIC) + (int64_t)p->interval_ns, now, until;
 	struct item *head;
 	struct timespec ts;
 
 	pthread_mutex_lock(&p->lock);
 	while (!atomic_load(&p->stop)) {
-		now = clock_ns(CLOCK_MONOTONIC);
+		now = hc_clock_ns(CLOCK_MONOTONIC);
 		if (now >= next_fetch_ns) {
 			pthread_mutex_unlock(&p->lock);
 			fetch_window(p);
@@ -672,7 +666,7 @@ struct hc_push *hc_push__new(const struct hc_push_opts *o, hc_push_fetch_fn fetc
 	if (err)
 		goto err_destroy;
 	/* The first window starts at a whole second so that windows line up with the store's. */
-	p->next_from_ns = clock_ns(CLOCK_REALTIME) / NS * NS;
+	p->next_from_ns = hc_clock_ns(CLOCK_REALTIME) / NS * NS;
 
 	err = -pthread_mutex_init(&p->lock, NULL);
 	if (err)

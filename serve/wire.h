@@ -28,7 +28,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "profile/profile.h"
+#include "profile/weights.h"
+#include "profile/tree.h"
 
 enum hc_wire_type {
 	HC_WIRE_FRAME = 1,

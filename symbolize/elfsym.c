@@ -13,6 +13,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "base/array.h"
+
 /* MiniDebugInfo is a few hundred KB even for big libraries; bound what a hostile file costs. */
 #define DEBUGDATA_MAX_BYTES (256u * 1024u * 1024u)
 #define XZ_MEMLIMIT_BYTES (128u * 1024u * 1024u)
@@ -69,15 +71,8 @@ static int add_sym(struct hc_elfsym *es, const char *name, const GElf_Sym *sym, 
 	struct esym *s;
 	int err;
 
-	if (es->nr == es->cap) {
-		size_t cap = es->cap ? es->cap * 2 : 256;
-		struct esym *n = realloc(es->syms, cap * sizeof(*n));
-
-		if (!n)
-			return -ENOMEM;
-		es->syms = n;
-		es->cap = cap;
-	}
+	if (es->nr == es->cap && hc_array_grow(es->syms, es->cap, es->nr + 1, 256))
+		return -ENOMEM;
 	s = &es->syms[es->nr];
 	s->addr = sym->st_value;
 	s->sized = sym->st_size != 0 && sym->st_value + sym->st_size > sym->st_value;

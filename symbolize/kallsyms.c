@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/array.h"
+
 /* kallsyms is ~10 MB on a distro kernel with many modules; refuse anything absurd. */
 #define KALLSYMS_MAX_BYTES (512u * 1024u * 1024u)
 
@@ -69,15 +71,9 @@ static int module_index(struct hc_kallsyms *ks, const char *name, size_t len, ui
 			return 0;
 		}
 	}
-	if (ks->nr_modules == ks->cap_modules) {
-		size_t cap = ks->cap_modules ? ks->cap_modules * 2 : 64;
-		uint32_t *n = realloc(ks->modules, cap * sizeof(*n));
-
-		if (!n)
-			return -ENOMEM;
-		ks->modules = n;
-		ks->cap_modules = cap;
-	}
+	if (ks->nr_modules == ks->cap_modules &&
+	    hc_array_grow(ks->modules, ks->cap_modules, ks->nr_modules + 1, 64))
+		return -ENOMEM;
 	err = hc_strpool__add(&ks->pool, name, len, &off);
 	if (err)
 		return err;
@@ -160,15 +156,8 @@ static int parse_line(struct hc_kallsyms *ks, const char *p, const char *end, bo
 	if (addr)
 		*nonzero = true;
 
-	if (ks->nr == ks->cap) {
-		size_t cap = ks->cap ? ks->cap * 2 : 4096;
-		struct ksym *n = realloc(ks->syms, cap * sizeof(*n));
-
-		if (!n)
-			return -ENOMEM;
-		ks->syms = n;
-		ks->cap = cap;
-	}
+	if (ks->nr == ks->cap && hc_array_grow(ks->syms, ks->cap, ks->nr + 1, 4096))
+		return -ENOMEM;
 	s = &ks->syms[ks->nr];
 	s->addr = addr;
 	s->module = module;

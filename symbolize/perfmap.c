@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/array.h"
+
 #define PERFMAP_MAX_BYTES (1024u * 1024u * 1024u)
 
 struct jit_sym {
@@ -73,15 +75,8 @@ static int parse_line(struct hc_perfmap *pm, const char *p, const char *end)
 		p++;
 	if (p == end || size == 0 || start + size < start)
 		return -EINVAL;
-	if (pm->nr == pm->cap) {
-		size_t cap = pm->cap ? pm->cap * 2 : 256;
-		struct jit_sym *n = realloc(pm->syms, cap * sizeof(*n));
-
-		if (!n)
-			return -ENOMEM;
-		pm->syms = n;
-		pm->cap = cap;
-	}
+	if (pm->nr == pm->cap && hc_array_grow(pm->syms, pm->cap, pm->nr + 1, 256))
+		return -ENOMEM;
 	s = &pm->syms[pm->nr];
 	s->start = start;
 	s->end = start + size;

@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/array.h"
+
 /* A process with a million mappings has ~100 MB of maps text; more is not a maps file. */
 #define MAPS_MAX_BYTES (256u * 1024u * 1024u)
 
@@ -139,16 +141,8 @@ struct hc_procmaps *hc_procmaps__parse(const char *buf, size_t len)
 			if (parse_line(p, eol, &m, &path, &path_len)) {
 				pm->bad_lines++;
 			} else {
-				if (pm->nr == cap) {
-					size_t ncap = cap ? cap * 2 : 64;
-					struct hc_mapping *n;
-
-					n = realloc(pm->maps, ncap * sizeof(*n));
-					if (!n)
-						goto err_free;
-					pm->maps = n;
-					cap = ncap;
-				}
+				if (pm->nr == cap && hc_array_grow(pm->maps, cap, pm->nr + 1, 64))
+					goto err_free;
 				if (path_len >= sizeof(DELETED_SUFFIX) - 1 &&
 				    !memcmp(path + path_len - (sizeof(DELETED_SUFFIX) - 1),
 					    DELETED_SUFFIX, sizeof(DELETED_SUFFIX) - 1)) {

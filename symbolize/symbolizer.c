@@ -30,6 +30,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/array.h"
+#include "base/hash.h"
+#include "base/intern.h"
+#include "base/time.h"
+
 /*
  * An address in no known mapping re-reads the process's maps (it may have dlopen'd or mmap'd
  * since the snapshot), but at most once per this interval per process: a stream of addresses
@@ -168,14 +173,6 @@ struct hc_symbolizer {
 	struct hc_interner strings;
 	struct hc_symbolizer_stats stats;
 };
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static char *dup_or_default(const char *s, const char *def)
 {
@@ -339,15 +336,9 @@ static int new_object(struct hc_symbolizer *sym, enum obj_kind kind, const char 
 
 	if (sym->nr_objs >= UINT32_MAX - 1)
 		return -E2BIG;
-	if (sym->nr_objs == sym->cap_objs) {
-		size_t cap = sym->cap_objs ? sym->cap_objs * 2 : 64;
-		struct object *n = realloc(sym->objs, cap * sizeof(*n));
-
-		if (!n)
-			return -ENOMEM;
-		sym->objs = n;
-		sym->cap_objs = cap;
-	}
+	if (sym->nr_objs == sym->cap_objs &&
+	    hc_array_grow(sym->objs, sym->cap_objs, sym->nr_objs + 1, 64))
+		return -ENOMEM;
 	o = &sym->objs[sym->nr_objs];
 	memset(o, 0, sizeof(*o));
 	o->kind = kind;
@@ -628,15 +619,9 @@ static int new_proc(struct hc_symbolizer *sym, uint32_t tgid, struct proc **out)
 	struct proc *p;
 	int err;
 
-	if (sym->nr_procs == sym->cap_procs) {
-		size_t cap = sym->cap_procs ? sym->cap_procs * 2 : 64;
-		struct proc *n = realloc(sym->procs, cap * sizeof(*n));
-
-		if (!n)
-			return -ENOMEM;
-		sym->procs = n;
-		sym->cap_procs = cap;
-	}
+	if (sym->nr_procs == sym->cap_procs &&
+	    hc_array_grow(sym->procs, sym->cap_procs, sym->nr_procs + 1, 64))
+		return -ENOMEM;
 	err = hc_keymap__put(&sym->proc_idx, tgid, 0, (uint32_t)sym->nr_procs);
 	if (err)
 		return err;
@@ -914,8 +899,9 @@ int hc_symbolizer__normalize(struct hc_symbolizer *sym, uint32_t tgid, uint64_t 
 	if (p && p->stale && !p->maps && p->last_reread_ns) {
 		/* Its maps could not be read (e.g. EACCES): retry on the same backoff as an
 		 * unknown address, not at every frame. */
-		uint64_t now = now_ns(), wait = p->reread_interval_ns ? p->reread_interval_ns
-								      : MAPS_REREAD_MIN_INTERVAL_NS;
+		uint64_t now = hc_mono_ns(), wait = p->reread_interval_ns
+							    ? p->reread_interval_ns
+							    : MAPS_REREAD_MIN_INTERVAL_NS;
 
 		if (now - p->last_reread_ns < wait)
 			return 0;
@@ -924,7 +910,7 @@ int hc_symbolizer__normalize(struct hc_symbolizer *sym, uint32_t tgid, uint64_t 
 						? wait * 2
 						: MAPS_REREAD_MAX_INTERVAL_NS;
 	} else if (p && p->stale && !p->maps) {
-		p->last_reread_ns = now_ns();
+		p->last_reread_ns = hc_mono_ns();
 	}
 	if (!p || p->stale) {
 		err = hc_symbolizer__add_process(sym, tgid, start_ns);
@@ -936,7 +922,7 @@ int hc_symbolizer__normalize(struct hc_symbolizer *sym, uint32_t tgid, uint64_t 
 	}
 	m = hc_procmaps__find(p->maps, ip);
 	if (!m && !p->gone) {
-		uint64_t now = now_ns();
+		uint64_t now = hc_mono_ns();
 
 		uint64_t wait =
 			p->reread_interval_ns ? p->reread_interval_ns : MAPS_REREAD_MIN_INTERVAL_NS;
@@ -1013,15 +999,9 @@ static int add_symtab(struct hc_symbolizer *sym, struct hc_elfsym *es, uint32_t 
 	size_t len;
 	uint64_t a, b;
 
-	if (sym->nr_symtabs == sym->cap_symtabs) {
-		size_t cap = sym->cap_symtabs ? sym->cap_symtabs * 2 : 32;
-		struct symtab *n = realloc(sym->symtabs, cap * sizeof(*n));
-
-		if (!n)
-			goto err_free;
-		sym->symtabs = n;
-		sym->cap_symtabs = cap;
-	}
+	if (sym->nr_symtabs == sym->cap_symtabs &&
+	    hc_array_grow(sym->symtabs, sym->cap_symtabs, sym->nr_symtabs + 1, 32))
+		goto err_free;
 	st = &sym->symtabs[sym->nr_symtabs];
 	memset(st, 0, sizeof(*st));
 	st->display = calloc(hc_elfsym__nr(es) ? hc_elfsym__nr(es) : 1, sizeof(*st->display));
@@ -1405,7 +1385,7 @@ static const struct inline_slot *inline_chain(struct hc_symbolizer *sym, const s
 			return NULL;
 		}
 	}
-	h = (loc->off * 0x9e3779b97f4a7c15ull) ^ ((uint64_t)loc->obj * 0xc2b2ae3d27d4eb4full);
+	h = (loc->off * HC_HASH_GOLDEN) ^ ((uint64_t)loc->obj * 0xc2b2ae3d27d4eb4full);
 	h = (h ^ (h >> 29)) & (INLINE_CACHE_SETS - 1);
 	set = &sym->inline_cache[h * INLINE_CACHE_WAYS];
 	for (int w = 0; w < INLINE_CACHE_WAYS; w++)

@@ -19,6 +19,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/array.h"
+#include "base/time.h"
+
 /* Objects one process maps executable that are reported, at most. */
 #define MAX_MODULES 1024
 
@@ -65,14 +68,6 @@ static const char *const end_names[HC_UNWIND_END_MAX] = {
 const char *hc_unwind_end_name(enum hc_unwind_end end)
 {
 	return (unsigned)end < HC_UNWIND_END_MAX ? end_names[end] : "unknown";
-}
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
 /* ---- libdwfl callbacks ---- */
@@ -275,15 +270,9 @@ static int get_session(struct hc_unwinder *u, uint32_t tgid, uint64_t start_ns,
 		}
 		session_release(s);
 	} else {
-		if (u->nr_sessions == u->cap_sessions) {
-			size_t cap = u->cap_sessions ? u->cap_sessions * 2 : 64;
-			struct session *n = realloc(u->sessions, cap * sizeof(*n));
-
-			if (!n)
-				return -ENOMEM;
-			u->sessions = n;
-			u->cap_sessions = cap;
-		}
+		if (u->nr_sessions == u->cap_sessions &&
+		    hc_array_grow(u->sessions, u->cap_sessions, u->nr_sessions + 1, 64))
+			return -ENOMEM;
 		err = hc_keymap__put(&u->session_idx, tgid, 0, (uint32_t)u->nr_sessions);
 		if (err)
 			return err;
@@ -315,7 +304,7 @@ int hc_unwinder__unwind(struct hc_unwinder *u, uint32_t tgid, uint64_t start_ns,
 			const struct hc_ucopy *c, uint64_t *pcs, size_t max, size_t *n,
 			enum hc_unwind_end *end)
 {
-	uint64_t t0 = mono_ns();
+	uint64_t t0 = hc_mono_ns();
 	struct session *s;
 	int err, r;
 
@@ -355,7 +344,7 @@ int hc_unwinder__unwind(struct hc_unwinder *u, uint32_t tgid, uint64_t start_ns,
 	u->stats.frames += *n;
 	u->stats.ends[*end]++;
 out:
-	u->stats.ns += mono_ns() - t0;
+	u->stats.ns += hc_mono_ns() - t0;
 	return err;
 }
 
@@ -379,16 +368,10 @@ int hc_unwinder__stash(struct hc_unwinder *u, uint32_t tgid, uint32_t tid, uint3
 		st = &u->stashes[idx];
 		free(st->pcs);
 	} else {
-		if (u->nr_stashes == u->cap_stashes) {
-			size_t cap = u->cap_stashes ? u->cap_stashes * 2 : 256;
-			struct stash *ns = realloc(u->stashes, cap * sizeof(*ns));
-
-			if (!ns) {
-				free(copy);
-				return -ENOMEM;
-			}
-			u->stashes = ns;
-			u->cap_stashes = cap;
+		if (u->nr_stashes == u->cap_stashes &&
+		    hc_array_grow(u->stashes, u->cap_stashes, u->nr_stashes + 1, 256)) {
+			free(copy);
+			return -ENOMEM;
 		}
 		err = hc_keymap__put(&u->stash_idx, tid, seq & 1, (uint32_t)u->nr_stashes);
 		if (err) {

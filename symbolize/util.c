@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/hash.h"
+
 int hc_strpool__add(struct hc_strpool *p, const char *s, size_t len, uint32_t *off)
 {
 	/* Offsets are 32-bit to keep symbol entries small; 4 GiB of names is not a real input. */
@@ -117,20 +119,10 @@ struct hc_keymap_slot {
 	uint32_t used;
 };
 
-static uint64_t mix64(uint64_t x)
-{
-	/* splitmix64 finalizer: tgids and inodes are sequential, spread them over the table. */
-	x ^= x >> 30;
-	x *= 0xbf58476d1ce4e5b9ull;
-	x ^= x >> 27;
-	x *= 0x94d049bb133111ebull;
-	x ^= x >> 31;
-	return x;
-}
-
 static size_t keymap_slot(const struct hc_keymap *m, uint64_t a, uint64_t b)
 {
-	size_t i = (size_t)mix64(a ^ mix64(b)) & (m->cap - 1);
+	/* tgids and inodes are sequential: spread them over the table. */
+	size_t i = (size_t)hc_hash_splitmix(a ^ hc_hash_splitmix(b)) & (m->cap - 1);
 
 	while (m->slots[i].used && (m->slots[i].a != a || m->slots[i].b != b))
 		i = (i + 1) & (m->cap - 1);
@@ -195,112 +187,6 @@ void hc_keymap__release(struct hc_keymap *m)
 {
 	free(m->slots);
 	memset(m, 0, sizeof(*m));
-}
-
-#define INTERN_CHUNK_BYTES (64u * 1024u)
-
-static uint64_t hash_str(const char *s, size_t len)
-{
-	uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a */
-	size_t i;
-
-	for (i = 0; i < len; i++) {
-		h ^= (unsigned char)s[i];
-		h *= 0x100000001b3ull;
-	}
-	return h;
-}
-
-static size_t intern_slot(const struct hc_interner *in, const char *s, size_t len)
-{
-	size_t i = (size_t)hash_str(s, len) & (in->cap - 1);
-
-	while (in->slots[i] && (strncmp(in->slots[i], s, len) || in->slots[i][len] != '\0'))
-		i = (i + 1) & (in->cap - 1);
-	return i;
-}
-
-static int intern_grow(struct hc_interner *in)
-{
-	const char **old = in->slots;
-	size_t old_cap = in->cap, i;
-
-	in->cap = old_cap ? old_cap * 2 : 256;
-	in->slots = calloc(in->cap, sizeof(*in->slots));
-	if (!in->slots) {
-		in->slots = old;
-		in->cap = old_cap;
-		return -ENOMEM;
-	}
-	for (i = 0; i < old_cap; i++) {
-		if (old[i])
-			in->slots[intern_slot(in, old[i], strlen(old[i]))] = old[i];
-	}
-	free(old);
-	return 0;
-}
-
-/* Bytes for a new string: from the current chunk, a new chunk, or (if huge) its own block. */
-static char *intern_alloc(struct hc_interner *in, size_t size)
-{
-	char **chunks;
-	char *p;
-
-	if (size <= in->cur_left) {
-		p = in->cur;
-		in->cur += size;
-		in->cur_left -= size;
-		return p;
-	}
-	chunks = realloc(in->chunks, (in->nr_chunks + 1) * sizeof(*chunks));
-	if (!chunks)
-		return NULL;
-	in->chunks = chunks;
-	/* A huge string gets its own block rather than wasting the rest of a chunk. */
-	if (size > INTERN_CHUNK_BYTES / 4) {
-		p = malloc(size);
-		if (p)
-			in->chunks[in->nr_chunks++] = p;
-		return p;
-	}
-	p = malloc(INTERN_CHUNK_BYTES);
-	if (!p)
-		return NULL;
-	in->chunks[in->nr_chunks++] = p;
-	in->cur = p + size;
-	in->cur_left = INTERN_CHUNK_BYTES - size;
-	return p;
-}
-
-const char *hc_interner__add(struct hc_interner *in, const char *s, size_t len)
-{
-	size_t i;
-	char *p;
-
-	if ((in->nr + 1) * 2 > in->cap && intern_grow(in))
-		return NULL;
-	i = intern_slot(in, s, len);
-	if (in->slots[i])
-		return in->slots[i];
-	p = intern_alloc(in, len + 1);
-	if (!p)
-		return NULL;
-	memcpy(p, s, len);
-	p[len] = '\0';
-	in->slots[i] = p;
-	in->nr++;
-	return p;
-}
-
-void hc_interner__release(struct hc_interner *in)
-{
-	size_t i;
-
-	for (i = 0; i < in->nr_chunks; i++)
-		free(in->chunks[i]);
-	free(in->chunks);
-	free(in->slots);
-	memset(in, 0, sizeof(*in));
 }
 
 int hc_parse_hex(const char **pp, const char *end, bool allow_0x, uint64_t *out)

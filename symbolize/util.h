@@ -66,21 +66,4 @@ int hc_keymap__put(struct hc_keymap *m, uint64_t a, uint64_t b, uint32_t val);
 int hc_keymap__get(const struct hc_keymap *m, uint64_t a, uint64_t b, uint32_t *val);
 void hc_keymap__release(struct hc_keymap *m);
 
-/*
- * String interner: equal strings share one copy that never moves and lives until
- * hc_interner__release(). Zeroed struct = empty.
- */
-struct hc_interner {
-	char **chunks;
-	size_t nr_chunks;
-	char *cur; /* free space in the newest chunk */
-	size_t cur_left;
-	const char **slots;
-	size_t cap, nr;
-};
-
-/* The interned copy of s[0..len), or NULL on allocation failure. */
-const char *hc_interner__add(struct hc_interner *in, const char *s, size_t len);
-void hc_interner__release(struct hc_interner *in);
-
 #endif

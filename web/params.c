@@ -6,30 +6,15 @@
 #include <errno.h>
 #include <limits.h>
 #include <netinet/in.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
 
-#include "cli/timespec.h"
+#include "base/timespec.h"
+#include "base/why.h"
 
 #define NSEC_PER_SEC 1000000000ll
 #define NSEC_PER_MSEC 1000000ll
-
-static int fail(int err, char *why, size_t why_len, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-
-static int fail(int err, char *why, size_t why_len, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (why && why_len) {
-		va_start(ap, fmt);
-		vsnprintf(why, why_len, fmt, ap);
-		va_end(ap);
-	}
-	return err;
-}
 
 static bool is_digit(char c)
 {
@@ -68,12 +53,12 @@ int hc_listen__parse(const char *spec, struct sockaddr_storage *ss, socklen_t *l
 		spec = HC_LISTEN_DEFAULT;
 	colon = strrchr(spec, ':');
 	if (!colon)
-		return fail(-EINVAL, why, why_len,
-			    "'%s' is not ADDR:PORT (e.g. 127.0.0.1:8080 or [::1]:8080)", spec);
+		return hc_why(-EINVAL, why, why_len,
+			      "'%s' is not ADDR:PORT (e.g. 127.0.0.1:8080 or [::1]:8080)", spec);
 	port_s = colon + 1;
 	if (parse_uint(port_s, 65535, &port))
-		return fail(-EINVAL, why, why_len, "'%s': the port must be a number 0..65535",
-			    spec);
+		return hc_why(-EINVAL, why, why_len, "'%s': the port must be a number 0..65535",
+			      spec);
 	host_len = (size_t)(colon - spec);
 	memset(ss, 0, sizeof(*ss));
 	if (host_len >= 2 && spec[0] == '[' && spec[host_len - 1] == ']') {
@@ -109,10 +94,10 @@ int hc_listen__parse(const char *spec, struct sockaddr_storage *ss, socklen_t *l
 	return 0;
 
 bad_addr:
-	return fail(-EINVAL, why, why_len,
-		    "'%s': the address must be an IPv4 address, [IPv6 address] or localhost "
-		    "(no host names)",
-		    spec);
+	return hc_why(-EINVAL, why, why_len,
+		      "'%s': the address must be an IPv4 address, [IPv6 address] or localhost "
+		      "(no host names)",
+		      spec);
 }
 
 int hc_listen__format(const struct sockaddr *sa, socklen_t len, char *out, size_t out_len)
@@ -271,7 +256,7 @@ int hc_param__time(const char *s, int64_t now_ns, int64_t *out_ns, char *why, si
 	int err;
 
 	if (!*s)
-		return fail(-EINVAL, why, why_len, "empty time");
+		return hc_why(-EINVAL, why, why_len, "empty time");
 	if (!strcmp(s, "now")) {
 		*out_ns = now_ns;
 		return 0;
@@ -282,30 +267,31 @@ int hc_param__time(const char *s, int64_t now_ns, int64_t *out_ns, char *why, si
 			goto bad;
 		err = hc_duration__parse(s + 1, &v, dwhy, sizeof(dwhy));
 		if (err)
-			return fail(err, why, why_len, "'%s': %s", s, dwhy);
+			return hc_why(err, why, why_len, "'%s': %s", s, dwhy);
 		if (now_ns < 0 || v > (uint64_t)now_ns)
-			return fail(-ERANGE, why, why_len, "'%s' is before 1970", s);
+			return hc_why(-ERANGE, why, why_len, "'%s' is before 1970", s);
 		*out_ns = now_ns - (int64_t)v;
 		return 0;
 	}
 	err = parse_uint(s, UINT64_MAX, &v);
 	if (err == 0 || err == -ERANGE) {
 		if (err || v > (uint64_t)(INT64_MAX / NSEC_PER_MSEC))
-			return fail(-ERANGE, why, why_len, "'%s' milliseconds is out of range", s);
+			return hc_why(-ERANGE, why, why_len, "'%s' milliseconds is out of range",
+				      s);
 		*out_ns = (int64_t)v * NSEC_PER_MSEC;
 		return 0;
 	}
 	err = parse_rfc3339(s, out_ns);
 	if (err == -ERANGE)
-		return fail(-ERANGE, why, why_len,
-			    "'%s' is not a valid date and time (or not in 1970..2262)", s);
+		return hc_why(-ERANGE, why, why_len,
+			      "'%s' is not a valid date and time (or not in 1970..2262)", s);
 	if (err == 0)
 		return 0;
 bad:
-	return fail(-EINVAL, why, why_len,
-		    "'%s' is not a time: use RFC 3339 (2026-11-22T10:00:00Z), unix milliseconds, "
-		    "-30s or now",
-		    s);
+	return hc_why(-EINVAL, why, why_len,
+		      "'%s' is not a time: use RFC 3339 (2026-11-22T10:00:00Z), unix milliseconds, "
+		      "-30s or now",
+		      s);
 }
 
 /* The other parameters -------------------------------------------------------------------- */
@@ -317,9 +303,9 @@ int hc_param__id(const char *s, uint32_t *out, char *why, size_t why_len)
 
 	err = parse_uint(s, INT_MAX, &v);
 	if (err == -ERANGE || (!err && v == 0))
-		return fail(-ERANGE, why, why_len, "'%s' is not in 1..%d", s, INT_MAX);
+		return hc_why(-ERANGE, why, why_len, "'%s' is not in 1..%d", s, INT_MAX);
 	if (err)
-		return fail(-EINVAL, why, why_len, "'%s' is not a decimal number", s);
+		return hc_why(-EINVAL, why, why_len, "'%s' is not a decimal number", s);
 	*out = (uint32_t)v;
 	return 0;
 }
@@ -329,13 +315,13 @@ int hc_param__comm(const char *s, char *why, size_t why_len)
 	size_t n = strlen(s);
 
 	if (n == 0 || n > HC_API_COMM_MAX)
-		return fail(-ERANGE, why, why_len, "a process name is 1..%d bytes, not %zu",
-			    HC_API_COMM_MAX, n);
+		return hc_why(-ERANGE, why, why_len, "a process name is 1..%d bytes, not %zu",
+			      HC_API_COMM_MAX, n);
 	for (size_t i = 0; i < n; i++) {
 		unsigned char c = (unsigned char)s[i];
 
 		if (c < 0x20 || c == 0x7f)
-			return fail(-EINVAL, why, why_len, "control character 0x%02x", c);
+			return hc_why(-EINVAL, why, why_len, "control character 0x%02x", c);
 	}
 	return 0;
 }
@@ -349,7 +335,7 @@ int hc_param__kind(const char *s, enum hc_api_kind *out, char *why, size_t why_l
 	else if (!strcmp(s, "off"))
 		*out = HC_API_KIND_OFF;
 	else
-		return fail(-EINVAL, why, why_len, "'%s' is not all, on or off", s);
+		return hc_why(-EINVAL, why, why_len, "'%s' is not all, on or off", s);
 	return 0;
 }
 
@@ -360,9 +346,10 @@ int hc_param__max_nodes(const char *s, size_t *out, char *why, size_t why_len)
 
 	err = parse_uint(s, HC_API_MAX_MAX_NODES, &v);
 	if (err == -ERANGE || (!err && v == 0))
-		return fail(-ERANGE, why, why_len, "'%s' is not in 1..%d", s, HC_API_MAX_MAX_NODES);
+		return hc_why(-ERANGE, why, why_len, "'%s' is not in 1..%d", s,
+			      HC_API_MAX_MAX_NODES);
 	if (err)
-		return fail(-EINVAL, why, why_len, "'%s' is not a decimal number", s);
+		return hc_why(-EINVAL, why, why_len, "'%s' is not a decimal number", s);
 	*out = (size_t)v;
 	return 0;
 }
@@ -374,9 +361,10 @@ int hc_param__seconds(const char *s, uint64_t *out_ns, char *why, size_t why_len
 
 	err = parse_uint(s, HC_PARAM_MAX_SECONDS, &v);
 	if (err == -ERANGE || (!err && v == 0))
-		return fail(-ERANGE, why, why_len, "'%s' is not in 1..%d", s, HC_PARAM_MAX_SECONDS);
+		return hc_why(-ERANGE, why, why_len, "'%s' is not in 1..%d", s,
+			      HC_PARAM_MAX_SECONDS);
 	if (err)
-		return fail(-EINVAL, why, why_len, "'%s' is not a whole number of seconds", s);
+		return hc_why(-EINVAL, why, why_len, "'%s' is not a whole number of seconds", s);
 	*out_ns = v * NSEC_PER_SEC;
 	return 0;
 }
@@ -388,12 +376,13 @@ int hc_param__step(const char *s, uint64_t *out_ns, char *why, size_t why_len)
 	int err;
 
 	if (!is_digit(s[0]))
-		return fail(-EINVAL, why, why_len, "'%s' is not a duration (e.g. 1s, 10s, 1m)", s);
+		return hc_why(-EINVAL, why, why_len, "'%s' is not a duration (e.g. 1s, 10s, 1m)",
+			      s);
 	err = hc_duration__parse(s, &v, dwhy, sizeof(dwhy));
 	if (err)
-		return fail(err, why, why_len, "%s", dwhy);
+		return hc_why(err, why, why_len, "%s", dwhy);
 	if (v % NSEC_PER_SEC)
-		return fail(-EINVAL, why, why_len, "'%s' is not a whole number of seconds", s);
+		return hc_why(-EINVAL, why, why_len, "'%s' is not a whole number of seconds", s);
 	*out_ns = v;
 	return 0;
 }
@@ -434,9 +423,9 @@ int hc_param__unescape(char *s, char *why, size_t why_len)
 		hi = hexval(r[1]);
 		lo = hi < 0 ? -1 : hexval(r[2]);
 		if (hi < 0 || lo < 0)
-			return fail(-EINVAL, why, why_len, "bad percent-encoding");
+			return hc_why(-EINVAL, why, why_len, "bad percent-encoding");
 		if (hi == 0 && lo == 0)
-			return fail(-EINVAL, why, why_len, "%%00 (a NUL byte)");
+			return hc_why(-EINVAL, why, why_len, "%%00 (a NUL byte)");
 		*w++ = (char)(hi << 4 | lo);
 		r += 2;
 	}
@@ -485,14 +474,14 @@ int hc_params__parse(unsigned int accepted, const struct hc_param_kv *kv, size_t
 		}
 		if (!bit || !(accepted & bit)) {
 			/* Echo at most 64 bytes of what the client sent: it may be anything. */
-			return fail(-EINVAL, why, why_len, "%.64s: unknown parameter for this path",
-				    key);
+			return hc_why(-EINVAL, why, why_len,
+				      "%.64s: unknown parameter for this path", key);
 		}
 		if (seen & bit)
-			return fail(-EINVAL, why, why_len, "%s: given more than once", key);
+			return hc_why(-EINVAL, why, why_len, "%s: given more than once", key);
 		seen |= bit;
 		if (!val || !*val)
-			return fail(-EINVAL, why, why_len, "%s: no value", key);
+			return hc_why(-EINVAL, why, why_len, "%s: no value", key);
 
 		err = 0;
 		switch (bit) {
@@ -528,42 +517,42 @@ int hc_params__parse(unsigned int accepted, const struct hc_param_kv *kv, size_t
 			break;
 		}
 		if (err)
-			return fail(-EINVAL, why, why_len, "%s: %s", key, pwhy);
+			return hc_why(-EINVAL, why, why_len, "%s: %s", key, pwhy);
 	}
 
 	if (accepted & HC_P_SECONDS) {
 		q->last_ns = HC_PARAM_DEFAULT_SECONDS * NSEC_PER_SEC;
 		if (seconds_s && hc_param__seconds(seconds_s, &q->last_ns, pwhy, sizeof(pwhy)))
-			return fail(-EINVAL, why, why_len, "seconds: %s", pwhy);
+			return hc_why(-EINVAL, why, why_len, "seconds: %s", pwhy);
 		q->to_ns = now_ns;
 		q->from_ns = now_ns - (int64_t)q->last_ns;
 		return 0;
 	}
 	q->to_ns = now_ns;
 	if (to_s && hc_param__time(to_s, now_ns, &q->to_ns, pwhy, sizeof(pwhy)))
-		return fail(-EINVAL, why, why_len, "to: %s", pwhy);
+		return hc_why(-EINVAL, why, why_len, "to: %s", pwhy);
 	if (from_s) {
 		if (hc_param__time(from_s, now_ns, &q->from_ns, pwhy, sizeof(pwhy)))
-			return fail(-EINVAL, why, why_len, "from: %s", pwhy);
+			return hc_why(-EINVAL, why, why_len, "from: %s", pwhy);
 	} else {
 		q->from_ns = q->to_ns > (int64_t)HC_API_DEFAULT_RANGE_NS
 				     ? q->to_ns - (int64_t)HC_API_DEFAULT_RANGE_NS
 				     : 0;
 	}
 	if (q->from_ns >= q->to_ns)
-		return fail(-EINVAL, why, why_len, "from: must be before to");
+		return hc_why(-EINVAL, why, why_len, "from: must be before to");
 
 	if (accepted & HC_P_STEP) {
 		uint64_t span = (uint64_t)(q->to_ns - q->from_ns);
 
 		q->step_ns = NSEC_PER_SEC;
 		if (step_s && hc_param__step(step_s, &q->step_ns, pwhy, sizeof(pwhy)))
-			return fail(-EINVAL, why, why_len, "step: %s", pwhy);
+			return hc_why(-EINVAL, why, why_len, "step: %s", pwhy);
 		if ((span + q->step_ns - 1) / q->step_ns > HC_PARAM_MAX_SLOTS)
-			return fail(-EINVAL, why, why_len,
-				    "step: the range would have more than %d slots; use a larger "
-				    "step or a shorter range",
-				    HC_PARAM_MAX_SLOTS);
+			return hc_why(-EINVAL, why, why_len,
+				      "step: the range would have more than %d slots; use a larger "
+				      "step or a shorter range",
+				      HC_PARAM_MAX_SLOTS);
 	}
 	return 0;
 }

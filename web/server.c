@@ -19,6 +19,7 @@
 
 #include <microhttpd.h>
 
+#include "base/time.h"
 #include "web/assets.h"
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
@@ -154,14 +155,6 @@ void hc_listen__close(struct hc_listen *l)
 
 /* The slow-request watchdog --------------------------------------------------------------- */
 
-static int64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000ll + ts.tv_nsec;
-}
-
 static struct watched *watched_of(struct MHD_Connection *c)
 {
 	const union MHD_ConnectionInfo *ci =
@@ -192,7 +185,7 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
 			return;
 		}
 		w->server = s;
-		w->since_ns = mono_ns();
+		w->since_ns = hc_clock_ns(CLOCK_MONOTONIC);
 		pthread_mutex_lock(&s->watch_lock);
 		w->next = s->watch_head;
 		if (w->next)
@@ -230,7 +223,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 		return;
 	pthread_mutex_lock(&s->watch_lock);
 	w->arrived = false;
-	w->since_ns = mono_ns();
+	w->since_ns = hc_clock_ns(CLOCK_MONOTONIC);
 	pthread_mutex_unlock(&s->watch_lock);
 }
 
@@ -263,7 +256,7 @@ static void *watchdog_main(void *arg)
 		tick_ns = 100000000ll;
 	pthread_mutex_lock(&s->watch_lock);
 	while (!s->watch_stop) {
-		int64_t now = mono_ns(), next = now + tick_ns;
+		int64_t now = hc_clock_ns(CLOCK_MONOTONIC), next = now + tick_ns;
 
 		for (struct watched *w = s->watch_head; w; w = w->next) {
 			if (w->arrived || w->cut || now - w->since_ns < s->deadline_ns)
@@ -505,11 +498,8 @@ static const struct route hist_route = {"/api/histograms/", ROUTE_HIST, HC_P_HIS
 
 static int64_t real_now_ns(void *ctx)
 {
-	struct timespec ts;
-
 	(void)ctx;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000000000ll + ts.tv_nsec;
+	return hc_clock_ns(CLOCK_REALTIME);
 }
 
 static enum MHD_Result answer(struct hc_server *s, struct MHD_Connection *c, const struct route *rt,

@@ -9,7 +9,11 @@
 
 #include <cmocka.h>
 
+#include "profile/encode.h"
 #include "profile/profile.h"
+#include "profile/stacktab.h"
+#include "profile/tree.h"
+#include "profile/weights.h"
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 

@@ -17,6 +17,8 @@
 #include <cmocka.h>
 
 #include "sampler/aggregate.h"
+#include "profile/profile.h"
+#include "profile/encode.h"
 
 #define PERIOD_NS 1001001ull
 

@@ -26,7 +26,10 @@
 #include <jansson.h>
 #include <microhttpd.h>
 
+#include "profile/weights.h"
+#include "profile/tree.h"
 #include "profile/profile.h"
+#include "profile/encode.h"
 #include "serve/push.h"
 #include "tests/pprof/pprof_read.h"
 

@@ -3,8 +3,8 @@
  * DTrace profile-n grammar for -F and the duration grammar for -d. Pure: fed strings,
  * returns numbers or a reason; the caller prints it.
  */
-#ifndef HOTCOLD_TIMESPEC_H
-#define HOTCOLD_TIMESPEC_H
+#ifndef HOTCOLD_BASE_TIMESPEC_H
+#define HOTCOLD_BASE_TIMESPEC_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -9,7 +9,7 @@
 
 #include <cmocka.h>
 
-#include "cli/timespec.h"
+#include "base/timespec.h"
 
 struct rate_case {
 	const char *spec;

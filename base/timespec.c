@@ -1,12 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0-only
-#include "cli/timespec.h"
+#include "base/timespec.h"
 
 #include <errno.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
+
+#include "base/why.h"
 
 #define NSEC_PER_SEC 1000000000ull
 #define HC_MAX_DURATION_NS (30ull * 86400 * NSEC_PER_SEC)
@@ -34,18 +35,6 @@ static const struct unit units[] = {
 	{"hz", 0},
 };
 
-static int fail(int err, char *why, size_t why_len, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (why && why_len) {
-		va_start(ap, fmt);
-		vsnprintf(why, why_len, fmt, ap);
-		va_end(ap);
-	}
-	return err;
-}
-
 /* Split "123suffix" into a number and a unit. `bare` is the unit of a bare number. */
 static int parse_spec(const char *spec, bool allow_hz, const struct unit *bare, uint64_t *n,
 		      const struct unit **unit, char *why, size_t why_len)
@@ -54,23 +43,23 @@ static int parse_spec(const char *spec, bool allow_hz, const struct unit *bare, 
 	uint64_t v = 0;
 
 	if (!spec || !*spec)
-		return fail(-EINVAL, why, why_len, "empty value");
+		return hc_why(-EINVAL, why, why_len, "empty value");
 	while (*p == ' ' || *p == '\t')
 		p++;
 	if (*p == '-')
-		return fail(-EDOM, why, why_len, "'%s' is negative: it must be a positive number",
-			    spec);
+		return hc_why(-EDOM, why, why_len, "'%s' is negative: it must be a positive number",
+			      spec);
 	if (*p == '+')
 		p++;
 	if (*p < '0' || *p > '9')
-		return fail(-EINVAL, why, why_len,
-			    "'%s' is not a number with an optional unit (e.g. 99, 99hz, 1ms)",
-			    spec);
+		return hc_why(-EINVAL, why, why_len,
+			      "'%s' is not a number with an optional unit (e.g. 99, 99hz, 1ms)",
+			      spec);
 	while (*p >= '0' && *p <= '9') {
 		unsigned d = (unsigned)(*p - '0');
 
 		if (v > (UINT64_MAX - d) / 10)
-			return fail(-ERANGE, why, why_len, "'%s' is too large", spec);
+			return hc_why(-ERANGE, why, why_len, "'%s' is too large", spec);
 		v = v * 10 + d;
 		p++;
 	}
@@ -85,12 +74,12 @@ static int parse_spec(const char *spec, bool allow_hz, const struct unit *bare, 
 			}
 		}
 		if (!*unit)
-			return fail(-EINVAL, why, why_len,
-				    "'%s': unknown unit '%s' (use ns, us, ms, s, m, h, d%s)", spec,
-				    p, allow_hz ? " or hz" : "");
+			return hc_why(-EINVAL, why, why_len,
+				      "'%s': unknown unit '%s' (use ns, us, ms, s, m, h, d%s)",
+				      spec, p, allow_hz ? " or hz" : "");
 	}
 	if (v == 0)
-		return fail(-EDOM, why, why_len, "'%s' is zero: it must be positive", spec);
+		return hc_why(-EDOM, why, why_len, "'%s' is zero: it must be positive", spec);
 	*n = v;
 	return 0;
 }
@@ -113,14 +102,15 @@ int hc_rate__parse(const char *spec, struct hc_rate *out, char *why, size_t why_
 			period = (NSEC_PER_SEC + n / 2) / n;
 	} else {
 		if (n > UINT64_MAX / unit->ns)
-			return fail(-ERANGE, why, why_len, "'%s' is too large", spec);
+			return hc_why(-ERANGE, why, why_len, "'%s' is too large", spec);
 		period = n * unit->ns;
 	}
 	if (period < HC_MIN_PERIOD_NS)
-		return fail(-ENOTSUP, why, why_len,
-			    "'%s' is faster than one sample per 200 us (5000 Hz): DTrace's profile "
-			    "provider floor, which hotcold enforces",
-			    spec);
+		return hc_why(
+			-ENOTSUP, why, why_len,
+			"'%s' is faster than one sample per 200 us (5000 Hz): DTrace's profile "
+			"provider floor, which hotcold enforces",
+			spec);
 	out->period_ns = period;
 	out->hz = (double)NSEC_PER_SEC / (double)period;
 	return 0;
@@ -130,10 +120,10 @@ int hc_rate__check_kernel_max(const struct hc_rate *rate, uint64_t max_hz, char 
 			      size_t why_len)
 {
 	if (max_hz && rate->hz > (double)max_hz)
-		return fail(-ERANGE, why, why_len,
-			    "%.0f Hz is above kernel.perf_event_max_sample_rate = %llu "
-			    "(/proc/sys/kernel/perf_event_max_sample_rate)",
-			    rate->hz, (unsigned long long)max_hz);
+		return hc_why(-ERANGE, why, why_len,
+			      "%.0f Hz is above kernel.perf_event_max_sample_rate = %llu "
+			      "(/proc/sys/kernel/perf_event_max_sample_rate)",
+			      rate->hz, (unsigned long long)max_hz);
 	return 0;
 }
 
@@ -148,7 +138,7 @@ int hc_duration__parse(const char *spec, uint64_t *ns, char *why, size_t why_len
 	if (err)
 		return err;
 	if (n > UINT64_MAX / unit->ns || n * unit->ns > HC_MAX_DURATION_NS)
-		return fail(-ERANGE, why, why_len, "'%s' is longer than 30 days", spec);
+		return hc_why(-ERANGE, why, why_len, "'%s' is longer than 30 days", spec);
 	*ns = n * unit->ns;
 	return 0;
 }
