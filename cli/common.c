@@ -11,6 +11,7 @@
 
 #include "bpf/sample.h"
 #include "cli/cli.h"
+#include "privsep/run.h"
 #include "profile/encode.h"
 
 void hc_common_args__init(struct hc_common_args *a)
@@ -250,11 +251,16 @@ int hc_format__write(const struct hc_profile *p, enum hc_format fmt, unsigned in
 
 int hc_child_exit_code(int status, const char *who)
 {
-	if (WIFEXITED(status))
-		return WEXITSTATUS(status);
-	hc_err("the %s ended by signal %d%s", who, WIFSIGNALED(status) ? WTERMSIG(status) : 0,
-	       WIFSIGNALED(status) && WTERMSIG(status) == SIGSYS
-		       ? " (a system call outside its seccomp allow-list)"
-		       : "");
-	return EX_SOFTWARE;
+	char why[128];
+	int rc = hc_privsep__exit_code(status, why, sizeof(why));
+
+	if (why[0])
+		hc_err("the %s %s", who, why);
+	return rc;
+}
+
+int hc_sandbox_refused(const char *prefix, int err, const char *why)
+{
+	hc_err("%s%s", prefix, why);
+	return hc_privsep__refused_exit_code(err);
 }

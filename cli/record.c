@@ -21,9 +21,9 @@
 #include "cli/output.h"
 #include "base/timespec.h"
 #include "privsep/broker.h"
-#include "privsep/sandbox.h"
-#include "profile/weights.h"
+#include "privsep/run.h"
 #include "profile/tree.h"
+#include "profile/weights.h"
 #include "profile/profile.h"
 #include "sampler/aggregate.h"
 #include "sampler/sampler.h"
@@ -692,139 +692,153 @@ out:
 	return rc;
 }
 
-int cmd_record(int argc, char **argv)
-{
-	struct record_cfg cfg = {0};
-	struct hc_sampler_opts popts = {0};
-	struct hc_sampler_callbacks cb;
-	struct hc_sampler *sampler = NULL;
-	struct hc_broker_stats bstats = {0};
-	struct hc_output out = {0};
-	struct hc_agg *agg = NULL; /* set by the worker, read by the callbacks */
-	char comm[HC_TASK_COMM_LEN];
-	int rc, err, status, sv[2] = {-1, -1}, line[2] = {-1, -1};
-	pid_t parent, child;
+/* The sandboxed worker's view of cmd_record's state. */
+struct record_split {
+	const struct record_cfg *cfg;
+	struct hc_sampler *sampler;
+	struct hc_agg **aggp; /* set by the worker, read by the callbacks */
+	struct hc_output *out;
+};
 
-	rc = parse_args(argc, argv, &cfg);
-	if (rc)
-		goto out;
-	/* From here on SIGINT/SIGTERM only end the capture early: the output, once opened, is
-	 * always committed or removed, never left half-made by the default action. */
-	hc_catch_stop_signals();
-	hc_libbpf_verbose(cfg.c.verbose);
-	for (size_t i = 0; i < cfg.n_tgids; i++) {
-		if (kill((pid_t)cfg.tgids[i], 0) != 0 && errno == ESRCH) {
-			hc_err("-p %u: no such process", cfg.tgids[i]);
-			rc = EX_NOINPUT;
-			goto out;
+static int record_worker_main(void *ctx, const struct hc_privsep_child *child)
+{
+	struct record_split *r = ctx;
+
+	return record_worker(r->cfg, r->sampler, r->aggp, r->out, child->broker_fd, child->stop_fd);
+}
+
+static int record_refused(void *ctx, int err, const char *why)
+{
+	(void)ctx;
+	return hc_sandbox_refused("", err, why);
+}
+
+/* Nothing to sample, or nothing to write to: 0, or an exit code after printing why. */
+static int record_prepare(const struct record_cfg *cfg, struct hc_output *out)
+{
+	int rc;
+
+	for (size_t i = 0; i < cfg->n_tgids; i++) {
+		if (kill((pid_t)cfg->tgids[i], 0) != 0 && errno == ESRCH) {
+			hc_err("-p %u: no such process", cfg->tgids[i]);
+			return EX_NOINPUT;
 		}
 	}
 	/* Create the output first: a bad path fails now, not after the capture. */
-	rc = hc_output__open(&out, cfg.output, time(NULL));
-	if (!rc && hc_format__refuse_tty(cfg.format, out.f))
+	rc = hc_output__open(out, cfg->output, time(NULL));
+	if (!rc && hc_format__refuse_tty(cfg->format, out->f))
 		rc = EX_USAGE;
-	if (rc)
-		goto out;
+	return rc;
+}
+
+/* Load and attach the BPF side, its records to *aggp once the worker sets it: 0, or an exit
+ * code after printing why. */
+static int record_load(const struct record_cfg *cfg, struct hc_agg **aggp,
+		       struct hc_sampler **samplerp)
+{
+	const struct hc_sampler_callbacks cb = {.sample = on_sample,
+						.exec = on_exec,
+						.offcpu = on_offcpu,
+						.thist = on_thist,
+						.waker = on_waker,
+						.ustack = on_ustack,
+						.lock = on_lock,
+						.ctx = aggp};
+	struct hc_sampler_opts popts = {
+		.period_ns = cfg->c.rate.period_ns,
+		.tgids = cfg->tgids,
+		.n_tgids = cfg->n_tgids,
+		.no_offcpu = cfg->c.no_offcpu,
+		.min_block_ns = cfg->c.min_block_ns,
+		.wakers = cfg->wakers,
+		.locks = cfg->locks,
+		.no_stack_reuse = cfg->c.no_stack_reuse,
+		.stack_budget = cfg->c.stack_budget,
+		.stack_copy_bytes = cfg->c.unwind_fp ? 0 : cfg->c.stack_copy_bytes,
+		.stack_copy_budget = cfg->c.copy_budget,
+	};
+	char comm[HC_TASK_COMM_LEN];
+	int err;
 
 	hc_raise_nofile_limit();
-	cb = (struct hc_sampler_callbacks){.sample = on_sample,
-					   .exec = on_exec,
-					   .offcpu = on_offcpu,
-					   .thist = on_thist,
-					   .waker = on_waker,
-					   .ustack = on_ustack,
-					   .lock = on_lock,
-					   .ctx = &agg};
-	popts.period_ns = cfg.c.rate.period_ns;
-	popts.tgids = cfg.tgids;
-	popts.n_tgids = cfg.n_tgids;
-	popts.no_offcpu = cfg.c.no_offcpu;
-	popts.min_block_ns = cfg.c.min_block_ns;
-	popts.wakers = cfg.wakers;
-	popts.locks = cfg.locks;
-	popts.no_stack_reuse = cfg.c.no_stack_reuse;
-	popts.stack_budget = cfg.c.stack_budget;
-	popts.stack_copy_bytes = cfg.c.unwind_fp ? 0 : cfg.c.stack_copy_bytes;
-	popts.stack_copy_budget = cfg.c.copy_budget;
-	if (cfg.comm) {
-		snprintf(comm, sizeof(comm), "%s", cfg.comm); /* the kernel's 15 bytes */
+	if (cfg->comm) {
+		snprintf(comm, sizeof(comm), "%s", cfg->comm); /* the kernel's 15 bytes */
 		popts.comm = comm;
 	}
-	sampler = hc_sampler__new(&popts, &cb);
-	if (!sampler) {
+	*samplerp = hc_sampler__new(&popts, &cb);
+	if (!*samplerp) {
 		err = errno;
 		hc_err("%s: %s", hc_sampler__last_error(), strerror(err));
-		rc = (err == EPERM || err == EACCES) ? EX_NOPERM : EX_UNAVAILABLE;
-		goto out;
+		return (err == EPERM || err == EACCES) ? EX_NOPERM : EX_UNAVAILABLE;
 	}
+	return 0;
+}
 
-	/* The split: from here everything that reads what users control runs in a child with
-	 * no privileges (privsep/); we keep the BPF objects alive and open files for it. */
-	err = hc_broker__socketpair(sv);
-	if (!err)
-		err = hc_stopline__new(line);
-	if (err) {
-		hc_err("socketpair: %s", strerror(-err));
-		rc = EX_OSERR;
-		goto out;
-	}
-	fflush(NULL);
-	parent = getpid();
-	child = fork();
-	if (child < 0) {
-		hc_err("fork: %s", strerror(errno));
-		rc = EX_OSERR;
-		goto out;
-	}
-	if (child == 0) {
-		char why[256];
+/*
+ * The split: from here everything that reads what users control runs in a child with no
+ * privileges (privsep/run.h); we keep the BPF objects alive and open files for it, then commit
+ * the output once it exited 0. Takes *samplerp (freed here). The exit code.
+ */
+static int record_split(const struct record_cfg *cfg, struct hc_sampler **samplerp,
+			struct hc_agg **aggp, struct hc_output *out)
+{
+	struct record_split r = {.cfg = cfg, .sampler = *samplerp, .aggp = aggp, .out = out};
+	const struct hc_privsep_opts opts = {
+		.sandbox = HC_SANDBOX_WORKER,
+		.user = cfg->user,
+		.broker = true,
+		.stop = &hc_stop_requested,
+		.close_fds = &out->lock_fd,
+		.n_close_fds = 1,
+		.refused = record_refused,
+	};
+	struct hc_privsep_result res;
+	char why[256];
+	int rc;
 
-		close(sv[0]);
-		close(line[1]);
-		/* The lock is the parent's to hold and release: were we to keep a copy, a next
-		 * capture could find it held for a moment after a SIGKILL and keep the killed
-		 * one's leftovers. */
-		if (out.lock_fd >= 0)
-			close(out.lock_fd);
-		/* A killed parent takes us along (PR_SET_PDEATHSIG, armed by the sandbox after
-		 * the drop): nothing outlives it holding its BPF objects. */
-		err = hc_sandbox__enter(HC_SANDBOX_WORKER, cfg.user, parent, why, sizeof(why));
-		if (err) {
-			hc_err("%s", why);
-			_exit(err == -ESRCH ? EX_OSERR : EX_NOPERM);
-		}
-		_exit(record_worker(&cfg, sampler, &agg, &out, sv[1], line[0]));
-	}
-	close(sv[1]);
-	sv[1] = -1;
-	close(line[0]);
-	line[0] = -1;
-	err = hc_broker__serve(sv[0], line[1], &hc_stop_requested, NULL, &bstats);
-	if (err)
-		hc_err("serving the sandboxed worker: %s", strerror(-err));
-	close(sv[0]);
-	sv[0] = -1;
-	while (waitpid(child, &status, 0) < 0 && errno == EINTR)
-		;
+	rc = hc_privsep__run(&opts, record_worker_main, &r, &res, why, sizeof(why));
+	if (res.broker_err)
+		hc_err("serving the sandboxed worker: %s", strerror(-res.broker_err));
 	/* Release programs, links and perf events before committing the output. */
-	hc_sampler__free(sampler);
-	sampler = NULL;
-	rc = hc_child_exit_code(status, "sandboxed worker");
+	hc_sampler__free(*samplerp);
+	*samplerp = NULL;
+	if (rc) {
+		hc_err("%s", why);
+		return EX_OSERR;
+	}
+	rc = hc_child_exit_code(res.status, "sandboxed worker");
 	if (!rc)
-		rc = hc_output__commit(&out);
-	if (cfg.c.verbose)
+		rc = hc_output__commit(out);
+	if (cfg->c.verbose)
 		fprintf(stderr,
 			"hotcold: broker: %llu requests, %llu descriptors passed, %llu refused\n",
-			(unsigned long long)bstats.requests, (unsigned long long)bstats.opened,
-			(unsigned long long)bstats.refused);
-out:
-	if (sv[0] >= 0)
-		close(sv[0]);
-	if (sv[1] >= 0)
-		close(sv[1]);
-	for (int i = 0; i < 2; i++)
-		if (line[i] >= 0)
-			close(line[i]);
+			(unsigned long long)res.broker.requests,
+			(unsigned long long)res.broker.opened,
+			(unsigned long long)res.broker.refused);
+	return rc;
+}
+
+int cmd_record(int argc, char **argv)
+{
+	struct record_cfg cfg = {0};
+	struct hc_sampler *sampler = NULL;
+	struct hc_output out = {0};
+	struct hc_agg *agg = NULL;
+	int rc;
+
+	rc = parse_args(argc, argv, &cfg);
+	if (!rc) {
+		/* From here on SIGINT/SIGTERM only end the capture early: the output, once
+		 * opened, is always committed or removed, never left half-made by the default
+		 * action. */
+		hc_catch_stop_signals();
+		hc_libbpf_verbose(cfg.c.verbose);
+		rc = record_prepare(&cfg, &out);
+	}
+	if (!rc)
+		rc = record_load(&cfg, &agg, &sampler);
+	if (!rc)
+		rc = record_split(&cfg, &sampler, &agg, &out);
 	hc_output__abort(&out);
 	hc_sampler__free(sampler);
 	free(cfg.tgids);

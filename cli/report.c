@@ -16,7 +16,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <sysexits.h>
 #include <time.h>
 #include <unistd.h>
@@ -26,7 +25,7 @@
 #include "cli/cli.h"
 #include "cli/output.h"
 #include "profile/hist.h"
-#include "privsep/sandbox.h"
+#include "privsep/run.h"
 #include "profile/weights.h"
 #include "profile/profile.h"
 #include "profile/encode.h"
@@ -262,42 +261,54 @@ out:
 	return rc;
 }
 
+static int report_worker(void *ctx, const struct hc_privsep_child *child)
+{
+	(void)child;
+	return report_child(ctx);
+}
+
+static int report_refused(void *ctx, int err, const char *why)
+{
+	(void)ctx;
+	return hc_sandbox_refused("report: ", err, why);
+}
+
 /*
  * Run report_child() in a forked child that becomes `user` (when root), with no capabilities,
  * NoNewPrivs and the worker allow-list. lock_fd (the output's lock, or -1) stays ours. The
  * child's exit code; 70 when a signal ended it.
  */
-static int run_sandboxed(const struct report_job *j, const char *user, int lock_fd)
+static int run_sandboxed(struct report_job *j, const char *user, int lock_fd)
 {
-	pid_t parent = getpid(), child;
-	int status;
+	const struct hc_privsep_opts opts = {
+		.sandbox = HC_SANDBOX_WORKER,
+		.user = user,
+		.close_fds = &lock_fd,
+		.n_close_fds = 1,
+		.refused = report_refused,
+	};
+	struct hc_privsep_result res;
+	char why[256];
 
-	fflush(NULL);
-	child = fork();
-	if (child < 0) {
-		hc_err("report: fork: %s", strerror(errno));
+	if (hc_privsep__run(&opts, report_worker, j, &res, why, sizeof(why))) {
+		hc_err("report: %s", why);
 		return EX_OSERR;
 	}
-	if (child == 0) {
-		char why[256];
-		int err;
-
-		if (lock_fd >= 0)
-			close(lock_fd);
-		err = hc_sandbox__enter(HC_SANDBOX_WORKER, user, parent, why, sizeof(why));
-		if (err) {
-			hc_err("report: %s", why);
-			_exit(err == -ESRCH ? EX_OSERR : EX_NOPERM);
-		}
-		_exit(report_child(j));
-	}
-	while (waitpid(child, &status, 0) < 0)
-		if (errno != EINTR)
-			return EX_OSERR;
-	return hc_child_exit_code(status, "report's parsing process");
+	return hc_child_exit_code(res.status, "report's parsing process");
 }
 
-int cmd_report(int argc, char **argv)
+/* What the command line asks for. */
+struct report_cfg {
+	const char *hist_name, *key, *output, *user;
+	enum hc_format format;
+	unsigned int weights;
+	bool diff, normalize, format_set, kind_set;
+	char **files; /* the operands: FILE, or BASE and NEW */
+	int n_files;
+};
+
+/* The options into cfg: 0, or an exit code after printing why. -h prints the usage and exits. */
+static int parse_args(int argc, char **argv, struct report_cfg *cfg)
 {
 	enum { OPT_HIST = 256, OPT_KEY, OPT_FORMAT, OPT_KIND, OPT_DIFF, OPT_NORMALIZE, OPT_USER };
 	static const struct option opts[] = {
@@ -312,144 +323,169 @@ int cmd_report(int argc, char **argv)
 		{"help", no_argument, NULL, 'h'},
 		{0},
 	};
-	const char *hist_name = NULL, *key = NULL, *output = NULL, *user = "nobody";
-	enum hc_format format = HC_FORMAT_FOLDED;
-	unsigned int weights = HC_W_ALL;
-	bool diff = false, normalize = false, format_set = false, kind_set = false;
-	struct report_job job = {0};
-	struct hc_output out = {.lock_fd = -1};
-	int c, rc = 0;
+	int c;
 
+	*cfg = (struct report_cfg){
+		.user = "nobody", .format = HC_FORMAT_FOLDED, .weights = HC_W_ALL};
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
 		switch (c) {
 		case OPT_HIST:
-			hist_name = optarg;
+			cfg->hist_name = optarg;
 			break;
 		case OPT_KEY:
-			key = optarg;
+			cfg->key = optarg;
 			break;
 		case OPT_FORMAT:
-			if (hc_format__parse(optarg, &format)) {
+			if (hc_format__parse(optarg, &cfg->format)) {
 				hc_err("report: --format %s: use folded, pprof, speedscope or json",
 				       optarg);
 				return EX_USAGE;
 			}
-			format_set = true;
+			cfg->format_set = true;
 			break;
 		case OPT_KIND:
-			if (hc_kind__parse(optarg, &weights)) {
+			if (hc_kind__parse(optarg, &cfg->weights)) {
 				hc_err("report: --kind %s: use all, on or off", optarg);
 				return EX_USAGE;
 			}
-			kind_set = true;
+			cfg->kind_set = true;
 			break;
 		case OPT_DIFF:
-			diff = true;
+			cfg->diff = true;
 			break;
 		case OPT_NORMALIZE:
-			normalize = true;
+			cfg->normalize = true;
 			break;
 		case 'o':
 			if (!*optarg) {
 				hc_err("report: -o: empty file name");
 				return EX_USAGE;
 			}
-			output = optarg;
+			cfg->output = optarg;
 			break;
 		case OPT_USER:
 			if (!*optarg) {
 				hc_err("report: --user: empty user name");
 				return EX_USAGE;
 			}
-			user = optarg;
+			cfg->user = optarg;
 			break;
 		case 'h':
 			usage(stdout);
-			return 0;
+			exit(0);
 		default:
 			usage(stderr);
 			return EX_USAGE;
 		}
 	}
+	cfg->files = argv + optind;
+	cfg->n_files = argc - optind;
+	return 0;
+}
 
-	if (hist_name || key) {
-		if (!hist_name) {
+/* The combination of options and operands: 0, or EX_USAGE after printing why. */
+static int check_args(const struct report_cfg *cfg)
+{
+	if (cfg->hist_name || cfg->key) {
+		if (!cfg->hist_name) {
 			hc_err("report: --key needs --hist NAME");
 			return EX_USAGE;
 		}
-		if (diff || format_set || kind_set || output || normalize) {
+		if (cfg->diff || cfg->format_set || cfg->kind_set || cfg->output ||
+		    cfg->normalize) {
 			hc_err("report: --hist prints a histogram; it takes no --diff, --format, "
 			       "--kind, --normalize or -o");
 			return EX_USAGE;
 		}
-		if (optind + 1 != argc) {
-			hc_err("report: give exactly one profile FILE (see hotcold report --help)");
-			return EX_USAGE;
-		}
-	} else if (diff) {
-		if (format_set && format != HC_FORMAT_FOLDED) {
+	} else if (cfg->diff) {
+		if (cfg->format_set && cfg->format != HC_FORMAT_FOLDED) {
 			hc_err("report: --diff writes differential folded stacks only (for pprof, "
 			       "convert both and use go tool pprof -diff_base)");
 			return EX_USAGE;
 		}
-		if (optind + 2 != argc) {
+		if (cfg->n_files != 2) {
 			hc_err("report: --diff takes two profiles, BASE and NEW");
 			return EX_USAGE;
 		}
+		return 0;
 	} else {
-		if (normalize) {
+		if (cfg->normalize) {
 			hc_err("report: --normalize applies to --diff");
 			return EX_USAGE;
 		}
-		if (kind_set && format == HC_FORMAT_JSON) {
+		if (cfg->kind_set && cfg->format == HC_FORMAT_JSON) {
 			hc_err("report: --kind selects what folded, pprof and speedscope carry; "
 			       "json "
 			       "carries every kind");
 			return EX_USAGE;
 		}
-		if (optind + 1 != argc) {
-			hc_err("report: give exactly one profile FILE (see hotcold report --help)");
-			return EX_USAGE;
-		}
 	}
+	if (cfg->n_files != 1) {
+		hc_err("report: give exactly one profile FILE (see hotcold report --help)");
+		return EX_USAGE;
+	}
+	return 0;
+}
 
+/* Open the inputs and create the output for the child: 0, or an exit code after printing
+ * why. What was opened is in job and out either way. */
+static int open_job(const struct report_cfg *cfg, struct report_job *job, struct hc_output *out)
+{
+	int rc;
+
+	job->hist_name = cfg->hist_name;
+	job->key = cfg->key;
+	job->format = cfg->format;
+	job->weights = cfg->weights;
+	job->diff = cfg->diff;
+	job->normalize = cfg->normalize;
+	for (int i = 0; i < cfg->n_files; i++) {
+		job->path[i] = cfg->files[i];
+		rc = open_input(job->path[i], &job->in[i]);
+		if (rc)
+			return rc;
+	}
+	if (cfg->hist_name) {
+		job->out = stdout;
+		job->out_name = "the histogram";
+		return 0;
+	}
+	/* Only the file is created here; a bad input still leaves nothing behind (the temporary
+	 * file is removed unless the child succeeds). */
+	rc = hc_output__open(out, cfg->output, time(NULL));
+	if (!rc && hc_format__refuse_tty(cfg->format, out->f))
+		rc = EX_USAGE;
+	if (rc)
+		return rc;
+	job->out = out->f;
+	job->out_name = out->path ? out->path : "the output";
+	return 0;
+}
+
+int cmd_report(int argc, char **argv)
+{
+	struct report_cfg cfg;
+	struct report_job job = {0};
+	struct hc_output out = {.lock_fd = -1};
+	int rc;
+
+	rc = parse_args(argc, argv, &cfg);
+	if (!rc)
+		rc = check_args(&cfg);
+	if (rc)
+		return rc;
 	/* SIGINT/SIGTERM: stop, remove what was begun, exit 130 (nothing written). */
 	hc_catch_stop_signals();
-	job.hist_name = hist_name;
-	job.key = key;
-	job.format = format;
-	job.weights = weights;
-	job.diff = diff;
-	job.normalize = normalize;
-	for (int i = 0; i < (diff ? 2 : 1); i++) {
-		job.path[i] = argv[optind + i];
-		rc = open_input(job.path[i], &job.in[i]);
-		if (rc)
-			goto out;
-	}
-	if (hist_name) {
-		job.out = stdout;
-		job.out_name = "the histogram";
-	} else {
-		/* Only the file is created here; a bad input still leaves nothing behind (the
-		 * temporary file is removed unless the child succeeds). */
-		rc = hc_output__open(&out, output, time(NULL));
-		if (!rc && hc_format__refuse_tty(format, out.f))
-			rc = EX_USAGE;
-		if (rc)
-			goto out;
-		job.out = out.f;
-		job.out_name = out.path ? out.path : "the output";
-	}
-	rc = run_sandboxed(&job, user, out.lock_fd);
+	rc = open_job(&cfg, &job, &out);
+	if (!rc)
+		rc = run_sandboxed(&job, cfg.user, out.lock_fd);
 	if (!rc && hc_stop_requested) {
 		hc_err("report: interrupted: nothing written");
 		rc = 130;
 	}
-	if (!rc && !hist_name)
+	if (!rc && !cfg.hist_name)
 		rc = hc_output__commit(&out);
-out:
 	hc_output__abort(&out);
 	for (int i = 0; i < 2; i++)
 		if (job.in[i])

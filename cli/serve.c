@@ -25,7 +25,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/wait.h>
 #include <sysexits.h>
 #include <time.h>
 #include <unistd.h>
@@ -35,7 +34,7 @@
 #include "serve/backend.h"
 #include "serve/collector.h"
 #include "privsep/broker.h"
-#include "privsep/sandbox.h"
+#include "privsep/run.h"
 #include "serve/push.h"
 #include "web/server.h"
 
@@ -251,8 +250,8 @@ static int push_fetch(void *ctx, int64_t from_ns, int64_t *to_ns, unsigned int w
 	return hc_backend__pprof(ctx, from_ns, to_ns, weights, buf, len);
 }
 
-/* The server process: unprivileged, the store and HTTP. Returns its exit code. */
-static int run_server(const struct serve_cfg *cfg, int sock, struct hc_listen *l, pid_t parent)
+/* The server process, sandboxed already: the store and HTTP. Returns its exit code. */
+static int run_server(const struct serve_cfg *cfg, int sock, struct hc_listen *l)
 {
 	/* --max-store bounds both stores: with --locks the lock store takes an eighth of it
 	 * (docs/serve.md#locks). Its on-CPU weights are spin ns per contention, not samples of a
@@ -273,14 +272,8 @@ static int run_server(const struct serve_cfg *cfg, int sock, struct hc_listen *l
 	struct hc_backend *b = NULL;
 	struct hc_server *srv = NULL;
 	struct hc_push *push = NULL;
-	char why[256];
 	int err, rc = 0;
 
-	err = hc_sandbox__enter(HC_SANDBOX_SERVER, cfg->user, parent, why, sizeof(why));
-	if (err) {
-		hc_err("server: %s", why);
-		return EX_NOPERM;
-	}
 	/* Long-lived and answering big queries now and then: big blocks (trees, response
 	 * buffers) go straight to mmap and back to the kernel when freed, and the pool threads
 	 * share two arenas instead of keeping one each. */
@@ -355,203 +348,239 @@ static int run_server(const struct serve_cfg *cfg, int sock, struct hc_listen *l
 	return rc;
 }
 
-/* Wait for the server up to timeout_ms, then kill it. Its exit status, or -1. */
-static int reap(pid_t child, int timeout_ms)
-{
-	int status;
-
-	for (int waited = 0;; waited += 10) {
-		pid_t r = waitpid(child, &status, WNOHANG);
-
-		if (r == child)
-			return status;
-		if (r < 0 && errno != EINTR)
-			return -1;
-		if (waited >= timeout_ms) {
-			kill(child, SIGKILL);
-			waitpid(child, &status, 0);
-			return status;
-		}
-		usleep(10000);
-	}
-}
-
 /* The worker's exit code when the server went away first (internal: the server's own exit
  * code is then passed on). */
 #define WORKER_PEER_GONE 100
 
-/* The collector worker: sandboxed, its files from the broker (copts.io), told to stop on
- * stop_fd. Never returns. */
-static void run_worker(const struct serve_cfg *cfg, struct hc_collector *coll, pid_t parent,
-		       int stop_fd)
+/* serve's three processes and what links them. */
+struct serve_procs {
+	const struct serve_cfg *cfg;
+	struct hc_listen l;
+	int sv[2]; /* the collector's batches to the server: sv[0] ours, then the worker's */
+	struct hc_privsep server; /* forked first, before any BPF object exists */
+	struct hc_privsep worker; /* the collector worker, with the broker and the stop line */
+	struct hc_broker_client bc;
+	struct hc_symbolizer_io io;
+	struct hc_collector *coll;
+	bool peer_gone; /* the server ended first: its exit code is ours */
+};
+
+static int server_main(void *ctx, const struct hc_privsep_child *child)
 {
+	struct serve_procs *sp = ctx;
+
+	(void)child;
+	return run_server(sp->cfg, sp->sv[1], &sp->l);
+}
+
+static int server_refused(void *ctx, int err, const char *why)
+{
+	(void)ctx;
+	(void)err;
+	hc_err("server: %s", why);
+	return EX_NOPERM;
+}
+
+/* The collector worker, sandboxed: its files from the broker (the collector's io), told to stop
+ * on the stop line. */
+static int worker_main(void *ctx, const struct hc_privsep_child *child)
+{
+	struct serve_procs *sp = ctx;
 	bool peer_gone = false;
+	int err;
+
+	err = hc_collector__run(sp->coll, &hc_stop_requested, child->stop_fd, &peer_gone);
+	if (err) {
+		hc_err("collector: %s", strerror(-err));
+		return EX_SOFTWARE;
+	}
+	/* Our copies of the BPF objects only: the parent releases the programs. */
+	hc_collector__free(sp->coll);
+	return peer_gone ? WORKER_PEER_GONE : 0;
+}
+
+static int worker_refused(void *ctx, int err, const char *why)
+{
+	(void)ctx;
+	return hc_sandbox_refused("collector: ", err, why);
+}
+
+/* Bind --listen and fork the HTTP server, which gets the socket and sv[1]. 0 or an exit code,
+ * having said why. */
+static int start_server(struct serve_procs *sp)
+{
+	const struct hc_privsep_opts opts = {
+		.sandbox = HC_SANDBOX_SERVER,
+		.user = sp->cfg->user,
+		.close_fds = &sp->sv[0],
+		.n_close_fds = 1,
+		.refused = server_refused,
+	};
 	char why[256];
 	int err;
 
-	/* A killed parent takes us along (PR_SET_PDEATHSIG, armed by the sandbox after the
-	 * drop): nothing outlives it holding its BPF objects. */
-	err = hc_sandbox__enter(HC_SANDBOX_WORKER, cfg->user, parent, why, sizeof(why));
+	err = hc_listen__open(sp->cfg->listen, &sp->l, why, sizeof(why));
 	if (err) {
-		hc_err("collector: %s", why);
-		_exit(err == -ESRCH ? EX_OSERR : EX_NOPERM);
+		hc_err("--listen %s: %s", sp->cfg->listen, why);
+		return err == -EINVAL ? EX_USAGE : EX_CANTCREAT;
 	}
-	err = hc_collector__run(coll, &hc_stop_requested, stop_fd, &peer_gone);
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp->sv)) {
+		hc_err("socketpair: %s", strerror(errno));
+		hc_listen__close(&sp->l);
+		return EX_OSERR;
+	}
+	hc_catch_stop_signals();
+	signal(SIGPIPE, SIG_IGN);
+	err = hc_privsep__init(&sp->server, &opts, why, sizeof(why));
+	if (!err)
+		err = hc_privsep__spawn(&sp->server, server_main, sp, why, sizeof(why));
+	hc_listen__close(&sp->l);
 	if (err) {
-		hc_err("collector: %s", strerror(-err));
-		_exit(EX_SOFTWARE);
+		hc_err("%s", why);
+		return EX_OSERR;
 	}
-	/* Our copies of the BPF objects only: the parent releases the programs. */
-	hc_collector__free(coll);
-	_exit(peer_gone ? WORKER_PEER_GONE : 0);
+	close(sp->sv[1]);
+	sp->sv[1] = -1;
+	return 0;
+}
+
+/* Load BPF: the collector, its symbolizer asking the broker the worker will be served. 0 or an
+ * exit code, having said why. */
+static int start_collector(struct serve_procs *sp)
+{
+	const struct serve_cfg *cfg = sp->cfg;
+	const struct hc_privsep_opts opts = {
+		.sandbox = HC_SANDBOX_WORKER,
+		.user = cfg->user,
+		.broker = true,
+		.stop = &hc_stop_requested,
+		.refused = worker_refused,
+	};
+	struct hc_collector_opts copts = {
+		.period_ns = cfg->c.rate.period_ns,
+		.frequency_hz = cfg->c.rate.hz,
+		.retention_s = cfg->retention_s,
+		.no_offcpu = cfg->c.no_offcpu,
+		.min_block_ns = cfg->c.min_block_ns,
+		.stack_budget = cfg->c.stack_budget,
+		.no_stack_reuse = cfg->c.no_stack_reuse,
+		.no_demangle = cfg->c.no_demangle,
+		.no_inline = cfg->c.no_inline,
+		.locks = cfg->locks,
+		.unwind_fp = cfg->c.unwind_fp,
+		.stack_copy_bytes = cfg->c.stack_copy_bytes,
+		.copy_budget = cfg->c.copy_budget_given ? cfg->c.copy_budget : HC_SERVE_COPY_BUDGET,
+		.fd = sp->sv[0],
+		.io = &sp->io,
+	};
+	const char *what = NULL;
+	char why[256];
+	int err;
+
+	if (hc_privsep__init(&sp->worker, &opts, why, sizeof(why))) {
+		hc_err("%s", why);
+		return EX_OSERR;
+	}
+	sp->bc.sock = sp->worker.child_broker_fd;
+	hc_broker_client__io(&sp->bc, &sp->io);
+	hc_raise_nofile_limit();
+	sp->coll = hc_collector__new(&copts, &what);
+	if (!sp->coll) {
+		err = errno;
+		hc_err("%s: %s", what, strerror(err));
+		return (err == EPERM || err == EACCES) ? EX_NOPERM : EX_UNAVAILABLE;
+	}
+	return 0;
+}
+
+/* The URL is printed once the HTTP process answers: if it could not drop its privileges or
+ * start, it has said why, and its exit code is ours. false when it is gone. */
+static bool server_answers(struct serve_procs *sp)
+{
+	struct pollfd p = {.fd = sp->sv[0], .events = POLLIN};
+	char ready = 0;
+	int err;
+
+	while ((err = poll(&p, 1, 10000)) < 0 && errno == EINTR && !hc_stop_requested)
+		;
+	return !(err > 0 && read(sp->sv[0], &ready, 1) != 1);
+}
+
+/* Fork the collector worker, serve its broker until it ends. Its exit code. */
+static int run_collector(struct serve_procs *sp)
+{
+	const struct serve_cfg *cfg = sp->cfg;
+	struct hc_privsep_result res;
+	char why[256];
+	int rc;
+
+	if (hc_privsep__spawn(&sp->worker, worker_main, sp, why, sizeof(why))) {
+		hc_err("%s", why);
+		return EX_OSERR;
+	}
+	/* The worker alone talks to the server now. */
+	close(sp->sv[0]);
+	sp->sv[0] = -1;
+	fprintf(stderr,
+		"hotcold: serving http://%s/ (sampling %g Hz on every CPU%s%s; keeping %llu s)\n",
+		sp->l.addr, cfg->c.rate.hz, cfg->c.no_offcpu ? "" : ", off-CPU time too",
+		cfg->locks ? ", lock contention" : "", (unsigned long long)cfg->retention_s);
+	if (hc_privsep__wait(&sp->worker, -1, &res, why, sizeof(why))) {
+		hc_err("%s", why);
+		return EX_OSERR;
+	}
+	if (res.broker_err)
+		hc_err("serving the collector: %s", strerror(-res.broker_err));
+	rc = hc_child_exit_code(res.status, "collector worker");
+	if (rc == WORKER_PEER_GONE) {
+		sp->peer_gone = true;
+		rc = 0;
+	}
+	if (cfg->c.verbose)
+		fprintf(stderr,
+			"hotcold: broker: %llu requests, %llu descriptors passed, %llu refused\n",
+			(unsigned long long)res.broker.requests,
+			(unsigned long long)res.broker.opened,
+			(unsigned long long)res.broker.refused);
+	return rc;
+}
+
+/* BPF released before anything else, then the server told (EOF) and reaped (killed after
+ * 1.5 s). The exit code: rc, or the server's when it ended on its own first. */
+static int stop_all(struct serve_procs *sp, int rc)
+{
+	struct hc_privsep_result res;
+	char why[256];
+
+	hc_collector__free(sp->coll);
+	hc_privsep__close(&sp->worker);
+	if (sp->sv[0] >= 0)
+		close(sp->sv[0]);
+	hc_privsep__wait(&sp->server, 1500, &res, why, sizeof(why));
+	hc_privsep__close(&sp->server);
+	/* The server ended on its own: its exit code (it said why), or 70 for a crash. */
+	if (!rc && sp->peer_gone && !hc_stop_requested)
+		rc = hc_child_exit_code(res.status, "HTTP server");
+	return rc;
 }
 
 int cmd_serve(int argc, char **argv)
 {
 	struct serve_cfg cfg = {0};
-	struct hc_collector_opts copts = {0};
-	struct hc_collector *coll = NULL;
-	struct hc_broker_stats bstats = {0};
-	struct hc_broker_client bc = {.sock = -1};
-	struct hc_symbolizer_io io;
-	struct hc_listen l = {.fd = -1};
-	const char *what = NULL;
-	bool peer_gone = false;
-	char why[256];
-	int sv[2], bv[2] = {-1, -1}, line[2] = {-1, -1}, rc, err, status;
-	pid_t child, worker = -1, self = getpid();
+	struct serve_procs sp = {.cfg = &cfg, .l = {.fd = -1}, .sv = {-1, -1}};
+	int rc;
 
 	rc = parse_args(argc, argv, &cfg);
 	if (rc)
 		return rc;
 	hc_libbpf_verbose(cfg.c.verbose);
-	err = hc_listen__open(cfg.listen, &l, why, sizeof(why));
-	if (err) {
-		hc_err("--listen %s: %s", cfg.listen, why);
-		return err == -EINVAL ? EX_USAGE : EX_CANTCREAT;
-	}
-	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv)) {
-		hc_err("socketpair: %s", strerror(errno));
-		hc_listen__close(&l);
-		return EX_OSERR;
-	}
-	hc_catch_stop_signals();
-	signal(SIGPIPE, SIG_IGN);
-
-	fflush(NULL);
-	child = fork();
-	if (child < 0) {
-		hc_err("fork: %s", strerror(errno));
-		hc_listen__close(&l);
-		return EX_OSERR;
-	}
-	if (child == 0) {
-		close(sv[0]);
-		_exit(run_server(&cfg, sv[1], &l, self));
-	}
-	close(sv[1]);
-	hc_listen__close(&l);
-
-	err = hc_broker__socketpair(bv);
-	if (!err)
-		err = hc_stopline__new(line);
-	if (err) {
-		hc_err("socketpair: %s", strerror(-err));
-		rc = EX_OSERR;
-		goto out;
-	}
-	bc.sock = bv[1];
-	hc_broker_client__io(&bc, &io);
-	copts.period_ns = cfg.c.rate.period_ns;
-	copts.frequency_hz = cfg.c.rate.hz;
-	copts.retention_s = cfg.retention_s;
-	copts.no_offcpu = cfg.c.no_offcpu;
-	copts.min_block_ns = cfg.c.min_block_ns;
-	copts.stack_budget = cfg.c.stack_budget;
-	copts.no_stack_reuse = cfg.c.no_stack_reuse;
-	copts.no_demangle = cfg.c.no_demangle;
-	copts.no_inline = cfg.c.no_inline;
-	copts.locks = cfg.locks;
-	copts.unwind_fp = cfg.c.unwind_fp;
-	copts.stack_copy_bytes = cfg.c.stack_copy_bytes;
-	copts.copy_budget = cfg.c.copy_budget_given ? cfg.c.copy_budget : HC_SERVE_COPY_BUDGET;
-	copts.fd = sv[0];
-	copts.io = &io;
-	hc_raise_nofile_limit();
-	coll = hc_collector__new(&copts, &what);
-	if (!coll) {
-		err = errno;
-		hc_err("%s: %s", what, strerror(err));
-		rc = (err == EPERM || err == EACCES) ? EX_NOPERM : EX_UNAVAILABLE;
-		goto out;
-	}
-	/* The URL is printed once the HTTP process answers: if it could not drop its privileges
-	 * or start, it has said why, and its exit code is ours. */
-	{
-		struct pollfd p = {.fd = sv[0], .events = POLLIN};
-		char ready = 0;
-
-		while ((err = poll(&p, 1, 10000)) < 0 && errno == EINTR && !hc_stop_requested)
-			;
-		if (err > 0 && read(sv[0], &ready, 1) != 1) {
-			peer_gone = true;
-			goto out;
-		}
-	}
-	if (hc_stop_requested)
-		goto out;
-	fflush(NULL);
-	worker = fork();
-	if (worker < 0) {
-		hc_err("fork: %s", strerror(errno));
-		rc = EX_OSERR;
-		goto out;
-	}
-	if (worker == 0) {
-		close(bv[0]);
-		close(line[1]);
-		run_worker(&cfg, coll, self, line[0]);
-	}
-	close(bv[1]);
-	bv[1] = -1;
-	close(line[0]);
-	line[0] = -1;
-	/* The worker alone talks to the server now. */
-	close(sv[0]);
-	sv[0] = -1;
-	fprintf(stderr,
-		"hotcold: serving http://%s/ (sampling %g Hz on every CPU%s%s; keeping %llu s)\n",
-		l.addr, cfg.c.rate.hz, cfg.c.no_offcpu ? "" : ", off-CPU time too",
-		cfg.locks ? ", lock contention" : "", (unsigned long long)cfg.retention_s);
-	err = hc_broker__serve(bv[0], line[1], &hc_stop_requested, NULL, &bstats);
-	if (err)
-		hc_err("serving the collector: %s", strerror(-err));
-	while (waitpid(worker, &status, 0) < 0 && errno == EINTR)
-		;
-	rc = hc_child_exit_code(status, "collector worker");
-	if (rc == WORKER_PEER_GONE) {
-		peer_gone = true;
-		rc = 0;
-	}
-	if (cfg.c.verbose)
-		fprintf(stderr,
-			"hotcold: broker: %llu requests, %llu descriptors passed, %llu refused\n",
-			(unsigned long long)bstats.requests, (unsigned long long)bstats.opened,
-			(unsigned long long)bstats.refused);
-out:
-	/* BPF released before anything else, then the server told (EOF) and reaped. */
-	hc_collector__free(coll);
-	for (int i = 0; i < 2; i++) {
-		if (bv[i] >= 0)
-			close(bv[i]);
-		if (line[i] >= 0)
-			close(line[i]);
-	}
-	if (sv[0] >= 0)
-		close(sv[0]);
-	status = reap(child, 1500);
-	/* The server ended on its own: its exit code (it said why), or 70 for a crash. */
-	if (!rc && peer_gone && !hc_stop_requested)
-		rc = hc_child_exit_code(status, "HTTP server");
-	return rc;
+	rc = start_server(&sp);
+	if (rc)
+		return rc;
+	rc = start_collector(&sp);
+	if (!rc && !server_answers(&sp))
+		sp.peer_gone = true;
+	else if (!rc && !hc_stop_requested)
+		rc = run_collector(&sp);
+	return stop_all(&sp, rc);
 }
