@@ -25,7 +25,10 @@
 
 #include "failalloc.h"
 #include "profile/hist.h"
+#include "profile/encode.h"
 #include "profile/profile.h"
+#include "profile/stacktab.h"
+#include "profile/tree.h"
 #include "profile/store.h"
 #include "serve/wire.h"
 
