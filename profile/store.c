@@ -1209,9 +1209,9 @@ static size_t frame_hash(const struct frame *f)
 	uint64_t h = (uint64_t)(uintptr_t)f->name * HC_HASH_GOLDEN;
 
 	h ^= (uint64_t)(uintptr_t)f->module + 0x632be59bd9b4e019ull + (h << 6) + (h >> 2);
-	h ^= f->id * 0xc2b2ae3d27d4eb4full + (h << 6) + (h >> 2);
-	h ^= (uint64_t)f->offset * 0x165667b19e3779f9ull + f->kind + ((uint64_t)f->inlined << 8) +
-	     (h << 6) + (h >> 2);
+	h ^= f->id * HC_XXH_P2 + (h << 6) + (h >> 2);
+	h ^= (uint64_t)f->offset * HC_XXH_P3 + f->kind + ((uint64_t)f->inlined << 8) + (h << 6) +
+	     (h >> 2);
 	return (size_t)(h ^ (h >> 31));
 }
 

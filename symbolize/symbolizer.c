@@ -1385,7 +1385,7 @@ static const struct inline_slot *inline_chain(struct hc_symbolizer *sym, const s
 			return NULL;
 		}
 	}
-	h = (loc->off * HC_HASH_GOLDEN) ^ ((uint64_t)loc->obj * 0xc2b2ae3d27d4eb4full);
+	h = (loc->off * HC_HASH_GOLDEN) ^ ((uint64_t)loc->obj * HC_XXH_P2);
 	h = (h ^ (h >> 29)) & (INLINE_CACHE_SETS - 1);
 	set = &sym->inline_cache[h * INLINE_CACHE_WAYS];
 	for (int w = 0; w < INLINE_CACHE_WAYS; w++)

@@ -10,11 +10,9 @@
 #include <string.h>
 #include <strings.h>
 
+#include "base/time.h"
 #include "base/timespec.h"
 #include "base/why.h"
-
-#define NSEC_PER_SEC 1000000000ll
-#define NSEC_PER_MSEC 1000000ll
 
 static bool is_digit(char c)
 {
@@ -205,7 +203,7 @@ static int parse_rfc3339(const char *s, int64_t *out_ns)
 	    !take_digits(&p, 2, &sec))
 		return -EINVAL;
 	if (*p == '.') {
-		int64_t scale = NSEC_PER_SEC;
+		int64_t scale = HC_NSEC_PER_SEC;
 		int n = 0;
 
 		p++;
@@ -243,9 +241,9 @@ static int parse_rfc3339(const char *s, int64_t *out_ns)
 		off_s = sign * (int64_t)(oh * 3600 + om * 60);
 	secs = days_from_civil(year, mon, day) * 86400 + hour * 3600 + min * 60 + sec - off_s;
 	/* years 0000..9999 cannot overflow int64 seconds; ns can. */
-	if (secs < 0 || secs > (INT64_MAX - frac_ns) / NSEC_PER_SEC)
+	if (secs < 0 || secs > (INT64_MAX - frac_ns) / HC_NSEC_PER_SEC)
 		return -ERANGE;
-	*out_ns = secs * NSEC_PER_SEC + frac_ns;
+	*out_ns = secs * HC_NSEC_PER_SEC + frac_ns;
 	return 0;
 }
 
@@ -275,10 +273,10 @@ int hc_param__time(const char *s, int64_t now_ns, int64_t *out_ns, char *why, si
 	}
 	err = parse_uint(s, UINT64_MAX, &v);
 	if (err == 0 || err == -ERANGE) {
-		if (err || v > (uint64_t)(INT64_MAX / NSEC_PER_MSEC))
+		if (err || v > (uint64_t)(INT64_MAX / HC_NSEC_PER_MSEC))
 			return hc_why(-ERANGE, why, why_len, "'%s' milliseconds is out of range",
 				      s);
-		*out_ns = (int64_t)v * NSEC_PER_MSEC;
+		*out_ns = (int64_t)v * HC_NSEC_PER_MSEC;
 		return 0;
 	}
 	err = parse_rfc3339(s, out_ns);
@@ -365,7 +363,7 @@ int hc_param__seconds(const char *s, uint64_t *out_ns, char *why, size_t why_len
 			      HC_PARAM_MAX_SECONDS);
 	if (err)
 		return hc_why(-EINVAL, why, why_len, "'%s' is not a whole number of seconds", s);
-	*out_ns = v * NSEC_PER_SEC;
+	*out_ns = v * HC_NSEC_PER_SEC;
 	return 0;
 }
 
@@ -381,7 +379,7 @@ int hc_param__step(const char *s, uint64_t *out_ns, char *why, size_t why_len)
 	err = hc_duration__parse(s, &v, dwhy, sizeof(dwhy));
 	if (err)
 		return hc_why(err, why, why_len, "%s", dwhy);
-	if (v % NSEC_PER_SEC)
+	if (v % HC_NSEC_PER_SEC)
 		return hc_why(-EINVAL, why, why_len, "'%s' is not a whole number of seconds", s);
 	*out_ns = v;
 	return 0;
@@ -521,7 +519,7 @@ int hc_params__parse(unsigned int accepted, const struct hc_param_kv *kv, size_t
 	}
 
 	if (accepted & HC_P_SECONDS) {
-		q->last_ns = HC_PARAM_DEFAULT_SECONDS * NSEC_PER_SEC;
+		q->last_ns = HC_PARAM_DEFAULT_SECONDS * HC_NSEC_PER_SEC;
 		if (seconds_s && hc_param__seconds(seconds_s, &q->last_ns, pwhy, sizeof(pwhy)))
 			return hc_why(-EINVAL, why, why_len, "seconds: %s", pwhy);
 		q->to_ns = now_ns;
@@ -545,7 +543,7 @@ int hc_params__parse(unsigned int accepted, const struct hc_param_kv *kv, size_t
 	if (accepted & HC_P_STEP) {
 		uint64_t span = (uint64_t)(q->to_ns - q->from_ns);
 
-		q->step_ns = NSEC_PER_SEC;
+		q->step_ns = HC_NSEC_PER_SEC;
 		if (step_s && hc_param__step(step_s, &q->step_ns, pwhy, sizeof(pwhy)))
 			return hc_why(-EINVAL, why, why_len, "step: %s", pwhy);
 		if ((span + q->step_ns - 1) / q->step_ns > HC_PARAM_MAX_SLOTS)
