@@ -129,16 +129,19 @@ static void test_strftime_name(void **state)
  * next capture of that name removes what the killed one left. */
 static void test_signals(void **state)
 {
-	char path[600], list[1024];
-	char *argv[] = {(char *)hotcold, "record", "-d", "30s", "-o", path, NULL};
+	char path[600], list[1024], err[600];
+	char *argv[] = {(char *)hotcold, "record", "-v", "-d", "30s", "-o", path, NULL};
 	int fd, rc;
 	pid_t pid;
 	json_t *j;
 
 	(void)state;
 	snprintf(path, sizeof(path), "%s/term.json", dir);
-	pid = e2e_spawn(argv, &fd, "/dev/null");
+	snprintf(err, sizeof(err), "%s/term.err", dir);
+	pid = e2e_spawn(argv, &fd, err);
 	assert_true(pid > 0);
+	/* 3 s of an open window (loading before it takes longer on a loaded machine) */
+	assert_true(e2e_wait_text(err, "the window is open", 20000));
 	sleep(3);
 	kill(pid, SIGTERM);
 	rc = e2e_wait(pid, 20000);
@@ -149,6 +152,7 @@ static void test_signals(void **state)
 	assert_true(e2e_u64(j, "duration_ns") > 2000000000ull);
 	assert_true(e2e_u64(j, "duration_ns") < 20000000000ull);
 	json_decref(j);
+	unlink(err);
 	assert_int_equal(e2e_list_dir(dir, NULL, list, sizeof(list)), 1);
 	unlink(path);
 
