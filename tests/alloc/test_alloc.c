@@ -679,10 +679,9 @@ static char *store_dump(const struct hc_store *st)
 	return dump(doc);
 }
 
-static struct hc_store *store_build(bool retry)
+static struct hc_store *store_build(const struct hc_store_opts *opts, bool retry)
 {
-	struct hc_store_opts opts = {.period_ns = 1000};
-	struct hc_store *st = hc_store__new(&opts);
+	struct hc_store *st = hc_store__new(opts);
 
 	if (!st) {
 		assert_int_equal(errno, ENOMEM);
@@ -711,30 +710,87 @@ static struct hc_store *store_build(bool retry)
 	return st;
 }
 
-static void test_alloc_store(void **state)
+/* Per second of st: on-CPU ns, off-CPU ns, samples. */
+static void store_seconds(const struct hc_store *st, uint64_t out[STORE_SECONDS][3])
 {
-	struct hc_store *ref = store_build(false);
+	struct hc_store_slot *slots;
+	size_t n;
+
+	assert_int_equal(hc_store__timeline(st, 0, STORE_SECONDS, 1, &slots, &n), 0);
+	assert_int_equal(n, STORE_SECONDS);
+	for (size_t i = 0; i < n; i++) {
+		out[i][0] = slots[i].on_cpu_ns;
+		out[i][1] = slots[i].off_cpu_ns;
+		out[i][2] = slots[i].samples;
+	}
+	free(slots);
+}
+
+/*
+ * The store built under failures. With room to spare, it must answer every query as the
+ * reference does. Under a memory cap that makes seals collect and evict, which seconds go
+ * depends on the memory held at each seal, and a seal that failed half way holds other
+ * amounts: each second must then be whole (as a store without a cap has it) or gone.
+ */
+static void store_sweep(const struct hc_store_opts *opts, const char *what)
+{
+	struct hc_store_opts uncapped = *opts;
+	struct hc_store *ref = store_build(opts, false);
+	uint64_t whole[STORE_SECONDS][3], got_s[STORE_SECONDS][3];
 	char *want = store_dump(ref);
 
-	(void)state;
+	uncapped.max_bytes = 0;
+	{
+		struct hc_store *u = store_build(&uncapped, false);
+
+		store_seconds(u, whole);
+		hc_store__free(u);
+	}
 	for (SWEEP(n)) {
 		struct hc_store *st;
 
 		failalloc__arm(n);
-		st = store_build(true);
+		st = store_build(opts, true);
 		failalloc__disarm();
-		if (st) {
+		if (st && !opts->max_bytes) {
 			char *got = store_dump(st);
 
 			assert_string_equal(got, want);
 			free(got);
-			hc_store__free(st);
+		} else if (st) {
+			store_seconds(st, got_s);
+			for (int i = 0; i < STORE_SECONDS; i++)
+				assert_true(!memcmp(got_s[i], whole[i], sizeof(got_s[i])) ||
+					    !(got_s[i][0] | got_s[i][1] | got_s[i][2]));
 		}
+		hc_store__free(st);
 		if (!failalloc__fired()) {
-			report("store new+define+add+seal", n);
+			report(what, n);
 			break;
 		}
 	}
+	free(want);
+	hc_store__free(ref);
+}
+
+static void test_alloc_store(void **state)
+{
+	struct hc_store_opts opts = {.period_ns = 1000};
+	struct hc_store *ref;
+	struct hc_store_stats st;
+
+	(void)state;
+	store_sweep(&opts, "store new+define+add+seal");
+	/* 57 000 bytes: the last seconds' seals collect and evict (the store grows to 58 320). */
+	opts.max_bytes = 57000;
+	ref = store_build(&opts, false);
+	hc_store__stats(ref, &st);
+	assert_true(st.evicted_early > 0 && st.gc_runs > 0);
+	hc_store__free(ref);
+	store_sweep(&opts, "store under a memory cap");
+	opts.max_bytes = 0;
+	ref = store_build(&opts, false);
+
 	/* The queries: -ENOMEM (NULL and ENOMEM) or the reference's answer. */
 	for (SWEEP(n)) {
 		struct hc_store_filter f = {.from_s = 0,
@@ -815,7 +871,6 @@ static void test_alloc_store(void **state)
 			break;
 		}
 	}
-	free(want);
 	hc_store__free(ref);
 }
 
