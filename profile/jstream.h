@@ -111,6 +111,27 @@ static inline size_t jstream_dump(struct jstream *js, const json_t *v, size_t fl
 	}
 }
 
+/*
+ * json_dumps() without its flaw: out of memory while it writes a key, jansson 2.14's
+ * json_dumps() leaves the key out and still returns the text (akheron/jansson#655).
+ * json_dumpb() sizes the text, then writes it into our buffer. Malloc'd and NUL-ended, NULL
+ * when out of memory.
+ */
+static inline char *jstream_dumps(const json_t *v, size_t flags)
+{
+	size_t n = json_dumpb(v, NULL, 0, flags);
+	char *s = n ? malloc(n + 1) : NULL;
+
+	if (!s)
+		return NULL;
+	if (json_dumpb(v, s, n, flags) != n) {
+		free(s);
+		return NULL;
+	}
+	s[n] = '\0';
+	return s;
+}
+
 /* Encode one value with jansson and append it; steals v (NULL: a failed constructor). */
 static inline void jstream_value(struct jstream *js, json_t *v)
 {

@@ -17,6 +17,7 @@
 #include "base/time.h"
 #include "profile/weights.h"
 #include "profile/encode.h"
+#include "profile/jstream.h"
 
 #define NS ((int64_t)1000000000)
 #define MS ((int64_t)1000000)
@@ -167,7 +168,7 @@ static char *build_type_config(unsigned int weights)
 	if (weights & HC_W_RUNQ)
 		err |= add_type(c, "runqueue", "nanoseconds", "runqueue", false);
 	if (!err)
-		s = json_dumps(c, JSON_COMPACT | JSON_SORT_KEYS);
+		s = jstream_dumps(c, JSON_COMPACT | JSON_SORT_KEYS);
 	json_decref(c);
 	return s;
 }

@@ -20,6 +20,7 @@
 #include <microhttpd.h>
 
 #include "base/time.h"
+#include "profile/jstream.h"
 #include "web/assets.h"
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
@@ -335,7 +336,7 @@ static enum MHD_Result queue_error(struct MHD_Connection *c, unsigned int status
 		clean[i] = (why[i] >= 0x20 && why[i] < 0x7f) ? why[i] : '?';
 	clean[i] = '\0';
 	doc = json_pack("{s:s}", "error", clean);
-	body = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
+	body = doc ? jstream_dumps(doc, JSON_COMPACT) : NULL;
 	json_decref(doc);
 	if (!body)
 		return MHD_NO;
@@ -352,7 +353,7 @@ static enum MHD_Result queue_doc(struct MHD_Connection *c, json_t *doc, int stat
 			status = MHD_HTTP_INTERNAL_SERVER_ERROR;
 		return queue_error(c, (unsigned int)status, why[0] ? why : "no answer");
 	}
-	body = json_dumps(doc, JSON_COMPACT);
+	body = jstream_dumps(doc, JSON_COMPACT);
 	json_decref(doc);
 	if (!body)
 		return queue_error(c, MHD_HTTP_INTERNAL_SERVER_ERROR,
