@@ -699,7 +699,7 @@ int cmd_record(int argc, char **argv)
 	struct hc_broker_stats bstats = {0};
 	struct hc_output out = {0};
 	struct hc_agg *agg = NULL; /* set by the worker, read by the callbacks */
-	char comm[HC_TASK_COMM_LEN];
+	char comm[HC_TASK_COMM_LEN], why[256];
 	int rc, err, status, sv[2] = {-1, -1}, line[2] = {-1, -1};
 	pid_t parent, child;
 
@@ -748,10 +748,10 @@ int cmd_record(int argc, char **argv)
 		snprintf(comm, sizeof(comm), "%s", cfg.comm); /* the kernel's 15 bytes */
 		popts.comm = comm;
 	}
-	sampler = hc_sampler__new(&popts, &cb);
+	sampler = hc_sampler__new(&popts, &cb, why, sizeof(why));
 	if (!sampler) {
 		err = errno;
-		hc_err("%s: %s", hc_sampler__last_error(), strerror(err));
+		hc_err("%s: %s", why, strerror(err));
 		rc = (err == EPERM || err == EACCES) ? EX_NOPERM : EX_UNAVAILABLE;
 		goto out;
 	}
@@ -775,8 +775,6 @@ int cmd_record(int argc, char **argv)
 		goto out;
 	}
 	if (child == 0) {
-		char why[256];
-
 		close(sv[0]);
 		close(line[1]);
 		/* The lock is the parent's to hold and release: were we to keep a copy, a next

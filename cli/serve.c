@@ -415,7 +415,7 @@ int cmd_serve(int argc, char **argv)
 	struct hc_broker_client bc = {.sock = -1};
 	struct hc_symbolizer_io io;
 	struct hc_listen l = {.fd = -1};
-	const char *what = NULL;
+	char what[256];
 	bool peer_gone = false;
 	char why[256];
 	int sv[2], bv[2] = {-1, -1}, line[2] = {-1, -1}, rc, err, status;
@@ -478,7 +478,7 @@ int cmd_serve(int argc, char **argv)
 	copts.fd = sv[0];
 	copts.io = &io;
 	hc_raise_nofile_limit();
-	coll = hc_collector__new(&copts, &what);
+	coll = hc_collector__new(&copts, what, sizeof(what));
 	if (!coll) {
 		err = errno;
 		hc_err("%s: %s", what, strerror(err));

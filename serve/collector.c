@@ -673,7 +673,7 @@ static int flush(struct hc_collector *c)
 	return err;
 }
 
-struct hc_collector *hc_collector__new(const struct hc_collector_opts *o, const char **why)
+struct hc_collector *hc_collector__new(const struct hc_collector_opts *o, char *why, size_t why_len)
 {
 	struct hc_symbolizer_opts sopts = {
 		.no_demangle = o->no_demangle, .no_inline = o->no_inline, .io = o->io};
@@ -691,7 +691,7 @@ struct hc_collector *hc_collector__new(const struct hc_collector_opts *o, const 
 	long ncpu = sysconf(_SC_NPROCESSORS_CONF);
 	int err;
 
-	*why = "out of memory";
+	snprintf(why, why_len, "out of memory");
 	if (!c)
 		return NULL;
 	c->o = *o;
@@ -737,11 +737,9 @@ struct hc_collector *hc_collector__new(const struct hc_collector_opts *o, const 
 		popts.stack_copy_budget = o->copy_budget;
 		popts.ringbuf_bytes += o->copy_budget / 4;
 	}
-	c->sampler = hc_sampler__new(&popts, &cb);
-	if (!c->sampler) {
-		*why = hc_sampler__last_error();
+	c->sampler = hc_sampler__new(&popts, &cb, why, why_len);
+	if (!c->sampler)
 		goto err_free;
-	}
 	/* Loading parsed the kernel's BTF (megabytes, freed now): give the pages back, this
 	 * process runs for days. */
 	malloc_trim(0);
@@ -749,7 +747,8 @@ struct hc_collector *hc_collector__new(const struct hc_collector_opts *o, const 
 	c->now_s = c->started_at_ns / 1000000000ll;
 	err = hc_sampler__start(c->sampler);
 	if (err) {
-		*why = "starting the scheduler tracepoints, task iterator or perf events";
+		snprintf(why, why_len,
+			 "starting the scheduler tracepoints, task iterator or perf events");
 		errno = -err;
 		goto err_free;
 	}
