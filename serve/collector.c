@@ -13,7 +13,7 @@
 
 #include "privsep/broker.h"
 #include "profile/store.h"
-#include "sampler/aggregate.h"
+#include "capture/capture.h"
 #include "sampler/sampler.h"
 #include "serve/self.h"
 #include "serve/wire.h"
@@ -68,31 +68,29 @@ struct lock_cell {
 	uint64_t q[LOCK_QSLOTS]; /* lock_wait_ns */
 };
 
+_Static_assert(HC_CAPTURE_HEAT_ROWS == HC_WIRE_HEAT_ROWS, "a heat column is a wire record");
+
 struct hc_collector {
 	struct hc_collector_opts o;
 	struct hc_symbolizer *sym;
 	struct hc_unwinder *unw; /* NULL: --unwind fp */
 	struct hc_sampler *sampler;
-	struct hc_agg *agg;	   /* this second's paths */
+	struct hc_capture *cap;	   /* the pipeline; this collector is its sink */
 	struct ftab ft, lft;	   /* frame ids: the main store's, the lock store's */
 	struct hc_stacktab *cells; /* [sec, hist, pid, value, name0, name1] -> count (samples) */
-	/* --locks: lock-node names, stable for the frame tables (the aggregator's own last a
-	 * second); the contentions' counters since the last flush */
+	/* --locks: lock-node names, stable for the frame tables (the pipeline's own last until
+	 * its flush); the contentions' counters since the last flush */
 	struct hc_stacktab *label_keys; /* name bytes -> labels[] */
 	char **labels;
 	size_t n_labels, cap_labels;
 	struct lock_cell *lcells;
 	size_t n_lcells, cap_lcells, lcell_last;
-	struct hc_agg_lock_stats lsum; /* of the aggregators already flushed */
-	uint64_t lcell_errors;	       /* contentions not counted (out of memory) */
-	int64_t oldest_s;	       /* the aggregator's: older contentions expire */
+	uint64_t lcell_errors; /* contentions not counted (out of memory) */
 	struct heat_col heat[HEAT_SLOTS];
 	struct hc_wire_buf buf;
 	uint32_t path[HC_WIRE_MAX_PATH];
-	uint64_t *idle_prev;	 /* idle-task samples per CPU at the last flush */
-	struct hc_agg_stats sum; /* of the aggregators already flushed */
-	int64_t now_s;		 /* CLOCK_REALTIME second of the last poll */
-	int64_t mono_to_real_ns; /* CLOCK_REALTIME - CLOCK_MONOTONIC, taken once a second */
+	uint64_t *idle_prev; /* idle-task samples per CPU at the last flush */
+	int64_t now_s;	     /* CLOCK_REALTIME second of the last poll */
 	int64_t started_at_ns;
 	uint64_t flushes, flush_ns_last, flush_ns_max, send_errors, procs_pruned, frame_resets;
 	const volatile sig_atomic_t *stop; /* hc_collector__run()'s */
@@ -106,18 +104,12 @@ static int64_t clock_ns(clockid_t clk)
 	return (int64_t)ts.tv_sec * 1000000000ll + ts.tv_nsec;
 }
 
-static struct hc_agg *new_agg(struct hc_collector *c)
+/* The pipeline's clock, taken once a second: older time than the retention expires. */
+static void set_clock(struct hc_collector *c)
 {
-	struct hc_agg *agg = hc_agg__new(c->sym, c->o.period_ns);
 	int64_t real = clock_ns(CLOCK_REALTIME), mono = clock_ns(CLOCK_MONOTONIC);
 
-	c->mono_to_real_ns = real - mono;
-	if (agg) {
-		c->oldest_s = real / 1000000000ll - (int64_t)c->o.retention_s;
-		hc_agg__set_buckets(agg, c->mono_to_real_ns, c->oldest_s);
-		hc_agg__set_unwinder(agg, c->unw);
-	}
-	return agg;
+	hc_capture__set_clock(c->cap, real - mono, real / 1000000000ll - (int64_t)c->o.retention_s);
 }
 
 static void add_cell(struct hc_collector *c, int64_t sec, enum hc_store_hist h, uint32_t pid,
@@ -132,47 +124,10 @@ static void add_cell(struct hc_collector *c, int64_t sec, enum hc_store_hist h, 
 		hc_stacktab__weights(c->cells, (size_t)idx)->samples += count;
 }
 
-static void cpu_name(uint32_t cpu, char out[16])
+static int on_hist(void *ctx, const struct hc_capture_obs *o)
 {
-	memset(out, 0, 16);
-	snprintf(out, 16, "cpu %u", cpu);
-}
-
-static void add_heat(struct hc_collector *c, int64_t sec, unsigned int row);
-
-static int on_sample(void *ctx, const struct hc_sample_event *e, size_t size)
-{
-	struct hc_collector *c = ctx;
-	int64_t real = (int64_t)e->time_ns + c->mono_to_real_ns;
-	int64_t sec = real / 1000000000ll;
-	char name[16];
-
-	add_heat(c, sec, (unsigned int)(real % 1000000000ll / (1000000000ll / HC_WIRE_HEAT_ROWS)));
-	memcpy(name, e->pcomm, 16);
-	add_cell(c, sec, HC_STORE_H_PRIORITY, e->tgid, e->prio, name, 1);
-	cpu_name(e->cpu, name);
-	add_cell(c, sec, HC_STORE_H_RUNQ_LENGTH, 0, e->runq_len, name, 1);
-	return hc_agg__sample(c->agg, e, size);
-}
-
-static int on_exec(void *ctx, const struct hc_exec_event *e)
-{
-	return hc_agg__exec(((struct hc_collector *)ctx)->agg, e);
-}
-
-static int on_offcpu(void *ctx, const struct hc_offcpu_event *e, size_t size)
-{
-	return hc_agg__offcpu(((struct hc_collector *)ctx)->agg, e, size);
-}
-
-static int on_waker(void *ctx, const struct hc_waker_event *e, size_t size)
-{
-	return hc_agg__waker(((struct hc_collector *)ctx)->agg, e, size);
-}
-
-static int on_ustack(void *ctx, const struct hc_ustack_event *e, size_t size)
-{
-	return hc_agg__ustack(((struct hc_collector *)ctx)->agg, e, size);
+	add_cell(ctx, o->sec, o->hist, o->pid, o->value, o->name, o->count);
+	return 0;
 }
 
 static struct lock_cell *lock_cell(struct hc_collector *c, int64_t sec, uint32_t flags,
@@ -211,54 +166,30 @@ static struct lock_cell *lock_cell(struct hc_collector *c, int64_t sec, uint32_t
 	return lc;
 }
 
-static int on_lock(void *ctx, const struct hc_lock_event *e, size_t size)
+static int on_lock(void *ctx, const struct hc_capture_lock *l)
 {
 	struct hc_collector *c = ctx;
-	/* the second the contention ended in: the aggregator files its path there too */
-	int64_t real = (int64_t)(e->start_ns + e->wait_ns) + c->mono_to_real_ns;
-	int64_t sec = real >= 0 ? real / 1000000000ll : 0;
 	/* as record's histogram does: a wait beyond 2^63 - 1 ns is counted there */
-	uint64_t qv = e->wait_ns > INT64_MAX ? INT64_MAX : e->wait_ns;
-	struct lock_cell *lc;
+	uint64_t qv = l->wait_ns > INT64_MAX ? INT64_MAX : l->wait_ns;
+	struct lock_cell *lc = lock_cell(c, l->sec, l->flags, l->blocked);
 
-	if (sec >= c->oldest_s) { /* older: the aggregator counts it as expired */
-		lc = lock_cell(c, sec, e->flags & HC_LCB_MASK, e->blocked != 0);
-		if (lc) {
-			lc->count++;
-			lc->wait_ns += e->wait_ns;
-			if (e->wait_ns > lc->max_ns)
-				lc->max_ns = e->wait_ns;
-			lc->failed += e->ret != 0;
-			lc->no_stack += !e->ustack_len && !e->kstack_len;
-			lc->q[qv ? 64 - __builtin_clzll(qv) : 0]++;
-		} else {
-			c->lcell_errors++;
-		}
+	if (!lc) {
+		c->lcell_errors++;
+		return 0;
 	}
-	return hc_agg__lock(c->agg, e, size);
-}
-
-static int on_thist(void *ctx, const struct hc_thist_event *e)
-{
-	static const enum hc_store_hist map[HC_TH_MAX] = {
-		[HC_TH_SLICE] = HC_STORE_H_ONCPU_SLICE_US,
-		[HC_TH_OFF] = HC_STORE_H_OFFCPU_US,
-		[HC_TH_RUNQ] = HC_STORE_H_RUNQ_LATENCY_US,
-	};
-	struct hc_collector *c = ctx;
-	char name[16];
-
-	memcpy(name, e->pcomm, 16);
-	for (int h = 0; h < HC_TH_MAX; h++)
-		for (int k = 0; k < HC_QSLOTS; k++)
-			if (e->slots[h][k])
-				add_cell(c, c->now_s, map[h], e->tgid,
-					 k ? (int64_t)1 << (k - 1) : 0, name, e->slots[h][k]);
+	lc->count++;
+	lc->wait_ns += l->wait_ns;
+	if (l->wait_ns > lc->max_ns)
+		lc->max_ns = l->wait_ns;
+	lc->failed += l->failed;
+	lc->no_stack += l->no_stack;
+	lc->q[qv ? 64 - __builtin_clzll(qv) : 0]++;
 	return 0;
 }
 
-static void add_heat(struct hc_collector *c, int64_t sec, unsigned int row)
+static void add_heat(void *ctx, int64_t sec, unsigned int row)
 {
+	struct hc_collector *c = ctx;
 	struct heat_col *oldest = &c->heat[0];
 
 	if (row >= HC_WIRE_HEAT_ROWS)
@@ -279,8 +210,8 @@ static void add_heat(struct hc_collector *c, int64_t sec, unsigned int row)
 	oldest->rows[row] = 1;
 }
 
-/* A lock node's name as a pointer that lives as long as the frame tables: the aggregator's
- * own go with it every second, and a freed name's address can come back with another name. */
+/* A lock node's name as a pointer that lives as long as the frame tables: the pipeline's
+ * own go at its flush every second, and a freed name's address can come back with another name. */
 static const char *stable_label(struct hc_collector *c, const char *name)
 {
 	uint64_t k[24] = {0};
@@ -442,32 +373,18 @@ static int ftab_reset(struct hc_collector *c, struct ftab *t)
 	return 0;
 }
 
-static void add_lock_stats(struct hc_agg_lock_stats *sum, const struct hc_agg_lock_stats *s)
-{
-	const uint64_t *src = (const uint64_t *)s;
-	uint64_t *dst = (uint64_t *)sum;
-
-	for (size_t i = 0; i < sizeof(*s) / sizeof(uint64_t); i++)
-		dst[i] += src[i];
-}
-
-static void add_stats(struct hc_agg_stats *sum, const struct hc_agg_stats *s)
-{
-	const uint64_t *src = (const uint64_t *)s;
-	uint64_t *dst = (uint64_t *)sum;
-
-	for (size_t i = 0; i < sizeof(*s) / sizeof(uint64_t); i++)
-		dst[i] += src[i];
-}
-
 /* The collector's counters for /api/status and /metrics, cumulative since start. */
 static void send_status(struct hc_collector *c, const struct hc_sampler_counts *cnt)
 {
+	struct hc_capture_lock_stats lsum;
 	struct hc_symbolizer_stats ss;
+	struct hc_capture_stats sum;
 	json_t *doc, *lost;
 	char *text;
 
 	hc_symbolizer__stats(c->sym, &ss);
+	hc_capture__stats(c->cap, &sum);
+	hc_capture__lock_stats(c->cap, &lsum);
 	lost = json_object();
 	for (int k = 0; k < HC_CNT_MAX && lost; k++)
 		if (hc_sampler__lost_name(k))
@@ -477,10 +394,10 @@ static void send_status(struct hc_collector *c, const struct hc_sampler_counts *
 		json_object_set_new(lost, "decode_error",
 				    json_integer((json_int_t)cnt->decode_errors));
 		json_object_set_new(lost, "ingest_error",
-				    json_integer((json_int_t)c->sum.ingest_errors));
+				    json_integer((json_int_t)sum.ingest_errors));
 		json_object_set_new(lost, "offcpu_lost_ns",
 				    json_integer((json_int_t)(cnt->total[HC_CNT_OFF_LOST_NS] +
-							      c->sum.offcpu_lost_ns)));
+							      sum.offcpu_lost_ns)));
 		json_object_set_new(lost, "send_error", json_integer((json_int_t)c->send_errors));
 	}
 	doc = json_pack(
@@ -494,11 +411,11 @@ static void send_status(struct hc_collector *c, const struct hc_sampler_counts *
 		"object_open_err", (json_int_t)ss.object_open_err, "user_unresolved",
 		(json_int_t)ss.user_unresolved, "kernel_unresolved",
 		(json_int_t)ss.kernel_unresolved, "scheduler", "switches",
-		(json_int_t)cnt->total[HC_CNT_SWITCHES], "off_cpu_ns", (json_int_t)c->sum.off_ns,
-		"runqueue_ns", (json_int_t)c->sum.runqueue_ns, "stacks_captured",
+		(json_int_t)cnt->total[HC_CNT_SWITCHES], "off_cpu_ns", (json_int_t)sum.off_ns,
+		"runqueue_ns", (json_int_t)sum.runqueue_ns, "stacks_captured",
 		(json_int_t)cnt->total[HC_CNT_STACK_CAPTURED], "stacks_not_captured",
 		(json_int_t)cnt->total[HC_CNT_STACK_BUDGET], "before_retention_ns",
-		(json_int_t)c->sum.expired_ns, "collector", "rss_bytes",
+		(json_int_t)sum.expired_ns, "collector", "rss_bytes",
 		(json_int_t)hc_self__rss_bytes(), "cpu_ns", (json_int_t)hc_self__cpu_ns(),
 		"flushes", (json_int_t)c->flushes, "flush_ns_last", (json_int_t)c->flush_ns_last,
 		"flush_ns_max", (json_int_t)c->flush_ns_max, "processes_pruned",
@@ -518,11 +435,11 @@ static void send_status(struct hc_collector *c, const struct hc_sampler_counts *
 		json_object_set_new(sy, "inline_truncated",
 				    json_integer((json_int_t)ss.inline_truncated));
 		json_object_set_new(sy, "inline_dropped",
-				    json_integer((json_int_t)c->sum.inline_dropped));
+				    json_integer((json_int_t)sum.inline_dropped));
 	}
 	if (doc && c->o.locks) {
 		const uint64_t *t = cnt->total;
-		const struct hc_agg_lock_stats *ls = &c->lsum;
+		const struct hc_capture_lock_stats *ls = &lsum;
 
 		/* record's section's counts and drops, since start (docs/locks.md) */
 		if (json_object_set_new(
@@ -545,7 +462,7 @@ static void send_status(struct hc_collector *c, const struct hc_sampler_counts *
 	if (doc &&
 	    json_object_set_new(doc, "unwind",
 				hc_unwind_json(c->o.unwind_fp, c->o.stack_copy_bytes,
-					       c->o.copy_budget, cnt->total, &c->sum, c->unw))) {
+					       c->o.copy_budget, cnt->total, &sum, c->unw))) {
 		json_decref(doc);
 		doc = NULL;
 	}
@@ -558,17 +475,10 @@ static void send_status(struct hc_collector *c, const struct hc_sampler_counts *
 	free(text);
 }
 
-/* Send everything gathered since the last flush, and seal the seconds that are complete. */
-static int flush(struct hc_collector *c)
+/* Lock-node names are keys of both frame tables: they go when both start over; a table
+ * that has grown past FRAMES_MAX starts over alone. */
+static int reset_tables(struct hc_collector *c)
 {
-	struct hc_sampler_counts cnt = {0};
-	struct hc_agg *old = c->agg, *fresh;
-	struct hc_stacktab *cells;
-	struct hc_agg_stats as;
-	int64_t t0 = clock_ns(CLOCK_MONOTONIC);
-	int err;
-
-	/* Lock-node names are keys of both frame tables: they go when both start over. */
 	if (c->n_labels >= LABELS_MAX) {
 		struct hc_stacktab *keys = hc_stacktab__new();
 
@@ -588,29 +498,30 @@ static int flush(struct hc_collector *c)
 		return -ENOMEM;
 	if (c->o.locks && hc_stacktab__count(c->lft.frames) >= FRAMES_MAX && ftab_reset(c, &c->lft))
 		return -ENOMEM;
-	fresh = new_agg(c);
-	cells = hc_stacktab__new();
-	if (!fresh || !cells) {
-		hc_agg__free(fresh);
-		hc_stacktab__free(cells);
+	return 0;
+}
+
+/* The idle task runs only when nothing waits: each of its samples is a run queue of length
+ * 0 on that CPU. Counted during the second that just ended. */
+static void idle_samples(struct hc_collector *c, const struct hc_sampler_counts *cnt)
+{
+	for (uint32_t i = 0; i < cnt->n_cpus; i++) {
+		uint64_t idle = cnt->per_cpu[(size_t)i * HC_CNT_MAX + HC_CNT_IDLE];
+
+		if (idle > c->idle_prev[i])
+			hc_capture__idle_samples(c->cap, c->now_s - 1, cnt->cpus[i],
+						 idle - c->idle_prev[i]);
+		c->idle_prev[i] = idle;
+	}
+}
+
+/* The histogram cells and the heat columns of seconds that are over. */
+static int send_cells(struct hc_collector *c)
+{
+	struct hc_stacktab *cells = hc_stacktab__new();
+
+	if (!cells)
 		return -ENOMEM;
-	}
-	c->agg = fresh;
-	err = hc_agg__for_each_path(old, send_path, c);
-	if (!err && c->o.locks) {
-		struct hc_agg_lock_stats ls;
-
-		err = hc_agg__for_each_lock_path(old, send_lock_path, c);
-		hc_agg__lock_stats(old, &ls);
-		add_lock_stats(&c->lsum, &ls);
-		send_lock_cells(c);
-	}
-	hc_agg__stats(old, &as);
-	add_stats(&c->sum, &as);
-	hc_agg__free(old);
-	if (err)
-		return err;
-
 	for (size_t i = 0, n = hc_stacktab__count(c->cells); i < n; i++) {
 		size_t kn;
 		const uint64_t *k = hc_stacktab__key(c->cells, i, &kn);
@@ -622,31 +533,53 @@ static int flush(struct hc_collector *c)
 	}
 	hc_stacktab__free(c->cells);
 	c->cells = cells;
-
-	/* Heat columns of seconds that are over. */
 	for (int i = 0; i < HEAT_SLOTS; i++)
 		if (c->heat[i].sec && c->heat[i].sec < c->now_s) {
 			hc_wire__heat(&c->buf, c->heat[i].sec, c->heat[i].rows);
 			memset(&c->heat[i], 0, sizeof(c->heat[i]));
 		}
+	return 0;
+}
 
-	err = hc_sampler__counts(c->sampler, &cnt);
-	if (!err) {
-		/* The idle task runs only when nothing waits: each of its samples is a run
-		 * queue of length 0 on that CPU. Counted during the second that just ended. */
-		for (uint32_t i = 0; i < cnt.n_cpus; i++) {
-			uint64_t idle = cnt.per_cpu[(size_t)i * HC_CNT_MAX + HC_CNT_IDLE];
-			char name[17] = {0};
+/* Exited processes: their maps are no longer needed once their seconds are sent (the frames
+ * are resolved), every 10 s. */
+static void prune(struct hc_collector *c)
+{
+	size_t dropped;
 
-			if (idle > c->idle_prev[i]) {
-				cpu_name(cnt.cpus[i], name);
-				hc_wire__hist(&c->buf, c->now_s - 1, HC_STORE_H_RUNQ_LENGTH, 0, 0,
-					      idle - c->idle_prev[i], name);
-			}
-			c->idle_prev[i] = idle;
-		}
-		send_status(c, &cnt);
+	if (!hc_symbolizer__prune_gone(c->sym, &dropped))
+		c->procs_pruned += dropped;
+	if (c->unw)
+		hc_unwinder__prune(c->unw);
+}
+
+/* Send everything gathered since the last flush, and seal the seconds that are complete. */
+static int flush(struct hc_collector *c)
+{
+	struct hc_sampler_counts cnt = {0};
+	int64_t t0 = clock_ns(CLOCK_MONOTONIC);
+	int err, cerr;
+
+	err = reset_tables(c);
+	if (err)
+		return err;
+	/* The paths: this collector's send_path and send_lock_path, as the sink. */
+	err = hc_capture__flush(c->cap);
+	set_clock(c);
+	if (err)
+		return err;
+	if (c->o.locks)
+		send_lock_cells(c);
+	cerr = hc_sampler__counts(c->sampler, &cnt);
+	if (!cerr)
+		idle_samples(c, &cnt);
+	err = send_cells(c);
+	if (err) {
+		hc_sampler_counts__release(&cnt);
+		return err;
 	}
+	if (!cerr)
+		send_status(c, &cnt);
 	hc_sampler_counts__release(&cnt);
 	hc_wire__seal(&c->buf, c->now_s - SEAL_LAG_S);
 	err = hc_wire_buf__send(&c->buf, c->o.fd, c->stop);
@@ -657,17 +590,9 @@ static int flush(struct hc_collector *c)
 		c->flush_ns_max = c->flush_ns_last;
 	if (err)
 		c->send_errors++;
-	/* Exited processes: their maps are no longer needed once this second is sent (its
-	 * frames are resolved), every 10 s. */
-	if (c->flushes % 10 == 0) {
-		size_t dropped;
-
-		if (!hc_symbolizer__prune_gone(c->sym, &dropped))
-			c->procs_pruned += dropped;
-		if (c->unw)
-			hc_unwinder__prune(c->unw);
-	}
-	/* Each second frees its aggregator; hand the pages back instead of keeping the
+	if (c->flushes % 10 == 0)
+		prune(c);
+	/* Each second frees the pipeline's tables; hand the pages back instead of keeping the
 	 * peak forever (measured: arena 36 MB for 13 MB in use without it). */
 	malloc_trim(0);
 	return err;
@@ -677,16 +602,9 @@ struct hc_collector *hc_collector__new(const struct hc_collector_opts *o, char *
 {
 	struct hc_symbolizer_opts sopts = {
 		.no_demangle = o->no_demangle, .no_inline = o->no_inline, .io = o->io};
+	struct hc_capture_opts copts = {.period_ns = o->period_ns, .per_second = true};
 	struct hc_sampler_opts popts = {0};
-	struct hc_sampler_callbacks cb = {
-		.sample = on_sample,
-		.exec = on_exec,
-		.offcpu = on_offcpu,
-		.thist = on_thist,
-		.waker = on_waker,
-		.ustack = on_ustack,
-		.lock = on_lock,
-	};
+	struct hc_sampler_callbacks cb;
 	struct hc_collector *c = calloc(1, sizeof(*c));
 	long ncpu = sysconf(_SC_NPROCESSORS_CONF);
 	int err;
@@ -716,11 +634,20 @@ struct hc_collector *hc_collector__new(const struct hc_collector_opts *o, char *
 		if (!c->unw)
 			goto err_free;
 	}
-	c->agg = new_agg(c);
-	if (!c->agg)
+	c->cap = hc_capture__new(&copts, c->sym, c->unw,
+				 &(struct hc_capture_sink){
+					 .path = send_path,
+					 .lock_path = send_lock_path,
+					 .hist = on_hist,
+					 .lock = on_lock,
+					 .heat = add_heat,
+					 .ctx = c,
+				 });
+	if (!c->cap)
 		goto err_free;
+	set_clock(c);
 
-	cb.ctx = c;
+	cb = hc_capture__sampler_callbacks(&c->cap);
 	popts.period_ns = o->period_ns;
 	popts.no_offcpu = o->no_offcpu;
 	popts.min_block_ns = o->min_block_ns;
@@ -745,6 +672,7 @@ struct hc_collector *hc_collector__new(const struct hc_collector_opts *o, char *
 	malloc_trim(0);
 	c->started_at_ns = clock_ns(CLOCK_REALTIME);
 	c->now_s = c->started_at_ns / 1000000000ll;
+	hc_capture__set_now(c->cap, c->now_s);
 	err = hc_sampler__start(c->sampler);
 	if (err) {
 		snprintf(why, why_len,
@@ -767,7 +695,7 @@ void hc_collector__free(struct hc_collector *c)
 		return;
 	/* BPF first: programs, links and perf events are released here. */
 	hc_sampler__free(c->sampler);
-	hc_agg__free(c->agg);
+	hc_capture__free(c->cap);
 	hc_unwinder__free(c->unw);
 	hc_symbolizer__free(c->sym);
 	hc_stacktab__free(c->ft.frames);
@@ -803,6 +731,7 @@ int hc_collector__run(struct hc_collector *c, const volatile sig_atomic_t *stop,
 		if (stop_fd >= 0 && hc_stopline__asked(stop_fd))
 			break;
 		c->now_s = clock_ns(CLOCK_REALTIME) / 1000000000ll;
+		hc_capture__set_now(c->cap, c->now_s);
 		if (c->now_s == last_flush_s)
 			continue;
 		last_flush_s = c->now_s;

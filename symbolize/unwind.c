@@ -255,18 +255,18 @@ static Dwfl *build_dwfl(struct hc_unwinder *u, uint32_t tgid, size_t nmods)
 }
 
 /* The process's session, (re)built from the symbolizer's current snapshot. */
-static int get_session(struct hc_unwinder *u, uint32_t tgid, uint64_t start_ns,
-		       struct session **out)
+static int get_session(struct hc_unwinder *u, struct hc_sym_proc *p, struct session **out)
 {
 	struct session *s = NULL;
-	uint64_t gen = 0;
+	uint64_t gen = 0, start_ns;
+	uint32_t idx, tgid;
 	size_t nmods;
-	uint32_t idx;
 	int err;
 
-	err = hc_symbolizer__modules(u->sym, tgid, start_ns, u->mods, MAX_MODULES, &nmods, &gen);
+	err = hc_symbolizer__modules(u->sym, p, u->mods, MAX_MODULES, &nmods, &gen);
 	if (err)
 		return err;
+	hc_sym_proc__identity(p, &tgid, &start_ns);
 	if (!hc_keymap__get(&u->session_idx, tgid, 0, &idx)) {
 		s = &u->sessions[idx];
 		if (s->gen == gen && s->start_ns == start_ns) {
@@ -311,9 +311,8 @@ static enum hc_unwind_end classify(struct hc_unwinder *u, Dwfl *dwfl)
 	return HC_UNWIND_NO_CFI;
 }
 
-int hc_unwinder__unwind(struct hc_unwinder *u, uint32_t tgid, uint64_t start_ns,
-			const struct hc_ucopy *c, uint64_t *pcs, size_t max, size_t *n,
-			enum hc_unwind_end *end)
+int hc_unwinder__unwind(struct hc_unwinder *u, struct hc_sym_proc *p, const struct hc_ucopy *c,
+			uint64_t *pcs, size_t max, size_t *n, enum hc_unwind_end *end)
 {
 	uint64_t t0 = mono_ns();
 	struct session *s;
@@ -321,7 +320,7 @@ int hc_unwinder__unwind(struct hc_unwinder *u, uint32_t tgid, uint64_t start_ns,
 
 	*n = 0;
 	*end = HC_UNWIND_COMPLETE;
-	err = get_session(u, tgid, start_ns, &s);
+	err = get_session(u, p, &s);
 	if (err == -ENOMEM)
 		goto out;
 	if (err || !s->dwfl) {
@@ -331,7 +330,7 @@ int hc_unwinder__unwind(struct hc_unwinder *u, uint32_t tgid, uint64_t start_ns,
 	}
 	u->cur = c;
 	/* libdwfl asks for a thread of the process: any tid will do, the copy is the thread. */
-	u->cur_tid = (pid_t)tgid;
+	u->cur_tid = (pid_t)s->tgid;
 	u->read_past_copy = false;
 	u->out = pcs;
 	u->out_max = max;

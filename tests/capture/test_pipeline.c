@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * sampler/aggregate: synthetic sample events -> interned stacks -> the flame-graph tree and
- * histograms. User frames are this test's own functions (its real /proc/self/maps and ELF
- * symbols); kernel frames resolve against a fixture kallsyms. No root, no BPF.
+ * capture/: synthetic sampler records -> the pipeline -> a test sink (which hands the
+ * observations on to record's sink): interned stacks, the flame-graph tree, the histograms,
+ * and the calls a sink gets. User frames are this test's own functions (its real
+ * /proc/self/maps and ELF symbols); kernel frames resolve against a fixture kallsyms. No root,
+ * no BPF.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -16,7 +18,9 @@
 
 #include <cmocka.h>
 
-#include "sampler/aggregate.h"
+#include "capture/capture.h"
+#include "capture/record_sink.h"
+#include "profile/hist.h"
 
 #define PERIOD_NS 1001001ull
 
@@ -59,7 +63,7 @@ __attribute__((noinline, used)) void hc_t_inl_caller(void)
 	hc_t_sink--;
 }
 
-/* Nine levels inlined into hc_t_i0: paths of these hit HC_AGG_MAX_PATH. */
+/* Nine levels inlined into hc_t_i0: paths of these hit HC_CAPTURE_MAX_PATH. */
 ALWAYS_INLINE void hc_t_i9(void)
 {
 	hc_t_sink++;
@@ -91,10 +95,102 @@ __attribute__((noinline, used)) void hc_t_i0(void)
 #define K_TRACE_CB 0xffffffff81001200ull /* trace_initcall_start_cb, right after it */
 #define K_EXT4_SYNC_FS 0xffffffffc0a00800ull
 
+typedef int (*path_cb)(void *ctx, const struct hc_path_elem *path, size_t n,
+		       const struct hc_weights *w, int64_t sec);
+
+/* What the test sink was handed, besides what it passes on to record's sink. */
+struct sink_log {
+	size_t hist, lock, unclaimed, heat;
+	struct hc_capture_obs last_obs;
+	char last_key[HC_TASK_COMM_LEN + 1];
+	struct hc_capture_lock last_lock;
+	uint64_t unclaimed_ns;
+	int64_t heat_sec;
+	unsigned int heat_row;
+};
+
 struct fixture {
 	struct hc_symbolizer *sym;
-	struct hc_agg *agg;
+	struct hc_record_sink *rs;
+	struct hc_capture_sink rsink; /* rs's callbacks */
+	struct hc_capture *cap;
+	/* where the test sink sends paths at flush */
+	path_cb path, lock_path;
+	void *path_ctx;
+	struct sink_log log;
 };
+
+static int t_path(void *ctx, const struct hc_path_elem *path, size_t n, const struct hc_weights *w,
+		  int64_t sec)
+{
+	struct fixture *f = ctx;
+
+	return f->path ? f->path(f->path_ctx, path, n, w, sec) : 0;
+}
+
+static int t_lock_path(void *ctx, const struct hc_path_elem *path, size_t n,
+		       const struct hc_weights *w, int64_t sec)
+{
+	struct fixture *f = ctx;
+
+	return f->lock_path ? f->lock_path(f->path_ctx, path, n, w, sec) : 0;
+}
+
+static int t_hist(void *ctx, const struct hc_capture_obs *o)
+{
+	struct fixture *f = ctx;
+
+	f->log.hist++;
+	f->log.last_obs = *o;
+	snprintf(f->log.last_key, sizeof(f->log.last_key), "%s", o->key);
+	return f->rsink.hist(f->rsink.ctx, o);
+}
+
+static int t_lock(void *ctx, const struct hc_capture_lock *l)
+{
+	struct fixture *f = ctx;
+
+	f->log.lock++;
+	f->log.last_lock = *l;
+	return f->rsink.lock(f->rsink.ctx, l);
+}
+
+static int t_unclaimed(void *ctx, uint64_t sec, uint64_t ns)
+{
+	struct fixture *f = ctx;
+
+	f->log.unclaimed++;
+	f->log.unclaimed_ns += ns;
+	return f->rsink.unclaimed(f->rsink.ctx, sec, ns);
+}
+
+static void t_heat(void *ctx, int64_t sec, unsigned int row)
+{
+	struct fixture *f = ctx;
+
+	f->log.heat++;
+	f->log.heat_sec = sec;
+	f->log.heat_row = row;
+}
+
+/* A fresh pipeline into the test sink: per second (serve's keying) or one bucket. */
+static void reopen(struct fixture *f, bool per_second)
+{
+	struct hc_capture_opts o = {.period_ns = PERIOD_NS, .per_second = per_second};
+	struct hc_capture_sink sink = {
+		.path = t_path,
+		.lock_path = t_lock_path,
+		.hist = t_hist,
+		.lock = t_lock,
+		.unclaimed = t_unclaimed,
+		.heat = t_heat,
+		.ctx = f,
+	};
+
+	hc_capture__free(f->cap);
+	f->cap = hc_capture__new(&o, f->sym, NULL, &sink);
+	assert_non_null(f->cap);
+}
 
 static int setup(void **state)
 {
@@ -105,8 +201,10 @@ static int setup(void **state)
 	f->sym = hc_symbolizer__new(&opts);
 	assert_non_null(f->sym);
 	assert_int_equal(hc_symbolizer__load_kernel(f->sym), 0);
-	f->agg = hc_agg__new(f->sym, PERIOD_NS);
-	assert_non_null(f->agg);
+	f->rs = hc_record_sink__new();
+	assert_non_null(f->rs);
+	f->rsink = hc_record_sink__sink(f->rs);
+	reopen(f, false);
 	*state = f;
 	return 0;
 }
@@ -115,10 +213,36 @@ static int teardown(void **state)
 {
 	struct fixture *f = *state;
 
-	hc_agg__free(f->agg);
+	hc_capture__free(f->cap);
+	hc_record_sink__free(f->rs);
 	hc_symbolizer__free(f->sym);
 	free(f);
 	return 0;
+}
+
+static int add_to_tree(void *ctx, const struct hc_path_elem *path, size_t n,
+		       const struct hc_weights *w, int64_t sec)
+{
+	(void)sec;
+	return hc_tree__add_path(ctx, path, n, w);
+}
+
+/* Flush the pipeline: its paths to fn, its lock table's to lock_fn. */
+static int walk(struct fixture *f, path_cb fn, path_cb lock_fn, void *ctx)
+{
+	int err;
+
+	f->path = fn;
+	f->lock_path = lock_fn;
+	f->path_ctx = ctx;
+	err = hc_capture__flush(f->cap);
+	f->path = f->lock_path = NULL;
+	return err;
+}
+
+static int build_tree(struct fixture *f, struct hc_tree *tree)
+{
+	return walk(f, add_to_tree, NULL, tree);
 }
 
 /* A sample in kernel mode: user stack outer <- mid <- leaf, kernel stack below it. */
@@ -170,14 +294,14 @@ static void test_tree_order_and_names(void **state)
 	struct hc_sample_event e;
 	struct hc_tree *tree = hc_tree__new();
 	const struct hc_node *n;
-	struct hc_agg_stats st;
+	struct hc_capture_stats st;
 	size_t size = make_event(&e, "proc", "thr");
 
 	assert_non_null(tree);
 	for (int i = 0; i < 3; i++)
-		assert_int_equal(hc_agg__sample(f->agg, &e, size), 0);
-	assert_int_equal(hc_agg__stack_count(f->agg), 1);
-	assert_int_equal(hc_agg__build_tree(f->agg, tree), 0);
+		assert_int_equal(hc_capture__sample(f->cap, &e, size), 0);
+	assert_int_equal(hc_capture__stack_count(f->cap), 1);
+	assert_int_equal(build_tree(f, tree), 0);
 
 	n = hc_tree__root(tree);
 	assert_int_equal(hc_node__weights(n)->samples, 3);
@@ -188,7 +312,7 @@ static void test_tree_order_and_names(void **state)
 	assert_int_equal(hc_node__id(n), (uint64_t)gettid());
 	/* user frames, outermost first, in this executable */
 	n = only_child(n, HC_NODE_USER, "hc_t_outer");
-	assert_string_equal(hc_node__module(n), "test-sampler");
+	assert_string_equal(hc_node__module(n), "test-capture");
 	n = only_child(n, HC_NODE_USER, "hc_t_mid");
 	n = only_child(n, HC_NODE_USER, "hc_t_leaf");
 	/* then kernel frames, outermost first; the caller's return address was stepped back
@@ -201,7 +325,7 @@ static void test_tree_order_and_names(void **state)
 	assert_int_equal(hc_node__child_count(n), 0);
 	assert_int_equal(hc_node__weights(n)->samples, 3);
 
-	hc_agg__stats(f->agg, &st);
+	hc_capture__stats(f->cap, &st);
 	assert_int_equal(st.samples, 3);
 	assert_int_equal(st.kernel_samples, 3);
 	assert_int_equal(st.user_samples, 0);
@@ -218,14 +342,14 @@ static void test_identity_splits_stacks(void **state)
 	size_t size;
 
 	size = make_event(&e, "proc", "thr");
-	assert_int_equal(hc_agg__sample(f->agg, &e, size), 0);
+	assert_int_equal(hc_capture__sample(f->cap, &e, size), 0);
 	/* a renamed thread is a different node; so is a different process name */
 	size = make_event(&e, "proc", "thr2");
-	assert_int_equal(hc_agg__sample(f->agg, &e, size), 0);
+	assert_int_equal(hc_capture__sample(f->cap, &e, size), 0);
 	size = make_event(&e, "other", "thr");
-	assert_int_equal(hc_agg__sample(f->agg, &e, size), 0);
-	assert_int_equal(hc_agg__stack_count(f->agg), 3);
-	assert_int_equal(hc_agg__build_tree(f->agg, tree), 0);
+	assert_int_equal(hc_capture__sample(f->cap, &e, size), 0);
+	assert_int_equal(hc_capture__stack_count(f->cap), 3);
+	assert_int_equal(build_tree(f, tree), 0);
 	assert_int_equal(hc_node__child_count(hc_tree__root(tree)), 2);
 	hc_tree__sort(tree);
 	proc = hc_node__child(hc_tree__root(tree), 0);
@@ -249,8 +373,8 @@ static void test_unknown_user_frame(void **state)
 	e.kernel_ip = 0;
 	e.user_ip = 0x10;
 	size = HC_SAMPLE_HDR_SIZE + 8;
-	assert_int_equal(hc_agg__sample(f->agg, &e, size), 0);
-	assert_int_equal(hc_agg__build_tree(f->agg, tree), 0);
+	assert_int_equal(hc_capture__sample(f->cap, &e, size), 0);
+	assert_int_equal(build_tree(f, tree), 0);
 	n = only_child(hc_tree__root(tree), HC_NODE_PROCESS, "proc");
 	n = only_child(n, HC_NODE_THREAD, "thr");
 	n = only_child(n, HC_NODE_USER, "[unknown]");
@@ -270,18 +394,21 @@ static void test_histograms(void **state)
 {
 	struct fixture *f = *state;
 	struct hc_sample_event e;
+	const struct hc_hist *prio, *runq;
 	size_t size = make_event(&e, "proc", "thr");
 
 	for (int i = 0; i < 4; i++)
-		assert_int_equal(hc_agg__sample(f->agg, &e, size), 0);
-	assert_int_equal(hc_agg__idle_samples(f->agg, 0, 7), 0);
+		assert_int_equal(hc_capture__sample(f->cap, &e, size), 0);
+	assert_int_equal(hc_capture__idle_samples(f->cap, 0, 0, 7), 0);
+	prio = hc_record_sink__hist(f->rs, HC_STORE_H_PRIORITY);
+	runq = hc_record_sink__hist(f->rs, HC_STORE_H_RUNQ_LENGTH);
 	/* priority: lquantize(prio, 0, 140, 10) per process */
-	assert_int_equal(bucket_count(hc_agg__priority(f->agg), "proc", 120), 4);
-	assert_int_equal(bucket_count(hc_agg__priority(f->agg), "proc", 110), 0);
+	assert_int_equal(bucket_count(prio, "proc", 120), 4);
+	assert_int_equal(bucket_count(prio, "proc", 110), 0);
 	/* runqueue_length: per CPU; idle samples are length 0 */
-	assert_int_equal(bucket_count(hc_agg__runqueue_length(f->agg), "cpu 1", 2), 4);
-	assert_int_equal(bucket_count(hc_agg__runqueue_length(f->agg), "cpu 0", 0), 7);
-	assert_null(hc_hist__counts(hc_agg__runqueue_length(f->agg), "cpu 2"));
+	assert_int_equal(bucket_count(runq, "cpu 1", 2), 4);
+	assert_int_equal(bucket_count(runq, "cpu 0", 0), 7);
+	assert_null(hc_hist__counts(runq, "cpu 2"));
 }
 
 struct sec_sum {
@@ -333,15 +460,16 @@ static void test_offcpu_spread(void **state)
 {
 	struct fixture *f = *state;
 	struct hc_offcpu_event e;
-	struct hc_agg_stats st;
+	struct hc_capture_stats st;
 	struct sec_sum s = {0};
 	uint64_t total = 0;
 
 	/* mono 10.5 s .. 13.75 s with realtime = mono + 1000 s: seconds 1010..1013 */
-	hc_agg__set_buckets(f->agg, 1000000000000ll, 1000);
+	reopen(f, true);
+	hc_capture__set_clock(f->cap, 1000000000000ll, 1000);
 	offcpu_event(&e, 10500000000ull, 13750000000ull, 3250000000ull, 0);
-	assert_int_equal(hc_agg__offcpu(f->agg, &e, HC_OFFCPU_HDR_SIZE), 0);
-	assert_int_equal(hc_agg__for_each_path(f->agg, sum_by_second, &s), 0);
+	assert_int_equal(hc_capture__offcpu(f->cap, &e, HC_OFFCPU_HDR_SIZE), 0);
+	assert_int_equal(walk(f, sum_by_second, NULL, &s), 0);
 	assert_int_equal(s.n, 4);
 	for (size_t i = 0; i < s.n; i++) {
 		uint64_t want = s.sec[i] == 1010   ? 500000000ull
@@ -355,14 +483,13 @@ static void test_offcpu_spread(void **state)
 	assert_int_equal(total, 3250000000ull);
 
 	/* Half of it before the oldest second kept: counted in expired_ns. */
-	hc_agg__free(f->agg);
-	f->agg = hc_agg__new(f->sym, PERIOD_NS);
-	hc_agg__set_buckets(f->agg, 1000000000000ll, 1012);
+	reopen(f, true);
+	hc_capture__set_clock(f->cap, 1000000000000ll, 1012);
 	offcpu_event(&e, 10000000000ull, 14000000000ull, 0, 4000000000ull);
-	assert_int_equal(hc_agg__offcpu(f->agg, &e, HC_OFFCPU_HDR_SIZE), 0);
+	assert_int_equal(hc_capture__offcpu(f->cap, &e, HC_OFFCPU_HDR_SIZE), 0);
 	memset(&s, 0, sizeof(s));
-	assert_int_equal(hc_agg__for_each_path(f->agg, sum_by_second, &s), 0);
-	hc_agg__stats(f->agg, &st);
+	assert_int_equal(walk(f, sum_by_second, NULL, &s), 0);
+	hc_capture__stats(f->cap, &st);
 	assert_int_equal(st.expired_ns, 2000000000ull);
 	total = 0;
 	for (size_t i = 0; i < s.n; i++) {
@@ -372,13 +499,12 @@ static void test_offcpu_spread(void **state)
 	assert_int_equal(total, 2000000000ull);
 
 	/* A 10-hour block: at most 120 pieces, all of its time kept. */
-	hc_agg__free(f->agg);
-	f->agg = hc_agg__new(f->sym, PERIOD_NS);
-	hc_agg__set_buckets(f->agg, 0, 0);
+	reopen(f, true);
+	hc_capture__set_clock(f->cap, 0, 0);
 	offcpu_event(&e, 1000000000ull, 36001000000000ull, 36000000000000ull, 0);
-	assert_int_equal(hc_agg__offcpu(f->agg, &e, HC_OFFCPU_HDR_SIZE), 0);
+	assert_int_equal(hc_capture__offcpu(f->cap, &e, HC_OFFCPU_HDR_SIZE), 0);
 	memset(&s, 0, sizeof(s));
-	assert_int_equal(hc_agg__for_each_path(f->agg, sum_by_second, &s), 0);
+	assert_int_equal(walk(f, sum_by_second, NULL, &s), 0);
 	assert_true(s.n <= 121);
 	assert_true(s.n >= 100);
 	total = 0;
@@ -411,7 +537,7 @@ static void lock_event(struct hc_lock_event *e, uint32_t flags, bool blocked, ui
 }
 
 struct lock_leaf {
-	const char *name;
+	char name[64]; /* a copy: path elements are valid for the call only */
 	struct hc_weights w;
 	size_t depth;
 	enum hc_node_kind before; /* the kind of the element before the lock node */
@@ -430,10 +556,9 @@ static int collect_lock_leaf(void *ctx, const struct hc_path_elem *path, size_t 
 	(void)sec;
 	for (size_t i = 0; i < n; i++)
 		if (path[i].kind == HC_NODE_LOCK && ll->n < 8) {
-			ll->l[ll->n++] = (struct lock_leaf){.name = path[i].name,
-							    .w = *w,
-							    .depth = n,
-							    .before = path[i - 1].kind};
+			ll->l[ll->n] =
+				(struct lock_leaf){.w = *w, .depth = n, .before = path[i - 1].kind};
+			snprintf(ll->l[ll->n++].name, sizeof(ll->l[0].name), "%s", path[i].name);
 			assert_int_equal(i, n - 1); /* the lock node ends the path (no waker) */
 		}
 	return 0;
@@ -443,26 +568,26 @@ static int collect_lock_leaf(void *ctx, const struct hc_path_elem *path, size_t 
 static void test_locks(void **state)
 {
 	struct fixture *f = *state;
-	struct hc_agg_lock_stats ls;
+	struct hc_capture_lock_stats ls;
 	struct lock_leaves ll = {0};
 	struct hc_lock_event e;
 	json_t *by, *k;
 	const struct hc_hist *h;
 
 	lock_event(&e, HC_LCB_WRITE, true, HC_LOCK_MMAP, 1000);
-	assert_int_equal(hc_agg__lock(f->agg, &e, sizeof(e)), 0);
+	assert_int_equal(hc_capture__lock(f->cap, &e, sizeof(e)), 0);
 	lock_event(&e, HC_LCB_WRITE, true, HC_LOCK_MMAP, 3000);
-	assert_int_equal(hc_agg__lock(f->agg, &e, sizeof(e)), 0);
+	assert_int_equal(hc_capture__lock(f->cap, &e, sizeof(e)), 0);
 	lock_event(&e, HC_LCB_SPIN, false, HC_LOCK_UNNAMED, 50);
 	e.ret = -4; /* interrupted */
-	assert_int_equal(hc_agg__lock(f->agg, &e, sizeof(e)), 0);
+	assert_int_equal(hc_capture__lock(f->cap, &e, sizeof(e)), 0);
 
-	hc_agg__lock_stats(f->agg, &ls);
+	hc_capture__lock_stats(f->cap, &ls);
 	assert_int_equal(ls.events, 3);
 	assert_int_equal(ls.wait_ns, 4050);
 	assert_int_equal(ls.failed, 1);
 
-	by = hc_agg__lock_kinds_json(f->agg);
+	by = hc_record_sink__lock_kinds_json(f->rs);
 	assert_non_null(by);
 	assert_int_equal(json_array_size(by), 2);
 	k = json_array_get(by, 0); /* the most waited-for first */
@@ -477,13 +602,15 @@ static void test_locks(void **state)
 	assert_int_equal(json_integer_value(json_object_get(k, "count")), 1);
 	json_decref(by);
 
-	h = hc_agg__lock_hist(f->agg);
+	h = hc_record_sink__hist(f->rs, HC_STORE_H_LOCK_WAIT_NS);
 	assert_non_null(hc_hist__counts(h, "rwsem:W block"));
 	assert_int_equal(hc_hist__counts(h, "rwsem:W block")[hc_hist__bucket_index(h, 3000)], 1);
 	assert_int_equal(hc_hist__counts(h, "spinlock spin")[hc_hist__bucket_index(h, 50)], 1);
 	assert_null(hc_hist__counts(h, "spinlock block"));
 
-	assert_int_equal(hc_agg__for_each_lock_path(f->agg, collect_lock_leaf, &ll), 0);
+	/* the main table holds none of it */
+	assert_int_equal(hc_capture__stack_count(f->cap), 0);
+	assert_int_equal(walk(f, NULL, collect_lock_leaf, &ll), 0);
 	assert_int_equal(ll.n, 2);
 	for (size_t i = 0; i < ll.n; i++) {
 		/* process, thread, 2 user frames, 1 kernel frame, the lock */
@@ -500,14 +627,11 @@ static void test_locks(void **state)
 			assert_int_equal(ll.l[i].w.samples, 1);
 		}
 	}
-	/* the main table holds none of it */
-	assert_int_equal(hc_agg__stack_count(f->agg), 0);
-
 	/* a record claiming more frames than the ABI allows: refused, nothing counted */
 	lock_event(&e, HC_LCB_WRITE, true, HC_LOCK_MMAP, 7);
 	e.kstack_len = (HC_MAX_STACK_DEPTH + 1) * 8;
-	assert_int_equal(hc_agg__lock(f->agg, &e, sizeof(e)), -EINVAL);
-	hc_agg__lock_stats(f->agg, &ls);
+	assert_int_equal(hc_capture__lock(f->cap, &e, sizeof(e)), -EINVAL);
+	hc_capture__lock_stats(f->cap, &ls);
 	assert_int_equal(ls.events, 3);
 	assert_int_equal(ls.wait_ns, 4050);
 }
@@ -521,13 +645,13 @@ static void test_offcpu_lock_wait(void **state)
 
 	offcpu_event(&e, 1000, 5000, 3000, 1000);
 	e.lock = HC_LOCK_WAIT | HC_LCB_MUTEX;
-	assert_int_equal(hc_agg__offcpu(f->agg, &e, HC_OFFCPU_HDR_SIZE), 0);
-	assert_int_equal(hc_agg__for_each_path(f->agg, collect_lock_leaf, &ll), 0);
+	assert_int_equal(hc_capture__offcpu(f->cap, &e, HC_OFFCPU_HDR_SIZE), 0);
+	assert_int_equal(hc_capture__stack_count(f->cap), 2); /* and the run-queue path */
+	assert_int_equal(walk(f, collect_lock_leaf, NULL, &ll), 0);
 	assert_int_equal(ll.n, 1);
 	assert_string_equal(ll.l[0].name, "mutex");
 	assert_int_equal(ll.l[0].w.off_cpu_ns, 3000);
 	assert_int_equal(ll.l[0].w.runqueue_ns, 0);
-	assert_int_equal(hc_agg__stack_count(f->agg), 2); /* and the run-queue path */
 }
 
 static void test_lock_kind_names(void **state)
@@ -586,15 +710,15 @@ static void test_lock_kinds_mutex_spin(void **state)
 	int spin_seen = 0, block_seen = 0;
 
 	lock_event_bare(&e, HC_LCB_MUTEX | HC_LCB_SPIN, 0, 100);
-	assert_int_equal(hc_agg__lock(f->agg, &e, HC_LOCK_HDR_SIZE), 0);
+	assert_int_equal(hc_capture__lock(f->cap, &e, HC_LOCK_HDR_SIZE), 0);
 	lock_event_bare(&e, HC_LCB_MUTEX, 0, 300);
-	assert_int_equal(hc_agg__lock(f->agg, &e, HC_LOCK_HDR_SIZE), 0);
+	assert_int_equal(hc_capture__lock(f->cap, &e, HC_LOCK_HDR_SIZE), 0);
 	lock_event_bare(&e, HC_LCB_MUTEX, 1, 5000);
-	assert_int_equal(hc_agg__lock(f->agg, &e, HC_LOCK_HDR_SIZE), 0);
+	assert_int_equal(hc_capture__lock(f->cap, &e, HC_LOCK_HDR_SIZE), 0);
 	lock_event_bare(&e, HC_LCB_WRITE, 1, 7000);
-	assert_int_equal(hc_agg__lock(f->agg, &e, HC_LOCK_HDR_SIZE), 0);
+	assert_int_equal(hc_capture__lock(f->cap, &e, HC_LOCK_HDR_SIZE), 0);
 
-	by = hc_agg__lock_kinds_json(f->agg);
+	by = hc_record_sink__lock_kinds_json(f->rs);
 	assert_non_null(by);
 	assert_int_equal(json_array_size(by), 3);
 	json_array_foreach (by, i, k) {
@@ -628,8 +752,8 @@ static void test_bad_event(void **state)
 
 	make_event(&e, "proc", "thr");
 	e.ustack_len = (HC_MAX_STACK_DEPTH + 1) * 8; /* more frames than the ABI allows */
-	assert_int_equal(hc_agg__sample(f->agg, &e, sizeof(e)), -EINVAL);
-	assert_int_equal(hc_agg__stack_count(f->agg), 0);
+	assert_int_equal(hc_capture__sample(f->cap, &e, sizeof(e)), -EINVAL);
+	assert_int_equal(hc_capture__stack_count(f->cap), 0);
 }
 
 /* A leaf inside code inlined into its caller: the caller, then the leaf marked inlined. */
@@ -640,7 +764,7 @@ static void test_inline_frames(void **state)
 	struct hc_tree *tree = hc_tree__new();
 	const struct hc_node *n;
 	struct hc_symbolizer_stats ss;
-	struct hc_agg_stats st;
+	struct hc_capture_stats st;
 	size_t size = make_event(&e, "proc", "thr");
 
 	assert_non_null(tree);
@@ -652,9 +776,9 @@ static void test_inline_frames(void **state)
 	size = HC_SAMPLE_HDR_SIZE + 16;
 	hc_t_inl_caller();
 	hc_t_i0();
-	assert_int_equal(hc_agg__sample(f->agg, &e, size), 0);
-	assert_int_equal(hc_agg__sample(f->agg, &e, size), 0);
-	assert_int_equal(hc_agg__build_tree(f->agg, tree), 0);
+	assert_int_equal(hc_capture__sample(f->cap, &e, size), 0);
+	assert_int_equal(hc_capture__sample(f->cap, &e, size), 0);
+	assert_int_equal(build_tree(f, tree), 0);
 	n = only_child(hc_tree__root(tree), HC_NODE_PROCESS, "proc");
 	n = only_child(n, HC_NODE_THREAD, "thr");
 	n = only_child(n, HC_NODE_USER, "hc_t_outer");
@@ -663,14 +787,14 @@ static void test_inline_frames(void **state)
 	assert_false(hc_node__inlined(n));
 	n = only_child(n, HC_NODE_USER, "hc_t_inl_leaf");
 	assert_true(hc_node__inlined(n));
-	assert_string_equal(hc_node__module(n), "test-sampler");
+	assert_string_equal(hc_node__module(n), "test-capture");
 	assert_int_equal(hc_node__offset(n), -1);
 	assert_int_equal(hc_node__child_count(n), 0);
 	assert_int_equal(hc_node__weights(n)->samples, 2);
 	hc_symbolizer__stats(f->sym, &ss);
 	/* one distinct address, resolved once */
 	assert_int_equal(ss.inline_frames, 1);
-	hc_agg__stats(f->agg, &st);
+	hc_capture__stats(f->cap, &st);
 	assert_int_equal(st.inline_dropped, 0);
 	hc_tree__free(tree);
 }
@@ -694,19 +818,19 @@ static int max_depth_cb(void *ctx, const struct hc_path_elem *path, size_t n,
 	}
 	for (size_t i = 0; i < n; i++)
 		inl += path[i].inlined;
-	assert_int_equal(inl, HC_AGG_MAX_PATH - 2 - HC_MAX_STACK_DEPTH);
+	assert_int_equal(inl, HC_CAPTURE_MAX_PATH - 2 - HC_MAX_STACK_DEPTH);
 	assert_string_equal(path[n - 1].name, "hc_t_i0");
 	return 0;
 }
 
-/* Inlined frames fill a path up to HC_AGG_MAX_PATH, no further; the rest are counted. */
+/* Inlined frames fill a path up to HC_CAPTURE_MAX_PATH, no further; the rest are counted. */
 static void test_inline_path_limit(void **state)
 {
 	struct fixture *f = *state;
 	struct hc_sample_event e;
 	struct hc_tree *tree = hc_tree__new();
 	struct hc_profile *p;
-	struct hc_agg_stats st;
+	struct hc_capture_stats st;
 	size_t size = make_event(&e, "proc", "thr"), max = 0;
 	FILE *out;
 	char *buf = NULL;
@@ -718,16 +842,18 @@ static void test_inline_path_limit(void **state)
 	e.kstack_len = 0;
 	e.kernel_ip = 0;
 	size = HC_SAMPLE_HDR_SIZE + HC_MAX_STACK_DEPTH * 8;
-	assert_int_equal(hc_agg__sample(f->agg, &e, size), 0);
-	assert_int_equal(hc_agg__for_each_path(f->agg, max_depth_cb, &max), 0);
-	assert_int_equal(max, HC_AGG_MAX_PATH);
-	hc_agg__stats(f->agg, &st);
+	assert_int_equal(hc_capture__sample(f->cap, &e, size), 0);
+	assert_int_equal(walk(f, max_depth_cb, NULL, &max), 0);
+	assert_int_equal(max, HC_CAPTURE_MAX_PATH);
+	hc_capture__stats(f->cap, &st);
 	assert_int_equal(st.inline_dropped,
-			 HC_MAX_STACK_DEPTH * 9 - (HC_AGG_MAX_PATH - 2 - HC_MAX_STACK_DEPTH));
-	/* and the encoders take a tree that deep */
+			 HC_MAX_STACK_DEPTH * 9 - (HC_CAPTURE_MAX_PATH - 2 - HC_MAX_STACK_DEPTH));
+	/* and the encoders take a tree that deep (the flush started the tables over) */
+	assert_int_equal(hc_capture__stack_count(f->cap), 0);
+	assert_int_equal(hc_capture__sample(f->cap, &e, size), 0);
 	p = hc_profile__new();
 	assert_non_null(p);
-	assert_int_equal(hc_agg__build_tree(f->agg, p->tree), 0);
+	assert_int_equal(build_tree(f, p->tree), 0);
 	out = open_memstream(&buf, &len);
 	assert_non_null(out);
 	assert_int_equal(hc_profile__write_json(p, out), 0);
