@@ -104,6 +104,7 @@ struct sink_log {
 	struct hc_capture_obs last_obs;
 	char last_key[HC_TASK_COMM_LEN + 1];
 	struct hc_capture_lock last_lock;
+	char last_series[64];
 	uint64_t unclaimed_ns;
 	int64_t heat_sec;
 	unsigned int heat_row;
@@ -152,6 +153,7 @@ static int t_lock(void *ctx, const struct hc_capture_lock *l)
 
 	f->log.lock++;
 	f->log.last_lock = *l;
+	snprintf(f->log.last_series, sizeof(f->log.last_series), "%s", l->series);
 	return f->rsink.lock(f->rsink.ctx, l);
 }
 
@@ -865,6 +867,206 @@ static void test_inline_path_limit(void **state)
 	hc_tree__free(tree);
 }
 
+/*
+ * What a sink is handed for each record, computed once in the pipeline: the histogram
+ * observations (which, whose, the value, the second), the heat row, cpuunclaimed, a lock
+ * contention's kind and series; a contention older than the oldest second kept reaches no
+ * sink and is counted as expired.
+ */
+static void test_sink_calls(void **state)
+{
+	struct fixture *f = *state;
+	struct hc_capture_lock_stats ls;
+	struct hc_thist_event th;
+	struct hc_sample_event e;
+	struct hc_lock_event le;
+	size_t size = make_event(&e, "proc", "thr");
+
+	reopen(f, true);
+	/* realtime = mono + 1000 s; mono 2.5 s: second 1002, half of it gone */
+	hc_capture__set_clock(f->cap, 1000000000000ll, 1001);
+	hc_capture__set_window_start(f->cap, 500000000ull);
+	e.time_ns = 2500000000ull;
+	e.idle_cpus = 1;
+	e.queued_cpus = 2;
+	assert_int_equal(hc_capture__sample(f->cap, &e, size), 0);
+	/* priority, then the run-queue length of its CPU */
+	assert_int_equal(f->log.hist, 2);
+	assert_int_equal(f->log.last_obs.hist, HC_STORE_H_RUNQ_LENGTH);
+	assert_int_equal(f->log.last_obs.sec, 1002);
+	assert_int_equal(f->log.last_obs.pid, 0);
+	assert_int_equal(f->log.last_obs.value, 2);
+	assert_int_equal(f->log.last_obs.count, 1);
+	assert_string_equal(f->log.last_key, "cpu 1");
+	assert_memory_equal(f->log.last_obs.name, "cpu 1\0\0\0\0\0\0\0\0\0\0\0", 16);
+	assert_int_equal(
+		bucket_count(hc_record_sink__hist(f->rs, HC_STORE_H_PRIORITY), "proc", 120), 1);
+	/* one idle CPU shared by the two with tasks waiting: half a period, in second 2 of the
+	 * window */
+	assert_int_equal(f->log.unclaimed, 1);
+	assert_int_equal(f->log.unclaimed_ns, PERIOD_NS / 2);
+	/* 20 ms rows: 0.5 s into its second is row 25 */
+	assert_int_equal(f->log.heat, 1);
+	assert_int_equal(f->log.heat_sec, 1002);
+	assert_int_equal(f->log.heat_row, 25);
+
+	/* A thread's histograms carry no time: filed under the current second. */
+	memset(&th, 0, sizeof(th));
+	th.type = HC_EVENT_THIST;
+	th.tgid = 77;
+	memcpy(th.pcomm, "proc", 4);
+	th.slots[HC_TH_OFF][3] = 5;
+	hc_capture__set_now(f->cap, 1005);
+	assert_int_equal(hc_capture__thist(f->cap, &th), 0);
+	assert_int_equal(f->log.hist, 3);
+	assert_int_equal(f->log.last_obs.hist, HC_STORE_H_OFFCPU_US);
+	assert_int_equal(f->log.last_obs.sec, 1005);
+	assert_int_equal(f->log.last_obs.pid, 77);
+	assert_int_equal(f->log.last_obs.value, 4); /* quantize slot 3: [4, 8) us */
+	assert_int_equal(f->log.last_obs.count, 5);
+
+	/* A mutex that spun: the kind "mutex", its series "mutex spin", its second. */
+	lock_event_bare(&le, HC_LCB_MUTEX | HC_LCB_SPIN, 0, 700);
+	le.start_ns = 3000000000ull;
+	le.ret = -4;
+	assert_int_equal(hc_capture__lock(f->cap, &le, HC_LOCK_HDR_SIZE), 0);
+	assert_int_equal(f->log.lock, 1);
+	assert_int_equal(f->log.last_lock.flags, HC_LCB_MUTEX);
+	assert_false(f->log.last_lock.blocked);
+	assert_true(f->log.last_lock.failed);
+	assert_true(f->log.last_lock.no_stack);
+	assert_int_equal(f->log.last_lock.wait_ns, 700);
+	assert_int_equal(f->log.last_lock.sec, 1003);
+	assert_string_equal(f->log.last_series, "mutex spin");
+	/* ended before second 1001: counted, expired, no sink */
+	le.start_ns = 100;
+	assert_int_equal(hc_capture__lock(f->cap, &le, HC_LOCK_HDR_SIZE), 0);
+	assert_int_equal(f->log.lock, 1);
+	hc_capture__lock_stats(f->cap, &ls);
+	assert_int_equal(ls.events, 2);
+	assert_int_equal(ls.wait_ns, 1400);
+	assert_int_equal(ls.failed, 2);
+	assert_int_equal(ls.expired, 1);
+	assert_int_equal(hc_capture__stack_count(f->cap), 1);
+}
+
+/* Everything a walk hands over, summed; per_second: keyed by second, as serve's sink is. */
+struct totals {
+	uint64_t on_cpu_ns, off_cpu_ns, runqueue_ns, samples, paths;
+	uint64_t lock_on_ns, lock_off_ns, lock_samples;
+	int64_t min_sec, max_sec;
+};
+
+static int sum_path(void *ctx, const struct hc_path_elem *path, size_t n,
+		    const struct hc_weights *w, int64_t sec)
+{
+	struct totals *t = ctx;
+
+	(void)path;
+	(void)n;
+	t->on_cpu_ns += w->on_cpu_ns;
+	t->off_cpu_ns += w->off_cpu_ns;
+	t->runqueue_ns += w->runqueue_ns;
+	t->samples += w->samples;
+	if (!t->paths++ || sec < t->min_sec)
+		t->min_sec = sec;
+	if (sec > t->max_sec)
+		t->max_sec = sec;
+	return 0;
+}
+
+static int sum_lock_path(void *ctx, const struct hc_path_elem *path, size_t n,
+			 const struct hc_weights *w, int64_t sec)
+{
+	struct totals *t = ctx;
+
+	(void)path;
+	(void)n;
+	(void)sec;
+	t->lock_on_ns += w->on_cpu_ns;
+	t->lock_off_ns += w->off_cpu_ns;
+	t->lock_samples += w->samples;
+	return 0;
+}
+
+/* The same records: samples over four seconds, off-CPU flushes spanning seconds, locks. */
+static void feed(struct hc_capture *cap)
+{
+	struct hc_sample_event e;
+	struct hc_offcpu_event o;
+	struct hc_lock_event l;
+	size_t size = make_event(&e, "proc", "thr");
+
+	for (int i = 0; i < 40; i++) {
+		e.time_ns = 1000000000ull + (uint64_t)i * 97000000ull;
+		e.cpu = (uint32_t)i % 3;
+		e.prio = 100 + i % 40;
+		assert_int_equal(hc_capture__sample(cap, &e, size), 0);
+	}
+	offcpu_event(&o, 1200000000ull, 4700000000ull, 3333333333ull, 17171717ull);
+	assert_int_equal(hc_capture__offcpu(cap, &o, HC_OFFCPU_HDR_SIZE), 0);
+	offcpu_event(&o, 2000000001ull, 2000000999ull, 777ull, 11ull);
+	o.lock = HC_LOCK_WAIT | HC_LCB_WRITE;
+	assert_int_equal(hc_capture__offcpu(cap, &o, HC_OFFCPU_HDR_SIZE), 0);
+	for (int i = 0; i < 5; i++) {
+		lock_event(&l, i % 2 ? HC_LCB_SPIN : HC_LCB_WRITE, i % 2 == 0, HC_LOCK_MMAP,
+			   1000 + (uint64_t)i);
+		l.start_ns = 1000000000ull + (uint64_t)i * 900000000ull;
+		assert_int_equal(hc_capture__lock(cap, &l, sizeof(l)), 0);
+	}
+}
+
+/*
+ * One pipeline, two keyings: the same records through record's (one bucket) and serve's
+ * (per second, realtime = mono + 1000 s) give the same totals to the nanosecond, and serve's
+ * are spread over the seconds the records fell in.
+ */
+static void test_same_totals_both_keyings(void **state)
+{
+	struct fixture *f = *state;
+	struct totals rec = {0}, srv = {0};
+	struct hc_capture_stats rs, ss;
+
+	feed(f->cap);
+	assert_int_equal(walk(f, sum_path, sum_lock_path, &rec), 0);
+	hc_capture__stats(f->cap, &rs);
+
+	reopen(f, true);
+	hc_capture__set_clock(f->cap, 1000000000000ll, 0);
+	feed(f->cap);
+	assert_int_equal(walk(f, sum_path, sum_lock_path, &srv), 0);
+	hc_capture__stats(f->cap, &ss);
+
+	assert_int_equal(rec.samples, 40);
+	assert_int_equal(rec.on_cpu_ns, 40 * PERIOD_NS);
+	assert_int_equal(rec.off_cpu_ns, 3333333333ull + 777ull);
+	assert_int_equal(rec.runqueue_ns, 17171717ull + 11ull);
+	assert_int_equal(rec.lock_samples, 5);
+	assert_int_equal(rec.lock_on_ns + rec.lock_off_ns, 5 * 1000 + 0 + 1 + 2 + 3 + 4);
+	assert_int_equal(rec.min_sec, 0);
+	assert_int_equal(rec.max_sec, 0);
+
+	assert_int_equal(srv.samples, rec.samples);
+	assert_int_equal(srv.on_cpu_ns, rec.on_cpu_ns);
+	assert_int_equal(srv.off_cpu_ns, rec.off_cpu_ns);
+	assert_int_equal(srv.runqueue_ns, rec.runqueue_ns);
+	assert_int_equal(srv.lock_on_ns, rec.lock_on_ns);
+	assert_int_equal(srv.lock_off_ns, rec.lock_off_ns);
+	assert_int_equal(srv.lock_samples, rec.lock_samples);
+	assert_true(srv.paths > rec.paths);
+	assert_int_equal(srv.min_sec, 1001);
+	assert_int_equal(srv.max_sec, 1004);
+	assert_int_equal(ss.samples, rs.samples);
+	assert_int_equal(ss.off_ns, rs.off_ns);
+	assert_int_equal(ss.runqueue_ns, rs.runqueue_ns);
+	assert_int_equal(ss.expired_ns, 0);
+	assert_int_equal(rs.expired_ns, 0);
+	/* both sent every histogram observation to the sink: 40 samples x 2 histograms, and
+	 * each time the same */
+	assert_int_equal(f->log.hist, 2 * 2 * 40);
+	assert_int_equal(f->log.lock, 2 * 5);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -880,6 +1082,8 @@ int main(void)
 		cmocka_unit_test(test_lock_kind_names),
 		cmocka_unit_test_setup_teardown(test_inline_frames, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_inline_path_limit, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_sink_calls, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_same_totals_both_keyings, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
