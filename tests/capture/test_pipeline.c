@@ -21,6 +21,8 @@
 #include "capture/capture.h"
 #include "capture/record_sink.h"
 #include "profile/hist.h"
+#include "serve/sink.h"
+#include "serve/wire.h"
 
 #define PERIOD_NS 1001001ull
 
@@ -1067,6 +1069,184 @@ static void test_same_totals_both_keyings(void **state)
 	assert_int_equal(f->log.lock, 2 * 5);
 }
 
+static uint64_t hist_total(const struct hc_hist *h, const char *key)
+{
+	const uint64_t *c = hc_hist__counts(h, key);
+	uint64_t sum = 0;
+
+	for (size_t i = 0; c && i < hc_hist__nbuckets(h); i++)
+		sum += c[i];
+	return sum;
+}
+
+/* What serve's sink wrote, summed from its wire records. */
+struct wire_sums {
+	struct hc_weights add, lock_add;
+	uint64_t hist[HC_STORE_H_MAX], heat, lock_count, lock_wait_ns, frames;
+	int64_t min_sec, max_sec;
+};
+
+static void read_wire(const struct hc_wire_buf *b, struct wire_sums *ws)
+{
+	struct hc_wire_reader r = {0};
+	struct hc_wire_rec *rec = calloc(1, sizeof(*rec));
+	int got;
+
+	assert_non_null(rec);
+	assert_int_equal(b->err, 0);
+	assert_int_equal(hc_wire_reader__feed(&r, b->data, b->len), 0);
+	ws->min_sec = INT64_MAX;
+	while ((got = hc_wire_reader__next(&r, rec)) == 1) {
+		switch (rec->type) {
+		case HC_WIRE_FRAME:
+			ws->frames++;
+			break;
+		case HC_WIRE_ADD:
+			ws->add.on_cpu_ns += rec->w.on_cpu_ns;
+			ws->add.off_cpu_ns += rec->w.off_cpu_ns;
+			ws->add.runqueue_ns += rec->w.runqueue_ns;
+			ws->add.samples += rec->w.samples;
+			ws->min_sec = rec->sec < ws->min_sec ? rec->sec : ws->min_sec;
+			ws->max_sec = rec->sec > ws->max_sec ? rec->sec : ws->max_sec;
+			break;
+		case HC_WIRE_LOCK_ADD:
+			ws->lock_add.on_cpu_ns += rec->w.on_cpu_ns;
+			ws->lock_add.off_cpu_ns += rec->w.off_cpu_ns;
+			ws->lock_add.samples += rec->w.samples;
+			break;
+		case HC_WIRE_HIST:
+			assert_true(rec->hist < HC_STORE_H_MAX);
+			ws->hist[rec->hist] += rec->count;
+			break;
+		case HC_WIRE_HEAT:
+			for (int i = 0; i < HC_WIRE_HEAT_ROWS; i++)
+				ws->heat += rec->rows[i];
+			break;
+		case HC_WIRE_COUNTER:
+			if (rec->counter == HC_STORE_C_LOCK_COUNT)
+				ws->lock_count += rec->count;
+			if (rec->counter == HC_STORE_C_LOCK_WAIT_NS)
+				ws->lock_wait_ns += rec->count;
+			break;
+		default:
+			break;
+		}
+	}
+	assert_int_equal(got, 0);
+	hc_wire_reader__release(&r);
+	free(rec);
+}
+
+/*
+ * The point of one pipeline: the same records through record's sink (the document's tree and
+ * histograms) and through serve's sink (the wire records of a second's flush) give the same
+ * totals to the nanosecond and the same counts: paths, lock paths, every histogram, the lock
+ * kinds' counters, and serve's heat map holds every sample.
+ */
+static void test_record_and_serve_sinks_agree(void **state)
+{
+	struct fixture *f = *state;
+	struct hc_capture_opts so = {.period_ns = PERIOD_NS, .per_second = true};
+	struct hc_tree *tree = hc_tree__new(), *ltree = hc_tree__new();
+	const struct hc_weights *rw, *lw;
+	struct hc_serve_sink *ss = hc_serve_sink__new(true);
+	struct hc_capture_sink sink;
+	struct hc_thist_event th;
+	struct hc_capture *scap;
+	struct wire_sums ws = {0};
+	uint64_t lock_count = 0, lock_wait = 0, runq = 0;
+	const struct hc_hist *h;
+	json_t *by, *k;
+	size_t i;
+
+	assert_non_null(tree);
+	assert_non_null(ltree);
+	assert_non_null(ss);
+	memset(&th, 0, sizeof(th));
+	th.type = HC_EVENT_THIST;
+	th.tgid = 77;
+	memcpy(th.pcomm, "proc", 4);
+	th.slots[HC_TH_SLICE][5] = 3;
+	th.slots[HC_TH_RUNQ][0] = 2;
+
+	/* record's: one bucket, record's sink */
+	hc_capture__free(f->cap);
+	f->cap = hc_capture__new(&(struct hc_capture_opts){.period_ns = PERIOD_NS}, f->sym, NULL,
+				 &f->rsink);
+	assert_non_null(f->cap);
+	feed(f->cap);
+	assert_int_equal(hc_capture__thist(f->cap, &th), 0);
+	assert_int_equal(hc_capture__idle_samples(f->cap, 0, 1, 9), 0);
+	assert_int_equal(hc_record_sink__trees(f->rs, f->cap, tree, ltree), 0);
+
+	/* serve's: per second, realtime = mono + 1000 s, one flush */
+	sink = hc_serve_sink__sink(ss);
+	scap = hc_capture__new(&so, f->sym, NULL, &sink);
+	assert_non_null(scap);
+	hc_capture__set_clock(scap, 1000000000000ll, 0);
+	hc_capture__set_now(scap, 1004);
+	feed(scap);
+	assert_int_equal(hc_capture__thist(scap, &th), 0);
+	assert_int_equal(hc_capture__idle_samples(scap, 1003, 1, 9), 0);
+	assert_int_equal(hc_serve_sink__begin(ss), 0);
+	assert_int_equal(hc_capture__flush(scap), 0);
+	assert_int_equal(hc_serve_sink__end(ss, 1005), 0);
+	read_wire(hc_serve_sink__buf(ss), &ws);
+
+	rw = hc_node__weights(hc_tree__root(tree));
+	assert_int_equal(rw->samples, 40);
+	assert_int_equal(ws.add.samples, rw->samples);
+	assert_int_equal(ws.add.on_cpu_ns, rw->on_cpu_ns);
+	assert_int_equal(ws.add.off_cpu_ns, rw->off_cpu_ns);
+	assert_int_equal(ws.add.runqueue_ns, rw->runqueue_ns);
+	assert_int_equal(ws.min_sec, 1001);
+	assert_int_equal(ws.max_sec, 1004);
+	assert_true(ws.frames > 0);
+	lw = hc_node__weights(hc_tree__root(ltree));
+	assert_int_equal(lw->samples, 5);
+	assert_int_equal(ws.lock_add.samples, lw->samples);
+	assert_int_equal(ws.lock_add.on_cpu_ns, lw->on_cpu_ns);
+	assert_int_equal(ws.lock_add.off_cpu_ns, lw->off_cpu_ns);
+
+	h = hc_record_sink__hist(f->rs, HC_STORE_H_PRIORITY);
+	assert_int_equal(hist_total(h, "proc"), 40);
+	assert_int_equal(ws.hist[HC_STORE_H_PRIORITY], hist_total(h, "proc"));
+	h = hc_record_sink__hist(f->rs, HC_STORE_H_RUNQ_LENGTH);
+	for (int cpu = 0; cpu < 3; cpu++) {
+		char key[16];
+
+		snprintf(key, sizeof(key), "cpu %d", cpu);
+		runq += hist_total(h, key);
+	}
+	assert_int_equal(runq, 40 + 9);
+	assert_int_equal(ws.hist[HC_STORE_H_RUNQ_LENGTH], runq);
+	assert_int_equal(
+		ws.hist[HC_STORE_H_ONCPU_SLICE_US],
+		hist_total(hc_record_sink__hist(f->rs, HC_STORE_H_ONCPU_SLICE_US), "proc"));
+	assert_int_equal(ws.hist[HC_STORE_H_ONCPU_SLICE_US], 3);
+	assert_int_equal(ws.hist[HC_STORE_H_RUNQ_LATENCY_US], 2);
+	h = hc_record_sink__hist(f->rs, HC_STORE_H_LOCK_WAIT_NS);
+	assert_int_equal(ws.hist[HC_STORE_H_LOCK_WAIT_NS],
+			 hist_total(h, "rwsem:W block") + hist_total(h, "spinlock spin"));
+	by = hc_record_sink__lock_kinds_json(f->rs);
+	assert_non_null(by);
+	json_array_foreach (by, i, k) {
+		lock_count += (uint64_t)json_integer_value(json_object_get(k, "count"));
+		lock_wait += (uint64_t)json_integer_value(json_object_get(k, "total_ns"));
+	}
+	json_decref(by);
+	assert_int_equal(lock_count, 5);
+	assert_int_equal(ws.lock_count, lock_count);
+	assert_int_equal(ws.lock_wait_ns, lock_wait);
+	assert_int_equal(ws.lock_wait_ns, lw->on_cpu_ns + lw->off_cpu_ns);
+	assert_int_equal(ws.heat, 40);
+
+	hc_capture__free(scap);
+	hc_serve_sink__free(ss);
+	hc_tree__free(tree);
+	hc_tree__free(ltree);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1084,6 +1264,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_inline_path_limit, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_sink_calls, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_same_totals_both_keyings, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_record_and_serve_sinks_agree, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
