@@ -357,6 +357,28 @@ static int worker__init(struct worker *w, const struct record_cfg *cfg,
 	return w->cap ? 0 : -errno;
 }
 
+/* What the document says of the capture's settings; the window's start is now. */
+static struct hc_record_doc record_doc(const struct record_cfg *cfg, const struct worker *w,
+				       const struct hc_sampler_counts *cnt)
+{
+	return (struct hc_record_doc){
+		.frequency_hz = cfg->c.rate.hz,
+		.period_ns = cfg->c.rate.period_ns,
+		.min_block_ns = cfg->c.min_block_ns,
+		.stack_budget = cfg->c.stack_budget,
+		.no_stack_reuse = cfg->c.no_stack_reuse,
+		.wakers = cfg->wakers,
+		.locks = cfg->locks,
+		.unwind_fp = cfg->c.unwind_fp,
+		.stack_copy_bytes = cfg->c.stack_copy_bytes,
+		.copy_budget = cfg->c.copy_budget,
+		.cnt = cnt,
+		.sym = w->sym,
+		.unw = w->unw,
+		.started_at_ns = (int64_t)now_ns(CLOCK_REALTIME),
+	};
+}
+
 /* Drain the sampler into the pipeline from t0 (the monotonic clock) until the duration, a
  * signal, the stop line or the end of every -p process. 0 or the exit code. */
 static int sample_window(const struct record_cfg *cfg, struct hc_sampler *sampler,
@@ -468,22 +490,7 @@ static int record_worker(const struct record_cfg *cfg, struct hc_sampler *sample
 		hc_err("warning: kernel symbols unavailable (%s): kernel frames stay [unknown]",
 		       strerror(-ksym_err));
 
-	doc = (struct hc_record_doc){
-		.frequency_hz = cfg->c.rate.hz,
-		.period_ns = cfg->c.rate.period_ns,
-		.min_block_ns = cfg->c.min_block_ns,
-		.stack_budget = cfg->c.stack_budget,
-		.no_stack_reuse = cfg->c.no_stack_reuse,
-		.wakers = cfg->wakers,
-		.locks = cfg->locks,
-		.unwind_fp = cfg->c.unwind_fp,
-		.stack_copy_bytes = cfg->c.stack_copy_bytes,
-		.copy_budget = cfg->c.copy_budget,
-		.cnt = &cnt,
-		.sym = w.sym,
-		.unw = w.unw,
-		.started_at_ns = (int64_t)now_ns(CLOCK_REALTIME),
-	};
+	doc = record_doc(cfg, &w, &cnt);
 	t0 = now_ns(CLOCK_MONOTONIC);
 	err = hc_sampler__start(sampler);
 	if (err) {
