@@ -121,6 +121,7 @@ struct hc_sym_proc {
 	uint64_t last_reread_ns;
 	uint64_t reread_interval_ns; /* 0: MAPS_REREAD_MIN_INTERVAL_NS */
 	uint64_t gen;		     /* the snapshot's number: a new one means new mappings */
+	uint32_t unwinder_slot;	     /* the unwinder's (hc_sym_proc__unwinder_slot) */
 };
 
 struct hc_symbolizer {
@@ -848,6 +849,11 @@ int hc_symbolizer__add_process(struct hc_symbolizer *sym, uint32_t tgid, uint64_
 	struct hc_sym_proc *p;
 
 	return hc_symbolizer__process(sym, tgid, start_ns, &p);
+}
+
+uint32_t *hc_sym_proc__unwinder_slot(struct hc_sym_proc *p)
+{
+	return &p->unwinder_slot;
 }
 
 void hc_sym_proc__identity(const struct hc_sym_proc *p, uint32_t *tgid, uint64_t *start_ns)

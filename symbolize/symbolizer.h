@@ -210,6 +210,9 @@ struct hc_sym_module {
  */
 int hc_symbolizer__modules(struct hc_symbolizer *sym, struct hc_sym_proc *p,
 			   struct hc_sym_module *out, size_t max, size_t *n, uint64_t *gen);
+/* A word the unwinder keeps with the process (its session's index + 1): 0 for a process new
+ * to the symbolizer or started afresh (pid reused). */
+uint32_t *hc_sym_proc__unwinder_slot(struct hc_sym_proc *p);
 /* Whether the symbolizer still keeps tgid (with that start time, when not 0). */
 bool hc_symbolizer__tracks(struct hc_symbolizer *sym, uint32_t tgid, uint64_t start_ns);
 

@@ -254,6 +254,19 @@ static Dwfl *build_dwfl(struct hc_unwinder *u, uint32_t tgid, size_t nmods)
 	return dwfl;
 }
 
+/* The session of tgid: the index the process's handle keeps (checked: sessions move when
+ * pruned), else the table's. */
+static bool find_session(struct hc_unwinder *u, struct hc_sym_proc *p, uint32_t tgid, uint32_t *idx)
+{
+	uint32_t slot = *hc_sym_proc__unwinder_slot(p);
+
+	if (slot && slot <= u->nr_sessions && u->sessions[slot - 1].tgid == tgid) {
+		*idx = slot - 1;
+		return true;
+	}
+	return !hc_keymap__get(&u->session_idx, tgid, 0, idx);
+}
+
 /* The process's session, (re)built from the symbolizer's current snapshot. */
 static int get_session(struct hc_unwinder *u, struct hc_sym_proc *p, struct session **out)
 {
@@ -267,8 +280,9 @@ static int get_session(struct hc_unwinder *u, struct hc_sym_proc *p, struct sess
 	if (err)
 		return err;
 	hc_sym_proc__identity(p, &tgid, &start_ns);
-	if (!hc_keymap__get(&u->session_idx, tgid, 0, &idx)) {
+	if (find_session(u, p, tgid, &idx)) {
 		s = &u->sessions[idx];
+		*hc_sym_proc__unwinder_slot(p) = idx + 1;
 		if (s->gen == gen && s->start_ns == start_ns) {
 			*out = s;
 			return 0;
@@ -287,6 +301,7 @@ static int get_session(struct hc_unwinder *u, struct hc_sym_proc *p, struct sess
 		err = hc_keymap__put(&u->session_idx, tgid, 0, (uint32_t)u->nr_sessions);
 		if (err)
 			return err;
+		*hc_sym_proc__unwinder_slot(p) = (uint32_t)u->nr_sessions + 1;
 		s = &u->sessions[u->nr_sessions++];
 		memset(s, 0, sizeof(*s));
 	}
