@@ -1052,8 +1052,8 @@ static int waker_path(struct hc_capture *cap, struct frame_cache *fc, size_t wid
 }
 
 /* A lock node's name, "<kind>" or "<kind> <lock name>": one string per distinct label, kept
- * as long as cap (path consumers may key frames by the name's address, as serve's collector
- * does). NULL on allocation failure. */
+ * until the tables start over (a sink that keys frames by the name's address, as serve's
+ * does, copies it). NULL on allocation failure. */
 static const char *lock_label(struct hc_capture *cap, uint64_t ext)
 {
 	uint64_t ni = ext >> EXT_LOCK_NAME_SHIFT;
