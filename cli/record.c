@@ -25,7 +25,8 @@
 #include "profile/tree.h"
 #include "profile/weights.h"
 #include "profile/profile.h"
-#include "sampler/aggregate.h"
+#include "capture/capture.h"
+#include "capture/record_sink.h"
 #include "sampler/sampler.h"
 #include "symbolize/symbolizer.h"
 
@@ -298,41 +299,6 @@ static int parse_args(int argc, char **argv, struct record_cfg *cfg)
 	return 0;
 }
 
-static int on_sample(void *ctx, const struct hc_sample_event *e, size_t size)
-{
-	return hc_agg__sample(*(struct hc_agg **)ctx, e, size);
-}
-
-static int on_exec(void *ctx, const struct hc_exec_event *e)
-{
-	return hc_agg__exec(*(struct hc_agg **)ctx, e);
-}
-
-static int on_offcpu(void *ctx, const struct hc_offcpu_event *e, size_t size)
-{
-	return hc_agg__offcpu(*(struct hc_agg **)ctx, e, size);
-}
-
-static int on_thist(void *ctx, const struct hc_thist_event *e)
-{
-	return hc_agg__thist(*(struct hc_agg **)ctx, e);
-}
-
-static int on_waker(void *ctx, const struct hc_waker_event *e, size_t size)
-{
-	return hc_agg__waker(*(struct hc_agg **)ctx, e, size);
-}
-
-static int on_ustack(void *ctx, const struct hc_ustack_event *e, size_t size)
-{
-	return hc_agg__ustack(*(struct hc_agg **)ctx, e, size);
-}
-
-static int on_lock(void *ctx, const struct hc_lock_event *e, size_t size)
-{
-	return hc_agg__lock(*(struct hc_agg **)ctx, e, size);
-}
-
 static uint64_t now_ns(clockid_t clk)
 {
 	struct timespec ts;
@@ -351,229 +317,78 @@ static bool any_alive(const struct record_cfg *cfg, struct hc_broker_client *bc)
 	return false;
 }
 
-/* The `scheduler` section: how off-CPU time was taken and what it cost. */
-static json_t *scheduler_json(const struct record_cfg *cfg, const struct hc_sampler_counts *cnt,
-			      const struct hc_agg *agg, const struct hc_agg_stats *as,
-			      uint64_t duration_ns)
-{
-	const uint64_t *t = cnt->total;
-	double cpu_ns = (double)cnt->n_cpus * (double)duration_ns;
-	size_t nsec;
-	const uint64_t *per_s = hc_agg__unclaimed_per_second(agg, &nsec);
-	json_t *ps = json_array(), *doc;
+/* The sandboxed half's pipeline: the symbolizer, the unwinder, record's sink. */
+struct worker {
+	struct hc_symbolizer *sym;
+	struct hc_unwinder *unw; /* NULL: --unwind fp */
+	struct hc_record_sink *rs;
+	struct hc_capture *cap;
+};
 
-	if (!ps)
-		return NULL;
-	for (size_t i = 0; i < nsec; i++)
-		if (json_array_append_new(ps, json_integer((json_int_t)per_s[i]))) {
-			json_decref(ps);
-			return NULL;
-		}
-	doc = json_pack(
-		"{s:b, s:I, s:I, s:b, s:b, s:I, s:I, s:{s:I, s:I}, s:{s:I, s:I, s:I}, s:{s:I, s:I},"
-		" s:I, s:I, s:{s:I, s:f, s:o}}",
-		"offcpu", 1, "min_block_ns", (json_int_t)cfg->c.min_block_ns,
-		"stack_budget_per_cpu_s",
-		(json_int_t)(cfg->c.stack_budget ? cfg->c.stack_budget : 10000), "stack_reuse",
-		!cfg->c.no_stack_reuse, "wakers", cfg->wakers, "switches",
-		(json_int_t)t[HC_CNT_SWITCHES], "switch_in_unseen",
-		(json_int_t)t[HC_CNT_SWITCHIN_MISSED], "intervals", "blocked",
-		(json_int_t)as->blocked_intervals, "preempted", (json_int_t)as->preempted_intervals,
-		"stacks", "captured", (json_int_t)t[HC_CNT_STACK_CAPTURED], "reused",
-		(json_int_t)t[HC_CNT_STACK_REUSED], "not_captured",
-		(json_int_t)t[HC_CNT_STACK_BUDGET], "below_min_block", "off_cpu_ns",
-		(json_int_t)as->short_off_ns, "runqueue_ns", (json_int_t)as->short_rq_ns, "lost_ns",
-		(json_int_t)(t[HC_CNT_OFF_LOST_NS] + as->offcpu_lost_ns), "flushes",
-		(json_int_t)as->offcpu_flushes, "cpu_unclaimed", "unclaimed_ns",
-		(json_int_t)as->unclaimed_ns, "share",
-		cpu_ns > 0 ? (double)as->unclaimed_ns / cpu_ns : 0.0, "per_second_ns", ps);
-	return doc;
+static void worker__release(struct worker *w)
+{
+	hc_capture__free(w->cap);
+	hc_record_sink__free(w->rs);
+	hc_unwinder__free(w->unw);
+	hc_symbolizer__free(w->sym);
 }
 
-static int fill_profile(struct hc_profile *p, const struct record_cfg *cfg,
-			struct hc_sampler_counts *cnt, struct hc_agg *agg,
-			struct hc_symbolizer *sym, const struct hc_unwinder *unw,
-			int64_t started_at_ns, uint64_t duration_ns)
+/* 0 and the kernel symbols' error in *ksym_err, or -errno. */
+static int worker__init(struct worker *w, const struct record_cfg *cfg,
+			const struct hc_symbolizer_io *io, int *ksym_err)
 {
-	struct hc_symbolizer_stats ss;
-	struct hc_agg_stats as;
-	struct utsname u;
-	int err = 0;
+	struct hc_symbolizer_opts sopts = {
+		.no_demangle = cfg->c.no_demangle, .no_inline = cfg->c.no_inline, .io = io};
+	struct hc_capture_opts copts = {.period_ns = cfg->c.rate.period_ns};
+	struct hc_capture_sink sink;
 
-	if (uname(&u) == 0) {
-		p->host = strdup(u.nodename);
-		p->kernel = strdup(u.release);
-	}
-	p->started_at_ns = started_at_ns;
-	p->duration_ns = duration_ns;
-	p->sampling.frequency_hz = cfg->c.rate.hz;
-	p->sampling.period_ns = cfg->c.rate.period_ns;
-	p->sampling.cpus = cnt->n_cpus;
-	p->sampling.per_cpu = calloc(cnt->n_cpus, sizeof(*p->sampling.per_cpu));
-	if (!p->sampling.per_cpu || !p->host || !p->kernel)
-		return -ENOMEM;
-	p->sampling.n_per_cpu = cnt->n_cpus;
-	for (uint32_t i = 0; i < cnt->n_cpus; i++) {
-		uint64_t expected = duration_ns / cfg->c.rate.period_ns;
-
-		p->sampling.per_cpu[i].cpu = cnt->cpus[i];
-		p->sampling.per_cpu[i].expected = expected;
-		p->sampling.per_cpu[i].samples = cnt->per_cpu[(size_t)i * HC_CNT_MAX + HC_CNT_SEEN];
-		p->sampling.per_cpu[i].idle_ns = cnt->idle_ns ? cnt->idle_ns[i] : 0;
-		p->sampling.expected_samples += expected;
-	}
-	p->sampling.samples = cnt->total[HC_CNT_SEEN];
-	p->sampling.idle_samples = cnt->total[HC_CNT_IDLE];
-	p->sampling.filtered_samples = cnt->total[HC_CNT_FILTERED];
-
-	for (int k = 0; k < HC_CNT_MAX && !err; k++)
-		if (hc_sampler__lost_name(k))
-			err = hc_profile__add_lost(p, hc_sampler__lost_name(k), cnt->total[k]);
-	hc_agg__stats(agg, &as);
-	if (!err)
-		err = hc_profile__add_lost(p, "decode_error", cnt->decode_errors);
-	if (!err)
-		err = hc_profile__add_lost(p, "ingest_error", as.ingest_errors);
-	if (!err)
-		err = hc_profile__add_lost(p, "histogram_error", as.hist_errors);
-	if (!err && cnt->offcpu)
-		err = hc_profile__add_lost(p, "waker_stack_missing", as.waker_stack_missing);
-	if (err)
-		return err;
-	if (cnt->offcpu) {
-		p->totals.off_cpu_ns = as.off_ns;
-		p->totals.runqueue_ns = as.runqueue_ns;
-		p->totals.idle_ns = cnt->idle_total_ns;
-		p->totals.cpu_unclaimed_ns = as.unclaimed_ns;
-		p->scheduler = scheduler_json(cfg, cnt, agg, &as, duration_ns);
-		if (!p->scheduler)
-			return -ENOMEM;
-	}
-
-	if (cfg->locks) {
-		p->locks = hc_locks_json(agg, cnt->total);
-		p->lock_tree = hc_tree__new();
-		if (!p->locks || !p->lock_tree)
-			return -ENOMEM;
-		err = hc_agg__build_lock_tree(agg, p->lock_tree);
-		if (err)
-			return err;
-		hc_tree__sort(p->lock_tree);
-	}
-
-	p->unwind = hc_unwind_json(cfg->c.unwind_fp, cfg->c.stack_copy_bytes, cfg->c.copy_budget,
-				   cnt->total, &as, unw);
-	if (!p->unwind)
-		return -ENOMEM;
-
-	p->totals.on_cpu_ns = as.samples * cfg->c.rate.period_ns;
-	p->totals.kernel_samples = as.kernel_samples;
-	p->totals.user_samples = as.user_samples;
-
-	hc_symbolizer__stats(sym, &ss);
-	{
-		const struct hc_count sc[] = {
-			{"processes", ss.processes},
-			{"process_gone", ss.process_gone},
-			{"pid_reused", ss.pid_reused},
-			{"objects", ss.objects},
-			{"object_open_err", ss.object_open_err},
-			{"elf_err", ss.elf_err},
-			{"no_symbols", ss.no_symbols},
-			{"user_unresolved", ss.user_unresolved},
-			{"kernel_unresolved", ss.kernel_unresolved},
-			{"truncated_user_stacks", as.truncated_ustacks},
-			{"truncated_kernel_stacks", as.truncated_kstacks},
-			{"dwarf_objects", ss.dwarf_objects},
-			{"dwarf_over_budget", ss.dwarf_over_budget},
-			{"dwarf_err", ss.dwarf_err},
-			{"inline_frames", ss.inline_frames},
-			{"inline_truncated", ss.inline_truncated},
-			{"inline_dropped", as.inline_dropped},
-		};
-
-		for (size_t i = 0; i < sizeof(sc) / sizeof(sc[0]) && !err; i++)
-			err = hc_profile__add_symbolize(p, sc[i].name, sc[i].count);
-	}
-	return err;
-}
-
-/*
- * The sandboxed half: everything after the BPF objects exist. Runs as --user with no
- * capabilities under the worker seccomp allow-list; gets its files from the broker on
- * broker_fd; finishes early when asked on stop_fd (privsep/broker.h: the stop line) or on a
- * signal; writes the profile to out->f (opened by the privileged half, which commits it when
- * we exit 0). Returns the exit code.
- */
-static int record_worker(const struct record_cfg *cfg, struct hc_sampler *sampler,
-			 struct hc_agg **aggp, struct hc_output *out, int broker_fd, int stop_fd)
-{
-	struct hc_broker_client bc = {.sock = broker_fd};
-	struct hc_symbolizer_opts sopts = {0};
-	struct hc_sampler_counts cnt = {0};
-	struct hc_symbolizer_io io;
-	struct hc_symbolizer *sym = NULL;
-	struct hc_profile *prof = NULL;
-	struct hc_unwinder *unw = NULL;
-	struct hc_agg *agg = NULL;
-	uint64_t t0, t1, t_tree, t_enc, deadline;
-	struct hc_sampler_window win;
-	int64_t started_at;
-	int rc = 0, err, ksym_err;
-
-	hc_broker_client__io(&bc, &io);
-	sopts.no_demangle = cfg->c.no_demangle;
-	sopts.no_inline = cfg->c.no_inline;
-	sopts.io = &io;
-	sym = hc_symbolizer__new(&sopts);
-	if (!sym) {
-		rc = EX_OSERR;
-		goto out;
-	}
-	ksym_err = hc_symbolizer__load_kernel(sym);
-	agg = hc_agg__new(sym, cfg->c.rate.period_ns);
-	if (!agg) {
-		rc = EX_OSERR;
-		goto out;
-	}
+	w->sym = hc_symbolizer__new(&sopts);
+	if (!w->sym)
+		return -errno;
+	*ksym_err = hc_symbolizer__load_kernel(w->sym);
 	if (!cfg->c.unwind_fp) {
-		unw = hc_unwinder__new(sym);
-		if (!unw) {
-			rc = EX_OSERR;
-			goto out;
-		}
-		hc_agg__set_unwinder(agg, unw);
+		w->unw = hc_unwinder__new(w->sym);
+		if (!w->unw)
+			return -errno;
 	}
-	*aggp = agg;
-	/* Snapshot the -p processes now, before any sample. */
-	for (size_t i = 0; i < cfg->n_tgids; i++)
-		hc_symbolizer__add_process(sym, cfg->tgids[i], 0);
+	w->rs = hc_record_sink__new();
+	if (!w->rs)
+		return -errno;
+	sink = hc_record_sink__sink(w->rs);
+	w->cap = hc_capture__new(&copts, w->sym, w->unw, &sink);
+	return w->cap ? 0 : -errno;
+}
 
-	/* Said once sampling is sure to run, not only with -v: a capture whose kernel frames
-	 * are all [unknown] is degraded, and a cron job should say so (CAP_SYSLOG missing, or
-	 * kallsyms hidden by a sandbox). */
-	if (ksym_err)
-		hc_err("warning: kernel symbols unavailable (%s): kernel frames stay [unknown]",
-		       strerror(-ksym_err));
+/* What the document says of the capture's settings; the window's start is now. */
+static struct hc_record_doc record_doc(const struct record_cfg *cfg, const struct worker *w,
+				       const struct hc_sampler_counts *cnt)
+{
+	return (struct hc_record_doc){
+		.frequency_hz = cfg->c.rate.hz,
+		.period_ns = cfg->c.rate.period_ns,
+		.min_block_ns = cfg->c.min_block_ns,
+		.stack_budget = cfg->c.stack_budget,
+		.no_stack_reuse = cfg->c.no_stack_reuse,
+		.wakers = cfg->wakers,
+		.locks = cfg->locks,
+		.unwind_fp = cfg->c.unwind_fp,
+		.stack_copy_bytes = cfg->c.stack_copy_bytes,
+		.copy_budget = cfg->c.copy_budget,
+		.cnt = cnt,
+		.sym = w->sym,
+		.unw = w->unw,
+		.started_at_ns = (int64_t)now_ns(CLOCK_REALTIME),
+	};
+}
 
-	started_at = (int64_t)now_ns(CLOCK_REALTIME);
-	t0 = now_ns(CLOCK_MONOTONIC);
-	err = hc_sampler__start(sampler);
-	if (err) {
-		hc_err("cannot start sampling (scheduler tracepoints, task iterator or perf "
-		       "events): %s",
-		       strerror(-err));
-		rc = EX_UNAVAILABLE;
-		goto out;
-	}
-	hc_sampler__window(sampler, &win);
-	hc_agg__set_window_start(agg, win.start_ns);
-	/* Loading, the split and the sandbox come first (tenths of a second, more on a loaded
-	 * machine): the window, and so the profile, starts here, not at the command. */
-	if (cfg->c.verbose)
-		fprintf(stderr, "hotcold: sampling every %llu ns; the window is open\n",
-			(unsigned long long)cfg->c.rate.period_ns);
-	deadline = t0 + cfg->duration_ns;
+/* Drain the sampler into the pipeline from t0 (the monotonic clock) until the duration, a
+ * signal, the stop line or the end of every -p process. 0 or the exit code. */
+static int sample_window(const struct record_cfg *cfg, struct hc_sampler *sampler,
+			 struct hc_broker_client *bc, int stop_fd, uint64_t t0)
+{
+	uint64_t deadline = t0 + cfg->duration_ns;
+	int err;
+
 	while (!hc_stop_requested) {
 		uint64_t now = now_ns(CLOCK_MONOTONIC);
 		int64_t left_ms;
@@ -584,14 +399,119 @@ static int record_worker(const struct record_cfg *cfg, struct hc_sampler *sample
 		err = hc_sampler__poll(sampler, left_ms < 100 ? (int)left_ms : 100);
 		if (err < 0 && err != -EINTR) {
 			hc_err("reading the ring buffer: %s", strerror(-err));
-			rc = EX_OSERR;
-			goto out;
+			return EX_OSERR;
 		}
-		if (cfg->n_tgids && !any_alive(cfg, &bc))
+		if (cfg->n_tgids && !any_alive(cfg, bc))
 			break;
 		if (hc_stopline__asked(stop_fd))
 			break;
 	}
+	return 0;
+}
+
+/* The document (capture/record_sink.h) written to out; the exit code. */
+static int write_profile(const struct record_cfg *cfg, struct worker *w, struct hc_output *out,
+			 const struct hc_record_doc *doc, uint64_t t0, uint64_t t1)
+{
+	struct hc_profile *prof = hc_profile__new();
+	size_t stacks = hc_capture__stack_count(w->cap);
+	uint64_t t_tree, t_enc;
+	int err, rc = 0;
+
+	if (!prof)
+		return EX_OSERR;
+	err = hc_record_sink__document(w->rs, w->cap, prof, doc);
+	t_tree = now_ns(CLOCK_MONOTONIC);
+	if (err) {
+		hc_err("building the profile: %s", strerror(-err));
+		rc = EX_OSERR;
+		goto out;
+	}
+	err = hc_format__write(prof, cfg->format, cfg->weights, out->f);
+	/* Flushed here: the privileged half only syncs and renames what we wrote. */
+	if (!err && (fflush(out->f) != 0 || ferror(out->f)))
+		err = -(errno ? errno : EIO);
+	t_enc = now_ns(CLOCK_MONOTONIC);
+	if (err) {
+		hc_err("writing %s: %s", out->path ? out->path : "the profile to stdout",
+		       strerror(-err));
+		rc = EX_IOERR;
+		goto out;
+	}
+	if (cfg->c.verbose)
+		fprintf(stderr,
+			"hotcold: %llu samples (%llu idle) on %u CPUs in %.3f s, expected %llu; "
+			"%zu distinct stacks, %zu nodes; written %.1f ms after the window closed "
+			"(symbolize+tree %.1f ms, encode %.1f ms)\n",
+			(unsigned long long)prof->sampling.samples,
+			(unsigned long long)prof->sampling.idle_samples, prof->sampling.cpus,
+			(double)(t1 - t0) / 1e9,
+			(unsigned long long)prof->sampling.expected_samples, stacks,
+			hc_tree__node_count(prof->tree),
+			(double)(now_ns(CLOCK_MONOTONIC) - t1) / 1e6, (double)(t_tree - t1) / 1e6,
+			(double)(t_enc - t_tree) / 1e6);
+out:
+	hc_profile__free(prof);
+	return rc;
+}
+
+/*
+ * The sandboxed half: everything after the BPF objects exist. Runs as --user with no
+ * capabilities under the worker seccomp allow-list; gets its files from the broker on
+ * broker_fd; finishes early when asked on stop_fd (privsep/broker.h: the stop line) or on a
+ * signal; writes the profile to out->f (opened by the privileged half, which commits it when
+ * we exit 0). *capp is the pipeline the sampler's callbacks read. Returns the exit code.
+ */
+static int record_worker(const struct record_cfg *cfg, struct hc_sampler *sampler,
+			 struct hc_capture **capp, struct hc_output *out, int broker_fd,
+			 int stop_fd)
+{
+	struct hc_broker_client bc = {.sock = broker_fd};
+	struct hc_sampler_counts cnt = {0};
+	struct hc_sampler_window win;
+	struct hc_symbolizer_io io;
+	struct worker w = {0};
+	struct hc_record_doc doc;
+	uint64_t t0, t1;
+	int rc, err, ksym_err = 0;
+
+	hc_broker_client__io(&bc, &io);
+	if (worker__init(&w, cfg, &io, &ksym_err)) {
+		rc = EX_OSERR;
+		goto out;
+	}
+	*capp = w.cap;
+	/* Snapshot the -p processes now, before any sample. */
+	for (size_t i = 0; i < cfg->n_tgids; i++)
+		hc_symbolizer__add_process(w.sym, cfg->tgids[i], 0);
+
+	/* Said once sampling is sure to run, not only with -v: a capture whose kernel frames
+	 * are all [unknown] is degraded, and a cron job should say so (CAP_SYSLOG missing, or
+	 * kallsyms hidden by a sandbox). */
+	if (ksym_err)
+		hc_err("warning: kernel symbols unavailable (%s): kernel frames stay [unknown]",
+		       strerror(-ksym_err));
+
+	doc = record_doc(cfg, &w, &cnt);
+	t0 = now_ns(CLOCK_MONOTONIC);
+	err = hc_sampler__start(sampler);
+	if (err) {
+		hc_err("cannot start sampling (scheduler tracepoints, task iterator or perf "
+		       "events): %s",
+		       strerror(-err));
+		rc = EX_UNAVAILABLE;
+		goto out;
+	}
+	hc_sampler__window(sampler, &win);
+	hc_capture__set_window_start(w.cap, win.start_ns);
+	/* Loading, the split and the sandbox come first (tenths of a second, more on a loaded
+	 * machine): the window, and so the profile, starts here, not at the command. */
+	if (cfg->c.verbose)
+		fprintf(stderr, "hotcold: sampling every %llu ns; the window is open\n",
+			(unsigned long long)cfg->c.rate.period_ns);
+	rc = sample_window(cfg, sampler, &bc, stop_fd, t0);
+	if (rc)
+		goto out;
 	err = hc_sampler__stop(sampler);
 	t1 = now_ns(CLOCK_MONOTONIC);
 	if (err)
@@ -607,88 +527,14 @@ static int record_worker(const struct record_cfg *cfg, struct hc_sampler *sample
 	 * before the (possibly slow) symbolization; the privileged half releases its own. */
 	hc_sampler__free(sampler);
 	sampler = NULL;
-
-	prof = hc_profile__new();
-	if (!prof) {
-		rc = EX_OSERR;
-		goto out;
-	}
 	/* With off-CPU tracking the window is the scheduler programs' (idle and off-CPU time
 	 * are measured against it); the perf events run inside it. */
-	/* The tree first: building it symbolizes, and the profile's symbolize counters
-	 * (unresolved frames...) are read after. */
-	err = hc_agg__build_tree(agg, prof->tree);
-	if (!err)
-		err = fill_profile(prof, cfg, &cnt, agg, sym, unw, started_at,
-				   cnt.offcpu ? win.end_ns - win.start_ns : t1 - t0);
-	t_tree = now_ns(CLOCK_MONOTONIC);
-	if (err) {
-		hc_err("building the profile: %s", strerror(-err));
-		rc = EX_OSERR;
-		goto out;
-	}
-	for (uint32_t i = 0; i < cnt.n_cpus; i++)
-		hc_agg__idle_samples(agg, cnt.cpus[i],
-				     cnt.per_cpu[(size_t)i * HC_CNT_MAX + HC_CNT_IDLE]);
-	{
-		json_t *prio = hc_hist__to_json(hc_agg__priority(agg));
-		json_t *runq = hc_hist__to_json(hc_agg__runqueue_length(agg));
-		static const char *const names[HC_TH_MAX] = {
-			[HC_TH_SLICE] = "oncpu_slice_us",
-			[HC_TH_OFF] = "offcpu_us",
-			[HC_TH_RUNQ] = "runqueue_latency_us",
-		};
-		bool bad = !prio || json_object_set_new(prof->histograms, "priority", prio) ||
-			   !runq || json_object_set_new(prof->histograms, "runqueue_length", runq);
-
-		for (int h = 0; h < HC_TH_MAX && !bad && cnt.offcpu; h++) {
-			json_t *j = hc_hist__to_json(hc_agg__sched_hist(agg, (enum hc_thist)h));
-
-			bad = !j || json_object_set_new(prof->histograms, names[h], j);
-		}
-		if (!bad && cfg->locks) {
-			json_t *j = hc_hist__to_json(hc_agg__lock_hist(agg));
-
-			bad = !j || json_object_set_new(prof->histograms, "lock_wait_ns", j);
-		}
-		if (bad) {
-			hc_err("building the histograms: out of memory");
-			rc = EX_OSERR;
-			goto out;
-		}
-	}
-	hc_tree__sort(prof->tree);
-	err = hc_format__write(prof, cfg->format, cfg->weights, out->f);
-	/* Flushed here: the privileged half only syncs and renames what we wrote. */
-	if (!err && (fflush(out->f) != 0 || ferror(out->f)))
-		err = -(errno ? errno : EIO);
-	t_enc = now_ns(CLOCK_MONOTONIC);
-	if (err) {
-		hc_err("writing %s: %s", out->path ? out->path : "the profile to stdout",
-		       strerror(-err));
-		rc = EX_IOERR;
-		goto out;
-	}
-	if (cfg->c.verbose) {
-		fprintf(stderr,
-			"hotcold: %llu samples (%llu idle) on %u CPUs in %.3f s, expected %llu; "
-			"%zu distinct stacks, %zu nodes; written %.1f ms after the window closed "
-			"(symbolize+tree %.1f ms, encode %.1f ms)\n",
-			(unsigned long long)prof->sampling.samples,
-			(unsigned long long)prof->sampling.idle_samples, prof->sampling.cpus,
-			(double)(t1 - t0) / 1e9,
-			(unsigned long long)prof->sampling.expected_samples,
-			hc_agg__stack_count(agg), hc_tree__node_count(prof->tree),
-			(double)(now_ns(CLOCK_MONOTONIC) - t1) / 1e6, (double)(t_tree - t1) / 1e6,
-			(double)(t_enc - t_tree) / 1e6);
-	}
+	doc.duration_ns = cnt.offcpu ? win.end_ns - win.start_ns : t1 - t0;
+	rc = write_profile(cfg, &w, out, &doc, t0, t1);
 out:
-	hc_profile__free(prof);
 	hc_sampler_counts__release(&cnt);
 	hc_sampler__free(sampler);
-	hc_agg__free(agg);
-	hc_unwinder__free(unw);
-	hc_symbolizer__free(sym);
+	worker__release(&w);
 	return rc;
 }
 
@@ -696,7 +542,7 @@ out:
 struct record_split {
 	const struct record_cfg *cfg;
 	struct hc_sampler *sampler;
-	struct hc_agg **aggp; /* set by the worker, read by the callbacks */
+	struct hc_capture **capp; /* set by the worker, read by the callbacks */
 	struct hc_output *out;
 };
 
@@ -704,7 +550,7 @@ static int record_worker_main(void *ctx, const struct hc_privsep_child *child)
 {
 	struct record_split *r = ctx;
 
-	return record_worker(r->cfg, r->sampler, r->aggp, r->out, child->broker_fd, child->stop_fd);
+	return record_worker(r->cfg, r->sampler, r->capp, r->out, child->broker_fd, child->stop_fd);
 }
 
 static int record_refused(void *ctx, int err, const char *why)
@@ -731,19 +577,12 @@ static int record_prepare(const struct record_cfg *cfg, struct hc_output *out)
 	return rc;
 }
 
-/* Load and attach the BPF side, its records to *aggp once the worker sets it: 0, or an exit
+/* Load and attach the BPF side, its records to *capp once the worker sets it: 0, or an exit
  * code after printing why. */
-static int record_load(const struct record_cfg *cfg, struct hc_agg **aggp,
+static int record_load(const struct record_cfg *cfg, struct hc_capture **capp,
 		       struct hc_sampler **samplerp)
 {
-	const struct hc_sampler_callbacks cb = {.sample = on_sample,
-						.exec = on_exec,
-						.offcpu = on_offcpu,
-						.thist = on_thist,
-						.waker = on_waker,
-						.ustack = on_ustack,
-						.lock = on_lock,
-						.ctx = aggp};
+	const struct hc_sampler_callbacks cb = hc_capture__sampler_callbacks(capp);
 	struct hc_sampler_opts popts = {
 		.period_ns = cfg->c.rate.period_ns,
 		.tgids = cfg->tgids,
@@ -757,7 +596,7 @@ static int record_load(const struct record_cfg *cfg, struct hc_agg **aggp,
 		.stack_copy_bytes = cfg->c.unwind_fp ? 0 : cfg->c.stack_copy_bytes,
 		.stack_copy_budget = cfg->c.copy_budget,
 	};
-	char comm[HC_TASK_COMM_LEN];
+	char comm[HC_TASK_COMM_LEN], why[256];
 	int err;
 
 	hc_raise_nofile_limit();
@@ -765,10 +604,10 @@ static int record_load(const struct record_cfg *cfg, struct hc_agg **aggp,
 		snprintf(comm, sizeof(comm), "%s", cfg->comm); /* the kernel's 15 bytes */
 		popts.comm = comm;
 	}
-	*samplerp = hc_sampler__new(&popts, &cb);
+	*samplerp = hc_sampler__new(&popts, &cb, why, sizeof(why));
 	if (!*samplerp) {
 		err = errno;
-		hc_err("%s: %s", hc_sampler__last_error(), strerror(err));
+		hc_err("%s: %s", why, strerror(err));
 		return (err == EPERM || err == EACCES) ? EX_NOPERM : EX_UNAVAILABLE;
 	}
 	return 0;
@@ -780,9 +619,9 @@ static int record_load(const struct record_cfg *cfg, struct hc_agg **aggp,
  * the output once it exited 0. Takes *samplerp (freed here). The exit code.
  */
 static int record_split(const struct record_cfg *cfg, struct hc_sampler **samplerp,
-			struct hc_agg **aggp, struct hc_output *out)
+			struct hc_capture **capp, struct hc_output *out)
 {
-	struct record_split r = {.cfg = cfg, .sampler = *samplerp, .aggp = aggp, .out = out};
+	struct record_split r = {.cfg = cfg, .sampler = *samplerp, .capp = capp, .out = out};
 	const struct hc_privsep_opts opts = {
 		.sandbox = HC_SANDBOX_WORKER,
 		.user = cfg->user,
@@ -823,7 +662,7 @@ int cmd_record(int argc, char **argv)
 	struct record_cfg cfg = {0};
 	struct hc_sampler *sampler = NULL;
 	struct hc_output out = {0};
-	struct hc_agg *agg = NULL;
+	struct hc_capture *cap = NULL; /* set by the worker, read by the callbacks */
 	int rc;
 
 	rc = parse_args(argc, argv, &cfg);
@@ -836,9 +675,9 @@ int cmd_record(int argc, char **argv)
 		rc = record_prepare(&cfg, &out);
 	}
 	if (!rc)
-		rc = record_load(&cfg, &agg, &sampler);
+		rc = record_load(&cfg, &cap, &sampler);
 	if (!rc)
-		rc = record_split(&cfg, &sampler, &agg, &out);
+		rc = record_split(&cfg, &sampler, &cap, &out);
 	hc_output__abort(&out);
 	hc_sampler__free(sampler);
 	free(cfg.tgids);

@@ -473,7 +473,7 @@ static int start_collector(struct serve_procs *sp)
 		.fd = sp->sv[0],
 		.io = &sp->io,
 	};
-	const char *what = NULL;
+	char what[256];
 	char why[256];
 	int err;
 
@@ -484,7 +484,7 @@ static int start_collector(struct serve_procs *sp)
 	sp->bc.sock = sp->worker.child_broker_fd;
 	hc_broker_client__io(&sp->bc, &sp->io);
 	hc_raise_nofile_limit();
-	sp->coll = hc_collector__new(&copts, &what);
+	sp->coll = hc_collector__new(&copts, what, sizeof(what));
 	if (!sp->coll) {
 		err = errno;
 		hc_err("%s: %s", what, strerror(err));

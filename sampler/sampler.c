@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <linux/perf_event.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -39,13 +40,6 @@ struct hc_sampler {
 	uint64_t *idle_ns;   /* per cpus[] index, computed at stop */
 	uint64_t iter_records;
 };
-
-static __thread const char *last_error = "no error";
-
-const char *hc_sampler__last_error(void)
-{
-	return last_error;
-}
 
 static size_t roundup_pow2(size_t v)
 {
@@ -215,26 +209,27 @@ static int perf_event_open_cpu(uint64_t period_ns, uint32_t cpu)
 }
 
 struct hc_sampler *hc_sampler__new(const struct hc_sampler_opts *opts,
-				   const struct hc_sampler_callbacks *cb)
+				   const struct hc_sampler_callbacks *cb, char *why, size_t why_len)
 {
+	const char *step = "out of memory";
 	struct hc_sampler *s;
 	int err, i;
 
 	if (!opts || !opts->period_ns) {
-		last_error = "invalid sampler options";
+		snprintf(why, why_len, "invalid sampler options");
 		errno = EINVAL;
 		return NULL;
 	}
 	if (access("/sys/kernel/btf/vmlinux", R_OK) != 0) {
-		last_error =
-			"this kernel has no BTF (/sys/kernel/btf/vmlinux): hotcold's CO-RE BPF "
-			"programs need a kernel built with CONFIG_DEBUG_INFO_BTF=y";
+		snprintf(why, why_len,
+			 "this kernel has no BTF (/sys/kernel/btf/vmlinux): hotcold's CO-RE BPF "
+			 "programs need a kernel built with CONFIG_DEBUG_INFO_BTF=y");
 		errno = ENOTSUP;
 		return NULL;
 	}
 	s = calloc(1, sizeof(*s));
 	if (!s) {
-		last_error = "out of memory";
+		snprintf(why, why_len, "%s", step);
 		errno = ENOMEM;
 		return NULL;
 	}
@@ -244,14 +239,14 @@ struct hc_sampler *hc_sampler__new(const struct hc_sampler_opts *opts,
 	s->n_cpus = hc_cpulist__read(NULL, &s->cpus);
 	if (s->n_cpus <= 0) {
 		err = s->n_cpus ? s->n_cpus : -EINVAL;
-		last_error = "cannot read the online CPUs from /sys/devices/system/cpu/online";
+		step = "cannot read the online CPUs from /sys/devices/system/cpu/online";
 		goto err_free;
 	}
 	s->pfds = malloc((size_t)s->n_cpus * sizeof(*s->pfds));
 	s->link_fds = malloc((size_t)s->n_cpus * sizeof(*s->link_fds));
 	if (!s->pfds || !s->link_fds) {
 		err = -ENOMEM;
-		last_error = "out of memory";
+		step = "out of memory";
 		goto err_free;
 	}
 	for (i = 0; i < s->n_cpus; i++)
@@ -260,7 +255,7 @@ struct hc_sampler *hc_sampler__new(const struct hc_sampler_opts *opts,
 	s->skel = sample_bpf__open();
 	if (!s->skel) {
 		err = -errno;
-		last_error = "cannot open the BPF object";
+		step = "cannot open the BPF object";
 		goto err_free;
 	}
 	s->skel->rodata->filter_tgid = opts->n_tgids > 0;
@@ -269,7 +264,7 @@ struct hc_sampler *hc_sampler__new(const struct hc_sampler_opts *opts,
 
 		if (len == 0 || len >= HC_TASK_COMM_LEN) {
 			err = -EINVAL;
-			last_error = "a process name (--comm) has 1 to 15 bytes";
+			step = "a process name (--comm) has 1 to 15 bytes";
 			goto err_free;
 		}
 		s->skel->rodata->filter_comm = true;
@@ -302,7 +297,7 @@ struct hc_sampler *hc_sampler__new(const struct hc_sampler_opts *opts,
 	}
 	if (opts->locks && opts->no_offcpu) {
 		err = -EINVAL;
-		last_error = "lock contention needs off-CPU tracking (whether a waiter blocked)";
+		step = "lock contention needs off-CPU tracking (whether a waiter blocked)";
 		goto err_free;
 	}
 	s->locks = opts->locks;
@@ -313,7 +308,7 @@ struct hc_sampler *hc_sampler__new(const struct hc_sampler_opts *opts,
 	}
 	if (opts->stack_copy_bytes > HC_STACK_COPY_MAX) {
 		err = -EINVAL;
-		last_error = "a user stack copy holds at most 32 KiB";
+		step = "a user stack copy holds at most 32 KiB";
 		goto err_free;
 	}
 	if (opts->stack_copy_bytes) {
@@ -334,7 +329,7 @@ struct hc_sampler *hc_sampler__new(const struct hc_sampler_opts *opts,
 		err = bpf_map__set_max_entries(s->skel->maps.ucopy,
 					       s->skel->rodata->nr_cpu_ids + 1);
 		if (err) {
-			last_error = "cannot size the stack copy buffers";
+			step = "cannot size the stack copy buffers";
 			goto err_free;
 		}
 	}
@@ -347,13 +342,13 @@ struct hc_sampler *hc_sampler__new(const struct hc_sampler_opts *opts,
 	s->skel->rodata->ucopy_max_pending = s->ringbuf_bytes / 2;
 	err = bpf_map__set_max_entries(s->skel->maps.events, (__u32)s->ringbuf_bytes);
 	if (err) {
-		last_error = "cannot size the ring buffer";
+		step = "cannot size the ring buffer";
 		goto err_free;
 	}
 	err = sample_bpf__load(s->skel);
 	if (err) {
-		last_error = "the kernel refused to load hotcold's BPF programs (run as root, or "
-			     "with CAP_BPF and CAP_PERFMON; -v shows the verifier log)";
+		step = "the kernel refused to load hotcold's BPF programs (run as root, or "
+		       "with CAP_BPF and CAP_PERFMON; -v shows the verifier log)";
 		goto err_free;
 	}
 	for (size_t k = 0; k < opts->n_tgids; k++) {
@@ -362,7 +357,7 @@ struct hc_sampler *hc_sampler__new(const struct hc_sampler_opts *opts,
 		err = bpf_map__update_elem(s->skel->maps.tgids, &opts->tgids[k], sizeof(__u32),
 					   &one, sizeof(one), BPF_ANY);
 		if (err) {
-			last_error = "cannot fill the -p filter map (more than 1024 PIDs?)";
+			step = "cannot fill the -p filter map (more than 1024 PIDs?)";
 			goto err_free;
 		}
 	}
@@ -370,9 +365,8 @@ struct hc_sampler *hc_sampler__new(const struct hc_sampler_opts *opts,
 		s->pfds[i] = perf_event_open_cpu(opts->period_ns, s->cpus[i]);
 		if (s->pfds[i] < 0) {
 			err = -errno;
-			last_error =
-				"perf_event_open(cpu-clock) failed (kernel.perf_event_paranoid, "
-				"or a CPU went offline)";
+			step = "perf_event_open(cpu-clock) failed (kernel.perf_event_paranoid, "
+			       "or a CPU went offline)";
 			goto err_free;
 		}
 		/*
@@ -385,32 +379,33 @@ struct hc_sampler *hc_sampler__new(const struct hc_sampler_opts *opts,
 						 s->pfds[i], BPF_PERF_EVENT, NULL);
 		if (s->link_fds[i] < 0) {
 			err = -errno;
-			last_error = "cannot attach the sampling program to a perf event";
+			step = "cannot attach the sampling program to a perf event";
 			goto err_free;
 		}
 	}
 	s->exec_link = bpf_program__attach(s->skel->progs.hc_exec);
 	if (!s->exec_link) {
 		err = -errno;
-		last_error = "cannot attach to tp_btf/sched_process_exec";
+		step = "cannot attach to tp_btf/sched_process_exec";
 		goto err_free;
 	}
 	s->busy_at_start = calloc((size_t)s->n_cpus, sizeof(*s->busy_at_start));
 	s->idle_ns = calloc((size_t)s->n_cpus, sizeof(*s->idle_ns));
 	if (!s->busy_at_start || !s->idle_ns) {
 		err = -ENOMEM;
-		last_error = "out of memory";
+		step = "out of memory";
 		goto err_free;
 	}
 	s->rb = ring_buffer__new(bpf_map__fd(s->skel->maps.events), handle_event, s, NULL);
 	if (!s->rb) {
 		err = -errno;
-		last_error = "cannot map the ring buffer";
+		step = "cannot map the ring buffer";
 		goto err_free;
 	}
 	return s;
 
 err_free:
+	snprintf(why, why_len, "%s", step);
 	hc_sampler__free(s);
 	errno = -err;
 	return NULL;

@@ -78,13 +78,12 @@ struct hc_sampler;
 /*
  * Open and load the BPF object and create (disabled) perf events on every online CPU.
  * NULL + errno: ENOTSUP without kernel BTF, EPERM/EACCES without privileges, others from
- * the kernel. A reason string for the error is available from hc_sampler__last_error().
+ * the kernel; the step that failed, in words, in why (why_len bytes, NUL-terminated).
  */
 struct hc_sampler *hc_sampler__new(const struct hc_sampler_opts *opts,
-				   const struct hc_sampler_callbacks *cb);
+				   const struct hc_sampler_callbacks *cb, char *why,
+				   size_t why_len);
 void hc_sampler__free(struct hc_sampler *s);
-/* What failed in the last hc_sampler__new() of this thread: a static, human string. */
-const char *hc_sampler__last_error(void);
 
 /* Open the window: scheduler programs, the start-of-window task iterator, then the perf
  * events. */

@@ -44,8 +44,9 @@ struct hc_collector_opts {
 struct hc_collector;
 
 /* BPF loaded, attached and started; the symbolizer made (kernel symbols are loaded by run).
- * NULL + errno; *why names the step that failed. */
-struct hc_collector *hc_collector__new(const struct hc_collector_opts *o, const char **why);
+ * NULL + errno; why (why_len bytes) names the step that failed. */
+struct hc_collector *hc_collector__new(const struct hc_collector_opts *o, char *why,
+				       size_t why_len);
 void hc_collector__free(struct hc_collector *c);
 
 /*

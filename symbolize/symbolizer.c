@@ -114,7 +114,7 @@ struct inline_slot {
 	const char **names;
 };
 
-struct proc {
+struct hc_sym_proc {
 	uint32_t tgid;
 	uint64_t start_ns;    /* the process's start_boottime as BPF saw it; 0: not known */
 	uint64_t start_ticks; /* starttime of its /proc/PID/stat; 0: not read */
@@ -126,6 +126,7 @@ struct proc {
 	uint64_t last_reread_ns;
 	uint64_t reread_interval_ns; /* 0: MAPS_REREAD_MIN_INTERVAL_NS */
 	uint64_t gen;		     /* the snapshot's number: a new one means new mappings */
+	uint32_t unwinder_slot;	     /* the unwinder's (hc_sym_proc__unwinder_slot) */
 };
 
 struct hc_symbolizer {
@@ -146,7 +147,7 @@ struct hc_symbolizer {
 	struct hc_kallsyms *kallsyms;
 	bool kernel_tried;
 
-	struct proc *procs;
+	struct hc_sym_proc *procs;
 	size_t nr_procs, cap_procs;
 	struct hc_keymap proc_idx; /* tgid -> index into procs[] */
 
@@ -563,7 +564,7 @@ static void refresh_perfmap(struct hc_symbolizer *sym, struct object *o)
 	o->perfmap_read = true;
 }
 
-static int jit_object(struct hc_symbolizer *sym, struct proc *p, uint32_t *id)
+static int jit_object(struct hc_symbolizer *sym, struct hc_sym_proc *p, uint32_t *id)
 {
 	struct object *o;
 	int err;
@@ -591,8 +592,8 @@ static bool is_special(const char *path)
 }
 
 /* The object behind mapping m of process p. 0 with *id (0 if none), or -ENOMEM/-E2BIG. */
-static int mapping_object(struct hc_symbolizer *sym, struct proc *p, const struct hc_mapping *m,
-			  uint32_t *id)
+static int mapping_object(struct hc_symbolizer *sym, struct hc_sym_proc *p,
+			  const struct hc_mapping *m, uint32_t *id)
 {
 	*id = HC_OBJ_UNKNOWN;
 	if (hc_mapping__is_file(m))
@@ -605,7 +606,7 @@ static int mapping_object(struct hc_symbolizer *sym, struct proc *p, const struc
 
 /* ---- processes ---- */
 
-static struct proc *find_proc(struct hc_symbolizer *sym, uint32_t tgid)
+static struct hc_sym_proc *find_proc(struct hc_symbolizer *sym, uint32_t tgid)
 {
 	uint32_t idx;
 
@@ -614,9 +615,9 @@ static struct proc *find_proc(struct hc_symbolizer *sym, uint32_t tgid)
 	return &sym->procs[idx];
 }
 
-static int new_proc(struct hc_symbolizer *sym, uint32_t tgid, struct proc **out)
+static int new_proc(struct hc_symbolizer *sym, uint32_t tgid, struct hc_sym_proc **out)
 {
-	struct proc *p;
+	struct hc_sym_proc *p;
 	int err;
 
 	if (sym->nr_procs == sym->cap_procs &&
@@ -717,7 +718,7 @@ out:
 }
 
 /* Read p's maps now and open the objects of its executable mappings. 0, -ESRCH, -errno. */
-static int snapshot(struct hc_symbolizer *sym, struct proc *p)
+static int snapshot(struct hc_symbolizer *sym, struct hc_sym_proc *p)
 {
 	struct hc_procmaps *maps = NULL;
 	uint64_t ticks = 0;
@@ -777,7 +778,7 @@ err_free:
 
 /* A pid seen with another start time than p's: a new process. Start p afresh; the old
  * process's objects stay (stacks already name them). */
-static void check_identity(struct hc_symbolizer *sym, struct proc *p, uint64_t start_ns)
+static void check_identity(struct hc_symbolizer *sym, struct hc_sym_proc *p, uint64_t start_ns)
 {
 	bool reused;
 
@@ -800,27 +801,55 @@ static void check_identity(struct hc_symbolizer *sym, struct proc *p, uint64_t s
 	p->start_ns = start_ns;
 }
 
-int hc_symbolizer__add_process(struct hc_symbolizer *sym, uint32_t tgid, uint64_t start_ns)
+/* A known process, its identity checked: re-read its maps when they are stale. */
+static int refresh(struct hc_symbolizer *sym, struct hc_sym_proc *p)
 {
-	struct proc *p = find_proc(sym, tgid);
+	if (!p->stale)
+		return p->gone ? -ESRCH : 0;
+	return snapshot(sym, p);
+}
+
+int hc_symbolizer__process(struct hc_symbolizer *sym, uint32_t tgid, uint64_t start_ns,
+			   struct hc_sym_proc **out)
+{
+	struct hc_sym_proc *p = find_proc(sym, tgid);
 	int err;
 
-	if (p)
+	*out = NULL;
+	if (p) {
 		check_identity(sym, p, start_ns);
-	if (p && !p->stale)
-		return p->gone ? -ESRCH : 0;
-	if (!p) {
-		err = new_proc(sym, tgid, &p);
-		if (err)
-			return err;
-		p->start_ns = start_ns;
+		*out = p;
+		return refresh(sym, p);
 	}
+	err = new_proc(sym, tgid, &p);
+	if (err)
+		return err;
+	p->start_ns = start_ns;
+	*out = p;
 	return snapshot(sym, p);
+}
+
+int hc_symbolizer__add_process(struct hc_symbolizer *sym, uint32_t tgid, uint64_t start_ns)
+{
+	struct hc_sym_proc *p;
+
+	return hc_symbolizer__process(sym, tgid, start_ns, &p);
+}
+
+uint32_t *hc_sym_proc__unwinder_slot(struct hc_sym_proc *p)
+{
+	return &p->unwinder_slot;
+}
+
+void hc_sym_proc__identity(const struct hc_sym_proc *p, uint32_t *tgid, uint64_t *start_ns)
+{
+	*tgid = p->tgid;
+	*start_ns = p->start_ns;
 }
 
 void hc_symbolizer__forget_process(struct hc_symbolizer *sym, uint32_t tgid)
 {
-	struct proc *p = find_proc(sym, tgid);
+	struct hc_sym_proc *p = find_proc(sym, tgid);
 
 	/* Keep the old snapshot until the re-read: samples taken before exec still need it. */
 	if (p) {
@@ -885,18 +914,36 @@ int hc_symbolizer__prune_gone(struct hc_symbolizer *sym, size_t *dropped)
 int hc_symbolizer__normalize(struct hc_symbolizer *sym, uint32_t tgid, uint64_t start_ns,
 			     uint64_t ip, struct hc_uloc *out)
 {
+	struct hc_sym_proc *p = find_proc(sym, tgid);
+	int err;
+
+	if (p) {
+		check_identity(sym, p, start_ns);
+	} else {
+		/* Not known yet: taken now (a gone process stays unknown). */
+		err = hc_symbolizer__process(sym, tgid, start_ns, &p);
+		if (err == -ENOMEM || err == -E2BIG) {
+			out->obj = HC_OBJ_UNKNOWN;
+			out->off = ip;
+			return err;
+		}
+	}
+	return hc_symbolizer__normalize_proc(sym, p, ip, out);
+}
+
+int hc_symbolizer__normalize_proc(struct hc_symbolizer *sym, struct hc_sym_proc *p, uint64_t ip,
+				  struct hc_uloc *out)
+{
 	const struct hc_mapping *m;
-	struct proc *p;
 	uint32_t id;
 	size_t idx;
 	int err;
 
 	out->obj = HC_OBJ_UNKNOWN;
 	out->off = ip;
-	p = find_proc(sym, tgid);
-	if (p)
-		check_identity(sym, p, start_ns);
-	if (p && p->stale && !p->maps && p->last_reread_ns) {
+	if (!p)
+		return 0;
+	if (p->stale && !p->maps && p->last_reread_ns) {
 		/* Its maps could not be read (e.g. EACCES): retry on the same backoff as an
 		 * unknown address, not at every frame. */
 		uint64_t now = hc_mono_ns(), wait = p->reread_interval_ns
@@ -909,16 +956,13 @@ int hc_symbolizer__normalize(struct hc_symbolizer *sym, uint32_t tgid, uint64_t 
 		p->reread_interval_ns = wait * 2 < MAPS_REREAD_MAX_INTERVAL_NS
 						? wait * 2
 						: MAPS_REREAD_MAX_INTERVAL_NS;
-	} else if (p && p->stale && !p->maps) {
+	} else if (p->stale && !p->maps) {
 		p->last_reread_ns = hc_mono_ns();
 	}
-	if (!p || p->stale) {
-		err = hc_symbolizer__add_process(sym, tgid, start_ns);
+	if (p->stale) {
+		err = refresh(sym, p);
 		if (err == -ENOMEM || err == -E2BIG)
 			return err;
-		p = find_proc(sym, tgid);
-		if (!p)
-			return 0;
 	}
 	m = hc_procmaps__find(p->maps, ip);
 	if (!m && !p->gone) {
@@ -1537,15 +1581,11 @@ static Elf *vdso_uelf(struct hc_symbolizer *sym)
 	return sym->vdso_uelf;
 }
 
-int hc_symbolizer__modules(struct hc_symbolizer *sym, uint32_t tgid, uint64_t start_ns,
+int hc_symbolizer__modules(struct hc_symbolizer *sym, struct hc_sym_proc *p,
 			   struct hc_sym_module *out, size_t max, size_t *n, uint64_t *gen)
 {
-	struct proc *p = find_proc(sym, tgid);
-
 	*n = 0;
 	sym->keep_uelf = true;
-	if (p)
-		check_identity(sym, p, start_ns);
 	if (!p || p->stale || !p->maps)
 		return -ESRCH;
 	*gen = p->gen;
@@ -1588,7 +1628,7 @@ int hc_symbolizer__modules(struct hc_symbolizer *sym, uint32_t tgid, uint64_t st
 
 bool hc_symbolizer__tracks(struct hc_symbolizer *sym, uint32_t tgid, uint64_t start_ns)
 {
-	const struct proc *p = find_proc(sym, tgid);
+	const struct hc_sym_proc *p = find_proc(sym, tgid);
 
 	return p && (!start_ns || !p->start_ns || p->start_ns == start_ns);
 }

@@ -2,14 +2,14 @@
 /*
  * symbolize/: addresses -> names. A library: no BPF, no HTTP, never prints.
  *
- * Flow used by the sampler side:
- *   1. hc_symbolizer__add_process(tgid, start) on a process's first sample or exec, while it
- *      lives:
- *      snapshots /proc/PID/maps and opens each mapped file (via /proc/PID/map_files or
- *      /proc/PID/root/PATH, so other mount namespaces and deleted files work) once per
- *      (dev, inode). Cheap when the process is already known.
- *   2. hc_symbolizer__normalize(tgid, ip) -> a location {object id, file offset}, stable
- *      across processes: interning stacks by location merges identical code in many processes.
+ * Flow used by the sampler side (capture/), once per record:
+ *   1. hc_symbolizer__process(tgid, start) -> the process's handle, its identity checked once;
+ *      on a process's first sample or exec, while it lives, this snapshots /proc/PID/maps and
+ *      opens each mapped file (via /proc/PID/map_files or /proc/PID/root/PATH, so other mount
+ *      namespaces and deleted files work) once per (dev, inode). Cheap when already known.
+ *   2. hc_symbolizer__normalize_proc(handle, ip) -> a location {object id, file offset},
+ *      stable across processes: interning stacks by location merges identical code in many
+ *      processes. The unwinder (symbolize/unwind.h) takes the same handle.
  *   3. At the end, hc_symbolizer__resolve_user(loc) / __resolve_kernel(ip) -> names. ELF files
  *      are parsed lazily, once per object, cached by build-id (or dev+inode).
  *
@@ -118,6 +118,20 @@ void hc_symbolizer__free(struct hc_symbolizer *sym);
 /* Read kallsyms (vmlinux and modules), sorted once. -EPERM when addresses are hidden. */
 int hc_symbolizer__load_kernel(struct hc_symbolizer *sym);
 
+/* A process as the symbolizer keeps it: its identity, maps snapshot and objects. */
+struct hc_sym_proc;
+
+/*
+ * Look tgid up once for one record (checking its identity), snapshotting its mappings now
+ * when they are not known or stale: *out is its handle, valid until the next call that looks
+ * up another process, forgets or prunes (NULL only when it could not be made: -ENOMEM).
+ * Returns as hc_symbolizer__add_process().
+ */
+int hc_symbolizer__process(struct hc_symbolizer *sym, uint32_t tgid, uint64_t start_ns,
+			   struct hc_sym_proc **out);
+/* The tgid and start time the handle stands for. */
+void hc_sym_proc__identity(const struct hc_sym_proc *p, uint32_t *tgid, uint64_t *start_ns);
+
 /*
  * Snapshot tgid's mappings now. start_ns identifies the process behind a pid: the
  * group leader's start_boottime in ns (what /proc/PID/stat's starttime counts in ticks), as
@@ -137,10 +151,15 @@ void hc_symbolizer__forget_process(struct hc_symbolizer *sym, uint32_t tgid);
 int hc_symbolizer__prune_gone(struct hc_symbolizer *sym, size_t *dropped);
 
 /*
- * User address of tgid -> location. If ip is in no known mapping and the process still lives,
- * the maps are re-read once (dlopen, late mmap) before giving up with obj = HC_OBJ_UNKNOWN.
- * Returns 0 (also for unknown) or -errno on allocation failure.
+ * User address of process p -> location. If ip is in no known mapping and the process still
+ * lives, the maps are re-read once (dlopen, late mmap) before giving up with obj =
+ * HC_OBJ_UNKNOWN (also for p NULL). Returns 0 (also for unknown) or -errno on allocation
+ * failure.
  */
+int hc_symbolizer__normalize_proc(struct hc_symbolizer *sym, struct hc_sym_proc *p, uint64_t ip,
+				  struct hc_uloc *out);
+/* The same for one address of tgid, looked up for it (a caller with many addresses of one
+ * process takes its handle once). */
 int hc_symbolizer__normalize(struct hc_symbolizer *sym, uint32_t tgid, uint64_t start_ns,
 			     uint64_t ip, struct hc_uloc *out);
 
@@ -184,13 +203,16 @@ struct hc_sym_module {
 };
 
 /*
- * tgid's executable objects as its last maps snapshot has them (at most max), with the ELF
+ * p's executable objects as its last maps snapshot has them (at most max), with the ELF
  * handles the unwinder reads CFI from; *gen numbers the snapshot (a new number: mappings
  * changed). From the first call on, objects keep that handle after their parse. -ESRCH when
- * the process is not known (add_process first) or its maps could not be read.
+ * p is NULL or stale, or its maps could not be read.
  */
-int hc_symbolizer__modules(struct hc_symbolizer *sym, uint32_t tgid, uint64_t start_ns,
+int hc_symbolizer__modules(struct hc_symbolizer *sym, struct hc_sym_proc *p,
 			   struct hc_sym_module *out, size_t max, size_t *n, uint64_t *gen);
+/* A word the unwinder keeps with the process (its session's index + 1): 0 for a process new
+ * to the symbolizer or started afresh (pid reused). */
+uint32_t *hc_sym_proc__unwinder_slot(struct hc_sym_proc *p);
 /* Whether the symbolizer still keeps tgid (with that start time, when not 0). */
 bool hc_symbolizer__tracks(struct hc_symbolizer *sym, uint32_t tgid, uint64_t start_ns);
 

@@ -249,21 +249,35 @@ static Dwfl *build_dwfl(struct hc_unwinder *u, uint32_t tgid, size_t nmods)
 	return dwfl;
 }
 
+/* The session of tgid: the index the process's handle keeps (checked: sessions move when
+ * pruned), else the table's. */
+static bool find_session(struct hc_unwinder *u, struct hc_sym_proc *p, uint32_t tgid, uint32_t *idx)
+{
+	uint32_t slot = *hc_sym_proc__unwinder_slot(p);
+
+	if (slot && slot <= u->nr_sessions && u->sessions[slot - 1].tgid == tgid) {
+		*idx = slot - 1;
+		return true;
+	}
+	return !hc_keymap__get(&u->session_idx, tgid, 0, idx);
+}
+
 /* The process's session, (re)built from the symbolizer's current snapshot. */
-static int get_session(struct hc_unwinder *u, uint32_t tgid, uint64_t start_ns,
-		       struct session **out)
+static int get_session(struct hc_unwinder *u, struct hc_sym_proc *p, struct session **out)
 {
 	struct session *s = NULL;
-	uint64_t gen = 0;
+	uint64_t gen = 0, start_ns;
+	uint32_t idx, tgid;
 	size_t nmods;
-	uint32_t idx;
 	int err;
 
-	err = hc_symbolizer__modules(u->sym, tgid, start_ns, u->mods, MAX_MODULES, &nmods, &gen);
+	err = hc_symbolizer__modules(u->sym, p, u->mods, MAX_MODULES, &nmods, &gen);
 	if (err)
 		return err;
-	if (!hc_keymap__get(&u->session_idx, tgid, 0, &idx)) {
+	hc_sym_proc__identity(p, &tgid, &start_ns);
+	if (find_session(u, p, tgid, &idx)) {
 		s = &u->sessions[idx];
+		*hc_sym_proc__unwinder_slot(p) = idx + 1;
 		if (s->gen == gen && s->start_ns == start_ns) {
 			*out = s;
 			return 0;
@@ -276,6 +290,7 @@ static int get_session(struct hc_unwinder *u, uint32_t tgid, uint64_t start_ns,
 		err = hc_keymap__put(&u->session_idx, tgid, 0, (uint32_t)u->nr_sessions);
 		if (err)
 			return err;
+		*hc_sym_proc__unwinder_slot(p) = (uint32_t)u->nr_sessions + 1;
 		s = &u->sessions[u->nr_sessions++];
 		memset(s, 0, sizeof(*s));
 	}
@@ -300,9 +315,8 @@ static enum hc_unwind_end classify(struct hc_unwinder *u, Dwfl *dwfl)
 	return HC_UNWIND_NO_CFI;
 }
 
-int hc_unwinder__unwind(struct hc_unwinder *u, uint32_t tgid, uint64_t start_ns,
-			const struct hc_ucopy *c, uint64_t *pcs, size_t max, size_t *n,
-			enum hc_unwind_end *end)
+int hc_unwinder__unwind(struct hc_unwinder *u, struct hc_sym_proc *p, const struct hc_ucopy *c,
+			uint64_t *pcs, size_t max, size_t *n, enum hc_unwind_end *end)
 {
 	uint64_t t0 = hc_mono_ns();
 	struct session *s;
@@ -310,7 +324,7 @@ int hc_unwinder__unwind(struct hc_unwinder *u, uint32_t tgid, uint64_t start_ns,
 
 	*n = 0;
 	*end = HC_UNWIND_COMPLETE;
-	err = get_session(u, tgid, start_ns, &s);
+	err = get_session(u, p, &s);
 	if (err == -ENOMEM)
 		goto out;
 	if (err || !s->dwfl) {
@@ -320,7 +334,7 @@ int hc_unwinder__unwind(struct hc_unwinder *u, uint32_t tgid, uint64_t start_ns,
 	}
 	u->cur = c;
 	/* libdwfl asks for a thread of the process: any tid will do, the copy is the thread. */
-	u->cur_tid = (pid_t)tgid;
+	u->cur_tid = (pid_t)s->tgid;
 	u->read_past_copy = false;
 	u->out = pcs;
 	u->out_max = max;

@@ -48,14 +48,13 @@ struct hc_unwinder *hc_unwinder__new(struct hc_symbolizer *sym);
 void hc_unwinder__free(struct hc_unwinder *u);
 
 /*
- * Unwind the copy c (its len bytes follow it) of process tgid: pcs[0] the interrupted pc,
- * then return addresses, at most max (<= HC_MAX_STACK_DEPTH). *end says how it ended.
- * -ESRCH when the process or its maps are not known (the caller keeps the frame-pointer
- * stack), -ENOMEM.
+ * Unwind the copy c (its len bytes follow it) of process p (hc_symbolizer__process()'s
+ * handle): pcs[0] the interrupted pc, then return addresses, at most max (<=
+ * HC_MAX_STACK_DEPTH). *end says how it ended. -ESRCH when p is NULL or its maps are not
+ * known (the caller keeps the frame-pointer stack), -ENOMEM.
  */
-int hc_unwinder__unwind(struct hc_unwinder *u, uint32_t tgid, uint64_t start_ns,
-			const struct hc_ucopy *c, uint64_t *pcs, size_t max, size_t *n,
-			enum hc_unwind_end *end);
+int hc_unwinder__unwind(struct hc_unwinder *u, struct hc_sym_proc *p, const struct hc_ucopy *c,
+			uint64_t *pcs, size_t max, size_t *n, enum hc_unwind_end *end);
 
 /*
  * Off-CPU: a switch-out's copy arrives (hc_ustack_event) before the flushes that name it by

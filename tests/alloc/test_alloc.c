@@ -33,7 +33,8 @@
 #include "serve/wire.h"
 
 #ifdef HC_ALLOC_AGGREGATE
-#include "sampler/aggregate.h"
+#include "capture/capture.h"
+#include "capture/record_sink.h"
 #endif
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
@@ -973,7 +974,7 @@ static void test_alloc_wire(void **state)
 	hc_wire_buf__release(&ref);
 }
 
-/* ---- sampler/aggregate ---- */
+/* ---- capture/: the pipeline and record's sink ---- */
 
 #ifdef HC_ALLOC_AGGREGATE
 
@@ -1043,22 +1044,56 @@ static size_t agg_event(size_t i, struct hc_offcpu_event *o, struct hc_sample_ev
 	return HC_SAMPLE_HDR_SIZE + (nu + nk) * 8;
 }
 
-static int agg_feed(struct hc_agg *agg, size_t i)
+/* A pipeline into record's sink: what record_worker makes. */
+struct agg {
+	struct hc_record_sink *rs;
+	struct hc_capture *cap;
+};
+
+static void agg_free(struct agg *a)
+{
+	hc_capture__free(a->cap);
+	hc_record_sink__free(a->rs);
+	a->cap = NULL;
+	a->rs = NULL;
+}
+
+/* 0, or -ENOMEM with nothing left made. */
+static int agg_new(struct agg *a, struct hc_symbolizer *sym)
+{
+	const struct hc_capture_opts o = {.period_ns = PERIOD_NS};
+	struct hc_capture_sink sink;
+
+	a->cap = NULL;
+	a->rs = hc_record_sink__new();
+	if (!a->rs)
+		return -ENOMEM;
+	sink = hc_record_sink__sink(a->rs);
+	a->cap = hc_capture__new(&o, sym, NULL, &sink);
+	if (!a->cap) {
+		agg_free(a);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+static int agg_feed(struct agg *a, size_t i)
 {
 	static struct hc_sample_event s;
 	static struct hc_offcpu_event o;
 	size_t size = agg_event(i, &o, &s);
 
-	return i % 3 == 2 ? hc_agg__offcpu(agg, &o, size) : hc_agg__sample(agg, &s, size);
+	return i % 3 == 2 ? hc_capture__offcpu(a->cap, &o, size)
+			  : hc_capture__sample(a->cap, &s, size);
 }
 
-static char *agg_dump(struct hc_agg *agg)
+static char *agg_dump(struct agg *a)
 {
 	struct hc_tree *t = hc_tree__new();
 	char *s;
 
 	assert_non_null(t);
-	assert_int_equal(hc_agg__build_tree(agg, t), 0);
+	assert_int_equal(hc_record_sink__trees(a->rs, a->cap, t, NULL), 0);
 	hc_tree__sort(t);
 	s = tree_dump(t);
 	hc_tree__free(t);
@@ -1069,7 +1104,7 @@ static void test_alloc_aggregate(void **state)
 {
 	struct hc_symbolizer_opts opts = {.kallsyms = HC_FIXTURES_DIR "/symbolize/kallsyms.txt"};
 	struct hc_symbolizer *sym = hc_symbolizer__new(&opts);
-	struct hc_agg *ref;
+	struct agg ref;
 	char *want;
 
 	(void)state;
@@ -1077,51 +1112,48 @@ static void test_alloc_aggregate(void **state)
 	assert_int_equal(hc_symbolizer__load_kernel(sym), 0);
 	/* The reference also reads this process's maps and ELF into the symbolizer: the sweeps
 	 * fail the aggregator's allocations, not the first reading of /proc. */
-	ref = hc_agg__new(sym, PERIOD_NS);
-	assert_non_null(ref);
+	assert_int_equal(agg_new(&ref, sym), 0);
 	for (size_t i = 0; i < AGG_EVENTS; i++)
-		assert_int_equal(agg_feed(ref, i), 0);
-	want = agg_dump(ref);
+		assert_int_equal(agg_feed(&ref, i), 0);
+	want = agg_dump(&ref);
 	for (SWEEP(n)) {
-		struct hc_agg *agg;
+		struct agg agg;
 		bool failed = false;
 
 		failalloc__arm(n);
-		agg = hc_agg__new(sym, PERIOD_NS);
-		if (!agg) {
-			assert_int_equal(errno, ENOMEM);
+		if (agg_new(&agg, sym)) {
 			assert_true(failalloc__fired());
 			failalloc__disarm();
 			continue;
 		}
 		for (size_t i = 0; i < AGG_EVENTS; i++) {
-			int r = agg_feed(agg, i);
+			int r = agg_feed(&agg, i);
 
 			if (r) {
 				assert_int_equal(r, -ENOMEM);
 				failed = true;
 				/* The event was lost, counted; once more, it must count once. */
-				assert_int_equal(agg_feed(agg, i), 0);
+				assert_int_equal(agg_feed(&agg, i), 0);
 			}
 		}
 		failalloc__disarm();
 		{
-			struct hc_agg_stats st;
-			char *got = agg_dump(agg);
+			struct hc_capture_stats st;
+			char *got = agg_dump(&agg);
 
-			hc_agg__stats(agg, &st);
+			hc_capture__stats(agg.cap, &st);
 			assert_int_equal(st.ingest_errors, failed ? 1 : 0);
 			assert_string_equal(got, want);
 			free(got);
 		}
-		hc_agg__free(agg);
+		agg_free(&agg);
 		if (!failalloc__fired()) {
 			report("aggregate new+sample+offcpu", n);
 			break;
 		}
 	}
 	free(want);
-	hc_agg__free(ref);
+	agg_free(&ref);
 	hc_symbolizer__free(sym);
 }
 #endif

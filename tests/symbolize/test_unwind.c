@@ -39,6 +39,18 @@ struct fixture {
 	size_t n;
 };
 
+/* The unwinder on tgid's handle, looked up as the pipeline does (NULL when the process could
+ * not be looked up: the unwinder then says -ESRCH). */
+static int unwind_tgid(struct fixture *f, uint32_t tgid, const struct hc_ucopy *c, uint64_t *pcs,
+		       size_t max, size_t *n, enum hc_unwind_end *end)
+{
+	struct hc_sym_proc *p = NULL;
+
+	if (hc_symbolizer__process(f->sym, tgid, 0, &p) < 0)
+		p = NULL;
+	return hc_unwinder__unwind(f->unw, p, c, pcs, max, n, end);
+}
+
 /* The end of this thread's stack: the copy reaches the outermost frame. */
 static uintptr_t stack_top(void)
 {
@@ -88,8 +100,8 @@ static int setup(void **state)
 	{
 		enum hc_unwind_end end;
 
-		assert_int_equal(hc_unwinder__unwind(f->unw, f->tgid, 0, f->snap.copy, f->pcs,
-						     HC_MAX_STACK_DEPTH, &f->n, &end),
+		assert_int_equal(unwind_tgid(f, f->tgid, f->snap.copy, f->pcs, HC_MAX_STACK_DEPTH,
+					     &f->n, &end),
 				 0);
 	}
 	*state = f;
@@ -142,7 +154,7 @@ static int unwind(struct fixture *f, const struct hc_ucopy *c, uint64_t *pcs, si
 	int err;
 
 	hc_unwinder__stats(f->unw, &before);
-	err = hc_unwinder__unwind(f->unw, f->tgid, 0, c, pcs, max, n, end);
+	err = unwind_tgid(f, f->tgid, c, pcs, max, n, end);
 	hc_unwinder__stats(f->unw, &after);
 	assert_true(*n <= max);
 	assert_true((unsigned)*end < HC_UNWIND_END_MAX);
@@ -412,9 +424,9 @@ static void test_unwind_unknown_process(void **state)
 	enum hc_unwind_end end;
 	size_t n;
 
-	assert_int_equal(hc_unwinder__unwind(f->unw, f->tgid + 1000000, 0, f->snap.copy, pcs,
-					     HC_MAX_STACK_DEPTH, &n, &end),
-			 -ESRCH);
+	assert_int_equal(
+		unwind_tgid(f, f->tgid + 1000000, f->snap.copy, pcs, HC_MAX_STACK_DEPTH, &n, &end),
+		-ESRCH);
 	assert_int_equal(n, 0);
 }
 
