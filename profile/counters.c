@@ -50,12 +50,20 @@ static const struct metric_help metric_helps[] = {
 };
 
 static const char *const family_names[HC_F_MAX] = {
-	[HC_F_SAMPLING] = "sampling",	   [HC_F_LOST] = "lost",
-	[HC_F_SCHEDULER] = "scheduler",	   [HC_F_SYMBOLIZE] = "symbolize",
-	[HC_F_UNWIND] = "unwind",	   [HC_F_LOCKS] = "locks",
-	[HC_F_COLLECTOR] = "collector",	   [HC_F_SERVE] = "serve",
-	[HC_F_RETENTION] = "retention",	   [HC_F_STORE] = "store",
-	[HC_F_LOCK_STORE] = "locks.store", [HC_F_MEMORY] = "memory",
+	[HC_F_SAMPLING] = "sampling",
+	[HC_F_LOST] = "lost",
+	[HC_F_SCHEDULER] = "scheduler",
+	[HC_F_SYMBOLIZE] = "symbolize",
+	[HC_F_UNWIND] = "unwind",
+	[HC_F_LOCKS] = "locks",
+	[HC_F_COLLECTOR] = "collector",
+	[HC_F_SERVE] = "serve",
+	[HC_F_RETENTION] = "retention",
+	[HC_F_STORE] = "store",
+	[HC_F_LOCK_STORE] = "locks.store",
+	[HC_F_MEMORY] = "memory",
+	[HC_F_PUSH] = "push",
+	[HC_F_PUSH_SERVER] = "push (server)",
 };
 
 /* Where each family is written: record's profile, /api/status. */
@@ -72,6 +80,8 @@ static const char *const family_where[HC_F_MAX][2] = {
 	[HC_F_STORE] = {"-", "`store`"},
 	[HC_F_LOCK_STORE] = {"-", "`locks.store`"},
 	[HC_F_MEMORY] = {"-", "`memory`"},
+	[HC_F_PUSH] = {"-", "`push`"},
+	[HC_F_PUSH_SERVER] = {"-", "`push`"},
 };
 
 const char *hc_counter_family_name(enum hc_counter_family f)
@@ -132,6 +142,17 @@ int hc_counters__to_json(const struct hc_counters *c, enum hc_counter_family f, 
 			err = set_value(obj, hc_counter_aliases[i].key,
 					c->v[hc_counter_aliases[i].id]);
 	return err;
+}
+
+int hc_counter__lookup(enum hc_counter_family f, const char *key)
+{
+	for (size_t i = 0; i < HC_C_MAX; i++)
+		if (hc_counter_defs[i].family == f && !strcmp(hc_counter_defs[i].key, key))
+			return (int)i;
+	for (size_t i = 0; i < hc_counter_n_aliases; i++)
+		if (hc_counter_aliases[i].family == f && !strcmp(hc_counter_aliases[i].key, key))
+			return (int)hc_counter_aliases[i].id;
+	return -ENOENT;
 }
 
 static const char *metric_help(size_t id)

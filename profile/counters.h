@@ -19,18 +19,20 @@
 #include <jansson.h>
 
 enum hc_counter_family {
-	HC_F_SAMPLING,	 /* record: sampling; serve: /api/status's top level */
-	HC_F_LOST,	 /* record: sampling.lost; serve: lost */
-	HC_F_SCHEDULER,	 /* scheduler */
-	HC_F_SYMBOLIZE,	 /* symbolize */
-	HC_F_UNWIND,	 /* unwind */
-	HC_F_LOCKS,	 /* locks (--locks) */
-	HC_F_COLLECTOR,	 /* serve: collector */
-	HC_F_SERVE,	 /* serve: /api/status's top level */
-	HC_F_RETENTION,	 /* serve: retention */
-	HC_F_STORE,	 /* serve: store */
-	HC_F_LOCK_STORE, /* serve: locks.store (--locks) */
-	HC_F_MEMORY,	 /* serve: memory */
+	HC_F_SAMPLING,	  /* record: sampling; serve: /api/status's top level */
+	HC_F_LOST,	  /* record: sampling.lost; serve: lost */
+	HC_F_SCHEDULER,	  /* scheduler */
+	HC_F_SYMBOLIZE,	  /* symbolize */
+	HC_F_UNWIND,	  /* unwind */
+	HC_F_LOCKS,	  /* locks (--locks) */
+	HC_F_COLLECTOR,	  /* serve: collector */
+	HC_F_SERVE,	  /* serve: /api/status's top level */
+	HC_F_RETENTION,	  /* serve: retention */
+	HC_F_STORE,	  /* serve: store */
+	HC_F_LOCK_STORE,  /* serve: locks.store (--locks) */
+	HC_F_MEMORY,	  /* serve: memory */
+	HC_F_PUSH,	  /* serve --push: push (the push client's) */
+	HC_F_PUSH_SERVER, /* serve --push: push (the server's: lag, late time) */
 	HC_F_MAX,
 };
 
@@ -102,6 +104,9 @@ int hc_counters__to_json(const struct hc_counters *c, enum hc_counter_family f, 
  * -EIO when out fails.
  */
 int hc_counters__write_metrics(const struct hc_counters *c, uint32_t families, FILE *out);
+
+/* The counter (or alias) key names in family f: its id, or -ENOENT. */
+int hc_counter__lookup(enum hc_counter_family f, const char *key);
 
 /* docs/counters.md's table, in Markdown. 0, or -EIO. */
 int hc_counters__write_doc_table(FILE *out);
