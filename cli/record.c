@@ -24,6 +24,7 @@
 #include "privsep/sandbox.h"
 #include "profile/profile.h"
 #include "sampler/aggregate.h"
+#include "sampler/fill_counters.h"
 #include "sampler/sampler.h"
 #include "symbolize/symbolizer.h"
 
@@ -349,43 +350,65 @@ static bool any_alive(const struct record_cfg *cfg, struct hc_broker_client *bc)
 	return false;
 }
 
-/* The `scheduler` section: how off-CPU time was taken and what it cost. */
+/* The `scheduler` section: the off-CPU settings, the SCHEDULER counters and the cpuunclaimed
+ * series. */
 static json_t *scheduler_json(const struct record_cfg *cfg, const struct hc_sampler_counts *cnt,
-			      const struct hc_agg *agg, const struct hc_agg_stats *as,
+			      const struct hc_agg *agg, const struct hc_counters *c,
 			      uint64_t duration_ns)
 {
-	const uint64_t *t = cnt->total;
 	double cpu_ns = (double)cnt->n_cpus * (double)duration_ns;
 	size_t nsec;
 	const uint64_t *per_s = hc_agg__unclaimed_per_second(agg, &nsec);
-	json_t *ps = json_array(), *doc;
+	json_t *ps = json_array(), *doc, *cu;
 
-	if (!ps)
-		return NULL;
-	for (size_t i = 0; i < nsec; i++)
+	doc = json_pack("{s:b, s:I, s:I, s:b, s:b}", "offcpu", 1, "min_block_ns",
+			(json_int_t)cfg->c.min_block_ns, "stack_budget_per_cpu_s",
+			(json_int_t)(cfg->c.stack_budget ? cfg->c.stack_budget : 10000),
+			"stack_reuse", !cfg->c.no_stack_reuse, "wakers", cfg->wakers);
+	for (size_t i = 0; ps && i < nsec; i++)
 		if (json_array_append_new(ps, json_integer((json_int_t)per_s[i]))) {
 			json_decref(ps);
-			return NULL;
+			ps = NULL;
 		}
-	doc = json_pack(
-		"{s:b, s:I, s:I, s:b, s:b, s:I, s:I, s:{s:I, s:I}, s:{s:I, s:I, s:I}, s:{s:I, s:I},"
-		" s:I, s:I, s:{s:I, s:f, s:o}}",
-		"offcpu", 1, "min_block_ns", (json_int_t)cfg->c.min_block_ns,
-		"stack_budget_per_cpu_s",
-		(json_int_t)(cfg->c.stack_budget ? cfg->c.stack_budget : 10000), "stack_reuse",
-		!cfg->c.no_stack_reuse, "wakers", cfg->wakers, "switches",
-		(json_int_t)t[HC_CNT_SWITCHES], "switch_in_unseen",
-		(json_int_t)t[HC_CNT_SWITCHIN_MISSED], "intervals", "blocked",
-		(json_int_t)as->blocked_intervals, "preempted", (json_int_t)as->preempted_intervals,
-		"stacks", "captured", (json_int_t)t[HC_CNT_STACK_CAPTURED], "reused",
-		(json_int_t)t[HC_CNT_STACK_REUSED], "not_captured",
-		(json_int_t)t[HC_CNT_STACK_BUDGET], "below_min_block", "off_cpu_ns",
-		(json_int_t)as->short_off_ns, "runqueue_ns", (json_int_t)as->short_rq_ns, "lost_ns",
-		(json_int_t)(t[HC_CNT_OFF_LOST_NS] + as->offcpu_lost_ns), "flushes",
-		(json_int_t)as->offcpu_flushes, "cpu_unclaimed", "unclaimed_ns",
-		(json_int_t)as->unclaimed_ns, "share",
-		cpu_ns > 0 ? (double)as->unclaimed_ns / cpu_ns : 0.0, "per_second_ns", ps);
+	if (!doc || !ps || hc_counters__to_json(c, HC_F_SCHEDULER, doc))
+		goto err;
+	cu = json_object_get(doc, "cpu_unclaimed");
+	if (json_object_set_new(
+		    cu, "share",
+		    json_real(cpu_ns > 0 ? (double)c->v[HC_C_SCHED_UNCLAIMED_NS] / cpu_ns : 0.0)) ||
+	    json_object_set_new(cu, "per_second_ns", ps))
+		goto err_doc;
 	return doc;
+err:
+	json_decref(ps);
+err_doc:
+	json_decref(doc);
+	return NULL;
+}
+
+/* A section holding family f's counters after the members doc already has. */
+static json_t *section(json_t *doc, const struct hc_counters *c, enum hc_counter_family f)
+{
+	if (doc && hc_counters__to_json(c, f, doc)) {
+		json_decref(doc);
+		return NULL;
+	}
+	return doc;
+}
+
+static int fill_counters(struct hc_profile *p, const struct hc_counters *c)
+{
+	int err = 0;
+
+	for (size_t i = 0; i < HC_C_MAX && !err; i++) {
+		const struct hc_counter_def *d = &hc_counter_defs[i];
+
+		if (d->family == HC_F_LOST)
+			err = hc_profile__add_lost(p, d->key, c->v[i]);
+		else if (d->family == HC_F_SYMBOLIZE)
+			err = hc_profile__add_symbolize(p, d->key, c->v[i]);
+	}
+	return err;
 }
 
 static int fill_profile(struct hc_profile *p, const struct record_cfg *cfg,
@@ -394,7 +417,11 @@ static int fill_profile(struct hc_profile *p, const struct record_cfg *cfg,
 			int64_t started_at_ns, uint64_t duration_ns)
 {
 	struct hc_symbolizer_stats ss;
+	struct hc_unwind_stats us = {0};
+	struct hc_agg_lock_stats ls;
 	struct hc_agg_stats as;
+	struct hc_counters c = {0};
+	struct hc_capture_figures f = {.cnt = cnt, .as = &as, .ls = &ls, .ss = &ss, .us = &us};
 	struct utsname u;
 	int err = 0;
 
@@ -420,22 +447,20 @@ static int fill_profile(struct hc_profile *p, const struct record_cfg *cfg,
 		p->sampling.per_cpu[i].idle_ns = cnt->idle_ns ? cnt->idle_ns[i] : 0;
 		p->sampling.expected_samples += expected;
 	}
-	p->sampling.samples = cnt->total[HC_CNT_SEEN];
-	p->sampling.idle_samples = cnt->total[HC_CNT_IDLE];
-	p->sampling.filtered_samples = cnt->total[HC_CNT_FILTERED];
 
-	for (int k = 0; k < HC_CNT_MAX && !err; k++)
-		if (hc_sampler__lost_name(k))
-			err = hc_profile__add_lost(p, hc_sampler__lost_name(k), cnt->total[k]);
+	/* Every counter of the shared families, from the figures of the capture. */
 	hc_agg__stats(agg, &as);
-	if (!err)
-		err = hc_profile__add_lost(p, "decode_error", cnt->decode_errors);
-	if (!err)
-		err = hc_profile__add_lost(p, "ingest_error", as.ingest_errors);
-	if (!err)
-		err = hc_profile__add_lost(p, "histogram_error", as.hist_errors);
-	if (!err && cnt->offcpu)
-		err = hc_profile__add_lost(p, "waker_stack_missing", as.waker_stack_missing);
+	hc_agg__lock_stats(agg, &ls);
+	hc_symbolizer__stats(sym, &ss);
+	if (unw)
+		hc_unwinder__stats(unw, &us);
+	hc_counters__fill_capture(&c, &f);
+	c.v[HC_C_UNW_STACK_COPY_BYTES] = cfg->c.unwind_fp ? 0 : cfg->c.stack_copy_bytes;
+	c.v[HC_C_UNW_COPY_BUDGET] = cfg->c.unwind_fp ? 0 : cfg->c.copy_budget;
+	p->sampling.samples = c.v[HC_C_SAMPLES];
+	p->sampling.idle_samples = c.v[HC_C_IDLE_SAMPLES];
+	p->sampling.filtered_samples = c.v[HC_C_FILTERED_SAMPLES];
+	err = fill_counters(p, &c);
 	if (err)
 		return err;
 	if (cnt->offcpu) {
@@ -443,13 +468,14 @@ static int fill_profile(struct hc_profile *p, const struct record_cfg *cfg,
 		p->totals.runqueue_ns = as.runqueue_ns;
 		p->totals.idle_ns = cnt->idle_total_ns;
 		p->totals.cpu_unclaimed_ns = as.unclaimed_ns;
-		p->scheduler = scheduler_json(cfg, cnt, agg, &as, duration_ns);
+		p->scheduler = scheduler_json(cfg, cnt, agg, &c, duration_ns);
 		if (!p->scheduler)
 			return -ENOMEM;
 	}
 
 	if (cfg->locks) {
-		p->locks = hc_locks_json(agg, cnt->total);
+		p->locks = section(json_pack("{s:o}", "by_kind", hc_agg__lock_kinds_json(agg)), &c,
+				   HC_F_LOCKS);
 		p->lock_tree = hc_tree__new();
 		if (!p->locks || !p->lock_tree)
 			return -ENOMEM;
@@ -459,41 +485,15 @@ static int fill_profile(struct hc_profile *p, const struct record_cfg *cfg,
 		hc_tree__sort(p->lock_tree);
 	}
 
-	p->unwind = hc_unwind_json(cfg->c.unwind_fp, cfg->c.stack_copy_bytes, cfg->c.copy_budget,
-				   cnt->total, &as, unw);
+	p->unwind = section(json_pack("{s:s}", "mode", cfg->c.unwind_fp ? "fp" : "dwarf"), &c,
+			    HC_F_UNWIND);
 	if (!p->unwind)
 		return -ENOMEM;
 
 	p->totals.on_cpu_ns = as.samples * cfg->c.rate.period_ns;
 	p->totals.kernel_samples = as.kernel_samples;
 	p->totals.user_samples = as.user_samples;
-
-	hc_symbolizer__stats(sym, &ss);
-	{
-		const struct hc_count sc[] = {
-			{"processes", ss.processes},
-			{"process_gone", ss.process_gone},
-			{"pid_reused", ss.pid_reused},
-			{"objects", ss.objects},
-			{"object_open_err", ss.object_open_err},
-			{"elf_err", ss.elf_err},
-			{"no_symbols", ss.no_symbols},
-			{"user_unresolved", ss.user_unresolved},
-			{"kernel_unresolved", ss.kernel_unresolved},
-			{"truncated_user_stacks", as.truncated_ustacks},
-			{"truncated_kernel_stacks", as.truncated_kstacks},
-			{"dwarf_objects", ss.dwarf_objects},
-			{"dwarf_over_budget", ss.dwarf_over_budget},
-			{"dwarf_err", ss.dwarf_err},
-			{"inline_frames", ss.inline_frames},
-			{"inline_truncated", ss.inline_truncated},
-			{"inline_dropped", as.inline_dropped},
-		};
-
-		for (size_t i = 0; i < sizeof(sc) / sizeof(sc[0]) && !err; i++)
-			err = hc_profile__add_symbolize(p, sc[i].name, sc[i].count);
-	}
-	return err;
+	return 0;
 }
 
 /*
