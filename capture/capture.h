@@ -189,10 +189,5 @@ size_t hc_capture__stack_count(const struct hc_capture *cap);
 /* lockstat-style name of a kind, from the contention flags (LCB_F_*): "spinlock",
  * "rwsem:W", "mutex"... */
 const char *hc_lock_kind_name(uint32_t flags);
-/* The profile's `unwind` section (docs/unwinding.md): the mode, the BPF copy counters (t:
- * enum hc_counter totals), where user stacks came from (cs), the unwinder's figures (unw
- * NULL: --unwind fp). NULL on allocation failure. */
-json_t *hc_unwind_json(bool fp, uint32_t copy_bytes, uint64_t copy_budget, const uint64_t *t,
-		       const struct hc_capture_stats *cs, const struct hc_unwinder *unw);
 
 #endif

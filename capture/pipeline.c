@@ -1221,41 +1221,6 @@ size_t hc_capture__stack_count(const struct hc_capture *cap)
 	return hc_stacktab__count(cap->t.stacks);
 }
 
-json_t *hc_unwind_json(bool fp, uint32_t copy_bytes, uint64_t copy_budget, const uint64_t *t,
-		       const struct hc_capture_stats *as, const struct hc_unwinder *unw)
-{
-	struct hc_unwind_stats us = {0};
-	json_t *ends, *doc;
-
-	if (unw)
-		hc_unwinder__stats(unw, &us);
-	ends = json_object();
-	for (int k = 0; ends && k < HC_UNWIND_END_MAX; k++)
-		if (json_object_set_new(ends, hc_unwind_end_name((enum hc_unwind_end)k),
-					json_integer((json_int_t)us.ends[k]))) {
-			json_decref(ends);
-			ends = NULL;
-		}
-	if (!ends)
-		return NULL;
-	doc = json_pack("{s:s, s:I, s:I, s:{s:I, s:I, s:I, s:I, s:I}, s:{s:I, s:I, s:I, s:I},"
-			" s:{s:I, s:I, s:o, s:I, s:I, s:I, s:I}}",
-			"mode", fp ? "fp" : "dwarf", "stack_copy_bytes",
-			(json_int_t)(fp ? 0 : copy_bytes), "copy_budget_bytes_per_s",
-			(json_int_t)(fp ? 0 : copy_budget), "copies", "taken",
-			(json_int_t)t[HC_CNT_UCOPY], "bytes", (json_int_t)t[HC_CNT_UCOPY_BYTES],
-			"over_budget", (json_int_t)t[HC_CNT_UCOPY_BUDGET], "unreadable",
-			(json_int_t)t[HC_CNT_UCOPY_FAULT], "lost", (json_int_t)t[HC_CNT_UCOPY_LOST],
-			"user_stacks", "dwarf", (json_int_t)as->ustacks_dwarf, "dwarf_truncated",
-			(json_int_t)as->ustacks_dwarf_truncated, "frame_pointers",
-			(json_int_t)as->ustacks_fp, "fallback", (json_int_t)as->ustacks_fp_fallback,
-			"unwinder", "stacks", (json_int_t)us.stacks, "frames",
-			(json_int_t)us.frames, "ends", ends, "no_process",
-			(json_int_t)us.no_process, "sessions", (json_int_t)us.sessions, "ns",
-			(json_int_t)us.ns, "stash_missing", (json_int_t)us.stash_missing);
-	return doc;
-}
-
 /* The sampler's callbacks: the pipeline a slot points at, read at each record. */
 #define SLOT(ctx) (*(struct hc_capture **)(ctx))
 

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/utsname.h>
 
+#include "capture/counters.h"
 #include "profile/hist.h"
 
 struct lock_kind {
@@ -171,57 +172,43 @@ json_t *hc_record_sink__lock_kinds_json(const struct hc_record_sink *rs)
 	return arr;
 }
 
-/* The profile's `locks` section but its flame graph (docs/locks.md); t: enum hc_counter
- * totals. */
-static json_t *locks_json(const struct hc_record_sink *rs, const struct hc_capture_lock_stats *ls,
-			  const uint64_t *t)
+/* A section: the members doc already has, then family f's counters. Takes doc. */
+static json_t *section(json_t *doc, const struct hc_counters *c, enum hc_counter_family f)
 {
-	json_t *by = hc_record_sink__lock_kinds_json(rs);
-
-	if (!by)
+	if (doc && hc_counters__to_json(c, f, doc)) {
+		json_decref(doc);
 		return NULL;
-	return json_pack("{s:I, s:I, s:I, s:I, s:o, s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I}}",
-			 "events", (json_int_t)ls->events, "wait_ns", (json_int_t)ls->wait_ns,
-			 "failed", (json_int_t)ls->failed, "no_stack", (json_int_t)ls->no_stack,
-			 "by_kind", by, "dropped", "ringbuf_full", (json_int_t)t[HC_CNT_LOCK_LOST],
-			 "ringbuf_full_ns", (json_int_t)t[HC_CNT_LOCK_LOST_NS], "nested",
-			 (json_int_t)t[HC_CNT_LOCK_NESTED], "unmatched",
-			 (json_int_t)t[HC_CNT_LOCK_UNMATCHED], "task_state_nomem",
-			 (json_int_t)t[HC_CNT_LOCK_NOMEM], "ingest_error",
-			 (json_int_t)ls->ingest_errors, "expired", (json_int_t)ls->expired);
+	}
+	return doc;
 }
 
-/* The `scheduler` section: how off-CPU time was taken and what it cost. */
+/* The `scheduler` section: the off-CPU settings, the SCHEDULER counters, the cpuunclaimed
+ * series. */
 static json_t *scheduler_json(const struct hc_record_sink *rs, const struct hc_record_doc *d,
-			      const struct hc_capture_stats *as)
+			      const struct hc_counters *c)
 {
-	const uint64_t *t = d->cnt->total;
 	double cpu_ns = (double)d->cnt->n_cpus * (double)d->duration_ns;
-	json_t *ps = json_array(), *doc;
+	json_t *ps = json_array(), *doc, *cu;
 
-	if (!ps)
-		return NULL;
-	for (size_t i = 0; i < rs->n_unclaimed_s; i++)
+	for (size_t i = 0; ps && i < rs->n_unclaimed_s; i++)
 		if (json_array_append_new(ps, json_integer((json_int_t)rs->unclaimed_s[i]))) {
 			json_decref(ps);
-			return NULL;
+			ps = NULL;
 		}
-	doc = json_pack(
-		"{s:b, s:I, s:I, s:b, s:b, s:I, s:I, s:{s:I, s:I}, s:{s:I, s:I, s:I}, s:{s:I, s:I},"
-		" s:I, s:I, s:{s:I, s:f, s:o}}",
-		"offcpu", 1, "min_block_ns", (json_int_t)d->min_block_ns, "stack_budget_per_cpu_s",
-		(json_int_t)(d->stack_budget ? d->stack_budget : 10000), "stack_reuse",
-		!d->no_stack_reuse, "wakers", d->wakers, "switches", (json_int_t)t[HC_CNT_SWITCHES],
-		"switch_in_unseen", (json_int_t)t[HC_CNT_SWITCHIN_MISSED], "intervals", "blocked",
-		(json_int_t)as->blocked_intervals, "preempted", (json_int_t)as->preempted_intervals,
-		"stacks", "captured", (json_int_t)t[HC_CNT_STACK_CAPTURED], "reused",
-		(json_int_t)t[HC_CNT_STACK_REUSED], "not_captured",
-		(json_int_t)t[HC_CNT_STACK_BUDGET], "below_min_block", "off_cpu_ns",
-		(json_int_t)as->short_off_ns, "runqueue_ns", (json_int_t)as->short_rq_ns, "lost_ns",
-		(json_int_t)(t[HC_CNT_OFF_LOST_NS] + as->offcpu_lost_ns), "flushes",
-		(json_int_t)as->offcpu_flushes, "cpu_unclaimed", "unclaimed_ns",
-		(json_int_t)as->unclaimed_ns, "share",
-		cpu_ns > 0 ? (double)as->unclaimed_ns / cpu_ns : 0.0, "per_second_ns", ps);
+	doc = section(json_pack("{s:b, s:I, s:I, s:b, s:b}", "offcpu", 1, "min_block_ns",
+				(json_int_t)d->min_block_ns, "stack_budget_per_cpu_s",
+				(json_int_t)(d->stack_budget ? d->stack_budget : 10000),
+				"stack_reuse", !d->no_stack_reuse, "wakers", d->wakers),
+		      c, HC_F_SCHEDULER);
+	cu = json_object_get(doc, "cpu_unclaimed");
+	if (!doc || !ps ||
+	    json_object_set_new(
+		    cu, "share",
+		    json_real(cpu_ns > 0 ? (double)c->v[HC_C_SCHED_UNCLAIMED_NS] / cpu_ns : 0.0)) ||
+	    json_object_set_new(cu, "per_second_ns", ps)) {
+		json_decref(doc);
+		return NULL;
+	}
 	return doc;
 }
 
@@ -259,57 +246,41 @@ static int fill_sampling(struct hc_profile *p, const struct hc_record_doc *d)
 	return 0;
 }
 
-/* `sampling.lost`: the sampler's losses by name, then the pipeline's. */
-static int fill_lost(struct hc_profile *p, const struct hc_record_doc *d,
-		     const struct hc_capture_stats *as)
+/* `sampling.lost` and `symbolize`: their families of counters.def. */
+static int fill_counts(struct hc_profile *p, const struct hc_counters *c)
 {
-	const struct hc_sampler_counts *cnt = d->cnt;
 	int err = 0;
 
-	for (int k = 0; k < HC_CNT_MAX && !err; k++)
-		if (hc_sampler__lost_name(k))
-			err = hc_profile__add_lost(p, hc_sampler__lost_name(k), cnt->total[k]);
-	if (!err)
-		err = hc_profile__add_lost(p, "decode_error", cnt->decode_errors);
-	if (!err)
-		err = hc_profile__add_lost(p, "ingest_error", as->ingest_errors);
-	if (!err)
-		err = hc_profile__add_lost(p, "histogram_error", as->hist_errors);
-	if (!err && cnt->offcpu)
-		err = hc_profile__add_lost(p, "waker_stack_missing", as->waker_stack_missing);
+	for (size_t i = 0; i < HC_C_MAX && !err; i++) {
+		const struct hc_counter_def *def = &hc_counter_defs[i];
+
+		if (def->family == HC_F_LOST)
+			err = hc_profile__add_lost(p, def->key, c->v[i]);
+		else if (def->family == HC_F_SYMBOLIZE)
+			err = hc_profile__add_symbolize(p, def->key, c->v[i]);
+	}
 	return err;
 }
 
-static int fill_symbolize(struct hc_profile *p, const struct hc_record_doc *d,
-			  const struct hc_capture_stats *as)
+/* Every counter of the families record shares with serve, from the capture's figures. */
+static void gather(struct hc_capture *cap, const struct hc_record_doc *d, struct hc_counters *c,
+		   struct hc_capture_stats *as)
 {
+	struct hc_capture_lock_stats ls;
 	struct hc_symbolizer_stats ss;
-	int err = 0;
+	struct hc_unwind_stats us = {0};
+	const struct hc_capture_figures f = {
+		.cnt = d->cnt, .as = as, .ls = &ls, .ss = &ss, .us = &us};
 
+	hc_capture__stats(cap, as);
+	hc_capture__lock_stats(cap, &ls);
 	hc_symbolizer__stats(d->sym, &ss);
-	const struct hc_count sc[] = {
-		{"processes", ss.processes},
-		{"process_gone", ss.process_gone},
-		{"pid_reused", ss.pid_reused},
-		{"objects", ss.objects},
-		{"object_open_err", ss.object_open_err},
-		{"elf_err", ss.elf_err},
-		{"no_symbols", ss.no_symbols},
-		{"user_unresolved", ss.user_unresolved},
-		{"kernel_unresolved", ss.kernel_unresolved},
-		{"truncated_user_stacks", as->truncated_ustacks},
-		{"truncated_kernel_stacks", as->truncated_kstacks},
-		{"dwarf_objects", ss.dwarf_objects},
-		{"dwarf_over_budget", ss.dwarf_over_budget},
-		{"dwarf_err", ss.dwarf_err},
-		{"inline_frames", ss.inline_frames},
-		{"inline_truncated", ss.inline_truncated},
-		{"inline_dropped", as->inline_dropped},
-	};
-
-	for (size_t i = 0; i < sizeof(sc) / sizeof(sc[0]) && !err; i++)
-		err = hc_profile__add_symbolize(p, sc[i].name, sc[i].count);
-	return err;
+	if (d->unw)
+		hc_unwinder__stats(d->unw, &us);
+	memset(c, 0, sizeof(*c));
+	hc_counters__fill_capture(c, &f);
+	c->v[HC_C_UNW_STACK_COPY_BYTES] = d->unwind_fp ? 0 : d->stack_copy_bytes;
+	c->v[HC_C_UNW_COPY_BUDGET] = d->unwind_fp ? 0 : d->copy_budget;
 }
 
 /* Every part of the document but the trees, read after them: building the trees symbolizes,
@@ -318,14 +289,14 @@ static int fill_sections(struct hc_record_sink *rs, struct hc_capture *cap, stru
 			 const struct hc_record_doc *d)
 {
 	const struct hc_sampler_counts *cnt = d->cnt;
-	struct hc_capture_lock_stats ls;
 	struct hc_capture_stats as;
+	struct hc_counters c;
 	int err;
 
-	hc_capture__stats(cap, &as);
+	gather(cap, d, &c, &as);
 	err = fill_sampling(p, d);
 	if (!err)
-		err = fill_lost(p, d, &as);
+		err = fill_counts(p, &c);
 	if (err)
 		return err;
 	if (cnt->offcpu) {
@@ -333,25 +304,26 @@ static int fill_sections(struct hc_record_sink *rs, struct hc_capture *cap, stru
 		p->totals.runqueue_ns = as.runqueue_ns;
 		p->totals.idle_ns = cnt->idle_total_ns;
 		p->totals.cpu_unclaimed_ns = as.unclaimed_ns;
-		p->scheduler = scheduler_json(rs, d, &as);
+		p->scheduler = scheduler_json(rs, d, &c);
 		if (!p->scheduler)
 			return -ENOMEM;
 	}
 	if (d->locks) {
-		hc_capture__lock_stats(cap, &ls);
-		p->locks = locks_json(rs, &ls, cnt->total);
+		p->locks =
+			section(json_pack("{s:o}", "by_kind", hc_record_sink__lock_kinds_json(rs)),
+				&c, HC_F_LOCKS);
 		if (!p->locks)
 			return -ENOMEM;
 		hc_tree__sort(p->lock_tree);
 	}
-	p->unwind = hc_unwind_json(d->unwind_fp, d->stack_copy_bytes, d->copy_budget, cnt->total,
-				   &as, d->unw);
+	p->unwind =
+		section(json_pack("{s:s}", "mode", d->unwind_fp ? "fp" : "dwarf"), &c, HC_F_UNWIND);
 	if (!p->unwind)
 		return -ENOMEM;
 	p->totals.on_cpu_ns = as.samples * d->period_ns;
 	p->totals.kernel_samples = as.kernel_samples;
 	p->totals.user_samples = as.user_samples;
-	return fill_symbolize(p, d, &as);
+	return 0;
 }
 
 /* The `histograms` section: what was observed over the whole window. */

@@ -49,7 +49,7 @@ static void encode(struct hc_wire_buf *b, const struct hc_wire_rec *r)
 		hc_wire__seal(b, r->sec);
 		break;
 	case HC_WIRE_STATUS:
-		hc_wire__status(b, r->json, r->json_len);
+		hc_wire__status(b, &r->status);
 		break;
 	case HC_WIRE_RESET:
 		hc_wire__reset(b);

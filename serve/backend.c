@@ -29,7 +29,8 @@ struct hc_backend {
 	struct hc_store_opts sopts;
 	size_t lopts_max_bytes; /* the lock store's cap (0: none) */
 	struct hc_wire_reader rd;
-	json_t *status; /* the collector's last STATUS, or NULL */
+	struct hc_wire_status st; /* the collector's last STATUS */
+	bool have_status;
 	char host[65], kernel[65];
 	const char *version;
 	int64_t started_ns;
@@ -94,7 +95,6 @@ void hc_backend__free(struct hc_backend *b)
 	hc_store__free(b->store);
 	hc_store__free(b->lstore);
 	hc_wire_reader__release(&b->rd);
-	json_decref(b->status);
 	free(b);
 }
 
@@ -163,17 +163,10 @@ static int apply(struct hc_backend *b, const struct hc_wire_rec *r)
 	case HC_WIRE_RESET:
 		hc_store__reset_frames(b->store);
 		return 0;
-	case HC_WIRE_STATUS: {
-		json_t *j = json_loadb(r->json, r->json_len, 0, NULL);
-
-		if (!json_is_object(j)) {
-			json_decref(j);
-			return -EINVAL;
-		}
-		json_decref(b->status);
-		b->status = j;
+	case HC_WIRE_STATUS:
+		b->st = r->status;
+		b->have_status = true;
 		return 0;
-	}
 	case HC_WIRE_LOCK_FRAME:
 	case HC_WIRE_LOCK_ADD:
 	case HC_WIRE_LOCK_RESET:
@@ -222,13 +215,6 @@ static json_t *rfc3339(int64_t ns)
 	return hc_json__rfc3339_ms(ns);
 }
 
-static uint64_t status_u64(const json_t *status, const char *key)
-{
-	json_t *v = json_object_get(status, key);
-
-	return json_is_integer(v) ? (uint64_t)json_integer_value(v) : 0;
-}
-
 /* The query's seconds, clipped to the data held. false + 503 when there is none. */
 static bool range_of(struct hc_backend *b, const struct hc_api_query *q, struct hc_store_filter *f,
 		     int *status, char *why, size_t wl)
@@ -275,20 +261,17 @@ static const char *kind_name(enum hc_api_kind k)
 
 static int fill_sampling(struct hc_backend *b, struct hc_profile *p)
 {
-	json_t *lost = json_object_get(b->status, "lost"), *v;
-	const char *k;
 	int err = 0;
 
-	p->sampling.frequency_hz = json_number_value(json_object_get(b->status, "frequency_hz"));
-	p->sampling.period_ns = status_u64(b->status, "period_ns");
-	p->sampling.cpus = (uint32_t)status_u64(b->status, "cpus");
+	p->sampling.frequency_hz = b->st.frequency_hz;
+	p->sampling.period_ns = b->st.period_ns;
+	p->sampling.cpus = b->st.cpus;
 	if (p->sampling.period_ns)
 		p->sampling.expected_samples =
 			p->sampling.cpus * (p->duration_ns / p->sampling.period_ns);
-	json_object_foreach (lost, k, v) {
-		if (!err && json_is_integer(v))
-			err = hc_profile__add_lost(p, k, (uint64_t)json_integer_value(v));
-	}
+	for (size_t i = 0; i < HC_C_MAX && !err; i++)
+		if (hc_counter_defs[i].family == HC_F_LOST)
+			err = hc_profile__add_lost(p, hc_counter_defs[i].key, b->st.c.v[i]);
 	return err;
 }
 
@@ -594,11 +577,15 @@ static int locks_by_kind(struct kind_acc *a, json_t *doc)
  * store's own losses. */
 static json_t *locks_dropped(struct hc_backend *b)
 {
-	json_t *d = json_deep_copy(json_object_get(json_object_get(b->status, "locks"), "dropped"));
+	json_t *l = json_object(), *d;
 	struct hc_store_stats ls;
 
-	if (!d)
-		d = json_object();
+	if (!l || hc_counters__to_json(&b->st.c, HC_F_LOCKS, l)) {
+		json_decref(l);
+		return NULL;
+	}
+	d = json_incref(json_object_get(l, "dropped"));
+	json_decref(l);
 	if (!d)
 		return NULL;
 	hc_store__stats(b->lstore, &ls);
@@ -779,96 +766,155 @@ out:
 
 /* ---- /api/status and /metrics ---- */
 
-/* /api/status's `locks`: {"enabled": false}, or the collector's counts since start and the
- * lock store's figures. Under the read lock. 0, -ENOMEM. */
-static int locks_status(struct hc_backend *b, json_t *doc, struct hc_store_stats *ls)
+/* The server's counters (families SERVE, RETENTION, STORE, LOCK_STORE, MEMORY) beside the
+ * collector's last ones, and the profile store's figures. Under the read lock. */
+static void server_counters(struct hc_backend *b, struct hc_counters *c, struct hc_store_stats *st)
 {
-	json_t *l, *store;
+	uint64_t *v = c->v;
 
-	if (!b->lstore)
-		return json_object_set_new(doc, "locks", json_pack("{s:b}", "enabled", 0)) ? -ENOMEM
-											   : 0;
-	hc_store__stats(b->lstore, ls);
-	l = json_deep_copy(json_object_get(b->status, "locks"));
-	if (!l)
-		l = json_object();
-	store = json_pack(
-		"{s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "bytes", (json_int_t)ls->bytes, "max_bytes",
-		(json_int_t)b->lopts_max_bytes, "seconds", (json_int_t)ls->buckets, "trie_nodes",
-		(json_int_t)ls->trie_nodes, "frames", (json_int_t)ls->frames, "evicted_early_s",
-		(json_int_t)ls->evicted_early, "store_errors", (json_int_t)b->lock_store_errors);
-	if (!l || !store) {
-		json_decref(l);
-		json_decref(store);
+	*c = b->st.c;
+	hc_store__stats(b->store, st);
+	v[HC_C_SERVE_UPTIME_S] = (uint64_t)((hc_clock_ns(CLOCK_REALTIME) - b->started_ns) / NS);
+	v[HC_C_SERVE_CPUS] = b->st.cpus;
+	v[HC_C_SERVE_PERIOD_NS] = b->st.period_ns;
+	v[HC_C_RET_CONFIGURED_S] = b->sopts.retention_s ? b->sopts.retention_s : 3600;
+	v[HC_C_RET_SPAN_S] = (uint64_t)(st->newest_s ? st->newest_s - st->oldest_s + 1 : 0);
+	v[HC_C_STORE_BYTES] = st->bytes;
+	v[HC_C_STORE_SECONDS] = st->buckets;
+	v[HC_C_STORE_TRIE_NODES] = st->trie_nodes;
+	v[HC_C_STORE_FRAMES] = st->frames;
+	v[HC_C_STORE_EXPIRED_NS] = st->expired_ns;
+	v[HC_C_STORE_EVICTED_EARLY_S] = st->evicted_early;
+	v[HC_C_STORE_GC_RUNS] = st->gc_runs;
+	v[HC_C_STORE_ERRORS] = b->store_errors;
+	v[HC_C_MEM_STORE_BYTES] = st->bytes;
+	if (b->lstore) {
+		struct hc_store_stats ls;
+
+		hc_store__stats(b->lstore, &ls);
+		v[HC_C_LSTORE_BYTES] = ls.bytes;
+		v[HC_C_LSTORE_MAX_BYTES] = b->lopts_max_bytes;
+		v[HC_C_LSTORE_SECONDS] = ls.buckets;
+		v[HC_C_LSTORE_TRIE_NODES] = ls.trie_nodes;
+		v[HC_C_LSTORE_FRAMES] = ls.frames;
+		v[HC_C_LSTORE_EVICTED_EARLY_S] = ls.evicted_early;
+		v[HC_C_LSTORE_ERRORS] = b->lock_store_errors;
+		v[HC_C_MEM_STORE_BYTES] += hc_store__memory_bytes(b->lstore);
+	}
+	v[HC_C_MEM_SERVER_RSS_BYTES] = hc_self__rss_bytes();
+}
+
+/* obj's member name: a new object holding family f's counters. 0, -ENOMEM. */
+static int set_family(json_t *obj, const char *name, const struct hc_counters *c,
+		      enum hc_counter_family f)
+{
+	json_t *o = json_object();
+
+	if (!o || hc_counters__to_json(c, f, o)) {
+		json_decref(o);
 		return -ENOMEM;
 	}
-	if (json_object_set_new(l, "enabled", json_true()) ||
-	    json_object_set_new(l, "store", store)) { /* set_new takes store either way */
+	return json_object_set_new(obj, name, o) ? -ENOMEM : 0;
+}
+
+/* /api/status's `unwind`: the settings, then the counters (as record's section). */
+static int unwind_status(const struct hc_backend *b, const struct hc_counters *c, json_t *doc)
+{
+	bool fp = b->st.flags & HC_WIRE_ST_UNWIND_FP;
+	json_t *u = json_pack("{s:s}", "mode", fp ? "fp" : "dwarf");
+
+	if (!u || hc_counters__to_json(c, HC_F_UNWIND, u)) {
+		json_decref(u);
+		return -ENOMEM;
+	}
+	return json_object_set_new(doc, "unwind", u) ? -ENOMEM : 0;
+}
+
+/* /api/status's `locks`: {"enabled": false}, or the collector's counts since start and the
+ * lock store's figures. */
+static int locks_status(const struct hc_backend *b, const struct hc_counters *c, json_t *doc)
+{
+	json_t *l = json_pack("{s:b}", "enabled", b->lstore != NULL);
+
+	if (!l || (b->lstore && (hc_counters__to_json(c, HC_F_LOCKS, l) ||
+				 set_family(l, "store", c, HC_F_LOCK_STORE)))) {
 		json_decref(l);
 		return -ENOMEM;
 	}
 	return json_object_set_new(doc, "locks", l) ? -ENOMEM : 0;
 }
 
+/* /api/status's `retention`: the counters and the range held, as timestamps. */
+static int retention_status(const struct hc_counters *c, const struct hc_store_stats *st,
+			    json_t *doc)
+{
+	json_t *r = json_pack("{s:o?, s:o?}", "oldest",
+			      st->oldest_s ? rfc3339(st->oldest_s * NS) : NULL, "newest",
+			      st->newest_s ? rfc3339(st->newest_s * NS) : NULL);
+
+	if (!r || hc_counters__to_json(c, HC_F_RETENTION, r)) {
+		json_decref(r);
+		return -ENOMEM;
+	}
+	return json_object_set_new(doc, "retention", r) ? -ENOMEM : 0;
+}
+
+/* Everything /api/status says but the push client's part. Under the read lock. */
+static json_t *status_doc(struct hc_backend *b)
+{
+	static const struct {
+		const char *name;
+		enum hc_counter_family f;
+	} fams[] = {
+		{"lost", HC_F_LOST},	       {"scheduler", HC_F_SCHEDULER},
+		{"symbolize", HC_F_SYMBOLIZE}, {"collector", HC_F_COLLECTOR},
+		{"store", HC_F_STORE},	       {"memory", HC_F_MEMORY},
+	};
+	struct hc_store_stats st;
+	struct hc_counters c;
+	json_t *doc;
+	int err;
+
+	server_counters(b, &c, &st);
+	doc = json_pack("{s:s, s:s, s:s, s:o, s:f, s:b}", "version", b->version, "host", b->host,
+			"kernel", b->kernel, "started_at", rfc3339(b->started_ns), "frequency_hz",
+			b->st.frequency_hz, "offcpu", (b->st.flags & HC_WIRE_ST_OFFCPU) != 0);
+	if (!doc)
+		return NULL;
+	err = hc_counters__to_json(&c, HC_F_SERVE, doc);
+	if (!err)
+		err = hc_counters__to_json(&c, HC_F_SAMPLING, doc);
+	for (size_t i = 0; i < sizeof(fams) / sizeof(fams[0]) && !err; i++)
+		err = set_family(doc, fams[i].name, &c, fams[i].f);
+	if (!err)
+		err = unwind_status(b, &c, doc);
+	if (!err)
+		err = retention_status(&c, &st, doc);
+	if (!err)
+		err = locks_status(b, &c, doc);
+	if (err) {
+		json_decref(doc);
+		return NULL;
+	}
+	return doc;
+}
+
 static json_t *api_status(void *ctx, int *status, char *why, size_t wl)
 {
 	struct hc_backend *b = ctx;
-	struct hc_store_stats st;
-	size_t lock_bytes;
-	json_t *doc, *coll, *lost;
-	int64_t now = hc_clock_ns(CLOCK_REALTIME);
+	json_t *doc;
 
 	pthread_rwlock_rdlock(&b->lock);
-	hc_store__stats(b->store, &st);
-	coll = json_object_get(b->status, "collector");
-	lost = json_object_get(b->status, "lost");
-	lock_bytes = b->lstore ? hc_store__memory_bytes(b->lstore) : 0;
-	doc = json_pack(
-		"{s:s, s:s, s:s, s:o, s:I, s:O?, s:O?, s:O?, s:O?, s:O?, s:O?, s:O?, s:O?, s:O?, "
-		"s:O?,"
-		" s:O?, s:{s:I, s:o?, s:o?, s:I},"
-		" s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I},"
-		" s:{s:I, s:I, s:I, s:I}}",
-		"version", b->version, "host", b->host, "kernel", b->kernel, "started_at",
-		rfc3339(b->started_ns), "uptime_s", (json_int_t)((now - b->started_ns) / NS),
-		"frequency_hz", json_object_get(b->status, "frequency_hz"), "period_ns",
-		json_object_get(b->status, "period_ns"), "cpus", json_object_get(b->status, "cpus"),
-		"offcpu", json_object_get(b->status, "offcpu"), "samples",
-		json_object_get(b->status, "samples"), "idle_samples",
-		json_object_get(b->status, "idle_samples"), "lost", lost, "scheduler",
-		json_object_get(b->status, "scheduler"), "symbolize",
-		json_object_get(b->status, "symbolize"), "collector", coll, "unwind",
-		json_object_get(b->status, "unwind"), "retention", "configured_s",
-		(json_int_t)(b->sopts.retention_s ? b->sopts.retention_s : 3600), "oldest",
-		st.oldest_s ? rfc3339(st.oldest_s * NS) : NULL, "newest",
-		st.newest_s ? rfc3339(st.newest_s * NS) : NULL, "span_s",
-		(json_int_t)(st.newest_s ? st.newest_s - st.oldest_s + 1 : 0), "store", "bytes",
-		(json_int_t)st.bytes, "seconds", (json_int_t)st.buckets, "trie_nodes",
-		(json_int_t)st.trie_nodes, "frames", (json_int_t)st.frames, "expired_ns",
-		(json_int_t)st.expired_ns, "evicted_early_s", (json_int_t)st.evicted_early,
-		"gc_runs", (json_int_t)st.gc_runs, "store_errors", (json_int_t)b->store_errors,
-		"memory", "store_bytes", (json_int_t)(st.bytes + lock_bytes), "server_rss_bytes",
-		(json_int_t)hc_self__rss_bytes(), "collector_rss_bytes",
-		(json_int_t)status_u64(coll, "rss_bytes"), "collector_cpu_ns",
-		(json_int_t)status_u64(coll, "cpu_ns"));
+	doc = status_doc(b);
 	pthread_rwlock_unlock(&b->lock);
-	if (doc) {
-		struct hc_store_stats ls;
-
-		pthread_rwlock_rdlock(&b->lock);
-		if (locks_status(b, doc, &ls)) {
-			json_decref(doc);
-			doc = NULL;
-		}
-		pthread_rwlock_unlock(&b->lock);
-	}
 	if (doc && b->push) {
 		json_t *push = hc_push__status(b->push);
+		struct hc_counters c = {0};
 
 		pthread_rwlock_rdlock(&b->lock);
-		if (!push || json_object_set_new(push, "lag_s", json_integer(HC_PUSH_LAG_S)) ||
-		    json_object_set_new(push, "late_ns",
-					json_integer((json_int_t)b->push_late_ns)) ||
+		c.v[HC_C_PUSH_LAG_S] = HC_PUSH_LAG_S;
+		c.v[HC_C_PUSH_LATE_NS] = b->push_late_ns;
+		if (!push || hc_counters__to_json(&c, HC_F_PUSH_SERVER, push) ||
 		    json_object_set_new(doc, "push", push)) {
 			json_decref(doc);
 			doc = NULL;
@@ -880,101 +926,40 @@ static json_t *api_status(void *ctx, int *status, char *why, size_t wl)
 	return doc;
 }
 
+/* Every family of counters.def serve has (the lock ones with --locks), then the series
+ * derived from them and the push client's. */
 static char *api_metrics(void *ctx, size_t *len, int *status, char *why, size_t wl)
 {
 	struct hc_backend *b = ctx;
+	uint32_t fams = HC_F_BIT(HC_F_SAMPLING) | HC_F_BIT(HC_F_LOST) | HC_F_BIT(HC_F_SCHEDULER) |
+			HC_F_BIT(HC_F_SYMBOLIZE) | HC_F_BIT(HC_F_UNWIND) |
+			HC_F_BIT(HC_F_COLLECTOR) | HC_F_BIT(HC_F_SERVE) | HC_F_BIT(HC_F_RETENTION) |
+			HC_F_BIT(HC_F_STORE) | HC_F_BIT(HC_F_MEMORY);
 	struct hc_store_stats st;
+	struct hc_counters c;
 	char *buf = NULL;
 	FILE *m = open_memstream(&buf, len);
-	json_t *lost, *sched, *coll, *v;
-	const char *k;
+	uint64_t on_ns;
 
 	if (!m) {
 		fail(status, 500, why, wl, "out of memory");
 		return NULL;
 	}
+	if (b->lstore)
+		fams |= HC_F_BIT(HC_F_LOCKS) | HC_F_BIT(HC_F_LOCK_STORE);
+	if (b->push)
+		fams |= HC_F_BIT(HC_F_PUSH_SERVER);
 	pthread_rwlock_rdlock(&b->lock);
-	hc_store__stats(b->store, &st);
-	lost = json_object_get(b->status, "lost");
-	sched = json_object_get(b->status, "scheduler");
-	coll = json_object_get(b->status, "collector");
-	fprintf(m,
-		"# HELP hotcold_samples_total cpu-clock samples taken, idle included.\n"
-		"# TYPE hotcold_samples_total counter\nhotcold_samples_total %" PRIu64 "\n",
-		status_u64(b->status, "samples"));
-	fprintf(m,
-		"# HELP hotcold_idle_samples_total samples of the idle task.\n"
-		"# TYPE hotcold_idle_samples_total counter\nhotcold_idle_samples_total %" PRIu64
-		"\n",
-		status_u64(b->status, "idle_samples"));
-	fprintf(m, "# HELP hotcold_lost_total data not delivered, by reason (samples; _ns "
-		   "reasons in nanoseconds).\n# TYPE hotcold_lost_total counter\n");
-	json_object_foreach (lost, k, v) {
-		if (json_is_integer(v)) /* reason names are ours: [a-z_] only */
-			fprintf(m, "hotcold_lost_total{reason=\"%s\"} %" PRIu64 "\n", k,
-				(uint64_t)json_integer_value(v));
-	}
-	fprintf(m, "hotcold_lost_total{reason=\"store_error\"} %" PRIu64 "\n", b->store_errors);
-	fprintf(m,
-		"# HELP hotcold_off_cpu_seconds_total time threads spent blocked.\n"
-		"# TYPE hotcold_off_cpu_seconds_total counter\n"
-		"hotcold_off_cpu_seconds_total %.9f\n",
-		(double)status_u64(sched, "off_cpu_ns") / 1e9);
-	fprintf(m,
-		"# HELP hotcold_runqueue_seconds_total time runnable threads waited for a "
-		"CPU.\n# TYPE hotcold_runqueue_seconds_total counter\n"
-		"hotcold_runqueue_seconds_total %.9f\n",
-		(double)status_u64(sched, "runqueue_ns") / 1e9);
+	server_counters(b, &c, &st);
+	c.v[HC_C_PUSH_LAG_S] = HC_PUSH_LAG_S;
+	c.v[HC_C_PUSH_LATE_NS] = b->push_late_ns;
+	hc_counters__write_metrics(&c, fams, m);
+	on_ns = (c.v[HC_C_SAMPLES] - c.v[HC_C_IDLE_SAMPLES]) * b->st.period_ns;
 	fprintf(m,
 		"# HELP hotcold_on_cpu_seconds_total on-CPU time sampled (samples x period, "
 		"idle excluded).\n# TYPE hotcold_on_cpu_seconds_total counter\n"
-		"hotcold_on_cpu_seconds_total %.9f\n",
-		(double)(status_u64(b->status, "samples") - status_u64(b->status, "idle_samples")) *
-			(double)status_u64(b->status, "period_ns") / 1e9);
-	fprintf(m,
-		"# HELP hotcold_store_bytes memory held by the profile store (and with --locks "
-		"the lock store).\n"
-		"# TYPE hotcold_store_bytes gauge\nhotcold_store_bytes %" PRIu64 "\n",
-		st.bytes + (b->lstore ? hc_store__memory_bytes(b->lstore) : 0));
-	if (b->lstore) {
-		json_t *l = json_object_get(b->status, "locks");
-
-		fprintf(m,
-			"# HELP hotcold_lock_contentions_total kernel lock contentions recorded "
-			"(--locks).\n# TYPE hotcold_lock_contentions_total counter\n"
-			"hotcold_lock_contentions_total %" PRIu64 "\n"
-			"# HELP hotcold_lock_wait_seconds_total time their waiters waited, "
-			"spinning "
-			"or blocked.\n# TYPE hotcold_lock_wait_seconds_total counter\n"
-			"hotcold_lock_wait_seconds_total %.9f\n",
-			status_u64(l, "events"), (double)status_u64(l, "wait_ns") / 1e9);
-	}
-	fprintf(m,
-		"# HELP hotcold_retention_seconds seconds of profile held.\n"
-		"# TYPE hotcold_retention_seconds gauge\nhotcold_retention_seconds %" PRId64 "\n",
-		(int64_t)(st.newest_s ? st.newest_s - st.oldest_s + 1 : 0));
-	fprintf(m,
-		"# HELP hotcold_uptime_seconds seconds since serve started.\n"
-		"# TYPE hotcold_uptime_seconds gauge\nhotcold_uptime_seconds %" PRId64 "\n",
-		(int64_t)((hc_clock_ns(CLOCK_REALTIME) - b->started_ns) / NS));
-	fprintf(m,
-		"# HELP hotcold_resident_bytes resident memory of each process of serve.\n"
-		"# TYPE hotcold_resident_bytes gauge\n"
-		"hotcold_resident_bytes{process=\"server\"} %" PRIu64 "\n"
-		"hotcold_resident_bytes{process=\"collector\"} %" PRIu64 "\n",
-		hc_self__rss_bytes(), status_u64(coll, "rss_bytes"));
-	fprintf(m,
-		"# HELP hotcold_collector_cpu_seconds_total CPU time of the collector.\n"
-		"# TYPE hotcold_collector_cpu_seconds_total counter\n"
-		"hotcold_collector_cpu_seconds_total %.9f\n",
-		(double)status_u64(coll, "cpu_ns") / 1e9);
-	if (b->push)
-		fprintf(m,
-			"# HELP hotcold_push_late_seconds_total time added to seconds after they "
-			"were pushed (blocks longer than the push lag): never pushed.\n"
-			"# TYPE hotcold_push_late_seconds_total counter\n"
-			"hotcold_push_late_seconds_total %.9f\n",
-			(double)b->push_late_ns / 1e9);
+		"hotcold_on_cpu_seconds_total %" PRIu64 ".%09" PRIu64 "\n",
+		on_ns / 1000000000u, on_ns % 1000000000u);
 	pthread_rwlock_unlock(&b->lock);
 	if (b->push)
 		hc_push__metrics(b->push, m);

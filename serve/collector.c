@@ -9,11 +9,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <jansson.h>
-
 #include "privsep/broker.h"
 #include "profile/store.h"
 #include "capture/capture.h"
+#include "capture/counters.h"
 #include "sampler/sampler.h"
 #include "serve/self.h"
 #include "serve/sink.h"
@@ -53,108 +52,54 @@ static void set_clock(struct hc_collector *c)
 	hc_capture__set_clock(c->cap, real - mono, real / 1000000000ll - (int64_t)c->o.retention_s);
 }
 
-/* The collector's counters for /api/status and /metrics, cumulative since start. */
+/* The collector's settings and counters for /api/status and /metrics, cumulative since
+ * start, typed (profile/counters.def). */
 static void send_status(struct hc_collector *c, const struct hc_sampler_counts *cnt)
 {
 	struct hc_serve_sink_stats sk;
-	struct hc_capture_lock_stats lsum;
+	struct hc_capture_lock_stats ls;
 	struct hc_symbolizer_stats ss;
-	struct hc_capture_stats sum;
-	json_t *doc, *lost;
-	char *text;
+	struct hc_capture_stats cs;
+	struct hc_unwind_stats us = {0};
+	struct hc_wire_status st = {
+		.frequency_hz = c->o.frequency_hz,
+		.period_ns = c->o.period_ns,
+		.started_at_ns = c->started_at_ns,
+		.cpus = cnt->n_cpus,
+		.flags = (cnt->offcpu ? HC_WIRE_ST_OFFCPU : 0) |
+			 (c->o.unwind_fp ? HC_WIRE_ST_UNWIND_FP : 0) |
+			 (c->o.locks ? HC_WIRE_ST_LOCKS : 0),
+		.n_counters = HC_C_MAX,
+	};
+	struct hc_capture_figures f = {
+		.cnt = cnt,
+		.as = &cs,
+		.ls = c->o.locks ? &ls : NULL,
+		.ss = &ss,
+		.us = &us,
+		.send_errors = c->send_errors,
+	};
+	uint64_t *v = st.c.v;
 
 	hc_symbolizer__stats(c->sym, &ss);
-	hc_capture__stats(c->cap, &sum);
-	hc_capture__lock_stats(c->cap, &lsum);
+	hc_capture__stats(c->cap, &cs);
+	hc_capture__lock_stats(c->cap, &ls);
 	hc_serve_sink__stats(c->sink, &sk);
-	lost = json_object();
-	for (int k = 0; k < HC_CNT_MAX && lost; k++)
-		if (hc_sampler__lost_name(k))
-			json_object_set_new(lost, hc_sampler__lost_name(k),
-					    json_integer((json_int_t)cnt->total[k]));
-	if (lost) {
-		json_object_set_new(lost, "decode_error",
-				    json_integer((json_int_t)cnt->decode_errors));
-		json_object_set_new(lost, "ingest_error",
-				    json_integer((json_int_t)sum.ingest_errors));
-		json_object_set_new(lost, "offcpu_lost_ns",
-				    json_integer((json_int_t)(cnt->total[HC_CNT_OFF_LOST_NS] +
-							      sum.offcpu_lost_ns)));
-		json_object_set_new(lost, "send_error", json_integer((json_int_t)c->send_errors));
-	}
-	doc = json_pack(
-		"{s:f, s:I, s:i, s:b, s:I, s:I, s:I, s:o?, s:{s:I, s:I, s:I, s:I, s:I},"
-		" s:{s:I, s:I, s:I, s:I, s:I, s:I}, s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}}",
-		"frequency_hz", c->o.frequency_hz, "period_ns", (json_int_t)c->o.period_ns, "cpus",
-		(int)cnt->n_cpus, "offcpu", cnt->offcpu, "started_at_ns",
-		(json_int_t)c->started_at_ns, "samples", (json_int_t)cnt->total[HC_CNT_SEEN],
-		"idle_samples", (json_int_t)cnt->total[HC_CNT_IDLE], "lost", lost, "symbolize",
-		"processes", (json_int_t)ss.processes, "objects", (json_int_t)ss.objects,
-		"object_open_err", (json_int_t)ss.object_open_err, "user_unresolved",
-		(json_int_t)ss.user_unresolved, "kernel_unresolved",
-		(json_int_t)ss.kernel_unresolved, "scheduler", "switches",
-		(json_int_t)cnt->total[HC_CNT_SWITCHES], "off_cpu_ns", (json_int_t)sum.off_ns,
-		"runqueue_ns", (json_int_t)sum.runqueue_ns, "stacks_captured",
-		(json_int_t)cnt->total[HC_CNT_STACK_CAPTURED], "stacks_not_captured",
-		(json_int_t)cnt->total[HC_CNT_STACK_BUDGET], "before_retention_ns",
-		(json_int_t)sum.expired_ns, "collector", "rss_bytes",
-		(json_int_t)hc_self__rss_bytes(), "cpu_ns", (json_int_t)hc_self__cpu_ns(),
-		"flushes", (json_int_t)c->flushes, "flush_ns_last", (json_int_t)c->flush_ns_last,
-		"flush_ns_max", (json_int_t)c->flush_ns_max, "processes_pruned",
-		(json_int_t)c->procs_pruned, "frame_resets", (json_int_t)sk.frame_resets, "frames",
-		(json_int_t)sk.frames);
-	if (doc) {
-		json_t *sy = json_object_get(doc, "symbolize");
-
-		/* inline frames (docs/unwinding.md); paths are built once per flush here */
-		json_object_set_new(sy, "dwarf_objects",
-				    json_integer((json_int_t)ss.dwarf_objects));
-		json_object_set_new(sy, "dwarf_over_budget",
-				    json_integer((json_int_t)ss.dwarf_over_budget));
-		json_object_set_new(sy, "dwarf_err", json_integer((json_int_t)ss.dwarf_err));
-		json_object_set_new(sy, "inline_frames",
-				    json_integer((json_int_t)ss.inline_frames));
-		json_object_set_new(sy, "inline_truncated",
-				    json_integer((json_int_t)ss.inline_truncated));
-		json_object_set_new(sy, "inline_dropped",
-				    json_integer((json_int_t)sum.inline_dropped));
-	}
-	if (doc && c->o.locks) {
-		const uint64_t *t = cnt->total;
-		const struct hc_capture_lock_stats *ls = &lsum;
-
-		/* record's section's counts and drops, since start (docs/locks.md) */
-		if (json_object_set_new(
-			    doc, "locks",
-			    json_pack("{s:I, s:I, s:I, s:I, s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I}}",
-				      "events", (json_int_t)ls->events, "wait_ns",
-				      (json_int_t)ls->wait_ns, "failed", (json_int_t)ls->failed,
-				      "no_stack", (json_int_t)ls->no_stack, "dropped",
-				      "ringbuf_full", (json_int_t)t[HC_CNT_LOCK_LOST],
-				      "ringbuf_full_ns", (json_int_t)t[HC_CNT_LOCK_LOST_NS],
-				      "nested", (json_int_t)t[HC_CNT_LOCK_NESTED], "unmatched",
-				      (json_int_t)t[HC_CNT_LOCK_UNMATCHED], "task_state_nomem",
-				      (json_int_t)t[HC_CNT_LOCK_NOMEM], "ingest_error",
-				      (json_int_t)(ls->ingest_errors + sk.lock_cell_errors),
-				      "expired", (json_int_t)ls->expired))) {
-			json_decref(doc);
-			doc = NULL;
-		}
-	}
-	if (doc &&
-	    json_object_set_new(doc, "unwind",
-				hc_unwind_json(c->o.unwind_fp, c->o.stack_copy_bytes,
-					       c->o.copy_budget, cnt->total, &sum, c->unw))) {
-		json_decref(doc);
-		doc = NULL;
-	}
-	if (!doc)
-		return;
-	text = json_dumps(doc, JSON_COMPACT);
-	json_decref(doc);
-	if (text)
-		hc_wire__status(hc_serve_sink__buf(c->sink), text, strlen(text));
-	free(text);
+	if (c->unw)
+		hc_unwinder__stats(c->unw, &us);
+	f.lock_ingest_errors = sk.lock_cell_errors;
+	hc_counters__fill_capture(&st.c, &f);
+	v[HC_C_UNW_STACK_COPY_BYTES] = c->o.unwind_fp ? 0 : c->o.stack_copy_bytes;
+	v[HC_C_UNW_COPY_BUDGET] = c->o.unwind_fp ? 0 : c->o.copy_budget;
+	v[HC_C_COLL_RSS_BYTES] = hc_self__rss_bytes();
+	v[HC_C_COLL_CPU_NS] = hc_self__cpu_ns();
+	v[HC_C_COLL_FLUSHES] = c->flushes;
+	v[HC_C_COLL_FLUSH_NS_LAST] = c->flush_ns_last;
+	v[HC_C_COLL_FLUSH_NS_MAX] = c->flush_ns_max;
+	v[HC_C_COLL_PROCESSES_PRUNED] = c->procs_pruned;
+	v[HC_C_COLL_FRAME_RESETS] = sk.frame_resets;
+	v[HC_C_COLL_FRAMES] = sk.frames;
+	hc_wire__status(hc_serve_sink__buf(c->sink), &st);
 }
 
 /* The idle task runs only when nothing waits: each of its samples is a run queue of length

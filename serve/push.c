@@ -18,6 +18,7 @@
 #include "profile/weights.h"
 #include "profile/encode.h"
 #include "profile/jstream.h"
+#include "profile/counters.h"
 
 #define NS ((int64_t)1000000000)
 #define MS ((int64_t)1000000)
@@ -716,25 +717,42 @@ static json_t *rfc3339(int64_t ns)
 	return ns ? hc_json__rfc3339_ms(ns) : json_null();
 }
 
+/* The PUSH family of counters.def. Under p->lock. */
+static void push_counters(const struct hc_push *p, struct hc_counters *c)
+{
+	uint64_t *v = c->v;
+
+	v[HC_C_PUSH_INTERVAL_S] = p->interval_ns / NS;
+	v[HC_C_PUSH_QUEUE_MAX] = p->queue_max;
+	v[HC_C_PUSH_MAX_ATTEMPTS] = p->max_attempts;
+	v[HC_C_PUSH_FETCHED] = p->fetched;
+	v[HC_C_PUSH_QUEUED] = p->n;
+	v[HC_C_PUSH_SENT] = p->sent;
+	v[HC_C_PUSH_BYTES_SENT] = p->bytes_sent;
+	v[HC_C_PUSH_ATTEMPTS] = p->attempts;
+	v[HC_C_PUSH_RETRIES] = p->retries;
+	v[HC_C_PUSH_DROP_QUEUE_FULL] = p->drop_queue_full;
+	v[HC_C_PUSH_DROP_REJECTED] = p->drop_rejected;
+	v[HC_C_PUSH_DROP_RETRIES_EXHAUSTED] = p->drop_retries_exhausted;
+	v[HC_C_PUSH_DROP_FETCH_ERROR] = p->drop_fetch_error;
+}
+
 json_t *hc_push__status(struct hc_push *p)
 {
+	struct hc_counters c = {0};
 	json_t *doc;
 
 	pthread_mutex_lock(&p->lock);
-	doc = json_pack(
-		"{s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I,"
-		" s:{s:I, s:I, s:I, s:I}, s:o, s:s?, s:o, s:o}",
-		"url", p->shown_url, "interval_s", (json_int_t)(p->interval_ns / NS), "queue_max",
-		(json_int_t)p->queue_max, "max_attempts", (json_int_t)p->max_attempts, "fetched",
-		(json_int_t)p->fetched, "queued", (json_int_t)p->n, "sent", (json_int_t)p->sent,
-		"bytes_sent", (json_int_t)p->bytes_sent, "attempts", (json_int_t)p->attempts,
-		"retries", (json_int_t)p->retries, "dropped", "queue_full",
-		(json_int_t)p->drop_queue_full, "rejected", (json_int_t)p->drop_rejected,
-		"retries_exhausted", (json_int_t)p->drop_retries_exhausted, "fetch_error",
-		(json_int_t)p->drop_fetch_error, "last_success", rfc3339(p->last_success_ns),
-		"last_error", p->last_error_ns ? p->last_error : NULL, "last_error_at",
-		rfc3339(p->last_error_ns), "pushed_until", rfc3339(p->next_from_ns));
+	push_counters(p, &c);
+	doc = json_pack("{s:s, s:o, s:s?, s:o, s:o}", "url", p->shown_url, "last_success",
+			rfc3339(p->last_success_ns), "last_error",
+			p->last_error_ns ? p->last_error : NULL, "last_error_at",
+			rfc3339(p->last_error_ns), "pushed_until", rfc3339(p->next_from_ns));
 	pthread_mutex_unlock(&p->lock);
+	if (doc && hc_counters__to_json(&c, HC_F_PUSH, doc)) {
+		json_decref(doc);
+		doc = NULL;
+	}
 	if (!doc)
 		errno = ENOMEM;
 	return doc;
@@ -742,55 +760,14 @@ json_t *hc_push__status(struct hc_push *p)
 
 int hc_push__metrics(struct hc_push *p, FILE *out)
 {
-	uint64_t sent, bytes, attempts, retries, queued, drop[4];
+	struct hc_counters c = {0};
 	int64_t last_ok;
 
 	pthread_mutex_lock(&p->lock);
-	sent = p->sent;
-	bytes = p->bytes_sent;
-	attempts = p->attempts;
-	retries = p->retries;
-	queued = p->n;
-	drop[0] = p->drop_queue_full;
-	drop[1] = p->drop_rejected;
-	drop[2] = p->drop_retries_exhausted;
-	drop[3] = p->drop_fetch_error;
+	push_counters(p, &c);
 	last_ok = p->last_success_ns;
 	pthread_mutex_unlock(&p->lock);
-
-	fprintf(out,
-		"# HELP hotcold_push_sent_total profiles Pyroscope accepted.\n"
-		"# TYPE hotcold_push_sent_total counter\n"
-		"hotcold_push_sent_total %" PRIu64 "\n",
-		sent);
-	fprintf(out,
-		"# HELP hotcold_push_sent_bytes_total gzipped pprof bytes Pyroscope "
-		"accepted.\n"
-		"# TYPE hotcold_push_sent_bytes_total counter\n"
-		"hotcold_push_sent_bytes_total %" PRIu64 "\n",
-		bytes);
-	fprintf(out,
-		"# HELP hotcold_push_attempts_total requests made to Pyroscope.\n"
-		"# TYPE hotcold_push_attempts_total counter\n"
-		"hotcold_push_attempts_total %" PRIu64 "\n",
-		attempts);
-	fprintf(out,
-		"# HELP hotcold_push_retries_total requests that repeated a failed one.\n"
-		"# TYPE hotcold_push_retries_total counter\n"
-		"hotcold_push_retries_total %" PRIu64 "\n",
-		retries);
-	fprintf(out,
-		"# HELP hotcold_push_dropped_total profiles never delivered, by reason.\n"
-		"# TYPE hotcold_push_dropped_total counter\n"
-		"hotcold_push_dropped_total{reason=\"queue_full\"} %" PRIu64 "\n"
-		"hotcold_push_dropped_total{reason=\"rejected\"} %" PRIu64 "\n"
-		"hotcold_push_dropped_total{reason=\"retries_exhausted\"} %" PRIu64 "\n"
-		"hotcold_push_dropped_total{reason=\"fetch_error\"} %" PRIu64 "\n",
-		drop[0], drop[1], drop[2], drop[3]);
-	fprintf(out,
-		"# HELP hotcold_push_queued profiles waiting to be sent.\n"
-		"# TYPE hotcold_push_queued gauge\nhotcold_push_queued %" PRIu64 "\n",
-		queued);
+	hc_counters__write_metrics(&c, HC_F_BIT(HC_F_PUSH), out);
 	fprintf(out,
 		"# HELP hotcold_push_last_success_timestamp_seconds when Pyroscope last "
 		"accepted a profile (0: never).\n"

@@ -342,7 +342,6 @@ static int ftab_reset(struct hc_serve_sink *c, struct ftab *t)
 	return 0;
 }
 
-/* The collector's counters for /api/status and /metrics, cumulative since start. */
 int hc_serve_sink__begin(struct hc_serve_sink *c)
 {
 	if (c->n_labels >= LABELS_MAX) {

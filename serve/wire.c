@@ -2,6 +2,7 @@
 #include "serve/wire.h"
 
 #include <errno.h>
+#include <math.h>
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
@@ -176,14 +177,12 @@ void hc_wire__seal(struct hc_wire_buf *b, int64_t sec)
 		PUT(p, sec);
 }
 
-void hc_wire__status(struct hc_wire_buf *b, const char *json, size_t len)
+void hc_wire__status(struct hc_wire_buf *b, const struct hc_wire_status *st)
 {
-	unsigned char *p = record(b, HC_WIRE_STATUS, len + 1);
+	unsigned char *p = record(b, HC_WIRE_STATUS, sizeof(*st));
 
-	if (!p)
-		return;
-	memcpy(p, json, len);
-	p[len] = 0;
+	if (p)
+		memcpy(p, st, sizeof(*st));
 }
 
 void hc_wire__reset(struct hc_wire_buf *b)
@@ -392,13 +391,9 @@ int hc_wire_reader__next(struct hc_wire_reader *r, struct hc_wire_rec *out)
 		take(&c, &out->sec, 8);
 		break;
 	case HC_WIRE_STATUS:
-		if (h.len == 0 || c.end[-1] != 0) {
-			c.bad = 1;
-			break;
-		}
-		out->json = (const char *)c.p;
-		out->json_len = h.len - 1;
-		c.p = c.end;
+		take(&c, &out->status, sizeof(out->status));
+		c.bad |= out->status.n_counters != HC_C_MAX ||
+			 !isfinite(out->status.frequency_hz) || out->status.frequency_hz < 0;
 		break;
 	case HC_WIRE_COUNTER:
 		take(&c, &out->sec, 8);

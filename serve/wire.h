@@ -13,7 +13,8 @@
  *   HEAT   i64 sec, u32 rows[HC_WIRE_HEAT_ROWS] (on-CPU samples per 20 ms of the second)
  *   HIST   i64 sec, u32 hist, u32 pid, i64 value, u64 count, u32 key_len, key bytes
  *   SEAL   i64 sec: every second up to sec is complete
- *   STATUS the collector's counters, a JSON object (docs/api.md, /api/status)
+ *   STATUS struct hc_wire_status: the collector's settings and counters, typed
+ *          (profile/counters.h; the reader checks the size and the number of counters)
  *   RESET  (no payload) frame ids start again from 1: the collector's frame table is bounded
  * serve --locks adds the waiters' paths, with frame ids of their own (a second table on each
  * side: the lock store's), and the lock kinds' per-second counters:
@@ -30,6 +31,7 @@
 
 #include "profile/weights.h"
 #include "profile/tree.h"
+#include "profile/counters.h"
 
 enum hc_wire_type {
 	HC_WIRE_FRAME = 1,
@@ -52,6 +54,24 @@ enum hc_wire_type {
 #define HC_WIRE_MAX_PATH 1024
 #define HC_WIRE_MAX_STR 4096
 
+/* STATUS's flags */
+#define HC_WIRE_ST_OFFCPU (1u << 0)
+#define HC_WIRE_ST_UNWIND_FP (1u << 1)
+#define HC_WIRE_ST_LOCKS (1u << 2)
+
+/* The collector's settings, and its counters since start (families SAMPLING, LOST, SCHEDULER,
+ * SYMBOLIZE, UNWIND, LOCKS, COLLECTOR; the server fills the rest). */
+struct hc_wire_status {
+	double frequency_hz;
+	uint64_t period_ns;
+	int64_t started_at_ns;
+	uint32_t cpus;
+	uint32_t flags;	     /* HC_WIRE_ST_* */
+	uint32_t n_counters; /* HC_C_MAX */
+	uint32_t reserved;   /* 0 */
+	struct hc_counters c;
+};
+
 /* ---- writing: records appended to a growable buffer, sent in one go ---- */
 
 struct hc_wire_buf {
@@ -69,7 +89,7 @@ void hc_wire__heat(struct hc_wire_buf *b, int64_t sec, const uint32_t rows[HC_WI
 void hc_wire__hist(struct hc_wire_buf *b, int64_t sec, uint32_t hist, uint32_t pid, int64_t value,
 		   uint64_t count, const char *key);
 void hc_wire__seal(struct hc_wire_buf *b, int64_t sec);
-void hc_wire__status(struct hc_wire_buf *b, const char *json, size_t len);
+void hc_wire__status(struct hc_wire_buf *b, const struct hc_wire_status *st);
 void hc_wire__reset(struct hc_wire_buf *b);
 /* --locks: the lock store's frames, paths and frame resets; a counter of second sec. */
 void hc_wire__lock_frame(struct hc_wire_buf *b, uint32_t fid, const struct hc_path_elem *e);
@@ -106,8 +126,7 @@ struct hc_wire_rec {
 	const char *key; /* NUL-ended, into the buffer */
 	uint32_t counter;
 	/* STATUS */
-	const char *json;
-	size_t json_len;
+	struct hc_wire_status status;
 };
 
 struct hc_wire_reader {

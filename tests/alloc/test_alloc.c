@@ -882,7 +882,7 @@ static void wire_records(struct hc_wire_buf *b, size_t *ends, size_t *n_ends)
 	static const struct hc_path_elem e = {HC_NODE_USER, "main", "app", 0, -1, false};
 	static const uint32_t fids[] = {1, 1, 1};
 	static const uint32_t rows[HC_WIRE_HEAT_ROWS] = {1, 2, 3};
-	const char *status = "{\"samples\":1}";
+	const struct hc_wire_status status = {.n_counters = HC_C_MAX, .c.v[HC_C_SAMPLES] = 1};
 	struct hc_weights w = {.on_cpu_ns = 1, .samples = 1};
 	size_t len;
 
@@ -903,7 +903,7 @@ static void wire_records(struct hc_wire_buf *b, size_t *ends, size_t *n_ends)
 		APPEND(hc_wire__heat(b, sec, rows));
 		APPEND(hc_wire__hist(b, sec, 0, 1, 5, 1, "app"));
 		APPEND(hc_wire__counter(b, sec, 0, "mutex", 7));
-		APPEND(hc_wire__status(b, status, strlen(status)));
+		APPEND(hc_wire__status(b, &status));
 		APPEND(hc_wire__seal(b, sec));
 #undef APPEND
 	}

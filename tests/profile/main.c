@@ -45,5 +45,6 @@ int main(void)
 	failed += run_pprof_tests();
 	failed += run_speedscope_tests();
 	failed += run_decode_tests();
+	failed += run_counters_tests();
 	return failed ? 1 : 0;
 }

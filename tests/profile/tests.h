@@ -72,5 +72,6 @@ int run_store_tests(void);
 int run_pprof_tests(void);
 int run_speedscope_tests(void);
 int run_decode_tests(void);
+int run_counters_tests(void);
 
 #endif

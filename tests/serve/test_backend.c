@@ -62,8 +62,7 @@ static void records(struct hc_wire_buf *w)
 	};
 	const uint32_t blocked[] = {1, 2, 3, 4}, oncpu[] = {1, 2, 3};
 	const uint32_t rw[] = {1, 2, 3, 4, 5}, spin[] = {1, 2, 3, 6, 7};
-	const char *status = "{\"locks\":{\"events\":13,\"wait_ns\":8001000,"
-			     "\"dropped\":{\"ringbuf_full\":4,\"unmatched\":1}}}";
+	struct hc_wire_status status = {.period_ns = 1000000, .cpus = 2, .n_counters = HC_C_MAX};
 
 	for (uint32_t i = 0; i < 4; i++)
 		hc_wire__frame(w, i + 1, &main_frames[i]);
@@ -93,7 +92,13 @@ static void records(struct hc_wire_buf *w)
 	hc_wire__hist(w, T0, HC_STORE_H_LOCK_WAIT_NS, 0, 1048576, 2, "rwsem:W block");
 	hc_wire__hist(w, T0 + 1, HC_STORE_H_LOCK_WAIT_NS, 0, 64, 10, "spinlock spin");
 	hc_wire__hist(w, T0 + 2, HC_STORE_H_LOCK_WAIT_NS, 0, 4194304, 1, "rwsem:W block");
-	hc_wire__status(w, status, strlen(status));
+	status.c.v[HC_C_LOCK_EVENTS] = 13;
+	status.c.v[HC_C_LOCK_WAIT_NS] = 8001000;
+	status.c.v[HC_C_LOCK_DROP_RINGBUF_FULL] = 4;
+	status.c.v[HC_C_LOCK_DROP_UNMATCHED] = 1;
+	status.c.v[HC_C_SAMPLES] = 7;
+	status.c.v[HC_C_SYM_PID_REUSED] = 3;
+	hc_wire__status(w, &status);
 	hc_wire__seal(w, T0 + 2);
 }
 
@@ -347,12 +352,119 @@ static void test_locks_off(void **state)
 	hc_backend__free(b);
 }
 
+/* The family a member of /api/status belongs to, from its path ("" at the top). */
+static int status_family(const char *parent, const char *key)
+{
+	static const struct {
+		const char *path;
+		enum hc_counter_family f;
+	} m[] = {
+		{"lost", HC_F_LOST},
+		{"scheduler", HC_F_SCHEDULER},
+		{"symbolize", HC_F_SYMBOLIZE},
+		{"unwind", HC_F_UNWIND},
+		{"collector", HC_F_COLLECTOR},
+		{"retention", HC_F_RETENTION},
+		{"store", HC_F_STORE},
+		{"memory", HC_F_MEMORY},
+		{"locks.store", HC_F_LOCK_STORE},
+		{"locks", HC_F_LOCKS},
+	};
+
+	if (!*parent)
+		return hc_counter__lookup(HC_F_SERVE, key) >= 0 ? HC_F_SERVE : HC_F_SAMPLING;
+	for (size_t i = 0; i < sizeof(m) / sizeof(m[0]); i++)
+		if (!strncmp(parent, m[i].path, strlen(m[i].path)) &&
+		    (parent[strlen(m[i].path)] == 0 || parent[strlen(m[i].path)] == '.'))
+			return m[i].f;
+	return -1;
+}
+
+/* Every number in doc (a member of /api/status at path) is a counter of counters.def whose
+ * series /metrics carries. Returns how many were checked. */
+static size_t check_numbers(json_t *doc, const char *path, const char *metrics)
+{
+	const char *k;
+	json_t *v;
+	size_t n = 0;
+
+	json_object_foreach (doc, k, v) {
+		char sub[256], key[256], line[256];
+		const char *rel;
+		int f, id;
+
+		snprintf(sub, sizeof(sub), "%s%s%s", path, *path ? "." : "", k);
+		if (json_is_object(v)) {
+			n += check_numbers(v, sub, metrics);
+			continue;
+		}
+		if (!json_is_number(v) || !strcmp(sub, "frequency_hz"))
+			continue; /* a setting: hotcold_sampling_period_seconds is its series */
+		f = status_family(path, k);
+		if (f < 0)
+			fail_msg("/api/status %s: no family", sub);
+		/* the key within its family: what follows the family's object */
+		if (f == HC_F_LOCK_STORE)
+			rel = sub + strlen("locks.store.");
+		else
+			rel = sub + (*path ? strcspn(path, ".") + 1 : 0);
+		snprintf(key, sizeof(key), "%s", rel);
+		id = hc_counter__lookup((enum hc_counter_family)f, key);
+		if (id < 0)
+			fail_msg("/api/status %s: not in counters.def (family %s, key %s)", sub,
+				 hc_counter_family_name((enum hc_counter_family)f), key);
+		snprintf(line, sizeof(line), "\n%s%s%s%s ", hc_counter_defs[id].metric,
+			 *hc_counter_defs[id].labels ? "{" : "", hc_counter_defs[id].labels,
+			 *hc_counter_defs[id].labels ? "}" : "");
+		if (!strstr(metrics, line))
+			fail_msg("/api/status %s has no /metrics series (%s)", sub, line + 1);
+		n++;
+	}
+	return n;
+}
+
+/* Every number /api/status gives is a counter with a /metrics series, and the status carries
+ * what the collector sent, typed. */
+static void test_status_metrics(void **state)
+{
+	struct hc_backend *b = backend(true);
+	struct hc_api_backend api;
+	json_t *doc;
+	char why[128], *text;
+	size_t len, n;
+	int status = 0;
+
+	(void)state;
+	hc_backend__api(b, &api);
+	feed(b);
+	doc = api.status(api.ctx, &status, why, sizeof(why));
+	assert_non_null(doc);
+	assert_int_equal(json_integer_value(json_object_get(doc, "samples")), 7);
+	assert_int_equal(json_integer_value(json_object_get(doc, "cpus")), 2);
+	assert_int_equal(json_integer_value(
+				 json_object_get(json_object_get(doc, "symbolize"), "pid_reused")),
+			 3);
+	text = api.metrics(api.ctx, &len, &status, why, sizeof(why));
+	assert_non_null(text);
+	assert_non_null(strstr(text, "\nhotcold_samples_total 7\n"));
+	assert_non_null(strstr(text, "\nhotcold_lock_contentions_total 13\n"));
+	assert_non_null(strstr(text, "\nhotcold_lock_wait_seconds_total 0.008001000\n"));
+	n = check_numbers(doc, "", text);
+	/* every family serve has, the lock ones included */
+	assert_true(n >= 100);
+	print_message("/api/status: %zu numbers, each with its /metrics series\n", n);
+	free(text);
+	json_decref(doc);
+	hc_backend__free(b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_locks_range),
 		cmocka_unit_test(test_locks_elsewhere),
 		cmocka_unit_test(test_locks_off),
+		cmocka_unit_test(test_status_metrics),
 	};
 
 	return cmocka_run_group_tests_name("backend", tests, NULL, NULL);

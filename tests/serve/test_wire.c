@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /* serve/wire: what the collector writes, the server reads back; broken streams are refused. */
 #include <errno.h>
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -35,7 +36,12 @@ static void fill(struct hc_wire_buf *b)
 	hc_wire__heat(b, 1795341600, rows);
 	hc_wire__hist(b, 1795341600, 3, 42, 16384, 12, "postgres");
 	hc_wire__seal(b, 1795341598);
-	hc_wire__status(b, "{\"samples\":5}", 13);
+	hc_wire__status(b, &(struct hc_wire_status){.frequency_hz = 99,
+						    .cpus = 2,
+						    .flags = HC_WIRE_ST_LOCKS,
+						    .n_counters = HC_C_MAX,
+						    .c.v[HC_C_SAMPLES] = 5,
+						    .c.v[HC_C_COLL_FRAMES] = 9});
 	hc_wire__reset(b);
 	/* --locks: the lock store's own frames and paths, ending in a lock node */
 	hc_wire__lock_frame(b, 1, &lock);
@@ -87,8 +93,11 @@ static void check_all(struct hc_wire_reader *r)
 	assert_int_equal(rec.sec, 1795341598);
 	assert_int_equal(hc_wire_reader__next(r, &rec), 1);
 	assert_int_equal(rec.type, HC_WIRE_STATUS);
-	assert_int_equal(rec.json_len, 13);
-	assert_memory_equal(rec.json, "{\"samples\":5}", 13);
+	assert_true(rec.status.frequency_hz == 99);
+	assert_int_equal(rec.status.cpus, 2);
+	assert_int_equal(rec.status.flags, HC_WIRE_ST_LOCKS);
+	assert_int_equal(rec.status.c.v[HC_C_SAMPLES], 5);
+	assert_int_equal(rec.status.c.v[HC_C_COLL_FRAMES], 9);
 	assert_int_equal(hc_wire_reader__next(r, &rec), 1);
 	assert_int_equal(rec.type, HC_WIRE_RESET);
 	assert_int_equal(hc_wire_reader__next(r, &rec), 1);
@@ -229,10 +238,19 @@ static void test_malformed(void **state)
 	b.data[b.len++] = 0; /* the buffer has room: it grows by 64 KiB */
 	assert_int_equal(read_one(b.data, b.len), -EBADMSG);
 	hc_wire_buf__reset(&b);
-	/* STATUS without its NUL */
-	hc_wire__status(&b, "{}", 2);
-	b.data[b.len - 1] = '}';
+	/* STATUS of another build (counters not HC_C_MAX), a byte short, or not a rate */
+	hc_wire__status(&b, &(struct hc_wire_status){.n_counters = HC_C_MAX - 1});
 	assert_int_equal(read_one(b.data, b.len), -EBADMSG);
+	hc_wire_buf__reset(&b);
+	hc_wire__status(&b, &(struct hc_wire_status){.n_counters = HC_C_MAX});
+	memcpy(b.data + 4, &(uint32_t){sizeof(struct hc_wire_status) - 1}, 4);
+	assert_int_equal(read_one(b.data, b.len - 1), -EBADMSG);
+	hc_wire_buf__reset(&b);
+	hc_wire__status(&b, &(struct hc_wire_status){.n_counters = HC_C_MAX, .frequency_hz = NAN});
+	assert_int_equal(read_one(b.data, b.len), -EBADMSG);
+	hc_wire_buf__reset(&b);
+	hc_wire__status(&b, &(struct hc_wire_status){.n_counters = HC_C_MAX});
+	assert_int_equal(read_one(b.data, b.len), 1);
 	hc_wire_buf__release(&b);
 }
 

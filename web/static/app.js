@@ -691,16 +691,18 @@ function fmtHz(hz) {
 	return Number.isFinite(hz) ? `${Number(hz.toFixed(2))} Hz` : '? Hz';
 }
 
+// Events lost, by count: the reasons in nanoseconds (offcpu_lost_ns) are time, not events.
 function lostSum(lost) {
 	let n = 0;
-	for (const v of Object.values(lost || {})) if (Number.isFinite(v)) n += v;
+	for (const [k, v] of Object.entries(lost || {}))
+		if (Number.isFinite(v) && !k.endsWith('_ns')) n += v;
 	return n;
 }
 
 function lostTitle(lost) {
 	return Object.entries(lost || {})
 		.filter(([, v]) => v > 0)
-		.map(([k, v]) => `${k}: ${fmtInt(v)}`)
+		.map(([k, v]) => `${k}: ${k.endsWith('_ns') ? fmtNs(v) : fmtInt(v)}`)
 		.join(', ');
 }
 

@@ -1,0 +1,131 @@
+// SPDX-License-Identifier: GPL-2.0-only
+#include "capture/counters.h"
+
+#include <string.h>
+
+/* The BPF counters reported as counters of their own (the others are inputs of figures the
+ * aggregation computes, or not reported). */
+static const struct {
+	enum hc_counter bpf;
+	enum hc_counter_id id;
+} bpf_ids[] = {
+	{HC_CNT_SEEN, HC_C_SAMPLES},
+	{HC_CNT_IDLE, HC_C_IDLE_SAMPLES},
+	{HC_CNT_FILTERED, HC_C_FILTERED_SAMPLES},
+	{HC_CNT_RINGBUF_FULL, HC_C_LOST_RINGBUF_FULL},
+	{HC_CNT_KSTACK_ERR, HC_C_LOST_KSTACK_ERROR},
+	{HC_CNT_USTACK_ERR, HC_C_LOST_USTACK_ERROR},
+	{HC_CNT_EXEC_LOST, HC_C_LOST_EXEC},
+	{HC_CNT_SWITCHES, HC_C_SCHED_SWITCHES},
+	{HC_CNT_STACK_CAPTURED, HC_C_SCHED_STACKS_CAPTURED},
+	{HC_CNT_STACK_REUSED, HC_C_SCHED_STACKS_REUSED},
+	{HC_CNT_STACK_BUDGET, HC_C_SCHED_STACKS_NOT_CAPTURED},
+	{HC_CNT_OFF_RINGBUF_FULL, HC_C_LOST_OFFCPU_RINGBUF_FULL},
+	{HC_CNT_THIST_LOST, HC_C_LOST_SCHED_HIST},
+	{HC_CNT_WAKER_LOST, HC_C_LOST_WAKER},
+	{HC_CNT_STATE_NOMEM, HC_C_LOST_TASK_STATE_NOMEM},
+	{HC_CNT_KSTACK_ERR_OFF, HC_C_LOST_OFFCPU_KSTACK_ERROR},
+	{HC_CNT_USTACK_ERR_OFF, HC_C_LOST_OFFCPU_USTACK_ERROR},
+	{HC_CNT_SWITCHIN_MISSED, HC_C_SCHED_SWITCH_IN_UNSEEN},
+	{HC_CNT_UCOPY, HC_C_UNW_COPIES},
+	{HC_CNT_UCOPY_BYTES, HC_C_UNW_COPY_BYTES},
+	{HC_CNT_UCOPY_BUDGET, HC_C_UNW_COPY_OVER_BUDGET},
+	{HC_CNT_UCOPY_FAULT, HC_C_UNW_COPY_UNREADABLE},
+	{HC_CNT_UCOPY_LOST, HC_C_UNW_COPY_LOST},
+	{HC_CNT_LOCK_LOST, HC_C_LOCK_DROP_RINGBUF_FULL},
+	{HC_CNT_LOCK_LOST_NS, HC_C_LOCK_DROP_RINGBUF_FULL_NS},
+	{HC_CNT_LOCK_NESTED, HC_C_LOCK_DROP_NESTED},
+	{HC_CNT_LOCK_UNMATCHED, HC_C_LOCK_DROP_UNMATCHED},
+	{HC_CNT_LOCK_NOMEM, HC_C_LOCK_DROP_TASK_STATE_NOMEM},
+};
+
+static const enum hc_counter_id end_ids[HC_UNWIND_END_MAX] = {
+	[HC_UNWIND_COMPLETE] = HC_C_UNW_END_COMPLETE,
+	[HC_UNWIND_STACK_END] = HC_C_UNW_END_STACK_END,
+	[HC_UNWIND_NO_MODULE] = HC_C_UNW_END_NO_MODULE,
+	[HC_UNWIND_NO_CFI] = HC_C_UNW_END_NO_CFI,
+	[HC_UNWIND_DEPTH] = HC_C_UNW_END_DEPTH,
+};
+
+static void fill_agg(uint64_t *v, const struct hc_capture_stats *as)
+{
+	v[HC_C_LOST_INGEST_ERROR] = as->ingest_errors;
+	v[HC_C_LOST_HISTOGRAM_ERROR] = as->hist_errors;
+	v[HC_C_LOST_WAKER_STACK_MISSING] = as->waker_stack_missing;
+	v[HC_C_LOST_OFFCPU_NS] += as->offcpu_lost_ns;
+	v[HC_C_SCHED_OFF_CPU_NS] = as->off_ns;
+	v[HC_C_SCHED_RUNQUEUE_NS] = as->runqueue_ns;
+	v[HC_C_SCHED_INTERVALS_BLOCKED] = as->blocked_intervals;
+	v[HC_C_SCHED_INTERVALS_PREEMPTED] = as->preempted_intervals;
+	v[HC_C_SCHED_BELOW_MIN_BLOCK_OFF_NS] = as->short_off_ns;
+	v[HC_C_SCHED_BELOW_MIN_BLOCK_RQ_NS] = as->short_rq_ns;
+	v[HC_C_SCHED_FLUSHES] = as->offcpu_flushes;
+	v[HC_C_SCHED_BEFORE_RETENTION_NS] = as->expired_ns;
+	v[HC_C_SCHED_UNCLAIMED_NS] = as->unclaimed_ns;
+	v[HC_C_SYM_TRUNCATED_USER_STACKS] = as->truncated_ustacks;
+	v[HC_C_SYM_TRUNCATED_KERNEL_STACKS] = as->truncated_kstacks;
+	v[HC_C_SYM_INLINE_DROPPED] = as->inline_dropped;
+	v[HC_C_UNW_USTACKS_DWARF] = as->ustacks_dwarf;
+	v[HC_C_UNW_USTACKS_DWARF_TRUNCATED] = as->ustacks_dwarf_truncated;
+	v[HC_C_UNW_USTACKS_FP] = as->ustacks_fp;
+	v[HC_C_UNW_USTACKS_FALLBACK] = as->ustacks_fp_fallback;
+}
+
+static void fill_sym(uint64_t *v, const struct hc_symbolizer_stats *ss)
+{
+	v[HC_C_SYM_PROCESSES] = ss->processes;
+	v[HC_C_SYM_PROCESS_GONE] = ss->process_gone;
+	v[HC_C_SYM_PID_REUSED] = ss->pid_reused;
+	v[HC_C_SYM_OBJECTS] = ss->objects;
+	v[HC_C_SYM_OBJECT_OPEN_ERR] = ss->object_open_err;
+	v[HC_C_SYM_ELF_ERR] = ss->elf_err;
+	v[HC_C_SYM_NO_SYMBOLS] = ss->no_symbols;
+	v[HC_C_SYM_USER_UNRESOLVED] = ss->user_unresolved;
+	v[HC_C_SYM_KERNEL_UNRESOLVED] = ss->kernel_unresolved;
+	v[HC_C_SYM_DWARF_OBJECTS] = ss->dwarf_objects;
+	v[HC_C_SYM_DWARF_OVER_BUDGET] = ss->dwarf_over_budget;
+	v[HC_C_SYM_DWARF_ERR] = ss->dwarf_err;
+	v[HC_C_SYM_INLINE_FRAMES] = ss->inline_frames;
+	v[HC_C_SYM_INLINE_TRUNCATED] = ss->inline_truncated;
+}
+
+static void fill_unwinder(uint64_t *v, const struct hc_unwind_stats *us)
+{
+	v[HC_C_UNW_STACKS] = us->stacks;
+	v[HC_C_UNW_FRAMES] = us->frames;
+	for (int k = 0; k < HC_UNWIND_END_MAX; k++)
+		v[end_ids[k]] = us->ends[k];
+	v[HC_C_UNW_NO_PROCESS] = us->no_process;
+	v[HC_C_UNW_SESSIONS] = us->sessions;
+	v[HC_C_UNW_NS] = us->ns;
+	v[HC_C_UNW_STASH_MISSING] = us->stash_missing;
+}
+
+static void fill_locks(uint64_t *v, const struct hc_capture_lock_stats *ls, uint64_t extra_errors)
+{
+	v[HC_C_LOCK_EVENTS] = ls->events;
+	v[HC_C_LOCK_WAIT_NS] = ls->wait_ns;
+	v[HC_C_LOCK_FAILED] = ls->failed;
+	v[HC_C_LOCK_NO_STACK] = ls->no_stack;
+	v[HC_C_LOCK_DROP_INGEST_ERROR] = ls->ingest_errors + extra_errors;
+	v[HC_C_LOCK_DROP_EXPIRED] = ls->expired;
+}
+
+void hc_counters__fill_capture(struct hc_counters *c, const struct hc_capture_figures *f)
+{
+	uint64_t *v = c->v;
+
+	for (size_t i = 0; i < sizeof(bpf_ids) / sizeof(bpf_ids[0]); i++)
+		v[bpf_ids[i].id] = f->cnt->total[bpf_ids[i].bpf];
+	v[HC_C_LOST_DECODE_ERROR] = f->cnt->decode_errors;
+	v[HC_C_LOST_OFFCPU_NS] = f->cnt->total[HC_CNT_OFF_LOST_NS];
+	v[HC_C_LOST_SEND_ERROR] = f->send_errors;
+	if (f->as)
+		fill_agg(v, f->as);
+	if (f->ss)
+		fill_sym(v, f->ss);
+	if (f->us)
+		fill_unwinder(v, f->us);
+	if (f->ls)
+		fill_locks(v, f->ls, f->lock_ingest_errors);
+}
