@@ -208,12 +208,191 @@ static int perf_event_open_cpu(uint64_t period_ns, uint32_t cpu)
 	return (int)syscall(__NR_perf_event_open, &attr, -1, (int)cpu, -1, PERF_FLAG_FD_CLOEXEC);
 }
 
+/* hc_sampler__new()'s steps: 0, or -errno with *step saying what failed (its reason). */
+
+/* The CPUs to sample and a descriptor slot per CPU. */
+static int alloc_cpus(struct hc_sampler *s, const char **step)
+{
+	s->n_cpus = hc_cpulist__read(NULL, &s->cpus);
+	if (s->n_cpus <= 0) {
+		*step = "cannot read the online CPUs from /sys/devices/system/cpu/online";
+		return s->n_cpus ? s->n_cpus : -EINVAL;
+	}
+	s->pfds = malloc((size_t)s->n_cpus * sizeof(*s->pfds));
+	s->link_fds = malloc((size_t)s->n_cpus * sizeof(*s->link_fds));
+	s->busy_at_start = calloc((size_t)s->n_cpus, sizeof(*s->busy_at_start));
+	s->idle_ns = calloc((size_t)s->n_cpus, sizeof(*s->idle_ns));
+	/* -1 first: hc_sampler__free() closes what is not, whichever allocation failed */
+	for (int i = 0; i < s->n_cpus; i++) {
+		if (s->pfds)
+			s->pfds[i] = -1;
+		if (s->link_fds)
+			s->link_fds[i] = -1;
+	}
+	if (!s->pfds || !s->link_fds || !s->busy_at_start || !s->idle_ns) {
+		*step = "out of memory";
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+/* The -p and --comm filters, and what off-CPU tracking takes and leaves out. */
+static int configure_tracking(struct hc_sampler *s, const struct hc_sampler_opts *opts,
+			      const char **step)
+{
+	uint64_t budget = opts->stack_budget ? opts->stack_budget : 10000;
+	int ncpu = libbpf_num_possible_cpus();
+
+	s->skel->rodata->filter_tgid = opts->n_tgids > 0;
+	if (opts->comm) {
+		size_t len = strlen(opts->comm);
+
+		if (len == 0 || len >= HC_TASK_COMM_LEN) {
+			*step = "a process name (--comm) has 1 to 15 bytes";
+			return -EINVAL;
+		}
+		s->skel->rodata->filter_comm = true;
+		memcpy((char *)s->skel->rodata->comm_filter, opts->comm, len);
+	}
+	s->skel->rodata->nr_cpu_ids = ncpu > 0 ? (__u32)ncpu : 1;
+	s->offcpu = !opts->no_offcpu;
+	s->skel->rodata->min_block_ns = opts->min_block_ns;
+	s->skel->rodata->stack_reuse = !opts->no_stack_reuse;
+	s->skel->rodata->capture_wakers = opts->wakers;
+	s->skel->rodata->stack_cost_ns = 1000000000ull / budget;
+	s->skel->rodata->stack_burst_ns = 64 * s->skel->rodata->stack_cost_ns;
+	if (!s->offcpu) {
+		struct bpf_program *progs[] = {
+			s->skel->progs.hc_switch,     s->skel->progs.hc_wakeup,
+			s->skel->progs.hc_wakeup_new, s->skel->progs.hc_exit,
+			s->skel->progs.hc_iter_start, s->skel->progs.hc_iter_end,
+		};
+
+		for (size_t k = 0; k < sizeof(progs) / sizeof(progs[0]); k++)
+			bpf_program__set_autoload(progs[k], false);
+	}
+	if (opts->locks && opts->no_offcpu) {
+		*step = "lock contention needs off-CPU tracking (whether a waiter blocked)";
+		return -EINVAL;
+	}
+	s->locks = opts->locks;
+	s->skel->rodata->track_locks = opts->locks;
+	if (!opts->locks) {
+		bpf_program__set_autoload(s->skel->progs.hc_lock_begin, false);
+		bpf_program__set_autoload(s->skel->progs.hc_lock_end, false);
+	}
+	return 0;
+}
+
+/* --unwind dwarf: the stack copies' size, byte budget and buffers. */
+static int configure_copies(struct hc_sampler *s, const struct hc_sampler_opts *opts,
+			    const char **step)
+{
+	uint64_t per_cpu = opts->stack_copy_budget / (uint64_t)s->n_cpus;
+	int err;
+
+	if (opts->stack_copy_bytes > HC_STACK_COPY_MAX) {
+		*step = "a user stack copy holds at most 32 KiB";
+		return -EINVAL;
+	}
+	if (!opts->stack_copy_bytes)
+		return 0;
+	if (!opts->stack_copy_budget)
+		per_cpu = UINT64_MAX / 2;
+	s->skel->rodata->ucopy_bytes = opts->stack_copy_bytes;
+	s->skel->rodata->ucopy_rate = per_cpu;
+	/* A tenth of a second of credit, and never less than one whole copy. */
+	s->skel->rodata->ucopy_burst =
+		per_cpu / 10 > opts->stack_copy_bytes ? per_cpu / 10 : opts->stack_copy_bytes;
+	s->skel->rodata->ucopy_burst = s->skel->rodata->ucopy_burst > INT64_MAX / 2
+					       ? INT64_MAX / 2
+					       : s->skel->rodata->ucopy_burst;
+	/* One buffer per possible CPU and one for the start iterator. */
+	err = bpf_map__set_max_entries(s->skel->maps.ucopy, s->skel->rodata->nr_cpu_ids + 1);
+	if (err)
+		*step = "cannot size the stack copy buffers";
+	return err;
+}
+
+/* The ring buffer's size, then the programs into the kernel and the -p filter map. */
+static int load(struct hc_sampler *s, const struct hc_sampler_opts *opts, const char **step)
+{
+	int err;
+
+	s->ringbuf_bytes = opts->ringbuf_bytes ? roundup_pow2(opts->ringbuf_bytes)
+					       : auto_ringbuf_bytes(opts->period_ns, s->n_cpus,
+								    opts->stack_copy_bytes,
+								    opts->stack_copy_budget);
+	/* Wake the reader when a quarter of the buffer is full; otherwise it polls every 100 ms. */
+	s->skel->rodata->wakeup_bytes = s->ringbuf_bytes / 4;
+	s->skel->rodata->ucopy_max_pending = s->ringbuf_bytes / 2;
+	err = bpf_map__set_max_entries(s->skel->maps.events, (__u32)s->ringbuf_bytes);
+	if (err) {
+		*step = "cannot size the ring buffer";
+		return err;
+	}
+	err = sample_bpf__load(s->skel);
+	if (err) {
+		*step = "the kernel refused to load hotcold's BPF programs (run as root, or "
+			"with CAP_BPF and CAP_PERFMON; -v shows the verifier log)";
+		return err;
+	}
+	for (size_t k = 0; k < opts->n_tgids; k++) {
+		__u8 one = 1;
+
+		err = bpf_map__update_elem(s->skel->maps.tgids, &opts->tgids[k], sizeof(__u32),
+					   &one, sizeof(one), BPF_ANY);
+		if (err) {
+			*step = "cannot fill the -p filter map (more than 1024 PIDs?)";
+			return err;
+		}
+	}
+	return 0;
+}
+
+/* A disabled cpu-clock event per CPU with the sampling program linked, the exec tracepoint,
+ * the ring buffer's reader. */
+static int attach(struct hc_sampler *s, const struct hc_sampler_opts *opts, const char **step)
+{
+	for (int i = 0; i < s->n_cpus; i++) {
+		s->pfds[i] = perf_event_open_cpu(opts->period_ns, s->cpus[i]);
+		if (s->pfds[i] < 0) {
+			*step = "perf_event_open(cpu-clock) failed (kernel.perf_event_paranoid, "
+				"or a CPU went offline)";
+			return -errno;
+		}
+		/*
+		 * A bare link, not bpf_program__attach_perf_event(): that one also enables the
+		 * event, and samples would flow from here on, through the fork, the sandbox and
+		 * the kernel symbols, all before the window hc_sampler__start() opens (a 300 ms
+		 * capture at 5000 Hz counted up to four times the CPU time two CPUs have).
+		 */
+		s->link_fds[i] = bpf_link_create(bpf_program__fd(s->skel->progs.hc_sample),
+						 s->pfds[i], BPF_PERF_EVENT, NULL);
+		if (s->link_fds[i] < 0) {
+			*step = "cannot attach the sampling program to a perf event";
+			return -errno;
+		}
+	}
+	s->exec_link = bpf_program__attach(s->skel->progs.hc_exec);
+	if (!s->exec_link) {
+		*step = "cannot attach to tp_btf/sched_process_exec";
+		return -errno;
+	}
+	s->rb = ring_buffer__new(bpf_map__fd(s->skel->maps.events), handle_event, s, NULL);
+	if (!s->rb) {
+		*step = "cannot map the ring buffer";
+		return -errno;
+	}
+	return 0;
+}
+
 struct hc_sampler *hc_sampler__new(const struct hc_sampler_opts *opts,
 				   const struct hc_sampler_callbacks *cb, char *why, size_t why_len)
 {
 	const char *step = "out of memory";
 	struct hc_sampler *s;
-	int err, i;
+	int err;
 
 	if (!opts || !opts->period_ns) {
 		snprintf(why, why_len, "invalid sampler options");
@@ -235,176 +414,24 @@ struct hc_sampler *hc_sampler__new(const struct hc_sampler_opts *opts,
 	}
 	if (cb)
 		s->cb = *cb;
-
-	s->n_cpus = hc_cpulist__read(NULL, &s->cpus);
-	if (s->n_cpus <= 0) {
-		err = s->n_cpus ? s->n_cpus : -EINVAL;
-		step = "cannot read the online CPUs from /sys/devices/system/cpu/online";
-		goto err_free;
-	}
-	s->pfds = malloc((size_t)s->n_cpus * sizeof(*s->pfds));
-	s->link_fds = malloc((size_t)s->n_cpus * sizeof(*s->link_fds));
-	if (!s->pfds || !s->link_fds) {
-		err = -ENOMEM;
-		step = "out of memory";
-		goto err_free;
-	}
-	for (i = 0; i < s->n_cpus; i++)
-		s->pfds[i] = s->link_fds[i] = -1;
-
-	s->skel = sample_bpf__open();
-	if (!s->skel) {
-		err = -errno;
-		step = "cannot open the BPF object";
-		goto err_free;
-	}
-	s->skel->rodata->filter_tgid = opts->n_tgids > 0;
-	if (opts->comm) {
-		size_t len = strlen(opts->comm);
-
-		if (len == 0 || len >= HC_TASK_COMM_LEN) {
-			err = -EINVAL;
-			step = "a process name (--comm) has 1 to 15 bytes";
-			goto err_free;
-		}
-		s->skel->rodata->filter_comm = true;
-		memcpy((char *)s->skel->rodata->comm_filter, opts->comm, len);
-	}
-	{
-		int ncpu = libbpf_num_possible_cpus();
-
-		s->skel->rodata->nr_cpu_ids = ncpu > 0 ? (__u32)ncpu : 1;
-	}
-	s->offcpu = !opts->no_offcpu;
-	s->skel->rodata->min_block_ns = opts->min_block_ns;
-	s->skel->rodata->stack_reuse = !opts->no_stack_reuse;
-	s->skel->rodata->capture_wakers = opts->wakers;
-	{
-		uint64_t budget = opts->stack_budget ? opts->stack_budget : 10000;
-
-		s->skel->rodata->stack_cost_ns = 1000000000ull / budget;
-		s->skel->rodata->stack_burst_ns = 64 * s->skel->rodata->stack_cost_ns;
-	}
-	if (!s->offcpu) {
-		struct bpf_program *progs[] = {
-			s->skel->progs.hc_switch,     s->skel->progs.hc_wakeup,
-			s->skel->progs.hc_wakeup_new, s->skel->progs.hc_exit,
-			s->skel->progs.hc_iter_start, s->skel->progs.hc_iter_end,
-		};
-
-		for (size_t k = 0; k < sizeof(progs) / sizeof(progs[0]); k++)
-			bpf_program__set_autoload(progs[k], false);
-	}
-	if (opts->locks && opts->no_offcpu) {
-		err = -EINVAL;
-		step = "lock contention needs off-CPU tracking (whether a waiter blocked)";
-		goto err_free;
-	}
-	s->locks = opts->locks;
-	s->skel->rodata->track_locks = opts->locks;
-	if (!opts->locks) {
-		bpf_program__set_autoload(s->skel->progs.hc_lock_begin, false);
-		bpf_program__set_autoload(s->skel->progs.hc_lock_end, false);
-	}
-	if (opts->stack_copy_bytes > HC_STACK_COPY_MAX) {
-		err = -EINVAL;
-		step = "a user stack copy holds at most 32 KiB";
-		goto err_free;
-	}
-	if (opts->stack_copy_bytes) {
-		uint64_t per_cpu = opts->stack_copy_budget / (uint64_t)s->n_cpus;
-
-		if (!opts->stack_copy_budget)
-			per_cpu = UINT64_MAX / 2;
-		s->skel->rodata->ucopy_bytes = opts->stack_copy_bytes;
-		s->skel->rodata->ucopy_rate = per_cpu;
-		/* A tenth of a second of credit, and never less than one whole copy. */
-		s->skel->rodata->ucopy_burst = per_cpu / 10 > opts->stack_copy_bytes
-						       ? per_cpu / 10
-						       : opts->stack_copy_bytes;
-		s->skel->rodata->ucopy_burst = s->skel->rodata->ucopy_burst > INT64_MAX / 2
-						       ? INT64_MAX / 2
-						       : s->skel->rodata->ucopy_burst;
-		/* One buffer per possible CPU and one for the start iterator. */
-		err = bpf_map__set_max_entries(s->skel->maps.ucopy,
-					       s->skel->rodata->nr_cpu_ids + 1);
-		if (err) {
-			step = "cannot size the stack copy buffers";
-			goto err_free;
-		}
-	}
-	s->ringbuf_bytes = opts->ringbuf_bytes ? roundup_pow2(opts->ringbuf_bytes)
-					       : auto_ringbuf_bytes(opts->period_ns, s->n_cpus,
-								    opts->stack_copy_bytes,
-								    opts->stack_copy_budget);
-	/* Wake the reader when a quarter of the buffer is full; otherwise it polls every 100 ms. */
-	s->skel->rodata->wakeup_bytes = s->ringbuf_bytes / 4;
-	s->skel->rodata->ucopy_max_pending = s->ringbuf_bytes / 2;
-	err = bpf_map__set_max_entries(s->skel->maps.events, (__u32)s->ringbuf_bytes);
-	if (err) {
-		step = "cannot size the ring buffer";
-		goto err_free;
-	}
-	err = sample_bpf__load(s->skel);
-	if (err) {
-		step = "the kernel refused to load hotcold's BPF programs (run as root, or "
-		       "with CAP_BPF and CAP_PERFMON; -v shows the verifier log)";
-		goto err_free;
-	}
-	for (size_t k = 0; k < opts->n_tgids; k++) {
-		__u8 one = 1;
-
-		err = bpf_map__update_elem(s->skel->maps.tgids, &opts->tgids[k], sizeof(__u32),
-					   &one, sizeof(one), BPF_ANY);
-		if (err) {
-			step = "cannot fill the -p filter map (more than 1024 PIDs?)";
-			goto err_free;
-		}
-	}
-	for (i = 0; i < s->n_cpus; i++) {
-		s->pfds[i] = perf_event_open_cpu(opts->period_ns, s->cpus[i]);
-		if (s->pfds[i] < 0) {
+	err = alloc_cpus(s, &step);
+	if (!err) {
+		s->skel = sample_bpf__open();
+		if (!s->skel) {
 			err = -errno;
-			step = "perf_event_open(cpu-clock) failed (kernel.perf_event_paranoid, "
-			       "or a CPU went offline)";
-			goto err_free;
-		}
-		/*
-		 * A bare link, not bpf_program__attach_perf_event(): that one also enables the
-		 * event, and samples would flow from here on, through the fork, the sandbox and
-		 * the kernel symbols, all before the window hc_sampler__start() opens (a 300 ms
-		 * capture at 5000 Hz counted up to four times the CPU time two CPUs have).
-		 */
-		s->link_fds[i] = bpf_link_create(bpf_program__fd(s->skel->progs.hc_sample),
-						 s->pfds[i], BPF_PERF_EVENT, NULL);
-		if (s->link_fds[i] < 0) {
-			err = -errno;
-			step = "cannot attach the sampling program to a perf event";
-			goto err_free;
+			step = "cannot open the BPF object";
 		}
 	}
-	s->exec_link = bpf_program__attach(s->skel->progs.hc_exec);
-	if (!s->exec_link) {
-		err = -errno;
-		step = "cannot attach to tp_btf/sched_process_exec";
-		goto err_free;
-	}
-	s->busy_at_start = calloc((size_t)s->n_cpus, sizeof(*s->busy_at_start));
-	s->idle_ns = calloc((size_t)s->n_cpus, sizeof(*s->idle_ns));
-	if (!s->busy_at_start || !s->idle_ns) {
-		err = -ENOMEM;
-		step = "out of memory";
-		goto err_free;
-	}
-	s->rb = ring_buffer__new(bpf_map__fd(s->skel->maps.events), handle_event, s, NULL);
-	if (!s->rb) {
-		err = -errno;
-		step = "cannot map the ring buffer";
-		goto err_free;
-	}
-	return s;
-
-err_free:
+	if (!err)
+		err = configure_tracking(s, opts, &step);
+	if (!err)
+		err = configure_copies(s, opts, &step);
+	if (!err)
+		err = load(s, opts, &step);
+	if (!err)
+		err = attach(s, opts, &step);
+	if (!err)
+		return s;
 	snprintf(why, why_len, "%s", step);
 	hc_sampler__free(s);
 	errno = -err;
