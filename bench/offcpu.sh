@@ -10,12 +10,14 @@
 #   none        no tracer
 #   hotcold     hotcold record (on-CPU at -F 99 plus off-CPU from sched_switch, the default)
 #   hotcold-always  the same with --no-stack-reuse (stacks at every switch-out, budgeted)
+#   hotcold-base    hotcold record as hotcold, with the --base binary (an older build)
 #   offcputime  libbpf-tools offcputime (kernel+user stack at every switch-out)
 #   bpftrace    a bpftrace offcputime script (kstack+ustack at every switch-out, by tid)
 # The figure is stress-ng's bogo ops/s (real time) under the tracer divided by the `none` run
 # of the same round; the report gives the median over rounds and every raw figure.
 #
 # Usage: bench/offcpu.sh [--rounds N] [--seconds T] [--configs "..."] [--hotcold PATH]
+#        [--base PATH: hotcold-base, another build for a before/after comparison]
 #        [--out DIR]                                   (as root)
 set -uo pipefail
 export LC_ALL=C
@@ -25,6 +27,7 @@ die() { echo "bench/offcpu.sh: $*" >&2; exit 1; }
 BENCH_DIR=$(cd "$(dirname "$0")" && pwd)
 REPO=$(cd "$BENCH_DIR/.." && pwd)
 HOTCOLD="$REPO/build/hotcold"
+HOTCOLD_BASE="" # --base: another build, the hotcold-base configuration (before/after)
 ROUNDS=5
 SECS=5
 CONFIGS="none hotcold hotcold-always offcputime bpftrace"
@@ -36,6 +39,7 @@ while [ $# -gt 0 ]; do
 	--seconds) SECS=$2; shift 2 ;;
 	--configs) CONFIGS=$2; shift 2 ;;
 	--hotcold) HOTCOLD=$2; shift 2 ;;
+	--base) HOTCOLD_BASE=$2; shift 2 ;;
 	--out) OUT=$2; shift 2 ;;
 	-h | --help) sed -n '3,20p' "$0"; exit 0 ;;
 	*) die "unknown option $1" ;;
@@ -46,6 +50,9 @@ for t in stress-ng bpftrace offcputime; do
 	command -v "$t" >/dev/null || die "$t is missing (apt-get install stress-ng bpftrace libbpf-tools)"
 done
 [ -x "$HOTCOLD" ] || die "no hotcold binary at $HOTCOLD (meson compile -C build)"
+case " $CONFIGS " in
+*" hotcold-base "*) [ -x "$HOTCOLD_BASE" ] || die "hotcold-base needs --base PATH (a hotcold binary)" ;;
+esac
 OUT=${OUT:-$BENCH_DIR/results/offcpu-$(date -u +%Y%m%dT%H%M%SZ)}
 mkdir -p "$OUT"
 CSV="$OUT/offcpu.csv"
@@ -70,6 +77,8 @@ start_tracer() {
 	local cfg=$1 log=$2
 	case "$cfg" in
 	hotcold) "$HOTCOLD" record -F 99 -d 3600s -o "$OUT/hotcold.json" </dev/null 2>"$log" & ;;
+	hotcold-base) "$HOTCOLD_BASE" record -F 99 -d 3600s -o "$OUT/hotcold-base.json" \
+		</dev/null 2>"$log" & ;;
 	hotcold-always) "$HOTCOLD" record -F 99 -d 3600s --no-stack-reuse \
 		-o "$OUT/hotcold-always.json" </dev/null 2>"$log" & ;;
 	offcputime) offcputime </dev/null >"$OUT/offcputime.txt" 2>"$log" & ;;
