@@ -92,6 +92,9 @@ void hc_raise_nofile_limit(void);
 /* The exit code a sandboxed child's wait status stands for: its own, or 70 after saying which
  * signal ended "the <who>" (SIGSYS: a system call outside its seccomp allow-list). */
 int hc_child_exit_code(int status, const char *who);
+/* -v: what the broker did for a sandboxed child, one line on stderr. */
+struct hc_broker_stats;
+void hc_broker_stats__print(const struct hc_broker_stats *st);
 /* A child could not enter its sandbox (err, why from hc_sandbox__enter): say why after prefix,
  * return its exit code (privsep/run.h: hc_privsep__refused_exit_code). */
 int hc_sandbox_refused(const char *prefix, int err, const char *why);

@@ -11,6 +11,7 @@
 
 #include "bpf/sample.h"
 #include "cli/cli.h"
+#include "privsep/broker.h"
 #include "privsep/run.h"
 #include "profile/encode.h"
 
@@ -263,4 +264,11 @@ int hc_sandbox_refused(const char *prefix, int err, const char *why)
 {
 	hc_err("%s%s", prefix, why);
 	return hc_privsep__refused_exit_code(err);
+}
+
+void hc_broker_stats__print(const struct hc_broker_stats *st)
+{
+	fprintf(stderr, "hotcold: broker: %llu requests, %llu descriptors passed, %llu refused\n",
+		(unsigned long long)st->requests, (unsigned long long)st->opened,
+		(unsigned long long)st->refused);
 }

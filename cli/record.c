@@ -19,6 +19,7 @@
 
 #include "cli/cli.h"
 #include "cli/output.h"
+#include "base/time.h"
 #include "base/timespec.h"
 #include "privsep/broker.h"
 #include "privsep/run.h"
@@ -299,14 +300,6 @@ static int parse_args(int argc, char **argv, struct record_cfg *cfg)
 	return 0;
 }
 
-static uint64_t now_ns(clockid_t clk)
-{
-	struct timespec ts;
-
-	clock_gettime(clk, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /* Asked of the broker: the sandbox may not signal anybody (kill(pid, 0)), and its own /proc
  * may hide other users' processes (hidepid). A zombie still counts. */
 static bool any_alive(const struct record_cfg *cfg, struct hc_broker_client *bc)
@@ -377,7 +370,7 @@ static struct hc_record_doc record_doc(const struct record_cfg *cfg, const struc
 		.cnt = cnt,
 		.sym = w->sym,
 		.unw = w->unw,
-		.started_at_ns = (int64_t)now_ns(CLOCK_REALTIME),
+		.started_at_ns = hc_clock_ns(CLOCK_REALTIME),
 	};
 }
 
@@ -390,7 +383,7 @@ static int sample_window(const struct record_cfg *cfg, struct hc_sampler *sample
 	int err;
 
 	while (!hc_stop_requested) {
-		uint64_t now = now_ns(CLOCK_MONOTONIC);
+		uint64_t now = hc_mono_ns();
 		int64_t left_ms;
 
 		if (now >= deadline)
@@ -421,7 +414,7 @@ static int write_profile(const struct record_cfg *cfg, struct worker *w, struct 
 	if (!prof)
 		return EX_OSERR;
 	err = hc_record_sink__document(w->rs, w->cap, prof, doc);
-	t_tree = now_ns(CLOCK_MONOTONIC);
+	t_tree = hc_mono_ns();
 	if (err) {
 		hc_err("building the profile: %s", strerror(-err));
 		rc = EX_OSERR;
@@ -431,7 +424,7 @@ static int write_profile(const struct record_cfg *cfg, struct worker *w, struct 
 	/* Flushed here: the privileged half only syncs and renames what we wrote. */
 	if (!err && (fflush(out->f) != 0 || ferror(out->f)))
 		err = -(errno ? errno : EIO);
-	t_enc = now_ns(CLOCK_MONOTONIC);
+	t_enc = hc_mono_ns();
 	if (err) {
 		hc_err("writing %s: %s", out->path ? out->path : "the profile to stdout",
 		       strerror(-err));
@@ -447,9 +440,8 @@ static int write_profile(const struct record_cfg *cfg, struct worker *w, struct 
 			(unsigned long long)prof->sampling.idle_samples, prof->sampling.cpus,
 			(double)(t1 - t0) / 1e9,
 			(unsigned long long)prof->sampling.expected_samples, stacks,
-			hc_tree__node_count(prof->tree),
-			(double)(now_ns(CLOCK_MONOTONIC) - t1) / 1e6, (double)(t_tree - t1) / 1e6,
-			(double)(t_enc - t_tree) / 1e6);
+			hc_tree__node_count(prof->tree), (double)(hc_mono_ns() - t1) / 1e6,
+			(double)(t_tree - t1) / 1e6, (double)(t_enc - t_tree) / 1e6);
 out:
 	hc_profile__free(prof);
 	return rc;
@@ -493,7 +485,7 @@ static int record_worker(const struct record_cfg *cfg, struct hc_sampler *sample
 		       strerror(-ksym_err));
 
 	doc = record_doc(cfg, &w, &cnt);
-	t0 = now_ns(CLOCK_MONOTONIC);
+	t0 = hc_mono_ns();
 	err = hc_sampler__start(sampler);
 	if (err) {
 		hc_err("cannot start sampling (scheduler tracepoints, task iterator or perf "
@@ -513,7 +505,7 @@ static int record_worker(const struct record_cfg *cfg, struct hc_sampler *sample
 	if (rc)
 		goto out;
 	err = hc_sampler__stop(sampler);
-	t1 = now_ns(CLOCK_MONOTONIC);
+	t1 = hc_mono_ns();
 	if (err)
 		hc_err("warning: stopping the sampler: %s", strerror(-err));
 	hc_sampler__window(sampler, &win);
@@ -649,11 +641,7 @@ static int record_split(const struct record_cfg *cfg, struct hc_sampler **sample
 	if (!rc)
 		rc = hc_output__commit(out);
 	if (cfg->c.verbose)
-		fprintf(stderr,
-			"hotcold: broker: %llu requests, %llu descriptors passed, %llu refused\n",
-			(unsigned long long)res.broker.requests,
-			(unsigned long long)res.broker.opened,
-			(unsigned long long)res.broker.refused);
+		hc_broker_stats__print(&res.broker);
 	return rc;
 }
 

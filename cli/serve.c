@@ -537,11 +537,7 @@ static int run_collector(struct serve_procs *sp)
 		rc = 0;
 	}
 	if (cfg->c.verbose)
-		fprintf(stderr,
-			"hotcold: broker: %llu requests, %llu descriptors passed, %llu refused\n",
-			(unsigned long long)res.broker.requests,
-			(unsigned long long)res.broker.opened,
-			(unsigned long long)res.broker.refused);
+		hc_broker_stats__print(&res.broker);
 	return rc;
 }
 

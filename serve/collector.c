@@ -11,6 +11,7 @@
 
 #include "privsep/broker.h"
 #include "profile/store.h"
+#include "base/time.h"
 #include "capture/capture.h"
 #include "capture/counters.h"
 #include "sampler/sampler.h"
@@ -36,18 +37,10 @@ struct hc_collector {
 	const volatile sig_atomic_t *stop; /* hc_collector__run()'s */
 };
 
-static int64_t clock_ns(clockid_t clk)
-{
-	struct timespec ts;
-
-	clock_gettime(clk, &ts);
-	return (int64_t)ts.tv_sec * 1000000000ll + ts.tv_nsec;
-}
-
 /* The pipeline's clock, taken once a second: older time than the retention expires. */
 static void set_clock(struct hc_collector *c)
 {
-	int64_t real = clock_ns(CLOCK_REALTIME), mono = clock_ns(CLOCK_MONOTONIC);
+	int64_t real = hc_clock_ns(CLOCK_REALTIME), mono = hc_clock_ns(CLOCK_MONOTONIC);
 
 	hc_capture__set_clock(c->cap, real - mono, real / 1000000000ll - (int64_t)c->o.retention_s);
 }
@@ -133,7 +126,7 @@ static int flush(struct hc_collector *c)
 {
 	struct hc_wire_buf *buf = hc_serve_sink__buf(c->sink);
 	struct hc_sampler_counts cnt = {0};
-	int64_t t0 = clock_ns(CLOCK_MONOTONIC);
+	int64_t t0 = hc_clock_ns(CLOCK_MONOTONIC);
 	int err, cerr;
 
 	err = hc_serve_sink__begin(c->sink);
@@ -158,7 +151,7 @@ static int flush(struct hc_collector *c)
 	err = hc_wire_buf__send(buf, c->o.fd, c->stop);
 	hc_wire_buf__reset(buf);
 	c->flushes++;
-	c->flush_ns_last = (uint64_t)(clock_ns(CLOCK_MONOTONIC) - t0);
+	c->flush_ns_last = (uint64_t)(hc_clock_ns(CLOCK_MONOTONIC) - t0);
 	if (c->flush_ns_last > c->flush_ns_max)
 		c->flush_ns_max = c->flush_ns_last;
 	if (err)
@@ -226,7 +219,7 @@ struct hc_collector *hc_collector__new(const struct hc_collector_opts *o, char *
 	/* Loading parsed the kernel's BTF (megabytes, freed now): give the pages back, this
 	 * process runs for days. */
 	malloc_trim(0);
-	c->started_at_ns = clock_ns(CLOCK_REALTIME);
+	c->started_at_ns = hc_clock_ns(CLOCK_REALTIME);
 	c->now_s = c->started_at_ns / 1000000000ll;
 	hc_capture__set_now(c->cap, c->now_s);
 	err = hc_sampler__start(c->sampler);
@@ -276,7 +269,7 @@ int hc_collector__run(struct hc_collector *c, const volatile sig_atomic_t *stop,
 			return err;
 		if (stop_fd >= 0 && hc_stopline__asked(stop_fd))
 			break;
-		c->now_s = clock_ns(CLOCK_REALTIME) / 1000000000ll;
+		c->now_s = hc_clock_ns(CLOCK_REALTIME) / 1000000000ll;
 		hc_capture__set_now(c->cap, c->now_s);
 		if (c->now_s == last_flush_s)
 			continue;
