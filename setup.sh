@@ -16,9 +16,10 @@ cd "$(dirname "$0")"
 # clang's sanitizer runtimes) and without llvm (llvm-symbolizer, which names the frames of a
 # fuzz target's report); clang-format-14 is the formatter the tree is checked against.
 PKGS=(clang bpftool libbpf-dev meson ninja-build pkg-config gcc make binutils xz-utils
+      libsqlite3-dev libzstd-dev
       libelf-dev libdw-dev liblzma-dev libjansson-dev libcmocka-dev zlib1g-dev libiberty-dev jq
       libmicrohttpd-dev libcap-dev libseccomp-dev libcurl4-openssl-dev)
-TEST_PKGS=(chromium golang-go mandoc systemd strace libclang-rt-14-dev llvm clang-format-14)
+TEST_PKGS=(chromium golang-go mandoc systemd strace libclang-rt-14-dev llvm clang-format-14 sqlite3)
 
 die() { echo "setup.sh: $*" >&2; exit 1; }
 

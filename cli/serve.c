@@ -20,6 +20,7 @@
 #include <limits.h>
 #include <malloc.h>
 #include <poll.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,6 +37,7 @@
 #include "privsep/broker.h"
 #include "privsep/run.h"
 #include "serve/push.h"
+#include "store/disk.h"
 #include "web/server.h"
 
 #ifndef HOTCOLD_VERSION
@@ -53,7 +55,13 @@ struct serve_cfg {
 	const char *push_service;
 	unsigned int push_weights;
 	bool locks;
+	const char *data_dir; /* NULL: --data-dir none, memory only */
+	uint64_t max_disk_bytes;
+	bool retention_given;
 };
+
+#define DEFAULT_DATA_DIR "/var/lib/hotcold"
+#define MEMORY_RETENTION_S 3600
 
 static void usage(FILE *out)
 {
@@ -68,9 +76,19 @@ static void usage(FILE *out)
 		"  -F, --frequency SPEC   sampling rate, as for record (default 99)\n"
 		"  -l, --listen ADDR:PORT where to listen (default 127.0.0.1:8080; [::1]:PORT for\n"
 		"                         IPv6; port 0 picks a free port, printed at start)\n"
-		"      --retention DUR    how much history to keep (default 1h; 10s to 7d)\n"
-		"      --max-store SIZE   memory for that history (default 10M; K, M, G suffixes;\n"
-		"                         beyond it old seconds are merged to 10 s, then dropped)\n"
+		"      --data-dir DIR     keep the history on disk in DIR "
+		"(default " DEFAULT_DATA_DIR ",\n"
+		"                         created 0700 for --user; docs/store.md); 'none': memory\n"
+		"                         only, lost when serve stops\n"
+		"      --retention DUR    how much history to keep (default 7d on disk, 10s to "
+		"90d;\n"
+		"                         1h with --data-dir none, up to 7d)\n"
+		"      --max-disk SIZE    disk for that history (default 1G; the oldest goes "
+		"first)\n"
+		"      --max-store SIZE   memory for the newest minutes (default 10M; K, M, G\n"
+		"                         suffixes; beyond it old seconds are merged to 10 s, "
+		"then\n"
+		"                         dropped from memory)\n"
 		"      --user NAME        the unprivileged user the HTTP server runs as (default\n"
 		"                         nobody)\n"
 		"      --push URL         push pprof to Grafana Pyroscope's URL/ingest every\n"
@@ -99,7 +117,8 @@ static void usage(FILE *out)
 		"\n"
 		"SIGINT or SIGTERM stops both processes (exit 0) and releases every BPF program.\n"
 		"Exit codes: 0 ok, 64 usage, 69 BPF/BTF/perf unavailable, 70 internal error,\n"
-		"71 system error, 73 cannot listen on ADDR:PORT, 77 not privileged.\n");
+		"71 system error, 73 cannot listen on ADDR:PORT or the data directory is not\n"
+		"writable, 75 another hotcold uses the data directory, 77 not privileged.\n");
 }
 
 static int parse_args(int argc, char **argv, struct serve_cfg *cfg)
@@ -113,6 +132,8 @@ static int parse_args(int argc, char **argv, struct serve_cfg *cfg)
 		OPT_PUSH_SERVICE,
 		OPT_PUSH_KIND,
 		OPT_LOCKS,
+		OPT_DATA_DIR,
+		OPT_MAX_DISK,
 	};
 	static const struct option opts[] = {
 		HC_COMMON_LONGOPTS,
@@ -125,6 +146,8 @@ static int parse_args(int argc, char **argv, struct serve_cfg *cfg)
 		{"push-service", required_argument, NULL, OPT_PUSH_SERVICE},
 		{"push-kind", required_argument, NULL, OPT_PUSH_KIND},
 		{"locks", no_argument, NULL, OPT_LOCKS},
+		{"data-dir", required_argument, NULL, OPT_DATA_DIR},
+		{"max-disk", required_argument, NULL, OPT_MAX_DISK},
 		{"help", no_argument, NULL, 'h'},
 		{0},
 	};
@@ -134,8 +157,10 @@ static int parse_args(int argc, char **argv, struct serve_cfg *cfg)
 
 	hc_common_args__init(&cfg->c);
 	cfg->listen = "127.0.0.1:8080";
-	cfg->retention_s = 3600;
+	cfg->retention_s = 7 * 86400;
 	cfg->max_store_bytes = 10ull << 20;
+	cfg->data_dir = DEFAULT_DATA_DIR;
+	cfg->max_disk_bytes = 1ull << 30;
 	cfg->user = "nobody";
 	cfg->push_interval_ns = 15ull * 1000000000ull;
 	cfg->push_service = "hotcold";
@@ -156,11 +181,27 @@ static int parse_args(int argc, char **argv, struct serve_cfg *cfg)
 				hc_err("--retention %s: %s", optarg, why);
 				return EX_USAGE;
 			}
-			if (ns < 10 * 1000000000ull || ns > 7 * 86400 * 1000000000ull) {
-				hc_err("--retention %s: between 10s and 7d", optarg);
+			if (ns < 10 * 1000000000ull || ns > 90 * 86400 * 1000000000ull) {
+				hc_err("--retention %s: between 10s and 90d", optarg);
 				return EX_USAGE;
 			}
 			cfg->retention_s = ns / 1000000000ull;
+			cfg->retention_given = true;
+			break;
+		case OPT_DATA_DIR:
+			if (!*optarg) {
+				hc_err("--data-dir: empty path (use 'none' for memory only)");
+				return EX_USAGE;
+			}
+			cfg->data_dir = strcmp(optarg, "none") ? optarg : NULL;
+			break;
+		case OPT_MAX_DISK:
+			if (hc_size__parse(optarg, &cfg->max_disk_bytes) ||
+			    cfg->max_disk_bytes < (1ull << 20) ||
+			    cfg->max_disk_bytes > (16ull << 40)) {
+				hc_err("--max-disk %s: a size from 1M to 16T (e.g. 4G)", optarg);
+				return EX_USAGE;
+			}
 			break;
 		case OPT_MAX_STORE:
 			if (hc_size__parse(optarg, &cfg->max_store_bytes) ||
@@ -229,6 +270,14 @@ static int parse_args(int argc, char **argv, struct serve_cfg *cfg)
 		hc_err("unexpected argument '%s' (see hotcold serve --help)", argv[optind]);
 		return EX_USAGE;
 	}
+	if (!cfg->data_dir) {
+		if (!cfg->retention_given)
+			cfg->retention_s = MEMORY_RETENTION_S;
+		if (cfg->retention_s > 7 * 86400) {
+			hc_err("--retention: up to 7d in memory (--data-dir none)");
+			return EX_USAGE;
+		}
+	}
 	if (!cfg->push_url &&
 	    (cfg->push_interval_ns != 15ull * 1000000000ull ||
 	     strcmp(cfg->push_service, "hotcold") || cfg->push_weights != HC_W_ALL)) {
@@ -250,22 +299,75 @@ static int push_fetch(void *ctx, int64_t from_ns, int64_t *to_ns, unsigned int w
 	return hc_backend__pprof(ctx, from_ns, to_ns, weights, buf, len);
 }
 
+/* The exit code for a data directory that cannot be used: 75 when another process holds it,
+ * 73 when it cannot be created or written. */
+static int disk_exit_code(int err)
+{
+	return err == EWOULDBLOCK ? EX_TEMPFAIL : err == ENOMEM ? EX_OSERR : EX_CANTCREAT;
+}
+
+/* Take the data directory before any BPF work: a second serve on it stops here. Created for --user,
+ * whose HTTP process writes it. 0 or an exit code. */
+static int lock_data_dir(const struct serve_cfg *cfg, int *fd_out)
+{
+	struct passwd *pw = geteuid() == 0 ? getpwnam(cfg->user) : NULL;
+	char why[512];
+	int fd;
+
+	fd = hc_disk__lock(cfg->data_dir, pw ? (int)pw->pw_uid : -1, pw ? (int)pw->pw_gid : -1, why,
+			   sizeof(why));
+	if (fd < 0) {
+		hc_err("--data-dir: %s", why);
+		return disk_exit_code(-fd);
+	}
+	*fd_out = fd;
+	return 0;
+}
+
+/* The store in the data directory (locked already by the privileged process). 0 or an exit
+ * code, having said why. */
+static int open_disk(const struct serve_cfg *cfg, int lock_fd, struct hc_disk **out)
+{
+	struct hc_disk_opts o = {.dir = cfg->data_dir,
+				 .retention_s = cfg->retention_s,
+				 .max_bytes = cfg->max_disk_bytes,
+				 .lock_fd = lock_fd,
+				 .period_ns = cfg->c.rate.period_ns};
+	struct hc_disk_stats st;
+	char why[512] = "";
+
+	*out = hc_disk__open(&o, why, sizeof(why));
+	if (!*out) {
+		int err = errno;
+
+		hc_err("--data-dir: %s", why[0] ? why : strerror(err));
+		return disk_exit_code(err);
+	}
+	hc_disk__stats(*out, &st);
+	if (st.quarantined)
+		hc_err("--data-dir: %s", why);
+	return 0;
+}
+
 /* The server process, sandboxed already: the store and HTTP. Returns its exit code. */
-static int run_server(const struct serve_cfg *cfg, int sock, struct hc_listen *l)
+static int run_server(const struct serve_cfg *cfg, int sock, struct hc_listen *l, int lock_fd)
 {
 	/* --max-store bounds both stores: with --locks the lock store takes an eighth of it
 	 * (docs/serve.md#locks). Its on-CPU weights are spin ns per contention, not samples of a
 	 * period: 1 ns keeps them exact. */
 	size_t lock_bytes = cfg->locks ? (size_t)cfg->max_store_bytes / 8 : 0;
+	/* With a data dir, memory keeps the newest hour at most: older ranges come from disk. */
+	uint64_t mem_s = cfg->data_dir && cfg->retention_s > MEMORY_RETENTION_S ? MEMORY_RETENTION_S
+										: cfg->retention_s;
 	struct hc_backend_opts bopts = {
-		.store = {.retention_s = cfg->retention_s,
+		.store = {.retention_s = mem_s,
 			  .max_bytes = (size_t)cfg->max_store_bytes - lock_bytes,
 			  .period_ns = cfg->c.rate.period_ns},
 		.locks = cfg->locks,
-		.lock_store = {.retention_s = cfg->retention_s,
-			       .max_bytes = lock_bytes,
-			       .period_ns = 1},
+		.lock_store = {.retention_s = mem_s, .max_bytes = lock_bytes, .period_ns = 1},
 		.version = HOTCOLD_VERSION,
+		.max_disk_bytes = cfg->max_disk_bytes,
+		.disk_retention_s = cfg->retention_s,
 	};
 	struct hc_server_opts sopts = {.listen_fd = l->fd, .listen_addr = l->addr};
 	struct hc_api_backend api;
@@ -279,9 +381,17 @@ static int run_server(const struct serve_cfg *cfg, int sock, struct hc_listen *l
 	 * share two arenas instead of keeping one each. */
 	mallopt(M_MMAP_THRESHOLD, 256 * 1024);
 	mallopt(M_ARENA_MAX, 2);
+	if (cfg->data_dir) {
+		rc = open_disk(cfg, lock_fd, &bopts.disk);
+		if (rc) {
+			hc_listen__close(l);
+			return rc;
+		}
+	}
 	b = hc_backend__new(&bopts);
 	if (!b) {
 		hc_err("server: creating the store: %s", strerror(errno));
+		hc_disk__close(bopts.disk);
 		return EX_OSERR;
 	}
 	/* The push client first: the HTTP threads read its status from their first request. */
@@ -359,6 +469,7 @@ struct serve_procs {
 	int sv[2]; /* the collector's batches to the server: sv[0] ours, then the worker's */
 	struct hc_privsep server; /* forked first, before any BPF object exists */
 	struct hc_privsep worker; /* the collector worker, with the broker and the stop line */
+	int lock_fd;		  /* --data-dir's lock: taken first, inherited by the children */
 	struct hc_broker_client bc;
 	struct hc_symbolizer_io io;
 	struct hc_collector *coll;
@@ -370,7 +481,7 @@ static int server_main(void *ctx, const struct hc_privsep_child *child)
 	struct serve_procs *sp = ctx;
 
 	(void)child;
-	return run_server(sp->cfg, sp->sv[1], &sp->l);
+	return run_server(sp->cfg, sp->sv[1], &sp->l, sp->lock_fd);
 }
 
 static int server_refused(void *ctx, int err, const char *why)
@@ -410,7 +521,7 @@ static int worker_refused(void *ctx, int err, const char *why)
 static int start_server(struct serve_procs *sp)
 {
 	const struct hc_privsep_opts opts = {
-		.sandbox = HC_SANDBOX_SERVER,
+		.sandbox = sp->cfg->data_dir ? HC_SANDBOX_SERVER_STORE : HC_SANDBOX_SERVER,
 		.user = sp->cfg->user,
 		.close_fds = &sp->sv[0],
 		.n_close_fds = 1,
@@ -423,6 +534,13 @@ static int start_server(struct serve_procs *sp)
 	if (err) {
 		hc_err("--listen %s: %s", sp->cfg->listen, why);
 		return err == -EINVAL ? EX_USAGE : EX_CANTCREAT;
+	}
+	if (sp->cfg->data_dir) {
+		err = lock_data_dir(sp->cfg, &sp->lock_fd);
+		if (err) {
+			hc_listen__close(&sp->l);
+			return err;
+		}
 	}
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp->sv)) {
 		hc_err("socketpair: %s", strerror(errno));
@@ -563,7 +681,7 @@ static int stop_all(struct serve_procs *sp, int rc)
 int cmd_serve(int argc, char **argv)
 {
 	struct serve_cfg cfg = {0};
-	struct serve_procs sp = {.cfg = &cfg, .l = {.fd = -1}, .sv = {-1, -1}};
+	struct serve_procs sp = {.cfg = &cfg, .l = {.fd = -1}, .sv = {-1, -1}, .lock_fd = -1};
 	int rc;
 
 	rc = parse_args(argc, argv, &cfg);

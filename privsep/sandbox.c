@@ -105,6 +105,16 @@ static const int server_calls[] = {
 	SCMP_SYS(dup3),	      SCMP_SYS(getcwd),
 };
 
+/* serve --data-dir's HTTP process: SQLite's file, WAL and -shm, and moving a damaged file to
+ * quarantine/. open/openat with any flags (the read-only rule of common_calls is narrower). */
+static const int store_calls[] = {
+	SCMP_SYS(openat),     SCMP_SYS(open),	  SCMP_SYS(ftruncate), SCMP_SYS(fallocate),
+	SCMP_SYS(unlink),     SCMP_SYS(unlinkat), SCMP_SYS(rename),    SCMP_SYS(renameat),
+	SCMP_SYS(renameat2),  SCMP_SYS(mkdir),	  SCMP_SYS(mkdirat),   SCMP_SYS(flock),
+	SCMP_SYS(fchown),     SCMP_SYS(fchmod),	  SCMP_SYS(getpid),    SCMP_SYS(readlink),
+	SCMP_SYS(readlinkat),
+};
+
 #ifdef HC_ASAN
 /* LeakSanitizer's exit-time check stops the world from a ptrace()ing helper process. Only
  * sanitizer builds (tests) allow these. */
@@ -194,6 +204,8 @@ static int add_rules(scmp_filter_ctx ctx, enum hc_sandbox which)
 		return err;
 	}
 	err = add_all(ctx, server_calls, sizeof(server_calls) / sizeof(server_calls[0]));
+	if (!err && which == HC_SANDBOX_SERVER_STORE)
+		err = add_all(ctx, store_calls, sizeof(store_calls) / sizeof(store_calls[0]));
 	/* Name service modules may be mapped by curl's resolver. */
 	if (!err)
 		err = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(mmap), 0);

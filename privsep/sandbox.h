@@ -26,6 +26,10 @@
 enum hc_sandbox {
 	HC_SANDBOX_WORKER,
 	HC_SANDBOX_SERVER,
+	/* HC_SANDBOX_SERVER, and files written: serve --data-dir's store (SQLite creates,
+	 * writes, truncates and removes its file, WAL and shared-memory index, and moves a
+	 * damaged file aside). Only where --user may write: the data directory is its. */
+	HC_SANDBOX_SERVER_STORE,
 };
 
 /* Install the allow-list. 0, or -errno with a reason in why. */

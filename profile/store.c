@@ -646,6 +646,15 @@ static struct hc_hist *hist_new_shape(enum hc_store_hist h)
 	}
 }
 
+struct hc_hist *hc_store_hist__new(enum hc_store_hist h)
+{
+	if ((unsigned int)h >= HC_STORE_H_MAX) {
+		errno = EINVAL;
+		return NULL;
+	}
+	return hist_new_shape(h);
+}
+
 static size_t bucket_bytes(const struct bucket *b)
 {
 	size_t n = sizeof(*b) + MALLOC_OVERHEAD;

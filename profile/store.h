@@ -58,6 +58,8 @@ enum hc_store_hist {
 const char *hc_store_hist__name(enum hc_store_hist h);
 /* The histogram called name, or -1. */
 int hc_store_hist__by_name(const char *name);
+/* A new, empty histogram of h's shape (docs/histograms.md); NULL + errno. */
+struct hc_hist *hc_store_hist__new(enum hc_store_hist h);
 
 struct hc_store_opts {
 	uint64_t retention_s; /* seconds kept back from the newest; 0: 3600 */

@@ -18,6 +18,7 @@
 #include "serve/wire.h"
 #include "profile/profile.h"
 #include "profile/encode.h"
+#include "store/disk.h"
 
 #define NS 1000000000ll
 #define MAX_HEAT_COLUMNS 86400
@@ -41,6 +42,13 @@ struct hc_backend {
 	int64_t sealed_s;	/* newest second the collector sealed (all its samples are in) */
 	int64_t pushed_until_s; /* seconds before this were handed to the push client */
 	uint64_t push_late_ns;	/* time added to them afterwards: never pushed (docs/fleet.md) */
+	/* --data-dir: every record is written to disk too (store/disk.h); the collector's frame
+	 * ids map to the disk dictionary's, one map per store */
+	struct hc_disk *disk;
+	uint64_t max_disk_bytes, disk_retention_s;
+	uint32_t *dmap[2];
+	size_t dmap_cap[2];
+	uint64_t disk_errors;
 };
 
 struct hc_backend *hc_backend__new(const struct hc_backend_opts *o)
@@ -76,6 +84,9 @@ struct hc_backend *hc_backend__new(const struct hc_backend_opts *o)
 	}
 	b->version = o->version ? o->version : "unknown";
 	b->started_ns = hc_clock_ns(CLOCK_REALTIME);
+	b->disk = o->disk;
+	b->max_disk_bytes = o->max_disk_bytes;
+	b->disk_retention_s = o->disk_retention_s;
 	return b;
 
 err_free_store:
@@ -92,6 +103,9 @@ void hc_backend__free(struct hc_backend *b)
 	if (!b)
 		return;
 	pthread_rwlock_destroy(&b->lock);
+	hc_disk__close(b->disk);
+	free(b->dmap[0]);
+	free(b->dmap[1]);
 	hc_store__free(b->store);
 	hc_store__free(b->lstore);
 	hc_wire_reader__release(&b->rd);
@@ -121,6 +135,98 @@ static int apply_lock(struct hc_backend *b, const struct hc_wire_rec *r)
 					  r->key, r->value, r->count);
 	default:
 		return -EINVAL;
+	}
+}
+
+/* ---- the disk mirror ---- */
+
+static int disk_frame(struct hc_backend *b, int s, uint32_t fid, const struct hc_path_elem *e)
+{
+	int64_t id;
+
+	if (fid >= b->dmap_cap[s]) {
+		size_t cap = b->dmap_cap[s] ? b->dmap_cap[s] : 1024;
+		uint32_t *m;
+
+		while (cap <= fid)
+			cap *= 2;
+		m = realloc(b->dmap[s], cap * sizeof(*m));
+		if (!m)
+			return -ENOMEM;
+		memset(m + b->dmap_cap[s], 0, (cap - b->dmap_cap[s]) * sizeof(*m));
+		b->dmap[s] = m;
+		b->dmap_cap[s] = cap;
+	}
+	id = hc_disk__frame(b->disk, e);
+	if (id < 0)
+		return (int)id;
+	b->dmap[s][fid] = (uint32_t)id;
+	return 0;
+}
+
+/* A path of collector frame ids as (task, stack) of the disk dictionary. */
+static int disk_add(struct hc_backend *b, int s, const struct hc_wire_rec *r)
+{
+	const uint32_t *m = b->dmap[s];
+	struct hc_path_elem p, t;
+	int64_t task, stack = 0;
+
+	if (r->n < 2)
+		return -EINVAL;
+	for (size_t i = 0; i < r->n; i++)
+		if (r->fids[i] >= b->dmap_cap[s] || !m[r->fids[i]])
+			return -EINVAL;
+	if (hc_disk__elem(b->disk, m[r->fids[0]], &p) || hc_disk__elem(b->disk, m[r->fids[1]], &t))
+		return -EINVAL;
+	task = hc_disk__task(b->disk, &p, &t);
+	for (size_t i = 2; task > 0 && stack >= 0 && i < r->n; i++)
+		stack = hc_disk__stack(b->disk, (uint32_t)stack, m[r->fids[i]]);
+	if (task < 0 || stack < 0)
+		return (int)(task < 0 ? task : stack);
+	return hc_disk__add(b->disk, s, r->sec, (uint32_t)task, (uint32_t)stack, &r->w);
+}
+
+static int disk_apply(struct hc_backend *b, const struct hc_wire_rec *r)
+{
+	int err = 0;
+
+	switch (r->type) {
+	case HC_WIRE_FRAME:
+	case HC_WIRE_LOCK_FRAME:
+		return disk_frame(b, r->type == HC_WIRE_LOCK_FRAME, r->fid, &r->elem);
+	case HC_WIRE_ADD:
+	case HC_WIRE_LOCK_ADD:
+		return disk_add(b, r->type == HC_WIRE_LOCK_ADD, r);
+	case HC_WIRE_RESET:
+	case HC_WIRE_LOCK_RESET: {
+		int s = r->type == HC_WIRE_LOCK_RESET;
+
+		if (b->dmap[s])
+			memset(b->dmap[s], 0, b->dmap_cap[s] * sizeof(*b->dmap[s]));
+		return 0;
+	}
+	case HC_WIRE_HEAT:
+		for (unsigned int i = 0; i < HC_WIRE_HEAT_ROWS && !err; i++)
+			if (r->rows[i])
+				err = hc_disk__add_heat(b->disk, r->sec,
+							i * HC_STORE_HEAT_ROWS / HC_WIRE_HEAT_ROWS,
+							r->rows[i]);
+		return err;
+	case HC_WIRE_HIST:
+		if (r->hist >= HC_STORE_H_MAX)
+			return -EINVAL;
+		return hc_disk__add_hist(
+			b->disk, r->hist == HC_STORE_H_LOCK_WAIT_NS ? HC_DISK_LOCKS : HC_DISK_MAIN,
+			r->sec, (enum hc_store_hist)r->hist, r->pid, r->key, r->value, r->count);
+	case HC_WIRE_COUNTER:
+		if (r->counter >= HC_STORE_C_MAX)
+			return -EINVAL;
+		return hc_disk__add_counter(b->disk, HC_DISK_LOCKS, r->sec,
+					    (enum hc_store_counter)r->counter, r->key, r->count);
+	case HC_WIRE_SEAL:
+		return hc_disk__seal(b->disk, r->sec);
+	default:
+		return 0;
 	}
 }
 
@@ -194,6 +300,8 @@ int hc_backend__ingest(struct hc_backend *b, int fd)
 		return -ENOMEM;
 	pthread_rwlock_wrlock(&b->lock);
 	while ((rc = hc_wire_reader__next(&b->rd, rec)) == 1) {
+		if (b->disk && disk_apply(b, rec))
+			b->disk_errors++;
 		if (apply(b, rec))
 			b->store_errors++;
 	}
@@ -215,31 +323,64 @@ static json_t *rfc3339(int64_t ns)
 	return hc_json__rfc3339_ms(ns);
 }
 
-/* The query's seconds, clipped to the data held. false + 503 when there is none. */
+/* Where a range is answered from: the memory store, or a tier of the disk store. */
+struct src {
+	bool disk;
+	struct hc_disk_range r;
+};
+
+/* The memory store holds [from_s, ...) at 1 s resolution. */
+static bool memory_covers(const struct hc_store_stats *st, int64_t from_s)
+{
+	return (st->oldest_s || st->newest_s) && !st->coarse_buckets && from_s >= st->oldest_s;
+}
+
+/*
+ * The query's seconds, clipped to the data held, and where they come from: the memory store
+ * when it holds the whole range at 1 s, else the finest disk tier that covers it. false + 503
+ * when there is no data at all.
+ */
 static bool range_of(struct hc_backend *b, const struct hc_api_query *q, struct hc_store_filter *f,
-		     int *status, char *why, size_t wl)
+		     struct src *src, int *status, char *why, size_t wl)
 {
 	struct hc_store_stats st;
+	struct hc_disk_stats ds = {0};
+	bool mem;
 
 	hc_store__stats(b->store, &st);
-	if (!st.oldest_s && !st.newest_s) {
+	if (b->disk)
+		hc_disk__stats(b->disk, &ds);
+	mem = st.oldest_s || st.newest_s;
+	if (!mem && !ds.newest_s) {
 		fail(status, 503, why, wl, "no data yet: the first second is still being sampled");
 		return false;
 	}
 	memset(f, 0, sizeof(*f));
+	memset(src, 0, sizeof(*src));
 	if (q->last_ns) { /* Go's ?seconds=N: the newest N seconds held, complete ones */
-		f->to_s = (b->sealed_s ? b->sealed_s : st.newest_s) + 1;
+		f->to_s = (b->sealed_s ? b->sealed_s : mem ? st.newest_s : ds.newest_s) + 1;
 		f->from_s = f->to_s - (int64_t)(q->last_ns / NS);
 	} else {
 		f->from_s = q->from_ns >= 0 ? q->from_ns / NS : -((-q->from_ns + NS - 1) / NS);
 		f->to_s = q->to_ns / NS + (q->to_ns > 0 && q->to_ns % NS != 0); /* no overflow */
 	}
-	if (f->from_s < st.oldest_s)
-		f->from_s = st.oldest_s;
-	if (f->to_s > st.newest_s + 1)
-		f->to_s = st.newest_s + 1;
-	if (f->to_s <= f->from_s) { /* outside what is held: an empty range at its edge */
-		f->from_s = f->to_s = q->to_ns / NS < st.oldest_s ? st.oldest_s : st.newest_s + 1;
+	if (b->disk && !memory_covers(&st, f->from_s) &&
+	    !hc_disk__pick(b->disk, f->from_s, f->to_s, &src->r)) {
+		src->disk = true;
+		f->from_s = src->r.from_s;
+		f->to_s = src->r.to_s;
+	} else if (!mem) {
+		fail(status, 503, why, wl, "no data yet: the first second is still being sampled");
+		return false;
+	} else {
+		if (f->from_s < st.oldest_s)
+			f->from_s = st.oldest_s;
+		if (f->to_s > st.newest_s + 1)
+			f->to_s = st.newest_s + 1;
+		if (f->to_s <= f->from_s) { /* outside what is held: an empty range at its edge */
+			f->from_s = f->to_s =
+				q->to_ns / NS < st.oldest_s ? st.oldest_s : st.newest_s + 1;
+		}
 	}
 	f->has_pid = q->has_pid;
 	f->pid = q->pid;
@@ -250,6 +391,23 @@ static bool range_of(struct hc_backend *b, const struct hc_api_query *q, struct 
 	f->off = f->runqueue = q->kind != HC_API_KIND_ON;
 	f->max_nodes = q->max_nodes;
 	return true;
+}
+
+/* The range's resolution and source, into a range object: resolution_s, source, tier. */
+static int range_source(json_t *range, const struct src *src)
+{
+	if (!range)
+		return -ENOMEM;
+	return json_object_set_new(range, "resolution_s",
+				   json_integer(src->disk ? hc_disk__tier_step(src->r.tier) : 1)) ||
+			       json_object_set_new(range, "source",
+						   json_string(src->disk ? "disk" : "memory")) ||
+			       json_object_set_new(
+				       range, "tier",
+				       json_string(src->disk ? hc_disk__tier_name(src->r.tier)
+							     : "1s"))
+		       ? -ENOMEM
+		       : 0;
 }
 
 static const char *kind_name(enum hc_api_kind k)
@@ -289,6 +447,7 @@ static char *encode_profile(struct hc_backend *b, const struct hc_api_query *q,
 {
 	struct hc_store_pruned pruned = {0};
 	struct hc_store_filter f;
+	struct src src;
 	struct hc_profile *p = hc_profile__new();
 	const struct hc_weights *w;
 	char *buf = NULL;
@@ -300,7 +459,7 @@ static char *encode_profile(struct hc_backend *b, const struct hc_api_query *q,
 		return NULL;
 	}
 	pthread_rwlock_rdlock(&b->lock);
-	if (!range_of(b, q, &f, status, why, wl)) {
+	if (!range_of(b, q, &f, &src, status, why, wl)) {
 		pthread_rwlock_unlock(&b->lock);
 		hc_profile__free(p);
 		return NULL;
@@ -311,7 +470,11 @@ static char *encode_profile(struct hc_backend *b, const struct hc_api_query *q,
 	f.runqueue = weights & HC_W_RUNQ;
 	if (f_out)
 		*f_out = f;
-	err = hc_store__tree(b->store, &f, p->tree, &pruned);
+	/* The disk has locks of its own: ingest goes on while a long range is read. */
+	if (src.disk)
+		pthread_rwlock_unlock(&b->lock);
+	err = src.disk ? hc_disk__tree(b->disk, HC_DISK_MAIN, &src.r, &f, p->tree, &pruned)
+		       : hc_store__tree(b->store, &f, p->tree, &pruned);
 	/* the scheduler's five, and with --locks lock_wait_ns (record's histograms) */
 	for (int h = 0; h < HC_STORE_H_MAX && !err; h++) {
 		bool lock = h == HC_STORE_H_LOCK_WAIT_NS;
@@ -320,13 +483,20 @@ static char *encode_profile(struct hc_backend *b, const struct hc_api_query *q,
 
 		if (lock && !b->lstore)
 			continue;
-		hist = hc_store__hist(lock ? b->lstore : b->store, (enum hc_store_hist)h, &f);
+		if (src.disk)
+			hist = hc_disk__hist(b->disk, lock ? HC_DISK_LOCKS : HC_DISK_MAIN, &src.r,
+					     (enum hc_store_hist)h, &f);
+		else
+			hist = hc_store__hist(lock ? b->lstore : b->store, (enum hc_store_hist)h,
+					      &f);
 		j = hist ? hc_hist__to_json(hist) : NULL;
 
 		hc_hist__free(hist);
 		if (!j || json_object_set_new(p->histograms, hc_store_hist__name(h), j))
 			err = -ENOMEM;
 	}
+	if (src.disk)
+		pthread_rwlock_rdlock(&b->lock);
 	p->started_at_ns = f.from_s * NS;
 	p->duration_ns = (uint64_t)(f.to_s - f.from_s) * NS;
 	if (!err)
@@ -350,7 +520,7 @@ static char *encode_profile(struct hc_backend *b, const struct hc_api_query *q,
 			     kind_name(q->kind), "pruned", "max_nodes", (json_int_t)q->max_nodes,
 			     "nodes", (json_int_t)pruned.nodes, "value_ns",
 			     (json_int_t)pruned.value_ns);
-	if (!p->host || !p->kernel || !p->range)
+	if (!p->host || !p->kernel || range_source(p->range, &src))
 		goto err_free;
 	hc_tree__sort(p->tree);
 	mem = open_memstream(&buf, len);
@@ -459,8 +629,9 @@ static json_t *api_histogram(void *ctx, const char *name, const struct hc_api_qu
 	struct hc_backend *b = ctx;
 	int h = hc_store_hist__by_name(name);
 	struct hc_store_filter f;
+	struct src src;
 	struct hc_hist *hist;
-	json_t *j;
+	json_t *j, *range;
 
 	if (h < 0) {
 		*status = 404;
@@ -472,17 +643,34 @@ static json_t *api_histogram(void *ctx, const char *name, const struct hc_api_qu
 		return NULL;
 	}
 	pthread_rwlock_rdlock(&b->lock);
-	if (!range_of(b, q, &f, status, why, wl)) {
+	if (!range_of(b, q, &f, &src, status, why, wl)) {
 		pthread_rwlock_unlock(&b->lock);
 		return NULL;
 	}
-	hist = hc_store__hist(h == HC_STORE_H_LOCK_WAIT_NS ? b->lstore : b->store,
-			      (enum hc_store_hist)h, &f);
-	pthread_rwlock_unlock(&b->lock);
+	if (src.disk) {
+		pthread_rwlock_unlock(&b->lock);
+		hist = hc_disk__hist(b->disk,
+				     h == HC_STORE_H_LOCK_WAIT_NS ? HC_DISK_LOCKS : HC_DISK_MAIN,
+				     &src.r, (enum hc_store_hist)h, &f);
+	} else {
+		hist = hc_store__hist(h == HC_STORE_H_LOCK_WAIT_NS ? b->lstore : b->store,
+				      (enum hc_store_hist)h, &f);
+		pthread_rwlock_unlock(&b->lock);
+	}
 	j = hist ? hc_hist__to_json(hist) : NULL;
 	hc_hist__free(hist);
-	if (!j)
+	range = json_pack("{s:o, s:o, s:I, s:I}", "from", rfc3339(f.from_s * NS), "to",
+			  rfc3339(f.to_s * NS), "from_ms", (json_int_t)(f.from_s * 1000), "to_ms",
+			  (json_int_t)(f.to_s * 1000));
+	if (!j || range_source(range, &src)) {
+		json_decref(range);
+		range = NULL;
+	}
+	if (!range || json_object_set_new(j, "range", range)) {
+		json_decref(j);
+		j = NULL;
 		fail(status, 500, why, wl, "building the histogram failed (out of memory)");
+	}
 	return j;
 }
 
@@ -605,9 +793,10 @@ static char *api_locks(void *ctx, const struct hc_api_query *q, size_t *len, int
 	struct kind_acc acc = {0};
 	struct hc_store_pruned pruned = {0};
 	struct hc_store_filter f;
+	struct src src;
 	struct hc_tree *tree = hc_tree__new();
 	struct hc_hist *hist = NULL;
-	json_t *doc = json_object(), *hj = NULL, *dropped = NULL;
+	json_t *doc = json_object(), *hj = NULL, *dropped = NULL, *range = NULL;
 	char *buf = NULL;
 	FILE *mem;
 	int err = 0;
@@ -622,32 +811,49 @@ static char *api_locks(void *ctx, const struct hc_api_query *q, size_t *len, int
 	}
 	pthread_rwlock_rdlock(&b->lock);
 	/* The range of the main store: the lock store holds no second without a contention. */
-	if (!range_of(b, q, &f, status, why, wl)) {
+	if (!range_of(b, q, &f, &src, status, why, wl)) {
 		pthread_rwlock_unlock(&b->lock);
 		goto out;
 	}
 	f.on = f.off = f.runqueue = true; /* spin and block */
-	for (acc.c = 0; acc.c < HC_STORE_C_MAX && !err; acc.c++)
-		err = hc_store__counter(b->lstore, (enum hc_store_counter)acc.c, &f, kind_cb, &acc);
-	if (!err)
-		err = hc_store__tree(b->lstore, &f, tree, &pruned);
+	if (src.disk) {
+		pthread_rwlock_unlock(&b->lock);
+		for (acc.c = 0; acc.c < HC_STORE_C_MAX && !err; acc.c++)
+			err = hc_disk__counter(b->disk, HC_DISK_LOCKS, &src.r,
+					       (enum hc_store_counter)acc.c, kind_cb, &acc);
+		if (!err)
+			err = hc_disk__tree(b->disk, HC_DISK_LOCKS, &src.r, &f, tree, &pruned);
+		if (!err)
+			hist = hc_disk__hist(b->disk, HC_DISK_LOCKS, &src.r,
+					     HC_STORE_H_LOCK_WAIT_NS, &f);
+		pthread_rwlock_rdlock(&b->lock);
+	} else {
+		for (acc.c = 0; acc.c < HC_STORE_C_MAX && !err; acc.c++)
+			err = hc_store__counter(b->lstore, (enum hc_store_counter)acc.c, &f,
+						kind_cb, &acc);
+		if (!err)
+			err = hc_store__tree(b->lstore, &f, tree, &pruned);
+		if (!err)
+			hist = hc_store__hist(b->lstore, HC_STORE_H_LOCK_WAIT_NS, &f);
+	}
 	if (!err) {
-		hist = hc_store__hist(b->lstore, HC_STORE_H_LOCK_WAIT_NS, &f);
 		dropped = locks_dropped(b);
 		if (!hist || !dropped)
 			err = -ENOMEM;
 	}
 	pthread_rwlock_unlock(&b->lock);
 	hj = hist ? hc_hist__to_json(hist) : NULL;
-	if (err || !hj || locks_by_kind(&acc, doc) ||
-	    json_object_set_new(
-		    doc, "range",
-		    json_pack("{s:o, s:o, s:I, s:I, s:{s:I, s:I, s:I}}", "from",
-			      rfc3339(f.from_s * NS), "to", rfc3339(f.to_s * NS), "from_ms",
-			      (json_int_t)(f.from_s * 1000), "to_ms", (json_int_t)(f.to_s * 1000),
-			      "pruned", "max_nodes", (json_int_t)q->max_nodes, "nodes",
-			      (json_int_t)pruned.nodes, "value_ns", (json_int_t)pruned.value_ns)) ||
-	    json_object_set(doc, "dropped", dropped) ||
+	range = json_pack("{s:o, s:o, s:I, s:I, s:{s:I, s:I, s:I}}", "from", rfc3339(f.from_s * NS),
+			  "to", rfc3339(f.to_s * NS), "from_ms", (json_int_t)(f.from_s * 1000),
+			  "to_ms", (json_int_t)(f.to_s * 1000), "pruned", "max_nodes",
+			  (json_int_t)q->max_nodes, "nodes", (json_int_t)pruned.nodes, "value_ns",
+			  (json_int_t)pruned.value_ns);
+	if (range_source(range, &src)) {
+		json_decref(range);
+		range = NULL;
+	}
+	if (err || !hj || !range || locks_by_kind(&acc, doc) ||
+	    json_object_set(doc, "range", range) || json_object_set(doc, "dropped", dropped) ||
 	    json_object_set_new(doc, "histograms", json_pack("{s:O}", "lock_wait_ns", hj))) {
 		fail(status, 500, why, wl, "building the answer failed (out of memory)");
 		goto out;
@@ -670,6 +876,7 @@ out:
 	free(acc.rows);
 	json_decref(hj);
 	json_decref(dropped);
+	json_decref(range);
 	json_decref(doc);
 	hc_hist__free(hist);
 	hc_tree__free(tree);
@@ -678,44 +885,92 @@ out:
 
 /* ---- /api/timeline ---- */
 
+/* Slots of a timeline: at least the resolution, at most MAX_SLOTS of them, a round step. */
+#define MAX_SLOTS 3600
+static int64_t pick_step(int64_t asked_s, int64_t res_s, int64_t span_s)
+{
+	static const int64_t nice[] = {1,   2,	 5,    10,   15,   30,	  60,	 120,	300,
+				       600, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400};
+	int64_t step = asked_s > res_s ? asked_s : res_s;
+
+	if (asked_s)
+		return (step + res_s - 1) / res_s * res_s;
+	for (size_t i = 0; i < sizeof(nice) / sizeof(nice[0]); i++)
+		if (nice[i] >= step && nice[i] % res_s == 0 &&
+		    (span_s + nice[i] - 1) / nice[i] <= MAX_SLOTS)
+			return nice[i];
+	return (span_s + MAX_SLOTS - 1) / MAX_SLOTS / res_s * res_s + res_s;
+}
+
+/* Heat-map columns: the memory store's newest MAX_HEAT_COLUMNS seconds of the range; from
+ * disk, the 1 s tier's, for ranges up to an hour. */
+#define MAX_DISK_HEAT_COLUMNS 3600
+
 static json_t *api_timeline(void *ctx, const struct hc_api_query *q, int *status, char *why,
 			    size_t wl)
 {
 	struct hc_backend *b = ctx;
 	struct hc_store_slot *slots = NULL;
 	struct hc_store_stats st;
+	struct hc_disk_stats ds = {0};
 	struct hc_store_filter f;
-	int64_t step_s = q->step_ns ? (int64_t)(q->step_ns / NS) : 1, cols = 0, heat_from;
+	struct src src;
+	int64_t step_s, cols = 0, heat_from, oldest_s, newest_s;
 	json_t *doc = NULL, *t, *on, *off, *rq, *smp, *heat;
 	uint64_t max = 0, *rows = NULL;
 	size_t n = 0;
-	int err;
+	int err = 0;
 
-	if (step_s < 1)
-		step_s = 1;
 	/* Copy out under the lock; build the JSON (the slow part) after it. */
 	pthread_rwlock_rdlock(&b->lock);
-	if (!range_of(b, q, &f, status, why, wl)) {
+	if (!range_of(b, q, &f, &src, status, why, wl)) {
 		pthread_rwlock_unlock(&b->lock);
 		return NULL;
 	}
 	hc_store__stats(b->store, &st);
-	err = f.to_s > f.from_s ? hc_store__timeline(b->store, f.from_s, f.to_s, step_s, &slots, &n)
-				: 0;
-	/* The heat map covers the newest MAX_HEAT_COLUMNS seconds of a longer range (start_ms
-	 * says where it starts). */
+	if (b->disk)
+		hc_disk__stats(b->disk, &ds);
+	step_s = pick_step((int64_t)(q->step_ns / NS),
+			   src.disk ? hc_disk__tier_step(src.r.tier) : 1, f.to_s - f.from_s);
 	cols = f.to_s - f.from_s;
-	if (cols > MAX_HEAT_COLUMNS)
-		cols = MAX_HEAT_COLUMNS;
-	heat_from = f.to_s - cols;
-	if (!err && cols > 0) {
-		rows = malloc((size_t)cols * HC_STORE_HEAT_ROWS * sizeof(*rows));
-		if (!rows)
-			err = -ENOMEM;
-		for (int64_t c = 0; rows && c < cols; c++)
-			hc_store__heat(b->store, heat_from + c, rows + c * HC_STORE_HEAT_ROWS);
+	if (src.disk) {
+		pthread_rwlock_unlock(&b->lock);
+		if (f.to_s > f.from_s)
+			err = hc_disk__timeline(b->disk, &src.r, step_s, &slots, &n);
+		if (src.r.tier != 0 || cols > MAX_DISK_HEAT_COLUMNS)
+			cols = 0;
+		heat_from = f.to_s - cols;
+		if (!err && cols > 0) {
+			rows = malloc((size_t)cols * HC_STORE_HEAT_ROWS * sizeof(*rows));
+			err = rows ? hc_disk__heat(b->disk, heat_from, cols, rows) : -ENOMEM;
+		}
+	} else {
+		err = f.to_s > f.from_s
+			      ? hc_store__timeline(b->store, f.from_s, f.to_s, step_s, &slots, &n)
+			      : 0;
+		/* The heat map covers the newest MAX_HEAT_COLUMNS seconds of a longer range
+		 * (start_ms says where it starts). */
+		if (cols > MAX_HEAT_COLUMNS)
+			cols = MAX_HEAT_COLUMNS;
+		heat_from = f.to_s - cols;
+		if (!err && cols > 0) {
+			rows = malloc((size_t)cols * HC_STORE_HEAT_ROWS * sizeof(*rows));
+			if (!rows)
+				err = -ENOMEM;
+			for (int64_t c = 0; rows && c < cols; c++)
+				hc_store__heat(b->store, heat_from + c,
+					       rows + c * HC_STORE_HEAT_ROWS);
+		}
+		pthread_rwlock_unlock(&b->lock);
 	}
-	pthread_rwlock_unlock(&b->lock);
+	if (cols < 0)
+		cols = 0;
+	oldest_s = st.oldest_s;
+	newest_s = st.newest_s;
+	if (ds.newest_s && (!oldest_s || ds.oldest_s < oldest_s))
+		oldest_s = ds.oldest_s;
+	if (ds.newest_s > newest_s)
+		newest_s = ds.newest_s;
 	if (err) {
 		fail(status, err == -EINVAL ? 400 : 500, why, wl,
 		     err == -EINVAL ? "step: too many slots for the range" : "out of memory");
@@ -754,8 +1009,12 @@ static json_t *api_timeline(void *ctx, const struct hc_api_query *q, int *status
 			"samples", smp, "heatmap", "start_ms", (json_int_t)(heat_from * 1000),
 			"columns", (json_int_t)cols, "rows", HC_STORE_HEAT_ROWS, "row_ms",
 			1000 / HC_STORE_HEAT_ROWS, "max", (json_int_t)max, "counts", heat,
-			"retention", "oldest_ms", (json_int_t)(st.oldest_s * 1000), "newest_ms",
-			(json_int_t)(st.newest_s * 1000 + 999));
+			"retention", "oldest_ms", (json_int_t)(oldest_s * 1000), "newest_ms",
+			(json_int_t)(newest_s * 1000 + 999));
+	if (doc && range_source(doc, &src)) {
+		json_decref(doc);
+		doc = NULL;
+	}
 	if (!doc)
 		fail(status, 500, why, wl, "out of memory");
 out:
@@ -802,6 +1061,69 @@ static void server_counters(struct hc_backend *b, struct hc_counters *c, struct 
 		v[HC_C_MEM_STORE_BYTES] += hc_store__memory_bytes(b->lstore);
 	}
 	v[HC_C_MEM_SERVER_RSS_BYTES] = hc_self__rss_bytes();
+	v[HC_C_DISK_ERRORS] = b->disk_errors;
+	if (b->disk) {
+		struct hc_disk_stats ds;
+
+		hc_disk__stats(b->disk, &ds);
+		v[HC_C_DISK_BYTES] = ds.bytes;
+		v[HC_C_DISK_FILE_BYTES] = ds.file_bytes;
+		v[HC_C_DISK_MAX_BYTES] = b->max_disk_bytes;
+		v[HC_C_RET_CONFIGURED_S] = b->disk_retention_s;
+		v[HC_C_DISK_T0_SECONDS] = ds.tier[0].seconds;
+		v[HC_C_DISK_T1_SECONDS] = ds.tier[1].seconds;
+		v[HC_C_DISK_T2_SECONDS] = ds.tier[2].seconds;
+		v[HC_C_DISK_WRITES] = ds.writes;
+		v[HC_C_DISK_WRITE_FAILURES] = ds.write_failures;
+		v[HC_C_DISK_WRITE_NS_LAST] = ds.write_ns_last;
+		v[HC_C_DISK_WRITE_NS_MAX] = ds.write_ns_max;
+		v[HC_C_DISK_DROPPED_QUEUE_S] = ds.dropped_queue_s;
+		v[HC_C_DISK_DROPPED_WRITE_S] = ds.dropped_write_s;
+		v[HC_C_DISK_DROPPED_MAX_DISK_S] = ds.dropped_max_disk_s;
+		v[HC_C_DISK_EXPIRED_S] = ds.expired_s;
+		v[HC_C_DISK_COMPACTIONS] = ds.compactions;
+		v[HC_C_DISK_CORRUPT_BUCKETS] = ds.corrupt_blobs;
+		v[HC_C_DISK_QUARANTINED] = ds.quarantined;
+		v[HC_C_DISK_FRAMES] = ds.frames;
+		v[HC_C_DISK_TASKS] = ds.tasks;
+		v[HC_C_DISK_STACKS] = ds.stacks;
+		v[HC_C_DISK_DICT_BYTES] = ds.dict_bytes;
+		v[HC_C_MEM_STORE_BYTES] += ds.dict_bytes;
+		if (ds.oldest_s && (!st->oldest_s || ds.oldest_s < st->oldest_s))
+			v[HC_C_RET_SPAN_S] = (uint64_t)((st->newest_s > ds.newest_s ? st->newest_s
+										    : ds.newest_s) -
+							ds.oldest_s + 1);
+	}
+}
+
+/* /api/status's store.disk: where, and each tier's range (the figures are counters). */
+static int disk_status(struct hc_backend *b, json_t *doc)
+{
+	json_t *store = json_object_get(doc, "store"), *disk, *tiers;
+	struct hc_disk_stats ds;
+
+	if (!store)
+		return -ENOMEM;
+	disk = json_object_get(store, "disk");
+	if (!disk)
+		return -ENOMEM;
+	if (json_object_set_new(disk, "enabled", json_boolean(b->disk != NULL)))
+		return -ENOMEM;
+	if (!b->disk)
+		return 0;
+	hc_disk__stats(b->disk, &ds);
+	tiers = json_object_get(disk, "tiers");
+	for (int i = 0; tiers && i < HC_DISK_TIERS; i++) {
+		json_t *t = json_object_get(tiers, hc_disk__tier_name(i));
+
+		if (!t ||
+		    json_object_set_new(t, "resolution_s", json_integer(hc_disk__tier_step(i))) ||
+		    (ds.tier[i].buckets &&
+		     (json_object_set_new(t, "oldest", rfc3339(ds.tier[i].oldest_s * NS)) ||
+		      json_object_set_new(t, "newest", rfc3339(ds.tier[i].newest_s * NS)))))
+			return -ENOMEM;
+	}
+	return 0;
 }
 
 /* obj's member name: a new object holding family f's counters. 0, -ENOMEM. */
@@ -845,12 +1167,21 @@ static int locks_status(const struct hc_backend *b, const struct hc_counters *c,
 }
 
 /* /api/status's `retention`: the counters and the range held, as timestamps. */
-static int retention_status(const struct hc_counters *c, const struct hc_store_stats *st,
-			    json_t *doc)
+static int retention_status(struct hc_backend *b, const struct hc_counters *c,
+			    const struct hc_store_stats *st, json_t *doc)
 {
-	json_t *r = json_pack("{s:o?, s:o?}", "oldest",
-			      st->oldest_s ? rfc3339(st->oldest_s * NS) : NULL, "newest",
-			      st->newest_s ? rfc3339(st->newest_s * NS) : NULL);
+	int64_t oldest = st->oldest_s, newest = st->newest_s;
+	struct hc_disk_stats ds = {0};
+	json_t *r;
+
+	if (b->disk)
+		hc_disk__stats(b->disk, &ds);
+	if (ds.newest_s && (!oldest || ds.oldest_s < oldest))
+		oldest = ds.oldest_s;
+	if (ds.newest_s > newest)
+		newest = ds.newest_s;
+	r = json_pack("{s:o?, s:o?}", "oldest", oldest ? rfc3339(oldest * NS) : NULL, "newest",
+		      newest ? rfc3339(newest * NS) : NULL);
 
 	if (!r || hc_counters__to_json(c, HC_F_RETENTION, r)) {
 		json_decref(r);
@@ -889,7 +1220,9 @@ static json_t *status_doc(struct hc_backend *b)
 	if (!err)
 		err = unwind_status(b, &c, doc);
 	if (!err)
-		err = retention_status(&c, &st, doc);
+		err = disk_status(b, doc);
+	if (!err)
+		err = retention_status(b, &c, &st, doc);
 	if (!err)
 		err = locks_status(b, &c, doc);
 	if (err) {

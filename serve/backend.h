@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "profile/store.h"
+#include "store/disk.h"
 #include "web/api.h"
 
 struct hc_backend_opts {
@@ -20,6 +21,11 @@ struct hc_backend_opts {
 	bool locks;
 	struct hc_store_opts lock_store;
 	const char *version;
+	/* --data-dir: the history on disk (NULL: memory only). The backend owns it from
+	 * hc_backend__new() on, and closes it in hc_backend__free(). */
+	struct hc_disk *disk;
+	uint64_t max_disk_bytes;   /* for /api/status */
+	uint64_t disk_retention_s; /* --retention */
 };
 
 struct hc_backend;

@@ -137,8 +137,12 @@ static const struct bad_case serve_cases[] = {
 	{{"--listen", "bogus"}, 64, "--listen bogus"},
 	{{"--listen", "127.0.0.1:99999"}, 64, "--listen 127.0.0.1:99999"},
 	{{"--listen", "example.com:80"}, 64, "--listen example.com:80"},
-	{{"--retention", "1s"}, 64, "between 10s and 7d"},
-	{{"--retention", "8d"}, 64, "between 10s and 7d"},
+	{{"--retention", "1s"}, 64, "between 10s and 90d"},
+	{{"--retention", "91d"}, 64, "between 10s and 90d"},
+	{{"--data-dir", "none", "--retention", "8d"}, 64, "up to 7d in memory"},
+	{{"--data-dir", ""}, 64, "empty path"},
+	{{"--max-disk", "10"}, 64, "1M to 16T"},
+	{{"--max-disk", "17T"}, 64, "1M to 16T"},
 	{{"--retention", "soon"}, 64, "not a number"},
 	{{"--max-store", "10"}, 64, "1M to 64G"},
 	{{"--max-store", "17179869185G"}, 64, "1M to 64G"},
@@ -199,7 +203,8 @@ static void test_serve_port_in_use(void **state)
 	snprintf(listen_arg, sizeof(listen_arg), "127.0.0.1:%u", ntohs(sa.sin_port));
 	snprintf(err_path, sizeof(err_path), "%s/stderr", dir);
 	{
-		char *argv[] = {(char *)hotcold, "serve", "--listen", listen_arg, NULL};
+		char *argv[] = {(char *)hotcold, "serve",    "--data-dir", "none",
+				"--listen",	 listen_arg, NULL};
 
 		rc = e2e_run(argv, err_path, 20000);
 	}

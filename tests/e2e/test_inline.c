@@ -233,7 +233,8 @@ static void test_record_no_inline(void **state)
 /* serve: the marks go through the collector, the wire and the store to /api/profile. */
 static void test_serve_inline(void **state)
 {
-	char *argv[] = {(char *)hotcold, "serve", "-F", "999", "--listen", "127.0.0.1:0", NULL};
+	char *argv[] = {(char *)hotcold, "serve",    "--data-dir",  "none", "-F",
+			"999",		 "--listen", "127.0.0.1:0", NULL};
 	char *wargv[] = {(char *)workload, "12", NULL};
 	char addr[64] = "", path[128], *body = NULL;
 	int fd, status = -1;

@@ -196,6 +196,8 @@ static bool serve_start(struct serve *s, const char *freq, const char *push_url)
 {
 	char *argv[] = {(char *)hotcold,
 			"serve",
+			"--data-dir",
+			"none",
 			"-F",
 			(char *)freq,
 			"--listen",
@@ -969,8 +971,8 @@ static void test_sigterm_releases_bpf(void **state)
 static void test_bad_user(void **state)
 {
 	char *dir = e2e_tmpdir(), err[512], *text;
-	char *argv[] = {(char *)hotcold, "serve",	    "--listen", "127.0.0.1:0",
-			"--user",	 "no-such-user-hc", NULL};
+	char *argv[] = {(char *)hotcold, "serve",  "--data-dir",      "none", "--listen",
+			"127.0.0.1:0",	 "--user", "no-such-user-hc", NULL};
 	struct timespec start;
 	struct bpf_ids mine;
 	int rc;

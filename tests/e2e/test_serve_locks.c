@@ -68,8 +68,8 @@ static int64_t now_ms(void)
 /* Start serve (extra: one more option or NULL) on a free loopback port; waits for its URL. */
 static bool serve_start(struct serve *s, const char *extra)
 {
-	char *argv[] = {(char *)hotcold, "serve",	"-F", "99",	     "--listen",
-			"127.0.0.1:0",	 "--retention", "5m", (char *)extra, NULL};
+	char *argv[] = {(char *)hotcold, "serve",	"--data-dir",  "none", "-F",	      "99",
+			"--listen",	 "127.0.0.1:0", "--retention", "5m",   (char *)extra, NULL};
 	char *dir = e2e_tmpdir();
 
 	if (!dir)
@@ -520,8 +520,8 @@ static void test_locks_stop_and_off(void **state)
 	serve_stop(&s);
 
 	{
-		char *argv[] = {(char *)hotcold, "serve",	"--locks", "--no-offcpu",
-				"--listen",	 "127.0.0.1:0", NULL};
+		char *argv[] = {(char *)hotcold, "serve",    "--data-dir",  "none", "--locks",
+				"--no-offcpu",	 "--listen", "127.0.0.1:0", NULL};
 
 		snprintf(err, sizeof(err), "%s/stderr", dir);
 		rc = e2e_run(argv, err, 10000);

@@ -1,0 +1,168 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * store/disk: serve's history on disk (docs/store.md, "On disk"). One SQLite file in WAL mode,
+ * DIR/hotcold.db, holding
+ *  - a dictionary shared across time: frames, tasks (pid, tid and their names) and stacks
+ *    (a trie of (parent stack, frame), so a path is one id);
+ *  - buckets: per tier and start second, a zstd-compressed columnar blob of (task, stack,
+ *    samples, on-CPU, blocked, run-queue ns), the heat-map rows, the histogram cells and the
+ *    per-second counters, with the bucket's totals beside it in plain columns.
+ *
+ * Tiers are rollups, not moves: tier 0 keeps 1 s buckets for the newest hour, tier 1 10 s
+ * buckets for 24 h, tier 2 1 min buckets up to the retention, each over its own horizon, so a
+ * range is answered whole from the finest tier that covers it. Each flush writes a second's data
+ * into all three tiers (as an extra row of the window it falls in); the writer thread merges the
+ * rows of a window once it is complete, expires what is past each horizon and drops the oldest
+ * when the file would exceed max_bytes. Data for a second already written (off-CPU time is
+ * reported when a block ends) is one more row of its windows: totals stay exact.
+ *
+ * Threads: the ingest calls (dictionary, add, seal) come from one thread; the writer is a
+ * thread of its own (it never blocks the ingest: a full queue drops and counts); queries may run
+ * on any threads, each with a read connection of its own.
+ */
+#ifndef HOTCOLD_STORE_DISK_H
+#define HOTCOLD_STORE_DISK_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "profile/hist.h"
+#include "profile/store.h"
+#include "profile/tree.h"
+#include "profile/weights.h"
+
+#define HC_DISK_TIERS 3
+#define HC_DISK_FILE "hotcold.db"
+#define HC_DISK_LOCK_FILE "lock"
+#define HC_DISK_QUARANTINE "quarantine"
+
+/* The two stores of serve: the profile and, with --locks, the lock waiters'. */
+enum hc_disk_store {
+	HC_DISK_MAIN = 0,
+	HC_DISK_LOCKS = 1,
+};
+
+struct hc_disk_opts {
+	const char *dir;
+	uint64_t retention_s; /* the coarsest tier's horizon; 0: 7 days */
+	uint64_t max_bytes;   /* the file's pages in use; 0: 1 GiB */
+	/* Horizons of tiers 0 and 1 (tests shorten them); 0: 3600 and 86400. */
+	uint64_t tier_keep_s[2];
+	/* An open descriptor of DIR/lock already locked by hc_disk__lock() (serve takes it in
+	 * the privileged process, before anything else); -1: hc_disk__open() takes it. */
+	int lock_fd;
+	uint64_t period_ns; /* the on-CPU weight of one sample, for the encoding */
+	/* Writer pacing (tests shorten it): compaction at most this often; 0: 10 s. */
+	uint64_t compact_every_s;
+};
+
+/* Resolution of tier t in seconds: 1, 10, 60. */
+int64_t hc_disk__tier_step(int tier);
+/* "1s", "10s", "1m". */
+const char *hc_disk__tier_name(int tier);
+
+/*
+ * Create DIR (0700) if missing and lock DIR/lock (flock, exclusive, not waiting). The
+ * descriptor (close-on-exec cleared: children keep the lock) or -errno: -EWOULDBLOCK when
+ * another process holds it (why names it), -EACCES/-EROFS/-ENOTDIR/... when DIR cannot be made
+ * or written. uid/gid (not -1): DIR is created owned by them.
+ */
+int hc_disk__lock(const char *dir, int uid, int gid, char *why, size_t why_len);
+
+struct hc_disk;
+
+/*
+ * Open (create) DIR/hotcold.db: the dictionary is loaded, the writer thread started. A file
+ * that is not a hotcold store or fails SQLite's quick check is moved to DIR/quarantine/ (never
+ * deleted) and a new one started: hc_disk_stats.quarantined says so and why names it. NULL +
+ * errno (EWOULDBLOCK: locked; EACCES, EROFS: not writable; ENOMEM; EIO) and why.
+ */
+struct hc_disk *hc_disk__open(const struct hc_disk_opts *o, char *why, size_t why_len);
+/* Write what is sealed, stop the writer, close. */
+void hc_disk__close(struct hc_disk *d);
+
+/* ---- ingest (one thread) ---- */
+
+/* Dictionary ids (from 1), interned: the same element gives the same id. -EINVAL, -ENOMEM. */
+int64_t hc_disk__frame(struct hc_disk *d, const struct hc_path_elem *e);
+int64_t hc_disk__task(struct hc_disk *d, const struct hc_path_elem *process,
+		      const struct hc_path_elem *thread);
+/* The element a frame id names (strings live as long as d). -EINVAL for an unknown id. */
+int hc_disk__elem(struct hc_disk *d, uint32_t frame, struct hc_path_elem *out);
+/* The stack extending `parent` (0: none) by frame `frame`. */
+int64_t hc_disk__stack(struct hc_disk *d, uint32_t parent, uint32_t frame);
+
+int hc_disk__add(struct hc_disk *d, enum hc_disk_store s, int64_t sec, uint32_t task,
+		 uint32_t stack, const struct hc_weights *w);
+int hc_disk__add_heat(struct hc_disk *d, int64_t sec, unsigned int row, uint64_t count);
+int hc_disk__add_hist(struct hc_disk *d, enum hc_disk_store s, int64_t sec, enum hc_store_hist h,
+		      uint32_t pid, const char *key, int64_t value, uint64_t count);
+int hc_disk__add_counter(struct hc_disk *d, enum hc_disk_store s, int64_t sec,
+			 enum hc_store_counter c, const char *key, uint64_t value);
+/* Seconds up to sec are complete: encode them and hand them to the writer. */
+int hc_disk__seal(struct hc_disk *d, int64_t sec);
+/* Wait until the writer has written (or failed to write) everything sealed so far. */
+void hc_disk__sync(struct hc_disk *d);
+/* Have the writer merge complete windows, expire and enforce max_bytes now (it does every
+ * compact_every_s on its own), and wait for it: tests, and `hotcold import` before it ends. */
+void hc_disk__maintain(struct hc_disk *d);
+
+/* ---- queries (any thread) ---- */
+
+/* A range as a tier answers it: [from_s, to_s) aligned to the tier's step. */
+struct hc_disk_range {
+	int tier;
+	int64_t from_s, to_s;
+};
+
+/*
+ * The finest tier whose held data reaches back to from_s (else the coarsest), the range aligned
+ * to its step and clipped to what is held. -ENODATA when the disk holds nothing.
+ */
+int hc_disk__pick(struct hc_disk *d, int64_t from_s, int64_t to_s, struct hc_disk_range *out);
+
+/* As hc_store__tree / __hist / __counter / __timeline / __heat, for range r of store s; the
+ * filter's from_s / to_s are ignored (r says). Blobs that fail to decode are skipped and
+ * counted (hc_disk_stats.corrupt_blobs). */
+int hc_disk__tree(struct hc_disk *d, enum hc_disk_store s, const struct hc_disk_range *r,
+		  const struct hc_store_filter *f, struct hc_tree *out,
+		  struct hc_store_pruned *pruned);
+struct hc_hist *hc_disk__hist(struct hc_disk *d, enum hc_disk_store s,
+			      const struct hc_disk_range *r, enum hc_store_hist h,
+			      const struct hc_store_filter *f);
+int hc_disk__counter(struct hc_disk *d, enum hc_disk_store s, const struct hc_disk_range *r,
+		     enum hc_store_counter c, int (*fn)(void *ctx, const char *key, uint64_t value),
+		     void *ctx);
+int hc_disk__timeline(struct hc_disk *d, const struct hc_disk_range *r, int64_t step_s,
+		      struct hc_store_slot **out, size_t *n);
+/* Heat columns of seconds [from_s, from_s + cols) into rows (cols x HC_STORE_HEAT_ROWS); tier 0
+ * only (zeros elsewhere). */
+int hc_disk__heat(struct hc_disk *d, int64_t from_s, int64_t cols, uint64_t *rows);
+
+struct hc_disk_tier_stats {
+	uint64_t buckets, seconds;
+	int64_t oldest_s, newest_s; /* 0, 0: empty */
+};
+
+struct hc_disk_stats {
+	uint64_t bytes;	     /* the file's pages in use, and its WAL */
+	uint64_t file_bytes; /* the file's size */
+	struct hc_disk_tier_stats tier[HC_DISK_TIERS];
+	uint64_t writes, write_failures; /* transactions */
+	uint64_t write_ns_last, write_ns_max;
+	uint64_t dropped_queue_s;	/* seconds dropped: the writer's queue was full */
+	uint64_t dropped_write_s;	/* seconds dropped: their write failed (disk full, I/O) */
+	uint64_t dropped_max_disk_s;	/* seconds dropped before retention: over max_bytes */
+	uint64_t expired_s;		/* seconds past a tier's horizon (normal) */
+	uint64_t compactions;		/* windows merged */
+	uint64_t corrupt_blobs;		/* buckets that did not decode (skipped) */
+	uint64_t quarantined;		/* store files moved aside at open */
+	uint64_t frames, tasks, stacks; /* dictionary entries */
+	uint64_t dict_bytes;		/* memory the dictionary takes */
+	int64_t oldest_s, newest_s;	/* the whole disk's range; 0, 0: empty */
+};
+
+void hc_disk__stats(struct hc_disk *d, struct hc_disk_stats *out);
+
+#endif
