@@ -81,7 +81,7 @@ static void usage(FILE *out)
 		"                         created 0700 for --user; docs/store.md); 'none': memory\n"
 		"                         only, lost when serve stops\n"
 		"      --retention DUR    how much history to keep (default 7d on disk, 10s to "
-		"90d;\n"
+		"30d;\n"
 		"                         1h with --data-dir none, up to 7d)\n"
 		"      --max-disk SIZE    disk for that history (default 1G; the oldest goes "
 		"first)\n"
@@ -181,8 +181,8 @@ static int parse_args(int argc, char **argv, struct serve_cfg *cfg)
 				hc_err("--retention %s: %s", optarg, why);
 				return EX_USAGE;
 			}
-			if (ns < 10 * 1000000000ull || ns > 90 * 86400 * 1000000000ull) {
-				hc_err("--retention %s: between 10s and 90d", optarg);
+			if (ns < 10 * 1000000000ull || ns > 30 * 86400 * 1000000000ull) {
+				hc_err("--retention %s: between 10s and 30d", optarg);
 				return EX_USAGE;
 			}
 			cfg->retention_s = ns / 1000000000ull;
