@@ -60,7 +60,7 @@ struct serve_cfg {
 	bool retention_given;
 };
 
-#define DEFAULT_DATA_DIR "/var/lib/hotcold"
+#define DEFAULT_DATA_DIR "/var/lib/hotcold/store"
 #define MEMORY_RETENTION_S 3600
 
 static void usage(FILE *out)

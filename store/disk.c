@@ -143,12 +143,29 @@ int hc_disk__lock(const char *dir, int uid, int gid, char *why, size_t wl)
 {
 	char path[4096], pid[32];
 	struct stat sb;
+	bool made;
 	int fd, n;
 
-	if (mkdir(dir, 0700) == 0) {
+	/* The default sits one level under a directory that may not exist yet (no tmpfiles.d):
+	 * that one only needs to be passable. */
+	made = mkdir(dir, 0700) == 0;
+	if (!made && errno == ENOENT) {
+		char parent[4096], *slash;
+
+		snprintf(parent, sizeof(parent), "%s", dir);
+		slash = strrchr(parent, '/');
+		if (slash && slash != parent) {
+			*slash = 0;
+			mkdir(parent, 0711);
+		}
+		made = mkdir(dir, 0700) == 0;
+	}
+	if (made) {
 		if (uid != -1 && chown(dir, (uid_t)uid, (gid_t)gid)) {
-			hc_why_set(why, wl, "%s: chown: %s", dir, strerror(errno));
-			return -errno;
+			int err = errno;
+
+			hc_why_set(why, wl, "%s: chown: %s", dir, strerror(err));
+			return -err;
 		}
 	} else if (errno != EEXIST) {
 		int err = errno;
@@ -479,8 +496,10 @@ struct hc_disk *hc_disk__open(const struct hc_disk_opts *o, char *why, size_t wl
 	}
 	if (access(o->dir, W_OK | X_OK)) {
 		err = errno;
-		hc_why_set(why, wl, "the data directory %s is not writable by uid %d: %s", o->dir,
-			   (int)geteuid(), strerror(err));
+		hc_why_set(why, wl,
+			   "the data directory %s is not writable by uid %d (%s): make it that "
+			   "user's (serve's --user) or pick another --data-dir",
+			   o->dir, (int)geteuid(), strerror(err));
 		errno = err;
 		goto err;
 	}

@@ -287,7 +287,12 @@ start_serve() {
 	local u=$1 d=$2 i
 	shift 2
 	load_argv "$u"
-	"$@" "${ARGV[@]}" --listen 127.0.0.1:0 "${SERVE_EXTRA[@]}" 2>"$d/stderr" &
+	# The unit's --data-dir is a real system directory: a scratch one instead (the last
+	# --data-dir given wins).
+	mkdir -p "$d/state"
+	chmod 711 "$d/state"
+	"$@" "${ARGV[@]}" --listen 127.0.0.1:0 --data-dir "$d/state/store" "${SERVE_EXTRA[@]}" \
+		2>"$d/stderr" &
 	SERVE_PID=$!
 	pids+=("$SERVE_PID")
 	ADDR=
