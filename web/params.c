@@ -543,10 +543,11 @@ int hc_params__parse(unsigned int accepted, const struct hc_param_kv *kv, size_t
 	if (accepted & HC_P_STEP) {
 		uint64_t span = (uint64_t)(q->to_ns - q->from_ns);
 
-		q->step_ns = HC_NSEC_PER_SEC;
+		/* No step: 0, the backend picks one for the range (docs/api.md). */
+		q->step_ns = 0;
 		if (step_s && hc_param__step(step_s, &q->step_ns, pwhy, sizeof(pwhy)))
 			return hc_why(-EINVAL, why, why_len, "step: %s", pwhy);
-		if ((span + q->step_ns - 1) / q->step_ns > HC_PARAM_MAX_SLOTS)
+		if (q->step_ns && (span + q->step_ns - 1) / q->step_ns > HC_PARAM_MAX_SLOTS)
 			return hc_why(-EINVAL, why, why_len,
 				      "step: the range would have more than %d slots; use a larger "
 				      "step or a shorter range",
