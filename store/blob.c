@@ -42,6 +42,9 @@ void hc_blob__release(struct hc_blob *b)
 	free(b->slots);
 	free(b->c);
 	free(b->cslots);
+	free(b->raw);
+	free(b->tmp);
+	ZSTD_freeDCtx(b->dctx);
 	hc_interner__release(&b->keys);
 	memset(b, 0, sizeof(*b));
 }
@@ -408,9 +411,14 @@ static int decode_entries(struct hc_blob *b, struct rbuf *r, uint64_t period_ns,
 	/* every entry takes at least 6 bytes */
 	if (r->bad || n > (uint64_t)(r->end - r->p) / 6)
 		return -EBADMSG;
-	e = calloc(n ? n : 1, sizeof(*e));
-	if (!e)
-		return -ENOMEM;
+	if (n > b->tmp_cap) {
+		e = realloc(b->tmp, n * sizeof(*e));
+		if (!e)
+			return -ENOMEM;
+		b->tmp = e;
+		b->tmp_cap = n;
+	}
+	e = b->tmp;
 	for (uint64_t i = 0; i < n; i++) {
 		uint64_t d = get_uv(r);
 
@@ -435,7 +443,6 @@ static int decode_entries(struct hc_blob *b, struct rbuf *r, uint64_t period_ns,
 		err = -EBADMSG;
 	for (uint64_t i = 0; keep && !err && i < n; i++)
 		err = hc_blob__add(b, e[i].task, e[i].stack, &e[i].w);
-	free(e);
 	return err;
 }
 
@@ -483,15 +490,20 @@ int hc_blob__decode(struct hc_blob *b, const void *buf, size_t len, bool with_en
 	if (raw_len == ZSTD_CONTENTSIZE_ERROR || raw_len == ZSTD_CONTENTSIZE_UNKNOWN ||
 	    raw_len < 4 || raw_len > BLOB_MAX_RAW)
 		return -EBADMSG;
-	raw = malloc(raw_len);
-	if (!raw)
-		return -ENOMEM;
-	got = ZSTD_decompress(raw, raw_len, buf, len);
-	if (ZSTD_isError(got) || got != raw_len || raw[0] != BLOB_MAGIC0 || raw[1] != BLOB_MAGIC1 ||
-	    raw[2] != BLOB_VERSION) {
-		free(raw);
-		return -EBADMSG;
+	if (raw_len > b->raw_cap) {
+		raw = realloc(b->raw, raw_len);
+		if (!raw)
+			return -ENOMEM;
+		b->raw = raw;
+		b->raw_cap = raw_len;
 	}
+	raw = b->raw;
+	if (!b->dctx && !(b->dctx = ZSTD_createDCtx()))
+		return -ENOMEM;
+	got = ZSTD_decompressDCtx(b->dctx, raw, raw_len, buf, len);
+	if (ZSTD_isError(got) || got != raw_len || raw[0] != BLOB_MAGIC0 || raw[1] != BLOB_MAGIC1 ||
+	    raw[2] != BLOB_VERSION)
+		return -EBADMSG;
 	r = (struct rbuf){.p = raw + 3, .end = raw + raw_len};
 	period_ns = get_uv(&r);
 	err = r.bad ? -EBADMSG : decode_entries(b, &r, period_ns, with_entries);
@@ -510,6 +522,5 @@ int hc_blob__decode(struct hc_blob *b, const void *buf, size_t len, bool with_en
 		err = decode_cells(b, &r, with_cells);
 	if (!err && r.p != r.end)
 		err = -EBADMSG;
-	free(raw);
 	return err;
 }

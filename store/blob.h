@@ -48,6 +48,12 @@ struct hc_blob {
 	uint64_t heat[HC_STORE_HEAT_ROWS];
 	struct hc_weights total;
 	struct hc_interner keys;
+	/* decoding's scratch, kept from one decode to the next: a range decodes many blobs */
+	uint8_t *raw;
+	size_t raw_cap;
+	struct hc_blob_entry *tmp;
+	size_t tmp_cap;
+	void *dctx; /* ZSTD_DCtx */
 };
 
 void hc_blob__init(struct hc_blob *b, int64_t t, uint64_t period_ns);

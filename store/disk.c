@@ -1205,39 +1205,88 @@ int hc_disk__pick(struct hc_disk *d, int64_t from_s, int64_t to_s, struct hc_dis
 	return 0;
 }
 
+/* One piece of a range: [from_s, to_s) of one tier. */
+struct piece {
+	int tier;
+	int64_t from_s, to_s;
+};
+
+static int64_t floor_to(int64_t v, int64_t step)
+{
+	return v >= 0 ? v / step * step : -((-v + step - 1) / step) * step;
+}
+
+/*
+ * Cover [lo, hi) (aligned to tier k's step) with the fewest rows: the whole windows of the
+ * coarsest tier that holds them in the middle, finer tiers at the edges, down to tier k. Every
+ * tier holds every second of its horizon, so the pieces sum to the range exactly.
+ */
+static void plan(const struct hc_disk_stats *st, int k, int j, int64_t lo, int64_t hi,
+		 struct piece *p, size_t *n)
+{
+	int64_t step = tier_step[j], a, b;
+
+	if (lo >= hi)
+		return;
+	if (j == k) {
+		p[(*n)++] = (struct piece){k, lo, hi};
+		return;
+	}
+	a = floor_to(lo + step - 1, step);
+	b = floor_to(hi, step);
+	if (a >= b || !st->tier[j].buckets || st->tier[j].oldest_s > a) {
+		plan(st, k, j - 1, lo, hi, p, n);
+		return;
+	}
+	plan(st, k, j - 1, lo, a, p, n);
+	p[(*n)++] = (struct piece){j, a, b};
+	plan(st, k, j - 1, b, hi, p, n);
+}
+
 /* The rows of range r, store s, decoded into acc. */
 static int read_range(struct hc_disk *d, enum hc_disk_store s, const struct hc_disk_range *r,
 		      struct hc_blob *acc, bool entries, bool cells)
 {
+	struct piece pieces[2 * HC_DISK_TIERS + 1];
+	struct hc_disk_stats st;
 	sqlite3 *db;
-	sqlite3_stmt *st;
+	sqlite3_stmt *stmt;
 	uint64_t bad = 0;
-	int err = open_db(d->path, SQLITE_OPEN_READONLY, &db), rc;
+	size_t np = 0;
+	int err = open_db(d->path, SQLITE_OPEN_READONLY, &db), rc = SQLITE_DONE;
 
 	if (err)
 		return err;
 	if (sqlite3_prepare_v2(db,
 			       "SELECT data FROM bucket WHERE tier=? AND t>=? AND t<? AND store=?",
-			       -1, &st, NULL) != SQLITE_OK) {
+			       -1, &stmt, NULL) != SQLITE_OK) {
 		err = -sql_errno(sqlite3_errcode(db));
 		sqlite3_close(db);
 		return err;
 	}
-	sqlite3_bind_int(st, 1, r->tier);
-	sqlite3_bind_int64(st, 2, r->from_s);
-	sqlite3_bind_int64(st, 3, r->to_s);
-	sqlite3_bind_int(st, 4, s);
-	while (!err && (rc = sqlite3_step(st)) == SQLITE_ROW) {
-		err = hc_blob__decode(acc, sqlite3_column_blob(st, 0),
-				      (size_t)sqlite3_column_bytes(st, 0), entries, cells);
-		if (err == -EBADMSG) {
-			bad++;
-			err = 0;
+	pthread_mutex_lock(&d->mu);
+	st = d->st;
+	pthread_mutex_unlock(&d->mu);
+	plan(&st, r->tier, HC_DISK_TIERS - 1, r->from_s, r->to_s, pieces, &np);
+	for (size_t i = 0; !err && i < np; i++) {
+		sqlite3_bind_int(stmt, 1, pieces[i].tier);
+		sqlite3_bind_int64(stmt, 2, pieces[i].from_s);
+		sqlite3_bind_int64(stmt, 3, pieces[i].to_s);
+		sqlite3_bind_int(stmt, 4, s);
+		while (!err && (rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+			err = hc_blob__decode(acc, sqlite3_column_blob(stmt, 0),
+					      (size_t)sqlite3_column_bytes(stmt, 0), entries,
+					      cells);
+			if (err == -EBADMSG) {
+				bad++;
+				err = 0;
+			}
 		}
+		if (!err && rc != SQLITE_DONE)
+			err = -sql_errno(rc);
+		sqlite3_reset(stmt);
 	}
-	if (!err && rc != SQLITE_DONE)
-		err = -sql_errno(rc);
-	sqlite3_finalize(st);
+	sqlite3_finalize(stmt);
 	sqlite3_close(db);
 	if (bad) {
 		pthread_mutex_lock(&d->mu);
@@ -1502,8 +1551,10 @@ int hc_disk__heat(struct hc_disk *d, int64_t from_s, int64_t cols, uint64_t *row
 {
 	sqlite3 *db = NULL;
 	sqlite3_stmt *st;
+	struct hc_blob one;
 	int err;
 
+	hc_blob__init(&one, 0, d->period_ns);
 	memset(rows, 0, (size_t)cols * HC_STORE_HEAT_ROWS * sizeof(*rows));
 	err = open_db(d->path, SQLITE_OPEN_READONLY, &db);
 	if (!err && sqlite3_prepare_v2(db,
@@ -1516,19 +1567,18 @@ int hc_disk__heat(struct hc_disk *d, int64_t from_s, int64_t cols, uint64_t *row
 		sqlite3_bind_int64(st, 2, from_s + cols);
 		while (!err && sqlite3_step(st) == SQLITE_ROW) {
 			int64_t c = sqlite3_column_int64(st, 0) - from_s;
-			struct hc_blob one;
 
-			hc_blob__init(&one, 0, d->period_ns);
+			memset(one.heat, 0, sizeof(one.heat));
 			err = hc_blob__decode(&one, sqlite3_column_blob(st, 1),
 					      (size_t)sqlite3_column_bytes(st, 1), false, false);
 			for (int i = 0; !err && i < HC_STORE_HEAT_ROWS; i++)
 				rows[c * HC_STORE_HEAT_ROWS + i] += one.heat[i];
-			hc_blob__release(&one);
 			if (err == -EBADMSG)
 				err = 0;
 		}
 		sqlite3_finalize(st);
 	}
 	sqlite3_close(db);
+	hc_blob__release(&one);
 	return err;
 }
