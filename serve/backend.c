@@ -1073,6 +1073,7 @@ static void server_counters(struct hc_backend *b, struct hc_counters *c, struct 
 		v[HC_C_DISK_T0_SECONDS] = ds.tier[0].seconds;
 		v[HC_C_DISK_T1_SECONDS] = ds.tier[1].seconds;
 		v[HC_C_DISK_T2_SECONDS] = ds.tier[2].seconds;
+		v[HC_C_DISK_T3_SECONDS] = ds.tier[3].seconds;
 		v[HC_C_DISK_WRITES] = ds.writes;
 		v[HC_C_DISK_WRITE_FAILURES] = ds.write_failures;
 		v[HC_C_DISK_WRITE_NS_LAST] = ds.write_ns_last;

@@ -36,8 +36,8 @@
 #define ZSTD_LEVEL_MERGED 9 /* merged windows: written once, kept long */
 #define MERGE_BATCH 32	    /* windows merged per round */
 
-static const int64_t tier_step[HC_DISK_TIERS] = {1, 10, 60};
-static const char *const tier_names[HC_DISK_TIERS] = {"1s", "10s", "1m"};
+static const int64_t tier_step[HC_DISK_TIERS] = {1, 10, 60, 3600};
+static const char *const tier_names[HC_DISK_TIERS] = {"1s", "10s", "1m", "1h"};
 
 int64_t hc_disk__tier_step(int tier)
 {
@@ -473,6 +473,7 @@ struct hc_disk *hc_disk__open(const struct hc_disk_opts *o, char *why, size_t wl
 	d->keep_s[0] = o->tier_keep_s[0] ? o->tier_keep_s[0] : 3600;
 	d->keep_s[1] = o->tier_keep_s[1] ? o->tier_keep_s[1] : 86400;
 	d->keep_s[2] = o->retention_s ? o->retention_s : DEFAULT_RETENTION_S;
+	d->keep_s[3] = d->keep_s[2];
 	for (int t = 0; t < 2; t++)
 		if (d->keep_s[t] > d->keep_s[2])
 			d->keep_s[t] = d->keep_s[2];
@@ -906,12 +907,16 @@ static int merge_windows(struct hc_disk *d, int64_t newest)
 	int err = 0;
 
 	if (sqlite3_prepare_v2(d->db,
-			       "SELECT store, tier, t FROM bucket WHERE t + span <= ?"
-			       " GROUP BY tier, t, store HAVING count(*) > 1 LIMIT ?",
+			       "SELECT store, tier, t FROM bucket GROUP BY tier, t, store"
+			       " HAVING count(*) > 1 AND (max(t + span) <= ? OR count(*) > ?)"
+			       " LIMIT ?",
 			       -1, &list, NULL) != SQLITE_OK)
 		return -sql_errno(sqlite3_errcode(d->db));
 	sqlite3_bind_int64(list, 1, newest - COMPACT_LAG_S);
-	sqlite3_bind_int(list, 2, MERGE_BATCH);
+	/* A window still filling is merged too once it has MERGE_OPEN_ROWS rows: an hour of
+	 * unmerged seconds would be 3600 rows. */
+	sqlite3_bind_int(list, 2, MERGE_OPEN_ROWS);
+	sqlite3_bind_int(list, 3, MERGE_BATCH);
 	while (n < MERGE_BATCH && sqlite3_step(list) == SQLITE_ROW) {
 		w[n].store = sqlite3_column_int(list, 0);
 		w[n].tier = sqlite3_column_int(list, 1);

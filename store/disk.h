@@ -32,7 +32,7 @@
 #include "profile/tree.h"
 #include "profile/weights.h"
 
-#define HC_DISK_TIERS 3
+#define HC_DISK_TIERS 4
 #define HC_DISK_FILE "hotcold.db"
 #define HC_DISK_LOCK_FILE "lock"
 #define HC_DISK_QUARANTINE "quarantine"
