@@ -35,6 +35,7 @@
 #define ZSTD_LEVEL_SECOND 3 /* written each second */
 #define ZSTD_LEVEL_MERGED 9 /* merged windows: written once, kept long */
 #define MERGE_BATCH 32	    /* windows merged per round */
+#define MERGE_OPEN_ROWS 120 /* rows at which a window still filling is merged */
 
 static const int64_t tier_step[HC_DISK_TIERS] = {1, 10, 60, 3600};
 static const char *const tier_names[HC_DISK_TIERS] = {"1s", "10s", "1m", "1h"};
