@@ -77,6 +77,7 @@ struct hc_disk {
 	/* ingest thread only */
 	struct pending *pend;
 	size_t n_pend, cap_pend;
+	int64_t newest_data_s; /* the newest second any record was for */
 
 	/* the queue, the writer, the figures: under mu */
 	pthread_mutex_t mu;
@@ -567,6 +568,10 @@ static struct hc_blob *pending(struct hc_disk *d, enum hc_disk_store s, int64_t 
 	for (size_t i = d->n_pend; i-- > 0;)
 		if (d->pend[i].blob.t == sec && d->pend[i].store == s)
 			return &d->pend[i].blob;
+	if (!d->n_pend && !d->newest_data_s)
+		d->newest_data_s = sec;
+	if (sec > d->newest_data_s)
+		d->newest_data_s = sec;
 	if (d->n_pend == d->cap_pend && hc_array_grow(d->pend, d->cap_pend, d->n_pend + 1, 16))
 		return NULL;
 	p = &d->pend[d->n_pend++];
@@ -682,6 +687,10 @@ int hc_disk__seal(struct hc_disk *d, int64_t sec)
 	pthread_cond_signal(&d->cv);
 	pthread_mutex_unlock(&d->mu);
 out:
+	/* The horizons count back from the newest sealed second: never past the data (closing
+	 * seals "everything", INT64_MAX, which must not expire the whole history). */
+	if (sec > d->newest_data_s)
+		sec = d->newest_data_s;
 	pthread_mutex_lock(&d->mu);
 	if (sec > d->newest_sealed_s)
 		d->newest_sealed_s = sec;
@@ -968,17 +977,16 @@ static int64_t drop_before(struct hc_disk *d, int tier, int64_t cutoff)
 	return exec(d->db, sql) ? 0 : s;
 }
 
-/* Pages in use (not free) and the WAL. */
+/* Pages in use (not free). The WAL is not counted: it is checkpointed and truncated after
+ * each maintenance round, and between rounds holds at most SQLite's autocheckpoint (1000
+ * pages, 4 MiB) plus what one round rewrote. */
 static uint64_t used_bytes(struct hc_disk *d)
 {
 	int64_t psz = query_int(d->db, "PRAGMA page_size", 4096);
 	int64_t used = query_int(d->db, "PRAGMA page_count", 0) -
 		       query_int(d->db, "PRAGMA freelist_count", 0);
-	char wal[4200];
-	struct stat sb;
 
-	snprintf(wal, sizeof(wal), "%s-wal", d->path);
-	return (uint64_t)(used * psz) + (stat(wal, &sb) ? 0 : (uint64_t)sb.st_size);
+	return (uint64_t)(used * psz);
 }
 
 /* Each tier's horizon, then max_bytes: the oldest windows of whichever tier holds the oldest
@@ -1013,7 +1021,7 @@ static void expire(struct hc_disk *d, int64_t newest)
 	d->st.expired_s += (uint64_t)expired;
 	d->st.dropped_max_disk_s += (uint64_t)dropped;
 	pthread_mutex_unlock(&d->mu);
-	sqlite3_exec(d->db, "PRAGMA wal_checkpoint(PASSIVE)", NULL, NULL, NULL);
+	sqlite3_exec(d->db, "PRAGMA wal_checkpoint(TRUNCATE)", NULL, NULL, NULL);
 }
 
 /* The figures of each tier, and the file's size. */

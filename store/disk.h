@@ -146,7 +146,7 @@ struct hc_disk_tier_stats {
 };
 
 struct hc_disk_stats {
-	uint64_t bytes;	     /* the file's pages in use, and its WAL */
+	uint64_t bytes;	     /* the file's pages in use (--max-disk bounds them) */
 	uint64_t file_bytes; /* the file's size */
 	struct hc_disk_tier_stats tier[HC_DISK_TIERS];
 	uint64_t writes, write_failures; /* transactions */
