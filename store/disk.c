@@ -638,10 +638,11 @@ static void batch_free(struct batch *b)
 int hc_disk__seal(struct hc_disk *d, int64_t sec)
 {
 	struct batch *b;
-	size_t n = 0, k = 0;
+	size_t n;
 
-	for (size_t i = 0; i < d->n_pend; i++)
-		n += d->pend[i].blob.t <= sec;
+	/* Seconds still open go too, as a first row of theirs (what comes later is one more
+	 * row, merged later): a crash loses only what has not reached us yet. */
+	n = d->n_pend;
 	if (!n)
 		goto out;
 	b = calloc(1, sizeof(*b));
@@ -658,14 +659,10 @@ int hc_disk__seal(struct hc_disk *d, int64_t sec)
 		return -ENOMEM;
 	}
 	for (size_t i = 0; i < d->n_pend; i++) {
-		if (d->pend[i].blob.t <= sec) {
-			b->blobs[b->n] = d->pend[i].blob;
-			b->stores[b->n++] = d->pend[i].store;
-		} else {
-			d->pend[k++] = d->pend[i];
-		}
+		b->blobs[b->n] = d->pend[i].blob;
+		b->stores[b->n++] = d->pend[i].store;
 	}
-	d->n_pend = k;
+	d->n_pend = 0;
 	pthread_mutex_lock(&d->mu);
 	/* A writer that cannot keep up must not hold the whole history in memory. */
 	while (d->head && d->queued_s + b->n > QUEUE_MAX_S) {
@@ -991,14 +988,33 @@ static uint64_t used_bytes(struct hc_disk *d)
 
 /* Each tier's horizon, then max_bytes: the oldest windows of whichever tier holds the oldest
  * data go first, in steps of a twentieth of what that tier holds. */
+/* The oldest second the tiers that answer queries (all but the 1 h one, which only speeds
+ * long ranges up) hold; INT64_MAX when they are empty. */
+static int64_t answering_oldest(struct hc_disk *d)
+{
+	int64_t oldest = INT64_MAX;
+	char sql[96];
+
+	for (int tier = 0; tier < HC_DISK_TIERS - 1; tier++) {
+		int64_t lo;
+
+		snprintf(sql, sizeof(sql), "SELECT min(t) FROM bucket WHERE tier=%d", tier);
+		lo = query_int(d->db, sql, INT64_MAX);
+		if (lo < oldest)
+			oldest = lo;
+	}
+	return oldest;
+}
+
 static void expire(struct hc_disk *d, int64_t newest)
 {
-	int64_t expired = 0, dropped = 0;
+	int64_t expired = 0, before, after;
 
 	for (int tier = 0; tier < HC_DISK_TIERS; tier++)
 		expired += drop_before(d, tier, newest + 1 - (int64_t)d->keep_s[tier]);
+	before = answering_oldest(d);
 	for (int round = 0; round < 40 && used_bytes(d) > d->max_bytes; round++) {
-		int64_t oldest = INT64_MAX, lo, hi, cut;
+		int64_t oldest = INT64_MAX, lo, hi, cut, step;
 		int which = -1;
 		char sql[160];
 
@@ -1014,12 +1030,18 @@ static void expire(struct hc_disk *d, int64_t newest)
 			break;
 		snprintf(sql, sizeof(sql), "SELECT max(t) FROM bucket WHERE tier=%d", which);
 		hi = query_int(d->db, sql, oldest);
-		cut = oldest + (hi - oldest) / 20 + tier_step[which];
-		dropped += drop_before(d, which, cut);
+		/* a twentieth of the tier, in whole windows, at least one */
+		step = tier_step[which];
+		cut = (hi - oldest) / 20 / step * step;
+		cut = oldest + (cut > step ? cut : step);
+		drop_before(d, which, cut);
 	}
+	after = answering_oldest(d);
 	pthread_mutex_lock(&d->mu);
 	d->st.expired_s += (uint64_t)expired;
-	d->st.dropped_max_disk_s += (uint64_t)dropped;
+	/* What no answering tier holds any more, whichever tiers the cuts were in. */
+	if (before != INT64_MAX && after > before)
+		d->st.dropped_max_disk_s += (uint64_t)(after == INT64_MAX ? 0 : after - before);
 	pthread_mutex_unlock(&d->mu);
 	sqlite3_exec(d->db, "PRAGMA wal_checkpoint(TRUNCATE)", NULL, NULL, NULL);
 }

@@ -100,7 +100,8 @@ int hc_disk__add_hist(struct hc_disk *d, enum hc_disk_store s, int64_t sec, enum
 		      uint32_t pid, const char *key, int64_t value, uint64_t count);
 int hc_disk__add_counter(struct hc_disk *d, enum hc_disk_store s, int64_t sec,
 			 enum hc_store_counter c, const char *key, uint64_t value);
-/* Seconds up to sec are complete: encode them and hand them to the writer. */
+/* Seconds up to sec are complete. Everything pending (open seconds too, as a first row of
+ * theirs) is encoded and handed to the writer: a crash loses only what has not arrived yet. */
 int hc_disk__seal(struct hc_disk *d, int64_t sec);
 /* Wait until the writer has written (or failed to write) everything sealed so far. */
 void hc_disk__sync(struct hc_disk *d);
