@@ -3,34 +3,10 @@
  * hc_store: the continuous profile of `hotcold serve` (profile/store.h is the contract,
  * docs/store.md the design and the figures).
  *
- * Pieces:
- *  - a string pool (frame names, modules, histogram keys), each string once, with a u32 id;
- *  - frames: internal id -> (kind, name, module, id, offset, inlined), interned by content;
- *    the caller's ids map to them through the wire map, which hc_store__reset_frames()
- *    empties; frames no trie node and no wire id refers to are collected with the trie, their
- *    ids reused;
- *  - the trie: node id -> (parent node id << 32 | frame id) in one u64 array plus an
- *    open-addressing table of node ids keyed by that u64. Node 0 is the root. A node is always
- *    created after its parent, so parent id < child id; the GC renumbers monotonically and
- *    keeps that, which lets queries propagate inclusive values in one reverse sweep;
- *  - buckets, sorted by start second, each 1 s (or 10 s once coarsened) with three parts:
- *    weights (node -> hc_weights), the heat map (row -> samples) and histogram cells
- *    ((hist, pid, key, bucket index) -> count; counters are cells of their own hist numbers,
- *    merged by sum or, for a maximum, by max). Each part is open (a hash / an array, while it
- *    receives data) or sealed (a varint byte string); an add into a sealed part decodes it back
- *    to open, and the next hc_store__seal() encodes it again.
- *
- * Encodings (all LEB128 varints, so a zero costs one byte):
- *  - weights, sorted by node id: header = (node id delta << 4) | flags, flags saying which of
- *    samples, on-CPU residue, off-CPU ns and run-queue ns follow (absent = 0). The on-CPU ns are
- *    stored exactly, as the zigzag of on_cpu_ns - samples * period_ns (mod 2^64): 0, i.e. absent,
- *    when the caller's on_cpu_ns is samples x period as usual.
- *  - heat, sorted by position (second offset x HC_STORE_HEAT_ROWS + row): gap, count.
- *  - histogram cells, sorted by (hist, pid, key, bucket): header = (bucket << 1) | same series
- *    as the previous cell; hist, pid, key follow when the series changes; then the count.
- *
- * Memory is counted as the bytes asked of malloc plus MALLOC_OVERHEAD per block (glibc's
- * header and rounding), hash tables at their full slot count.
+ * This file: the path trie, the frames and their garbage collection, the store object, the
+ * bucket list and retention, adds, sealing, the memory cap (coarsening, early eviction), stats
+ * and the queries. profile/store_int.h says what the other store_*.c files hold, and how the
+ * data is laid out and encoded.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -39,9 +15,8 @@
 #include "base/array.h"
 #include "base/hash.h"
 #include "profile/profile_internal.h"
-#include "profile/store.h"
+#include "profile/store_int.h"
 
-#define MALLOC_OVERHEAD 16
 #define DEFAULT_RETENTION_S 3600
 #define DEFAULT_MAX_BYTES ((size_t)32 << 20)
 #define COARSE_SPAN_S 10
@@ -50,54 +25,9 @@
 /* Trie GC: when the trie has doubled since the last one and holds at least this many nodes,
  * or, over max_bytes, when it has grown by a quarter. */
 #define GC_MIN_NODES 16384
-#define MIN_SLOTS 64
 #define TRIE_MAX_NODES ((size_t)UINT32_MAX - 2)
-#define STR_CHUNK_SIZE (16 * 1024)
-#define VARINT_MAX 10
 /* Estimated heap of one hc_hist template (struct, unit, empty series table). */
 #define HIST_TEMPLATE_BYTES 256
-
-/* ---- varints ---- */
-
-static inline uint8_t *put_uv(uint8_t *p, uint64_t v)
-{
-	while (v >= 0x80) {
-		*p++ = (uint8_t)(v | 0x80);
-		v >>= 7;
-	}
-	*p++ = (uint8_t)v;
-	return p;
-}
-
-static inline const uint8_t *get_uv(const uint8_t *p, uint64_t *v)
-{
-	uint64_t r = 0;
-	unsigned int shift = 0;
-
-	while (*p & 0x80) {
-		r |= (uint64_t)(*p++ & 0x7f) << shift;
-		shift += 7;
-	}
-	*v = r | (uint64_t)*p++ << shift;
-	return p;
-}
-
-static inline uint64_t zigzag(uint64_t v)
-{
-	return (v << 1) ^ (0 - (v >> 63));
-}
-
-static inline uint64_t unzigzag(uint64_t z)
-{
-	return (z >> 1) ^ (0 - (z & 1));
-}
-
-static inline uint64_t sat_add(uint64_t a, uint64_t b)
-{
-	uint64_t r;
-
-	return __builtin_add_overflow(a, b, &r) ? UINT64_MAX : r;
-}
 
 static inline int64_t sat_sub_s64(int64_t a, uint64_t b)
 {
@@ -115,495 +45,7 @@ static inline int64_t floor_div(int64_t a, int64_t b)
 	return (a % b != 0 && (a < 0) != (b < 0)) ? q - 1 : q;
 }
 
-static inline bool weights_zero(const struct hc_weights *w)
-{
-	return !w->on_cpu_ns && !w->off_cpu_ns && !w->runqueue_ns && !w->samples;
-}
-
-/* ---- string pool ---- */
-
-struct str_chunk {
-	struct str_chunk *next;
-	size_t used, size;
-	char data[];
-};
-
-struct strpool {
-	const char **strs; /* id -> string */
-	uint32_t n, cap;
-	uint32_t *slots; /* id + 1, 0 = empty */
-	size_t n_slots;
-	struct str_chunk *chunks;
-	size_t chunk_bytes;
-	size_t n_chunks;
-};
-
-static uint64_t hash_str(const char *s)
-{
-	return hc_hash_mix(hc_hash_fnv1a(HC_FNV1A_OFFSET, s, strlen(s)));
-}
-
-static void sp_free(struct strpool *sp)
-{
-	struct str_chunk *c, *next;
-
-	for (c = sp->chunks; c; c = next) {
-		next = c->next;
-		free(c);
-	}
-	free(sp->strs);
-	free(sp->slots);
-}
-
-/* The id of s, or -1. */
-static int64_t sp_find(const struct strpool *sp, const char *s)
-{
-	size_t mask = sp->n_slots - 1, i;
-
-	if (!sp->n_slots)
-		return -1;
-	for (i = hash_str(s) & mask; sp->slots[i]; i = (i + 1) & mask) {
-		if (strcmp(sp->strs[sp->slots[i] - 1], s) == 0)
-			return sp->slots[i] - 1;
-	}
-	return -1;
-}
-
-static int sp_grow_slots(struct strpool *sp)
-{
-	size_t n = sp->n_slots ? sp->n_slots * 2 : MIN_SLOTS;
-	uint32_t *slots = calloc(n, sizeof(*slots));
-
-	if (!slots)
-		return -ENOMEM;
-	for (uint32_t id = 0; id < sp->n; id++) {
-		size_t i;
-
-		for (i = hash_str(sp->strs[id]) & (n - 1); slots[i]; i = (i + 1) & (n - 1))
-			;
-		slots[i] = id + 1;
-	}
-	free(sp->slots);
-	sp->slots = slots;
-	sp->n_slots = n;
-	return 0;
-}
-
-/* The id of s, adding it if needed; -ENOMEM. */
-static int64_t sp_intern(struct strpool *sp, const char *s)
-{
-	int64_t id = sp_find(sp, s);
-	size_t len = strlen(s) + 1, i, mask;
-	struct str_chunk *c;
-	char *copy;
-
-	if (id >= 0)
-		return id;
-	if (sp->n >= UINT32_MAX - 1)
-		return -ENOMEM;
-	if ((sp->n + 1) * 10 > sp->n_slots * 7 && sp_grow_slots(sp))
-		return -ENOMEM;
-	if (sp->n == sp->cap) {
-		uint32_t cap = sp->cap ? sp->cap * 2 : 64;
-		const char **strs = realloc(sp->strs, cap * sizeof(*strs));
-
-		if (!strs)
-			return -ENOMEM;
-		sp->strs = strs;
-		sp->cap = cap;
-	}
-	c = sp->chunks;
-	if (!c || c->size - c->used < len) {
-		size_t size = len > STR_CHUNK_SIZE / 4 ? len : STR_CHUNK_SIZE;
-
-		c = malloc(sizeof(*c) + size);
-		if (!c)
-			return -ENOMEM;
-		c->size = size;
-		c->used = 0;
-		if (sp->chunks && size != STR_CHUNK_SIZE) {
-			/* keep the partly used chunk at the head for small strings */
-			c->next = sp->chunks->next;
-			sp->chunks->next = c;
-		} else {
-			c->next = sp->chunks;
-			sp->chunks = c;
-		}
-		sp->chunk_bytes += sizeof(*c) + size;
-		sp->n_chunks++;
-	}
-	copy = c->data + c->used;
-	c->used += len;
-	memcpy(copy, s, len);
-	mask = sp->n_slots - 1;
-	for (i = hash_str(s) & mask; sp->slots[i]; i = (i + 1) & mask)
-		;
-	sp->slots[i] = sp->n + 1;
-	sp->strs[sp->n] = copy;
-	return sp->n++;
-}
-
-static size_t sp_bytes(const struct strpool *sp)
-{
-	return sp->chunk_bytes + sp->n_chunks * MALLOC_OVERHEAD + sp->cap * sizeof(*sp->strs) +
-	       sp->n_slots * sizeof(*sp->slots) + 2 * MALLOC_OVERHEAD;
-}
-
-/* ---- open weights: node -> hc_weights ---- */
-
-struct wentry {
-	uint32_t node;
-	struct hc_weights w;
-};
-
-struct wtab {
-	struct wentry *e;
-	uint32_t n, cap;
-	uint32_t *slots; /* index + 1 */
-	uint32_t n_slots;
-};
-
-static inline size_t node_hash(uint32_t node)
-{
-	return (size_t)hc_hash_mix((uint64_t)node * HC_HASH_GOLDEN);
-}
-
-static void wtab_free(struct wtab *t)
-{
-	if (!t)
-		return;
-	free(t->e);
-	free(t->slots);
-	free(t);
-}
-
-static size_t wtab_bytes(const struct wtab *t)
-{
-	if (!t)
-		return 0;
-	return sizeof(*t) + (size_t)t->cap * sizeof(*t->e) +
-	       (size_t)t->n_slots * sizeof(*t->slots) + 3 * MALLOC_OVERHEAD;
-}
-
-static int wtab_rehash(struct wtab *t, uint32_t n_slots)
-{
-	uint32_t *slots = calloc(n_slots, sizeof(*slots));
-
-	if (!slots)
-		return -ENOMEM;
-	for (uint32_t k = 0; k < t->n; k++) {
-		size_t i;
-
-		for (i = node_hash(t->e[k].node) & (n_slots - 1); slots[i];
-		     i = (i + 1) & (n_slots - 1))
-			;
-		slots[i] = k + 1;
-	}
-	free(t->slots);
-	t->slots = slots;
-	t->n_slots = n_slots;
-	return 0;
-}
-
-/* Rebuild the slots in place after the entries moved (no allocation). */
-static void wtab_reindex(struct wtab *t)
-{
-	memset(t->slots, 0, (size_t)t->n_slots * sizeof(*t->slots));
-	for (uint32_t k = 0; k < t->n; k++) {
-		size_t i;
-
-		for (i = node_hash(t->e[k].node) & (t->n_slots - 1); t->slots[i];
-		     i = (i + 1) & (t->n_slots - 1))
-			;
-		t->slots[i] = k + 1;
-	}
-}
-
-static struct wtab *wtab_new(uint32_t hint)
-{
-	struct wtab *t = calloc(1, sizeof(*t));
-	uint32_t n = MIN_SLOTS;
-
-	if (!t)
-		return NULL;
-	while (n < hint * 2 && n < (1u << 30))
-		n *= 2;
-	if (wtab_rehash(t, n)) {
-		free(t);
-		return NULL;
-	}
-	return t;
-}
-
-static int wtab_add(struct wtab *t, uint32_t node, const struct hc_weights *w)
-{
-	uint32_t mask = t->n_slots - 1;
-	size_t i;
-
-	for (i = node_hash(node) & mask; t->slots[i]; i = (i + 1) & mask) {
-		struct wentry *e = &t->e[t->slots[i] - 1];
-
-		if (e->node == node) {
-			hc_weights__add(&e->w, w);
-			return 0;
-		}
-	}
-	if (t->n == t->cap) {
-		uint32_t cap = t->cap ? t->cap * 2 : 64;
-		struct wentry *e;
-
-		if (t->cap >= (1u << 30))
-			return -ENOMEM;
-		e = realloc(t->e, cap * sizeof(*e));
-		if (!e)
-			return -ENOMEM;
-		t->e = e;
-		t->cap = cap;
-	}
-	if ((t->n + 1) * 10 > t->n_slots * 7) {
-		if (wtab_rehash(t, t->n_slots * 2))
-			return -ENOMEM;
-		mask = t->n_slots - 1;
-		for (i = node_hash(node) & mask; t->slots[i]; i = (i + 1) & mask)
-			;
-	}
-	t->e[t->n].node = node;
-	t->e[t->n].w = *w;
-	t->slots[i] = ++t->n;
-	return 0;
-}
-
-static int wentry_cmp(const void *a, const void *b)
-{
-	uint32_t x = ((const struct wentry *)a)->node, y = ((const struct wentry *)b)->node;
-
-	return x < y ? -1 : x > y;
-}
-
-/* ---- open histogram cells ---- */
-
-struct hcell {
-	uint32_t pid;
-	uint32_t key; /* string id */
-	uint16_t idx; /* bucket index */
-	uint8_t hist; /* enum hc_store_hist, or CELL_COUNTER + enum hc_store_counter */
-	uint64_t count;
-};
-
-/* Counters are cells too (bucket index 0, pid 0), numbered after the histograms: the encoding,
- * coarsening and eviction of cells then hold them without a line of their own. */
-#define CELL_COUNTER HC_STORE_H_MAX
-#define CELL_MAX_NS (CELL_COUNTER + HC_STORE_C_LOCK_MAX_NS)
-
-/* What two cells of one (hist, pid, key, bucket) make: a sum, or for a maximum its max. */
-static inline uint64_t cell_merge(uint8_t hist, uint64_t a, uint64_t b)
-{
-	if (hist == CELL_MAX_NS)
-		return a > b ? a : b;
-	return sat_add(a, b);
-}
-
-struct htab {
-	struct hcell *c;
-	uint32_t n, cap;
-	uint32_t *slots;
-	uint32_t n_slots;
-};
-
-static inline size_t cell_hash(const struct hcell *c)
-{
-	uint64_t k[2] = {(uint64_t)c->pid << 32 | c->key, (uint64_t)c->hist << 16 | c->idx};
-
-	return (size_t)hc_hash_words(k, 2, 0);
-}
-
-static inline bool cell_same(const struct hcell *a, const struct hcell *b)
-{
-	return a->pid == b->pid && a->key == b->key && a->idx == b->idx && a->hist == b->hist;
-}
-
-static void htab_free(struct htab *t)
-{
-	if (!t)
-		return;
-	free(t->c);
-	free(t->slots);
-	free(t);
-}
-
-static size_t htab_bytes(const struct htab *t)
-{
-	if (!t)
-		return 0;
-	return sizeof(*t) + (size_t)t->cap * sizeof(*t->c) +
-	       (size_t)t->n_slots * sizeof(*t->slots) + 3 * MALLOC_OVERHEAD;
-}
-
-static int htab_rehash(struct htab *t, uint32_t n_slots)
-{
-	uint32_t *slots = calloc(n_slots, sizeof(*slots));
-
-	if (!slots)
-		return -ENOMEM;
-	for (uint32_t k = 0; k < t->n; k++) {
-		size_t i;
-
-		for (i = cell_hash(&t->c[k]) & (n_slots - 1); slots[i]; i = (i + 1) & (n_slots - 1))
-			;
-		slots[i] = k + 1;
-	}
-	free(t->slots);
-	t->slots = slots;
-	t->n_slots = n_slots;
-	return 0;
-}
-
-static void htab_reindex(struct htab *t)
-{
-	memset(t->slots, 0, (size_t)t->n_slots * sizeof(*t->slots));
-	for (uint32_t k = 0; k < t->n; k++) {
-		size_t i;
-
-		for (i = cell_hash(&t->c[k]) & (t->n_slots - 1); t->slots[i];
-		     i = (i + 1) & (t->n_slots - 1))
-			;
-		t->slots[i] = k + 1;
-	}
-}
-
-static struct htab *htab_new(void)
-{
-	struct htab *t = calloc(1, sizeof(*t));
-
-	if (!t)
-		return NULL;
-	if (htab_rehash(t, MIN_SLOTS)) {
-		free(t);
-		return NULL;
-	}
-	return t;
-}
-
-static int htab_add(struct htab *t, const struct hcell *cell)
-{
-	uint32_t mask = t->n_slots - 1;
-	size_t h = cell_hash(cell), i;
-
-	for (i = h & mask; t->slots[i]; i = (i + 1) & mask) {
-		struct hcell *c = &t->c[t->slots[i] - 1];
-
-		if (cell_same(c, cell)) {
-			c->count = cell_merge(c->hist, c->count, cell->count);
-			return 0;
-		}
-	}
-	if (t->n == t->cap) {
-		uint32_t cap = t->cap ? t->cap * 2 : 64;
-		struct hcell *c;
-
-		if (t->cap >= (1u << 30))
-			return -ENOMEM;
-		c = realloc(t->c, cap * sizeof(*c));
-		if (!c)
-			return -ENOMEM;
-		t->c = c;
-		t->cap = cap;
-	}
-	if ((t->n + 1) * 10 > t->n_slots * 7) {
-		if (htab_rehash(t, t->n_slots * 2))
-			return -ENOMEM;
-		mask = t->n_slots - 1;
-		for (i = h & mask; t->slots[i]; i = (i + 1) & mask)
-			;
-	}
-	t->c[t->n] = *cell;
-	t->slots[i] = ++t->n;
-	return 0;
-}
-
-static int hcell_cmp(const void *a, const void *b)
-{
-	const struct hcell *x = a, *y = b;
-
-	if (x->hist != y->hist)
-		return x->hist < y->hist ? -1 : 1;
-	if (x->pid != y->pid)
-		return x->pid < y->pid ? -1 : 1;
-	if (x->key != y->key)
-		return x->key < y->key ? -1 : 1;
-	return x->idx < y->idx ? -1 : x->idx > y->idx;
-}
-
-/* ---- buckets ---- */
-
-struct bucket {
-	int64_t start_s;
-	uint32_t span_s; /* 1, or COARSE_SPAN_S */
-	struct hc_weights total;
-	/* weights: open (w_open) or sealed (w_enc, w_len bytes, w_n entries), or neither */
-	struct wtab *w_open;
-	uint8_t *w_enc;
-	size_t w_len;
-	uint32_t w_n;
-	/* heat map: open (HC_STORE_HEAT_ROWS x span_s counts) or sealed */
-	uint64_t *heat_open;
-	uint8_t *heat_enc;
-	size_t heat_len;
-	/* histogram cells */
-	struct htab *h_open;
-	uint8_t *h_enc;
-	size_t h_len;
-	size_t bytes; /* accounted heap, what st->bucket_bytes holds for it */
-};
-
-struct frame {
-	const char *name;   /* pool */
-	const char *module; /* pool or NULL */
-	uint64_t id;
-	int64_t offset;
-	uint8_t kind;
-	bool inlined;
-};
-
-struct trie {
-	uint64_t *key; /* node -> parent << 32 | frame; key[0] (the root) is 0 */
-	uint32_t n, cap;
-	uint32_t *slots; /* node ids; 0 = empty (the root is never in the table) */
-	size_t n_slots;
-};
-
-struct hc_store {
-	struct hc_store_opts o;
-	struct strpool sp;
-	struct frame *frames;	       /* internal id - 1; kind 0: free */
-	uint32_t n_frames, cap_frames; /* slots used (live and free), allocated */
-	uint32_t live_frames;
-	uint32_t *free_frames; /* internal ids to reuse */
-	uint32_t n_free, cap_free;
-	uint32_t *fslots; /* content hash of live frames: internal ids, 0 = empty */
-	size_t n_fslots;
-	uint32_t *wmap; /* caller's frame id - 1 -> internal id */
-	uint32_t n_wmap, cap_wmap;
-	struct trie trie;
-	uint32_t live_after_gc; /* trie nodes right after the last GC (or 1) */
-	bool dropped_since_gc;	/* buckets were dropped since: the trie may hold garbage */
-
-	struct bucket **bk; /* sorted by start_s, non-overlapping */
-	size_t n_bk, cap_bk;
-	size_t bucket_bytes;
-
-	bool has_clock;
-	int64_t newest_s;	  /* the retention clock: newest second added or sealed */
-	int64_t evict_floor_s;	  /* seconds below were evicted early */
-	int64_t sealed_through_s; /* hc_store__seal() was called up to here */
-
-	uint8_t *scratch; /* encoder output */
-	size_t scratch_cap;
-
-	struct hc_hist *shape[HC_STORE_H_MAX]; /* empty templates: bucket index <-> value */
-
-	uint64_t expired_adds, expired_ns, evicted_early, gc_runs;
-};
+/* ---- histograms ---- */
 
 static const char *const hist_names[HC_STORE_H_MAX] = {
 	[HC_STORE_H_PRIORITY] = "priority",
@@ -646,11 +88,13 @@ static struct hc_hist *hist_new_shape(enum hc_store_hist h)
 	}
 }
 
+/* ---- buckets ---- */
+
 static size_t bucket_bytes(const struct bucket *b)
 {
 	size_t n = sizeof(*b) + MALLOC_OVERHEAD;
 
-	n += wtab_bytes(b->w_open) + htab_bytes(b->h_open);
+	n += hc__store_wtab_bytes(b->w_open) + hc__store_htab_bytes(b->h_open);
 	if (b->w_enc)
 		n += b->w_len + MALLOC_OVERHEAD;
 	if (b->heat_open)
@@ -662,7 +106,7 @@ static size_t bucket_bytes(const struct bucket *b)
 	return n;
 }
 
-static void bucket_account(struct hc_store *st, struct bucket *b)
+void hc__store_bucket_account(struct hc_store *st, struct bucket *b)
 {
 	st->bucket_bytes -= b->bytes;
 	b->bytes = bucket_bytes(b);
@@ -673,11 +117,11 @@ static void bucket_free(struct bucket *b)
 {
 	if (!b)
 		return;
-	wtab_free(b->w_open);
+	hc__store_wtab_free(b->w_open);
 	free(b->w_enc);
 	free(b->heat_open);
 	free(b->heat_enc);
-	htab_free(b->h_open);
+	hc__store_htab_free(b->h_open);
 	free(b->h_enc);
 	free(b);
 }
@@ -685,383 +129,6 @@ static void bucket_free(struct bucket *b)
 static inline bool bucket_is_open(const struct bucket *b)
 {
 	return b->w_open || b->heat_open || b->h_open;
-}
-
-/* Room for an encoding of `need` bytes in st->scratch. */
-static int scratch_reserve(struct hc_store *st, size_t need)
-{
-	uint8_t *p;
-	size_t cap;
-
-	if (need <= st->scratch_cap)
-		return 0;
-	cap = st->scratch_cap ? st->scratch_cap : 4096;
-	while (cap < need)
-		cap *= 2;
-	p = realloc(st->scratch, cap);
-	if (!p)
-		return -ENOMEM;
-	st->scratch = p;
-	st->scratch_cap = cap;
-	return 0;
-}
-
-/* A malloc'd copy of scratch[0, len) (NULL for len 0: *ok says whether that is an error). */
-static uint8_t *scratch_copy(const struct hc_store *st, size_t len, bool *ok)
-{
-	uint8_t *p;
-
-	*ok = true;
-	if (!len)
-		return NULL;
-	p = malloc(len);
-	if (!p) {
-		*ok = false;
-		return NULL;
-	}
-	memcpy(p, st->scratch, len);
-	return p;
-}
-
-/* ---- weights encoding ---- */
-
-#define WF_SAMPLES 1u
-#define WF_ON 2u
-#define WF_OFF 4u
-#define WF_RQ 8u
-
-static inline uint8_t *put_wentry(uint8_t *p, uint32_t delta, const struct hc_weights *w,
-				  uint64_t period_ns)
-{
-	uint64_t resid = zigzag(w->on_cpu_ns - w->samples * period_ns);
-	uint64_t flags = (w->samples ? WF_SAMPLES : 0) | (resid ? WF_ON : 0) |
-			 (w->off_cpu_ns ? WF_OFF : 0) | (w->runqueue_ns ? WF_RQ : 0);
-
-	p = put_uv(p, (uint64_t)delta << 4 | flags);
-	if (w->samples)
-		p = put_uv(p, w->samples);
-	if (resid)
-		p = put_uv(p, resid);
-	if (w->off_cpu_ns)
-		p = put_uv(p, w->off_cpu_ns);
-	if (w->runqueue_ns)
-		p = put_uv(p, w->runqueue_ns);
-	return p;
-}
-
-/* Decode one entry; *node holds the previous node id (0 at the start). */
-static inline const uint8_t *get_wentry(const uint8_t *p, uint32_t *node, struct hc_weights *w,
-					uint64_t period_ns)
-{
-	uint64_t hdr, v = 0;
-
-	p = get_uv(p, &hdr);
-	*node += (uint32_t)(hdr >> 4);
-	w->samples = 0;
-	w->off_cpu_ns = 0;
-	w->runqueue_ns = 0;
-	if (hdr & WF_SAMPLES)
-		p = get_uv(p, &w->samples);
-	if (hdr & WF_ON)
-		p = get_uv(p, &v);
-	w->on_cpu_ns = w->samples * period_ns + unzigzag(v);
-	if (hdr & WF_OFF)
-		p = get_uv(p, &w->off_cpu_ns);
-	if (hdr & WF_RQ)
-		p = get_uv(p, &w->runqueue_ns);
-	return p;
-}
-
-#define WENTRY_MAX (5 * VARINT_MAX)
-
-static int seal_weights(struct hc_store *st, struct bucket *b)
-{
-	struct wtab *t = b->w_open;
-	uint32_t prev = 0;
-	uint8_t *p, *enc;
-	bool ok;
-	int err;
-
-	if (!t)
-		return 0;
-	err = scratch_reserve(st, (size_t)t->n * WENTRY_MAX);
-	if (err)
-		return err;
-	if (t->n > 1)
-		qsort(t->e, t->n, sizeof(*t->e), wentry_cmp);
-	p = st->scratch;
-	for (uint32_t k = 0; k < t->n; k++) {
-		p = put_wentry(p, t->e[k].node - prev, &t->e[k].w, st->o.period_ns);
-		prev = t->e[k].node;
-	}
-	enc = scratch_copy(st, (size_t)(p - st->scratch), &ok);
-	if (!ok) {
-		wtab_reindex(t); /* the sort moved the entries */
-		return -ENOMEM;
-	}
-	b->w_enc = enc;
-	b->w_len = (size_t)(p - st->scratch);
-	b->w_n = t->n;
-	wtab_free(t);
-	b->w_open = NULL;
-	return 0;
-}
-
-/* Add every sealed entry of enc to t. */
-static int wtab_add_encoded(struct wtab *t, const uint8_t *enc, size_t len, uint64_t period_ns)
-{
-	const uint8_t *p = enc, *end = enc + len;
-	uint32_t node = 0;
-	struct hc_weights w;
-	int err;
-
-	while (p < end) {
-		p = get_wentry(p, &node, &w, period_ns);
-		err = wtab_add(t, node, &w);
-		if (err)
-			return err;
-	}
-	return 0;
-}
-
-/* Make b's weights open (decoding them if sealed). */
-static int open_weights(struct hc_store *st, struct bucket *b)
-{
-	struct wtab *t;
-
-	if (b->w_open)
-		return 0;
-	t = wtab_new(b->w_n);
-	if (!t)
-		return -ENOMEM;
-	if (b->w_enc && wtab_add_encoded(t, b->w_enc, b->w_len, st->o.period_ns)) {
-		wtab_free(t);
-		return -ENOMEM;
-	}
-	free(b->w_enc);
-	b->w_enc = NULL;
-	b->w_len = 0;
-	b->w_n = 0;
-	b->w_open = t;
-	return 0;
-}
-
-/* Call fn for every weights entry of b (open or sealed). */
-static int bucket_each_weight(const struct hc_store *st, const struct bucket *b,
-			      int (*fn)(void *ctx, uint32_t node, const struct hc_weights *w),
-			      void *ctx)
-{
-	int err;
-
-	if (b->w_open) {
-		for (uint32_t k = 0; k < b->w_open->n; k++) {
-			err = fn(ctx, b->w_open->e[k].node, &b->w_open->e[k].w);
-			if (err)
-				return err;
-		}
-	} else if (b->w_enc) {
-		const uint8_t *p = b->w_enc, *end = b->w_enc + b->w_len;
-		uint32_t node = 0;
-		struct hc_weights w;
-
-		while (p < end) {
-			p = get_wentry(p, &node, &w, st->o.period_ns);
-			err = fn(ctx, node, &w);
-			if (err)
-				return err;
-		}
-	}
-	return 0;
-}
-
-/* ---- heat encoding ---- */
-
-static int seal_heat(struct hc_store *st, struct bucket *b)
-{
-	size_t n = (size_t)HC_STORE_HEAT_ROWS * b->span_s, next = 0;
-	uint8_t *p, *enc;
-	bool ok;
-	int err;
-
-	if (!b->heat_open)
-		return 0;
-	err = scratch_reserve(st, n * 2 * VARINT_MAX);
-	if (err)
-		return err;
-	p = st->scratch;
-	for (size_t pos = 0; pos < n; pos++) {
-		if (!b->heat_open[pos])
-			continue;
-		p = put_uv(p, pos - next);
-		p = put_uv(p, b->heat_open[pos]);
-		next = pos + 1;
-	}
-	enc = scratch_copy(st, (size_t)(p - st->scratch), &ok);
-	if (!ok)
-		return -ENOMEM;
-	b->heat_enc = enc;
-	b->heat_len = (size_t)(p - st->scratch);
-	free(b->heat_open);
-	b->heat_open = NULL;
-	return 0;
-}
-
-/* Call fn(pos, count) for every non-zero position of a sealed heat encoding. */
-#define HEAT_EACH(enc, len, pos, count, ...)                      \
-	do {                                                      \
-		const uint8_t *p_ = (enc), *end_ = (enc) + (len); \
-		uint64_t next_ = 0, gap_;                         \
-		while (p_ < end_) {                               \
-			p_ = get_uv(p_, &gap_);                   \
-			p_ = get_uv(p_, &(count));                \
-			(pos) = next_ + gap_;                     \
-			next_ = (pos) + 1;                        \
-			__VA_ARGS__;                              \
-		}                                                 \
-	} while (0)
-
-static int open_heat(struct bucket *b)
-{
-	uint64_t *h, pos, count;
-
-	if (b->heat_open)
-		return 0;
-	h = calloc((size_t)HC_STORE_HEAT_ROWS * b->span_s, sizeof(*h));
-	if (!h)
-		return -ENOMEM;
-	if (b->heat_enc)
-		HEAT_EACH(b->heat_enc, b->heat_len, pos, count, h[pos] = count);
-	free(b->heat_enc);
-	b->heat_enc = NULL;
-	b->heat_len = 0;
-	b->heat_open = h;
-	return 0;
-}
-
-/* ---- histogram cell encoding ---- */
-
-#define HCELL_MAX (5 * VARINT_MAX)
-
-static int seal_hist(struct hc_store *st, struct bucket *b)
-{
-	struct htab *t = b->h_open;
-	const struct hcell *prev = NULL;
-	uint8_t *p, *enc;
-	bool ok;
-	int err;
-
-	if (!t)
-		return 0;
-	err = scratch_reserve(st, (size_t)t->n * HCELL_MAX);
-	if (err)
-		return err;
-	if (t->n > 1)
-		qsort(t->c, t->n, sizeof(*t->c), hcell_cmp);
-	p = st->scratch;
-	for (uint32_t k = 0; k < t->n; k++) {
-		const struct hcell *c = &t->c[k];
-		bool same =
-			prev && prev->hist == c->hist && prev->pid == c->pid && prev->key == c->key;
-
-		p = put_uv(p, (uint64_t)c->idx << 1 | same);
-		if (!same) {
-			p = put_uv(p, c->hist);
-			p = put_uv(p, c->pid);
-			p = put_uv(p, c->key);
-		}
-		p = put_uv(p, c->count);
-		prev = c;
-	}
-	enc = scratch_copy(st, (size_t)(p - st->scratch), &ok);
-	if (!ok) {
-		htab_reindex(t);
-		return -ENOMEM;
-	}
-	b->h_enc = enc;
-	b->h_len = (size_t)(p - st->scratch);
-	htab_free(t);
-	b->h_open = NULL;
-	return 0;
-}
-
-static inline const uint8_t *get_hcell(const uint8_t *p, struct hcell *c)
-{
-	uint64_t hdr, v;
-
-	p = get_uv(p, &hdr);
-	c->idx = (uint16_t)(hdr >> 1);
-	if (!(hdr & 1)) {
-		p = get_uv(p, &v);
-		c->hist = (uint8_t)v;
-		p = get_uv(p, &v);
-		c->pid = (uint32_t)v;
-		p = get_uv(p, &v);
-		c->key = (uint32_t)v;
-	}
-	return get_uv(p, &c->count);
-}
-
-static int bucket_each_cell(const struct bucket *b, int (*fn)(void *ctx, const struct hcell *c),
-			    void *ctx)
-{
-	int err;
-
-	if (b->h_open) {
-		for (uint32_t k = 0; k < b->h_open->n; k++) {
-			err = fn(ctx, &b->h_open->c[k]);
-			if (err)
-				return err;
-		}
-	} else if (b->h_enc) {
-		const uint8_t *p = b->h_enc, *end = b->h_enc + b->h_len;
-		struct hcell c = {0};
-
-		while (p < end) {
-			p = get_hcell(p, &c);
-			err = fn(ctx, &c);
-			if (err)
-				return err;
-		}
-	}
-	return 0;
-}
-
-static int htab_add_cb(void *ctx, const struct hcell *c)
-{
-	return htab_add(ctx, c);
-}
-
-static int open_hist(struct bucket *b)
-{
-	struct htab *t;
-
-	if (b->h_open)
-		return 0;
-	t = htab_new();
-	if (!t)
-		return -ENOMEM;
-	if (bucket_each_cell(b, htab_add_cb, t)) {
-		htab_free(t);
-		return -ENOMEM;
-	}
-	free(b->h_enc);
-	b->h_enc = NULL;
-	b->h_len = 0;
-	b->h_open = t;
-	return 0;
-}
-
-static int seal_bucket(struct hc_store *st, struct bucket *b)
-{
-	int err;
-
-	err = seal_weights(st, b);
-	if (!err)
-		err = seal_heat(st, b);
-	if (!err)
-		err = seal_hist(st, b);
-	bucket_account(st, b);
-	return err;
 }
 
 /* ---- trie ---- */
@@ -1168,7 +235,7 @@ struct hc_store *hc_store__new(const struct hc_store_opts *opts)
 		goto err_free;
 	st->trie.key[0] = 0;
 	st->trie.n = 1;
-	if (sp_grow_slots(&st->sp))
+	if (hc__store_sp_grow_slots(&st->sp))
 		goto err_free;
 	for (int h = 0; h < HC_STORE_H_MAX; h++) {
 		st->shape[h] = hist_new_shape((enum hc_store_hist)h);
@@ -1197,7 +264,7 @@ void hc_store__free(struct hc_store *st)
 	free(st->free_frames);
 	free(st->fslots);
 	free(st->wmap);
-	sp_free(&st->sp);
+	hc__store_sp_free(&st->sp);
 	free(st->scratch);
 	for (int h = 0; h < HC_STORE_H_MAX; h++)
 		hc_hist__free(st->shape[h]);
@@ -1312,11 +379,11 @@ int hc_store__define_frame(struct hc_store *st, uint32_t id, const struct hc_pat
 		st->wmap = w;
 		st->cap_wmap = cap;
 	}
-	name = sp_intern(&st->sp, e->name);
+	name = hc__store_sp_intern(&st->sp, e->name);
 	if (name < 0)
 		return (int)name;
 	if (e->module) {
-		module = sp_intern(&st->sp, e->module);
+		module = hc__store_sp_intern(&st->sp, e->module);
 		if (module < 0)
 			return (int)module;
 	}
@@ -1495,7 +562,7 @@ static int bucket_for(struct hc_store *st, int64_t sec, struct bucket **out)
 	memmove(st->bk + i + 1, st->bk + i, (st->n_bk - i) * sizeof(*st->bk));
 	st->bk[i] = b;
 	st->n_bk++;
-	bucket_account(st, b);
+	hc__store_bucket_account(st, b);
 	*out = b;
 	return 0;
 }
@@ -1543,12 +610,12 @@ int hc_store__add(struct hc_store *st, int64_t sec, const uint32_t *path, size_t
 			return (int)child;
 		node = (uint32_t)child;
 	}
-	err = open_weights(st, b);
+	err = hc__store_open_weights(st, b);
 	if (!err)
-		err = wtab_add(b->w_open, node, w);
+		err = hc__store_wtab_add(b->w_open, node, w);
 	if (!err)
 		hc_weights__add(&b->total, w);
-	bucket_account(st, b);
+	hc__store_bucket_account(st, b);
 	return err;
 }
 
@@ -1569,12 +636,12 @@ int hc_store__add_heat(struct hc_store *st, int64_t sec, unsigned int row, uint6
 		count_expired(st, 0);
 		return 0;
 	}
-	err = open_heat(b);
+	err = hc__store_open_heat(b);
 	if (!err) {
 		c = &b->heat_open[(size_t)(sec - b->start_s) * HC_STORE_HEAT_ROWS + row];
 		*c = sat_add(*c, count);
 	}
-	bucket_account(st, b);
+	hc__store_bucket_account(st, b);
 	return err;
 }
 
@@ -1605,16 +672,16 @@ static int add_cell(struct hc_store *st, int64_t sec, struct hcell *cell, const 
 		count_expired(st, 0);
 		goto out_free;
 	}
-	key_id = sp_intern(&st->sp, clean);
+	key_id = hc__store_sp_intern(&st->sp, clean);
 	if (key_id < 0) {
 		err = (int)key_id;
 		goto out_free;
 	}
 	cell->key = (uint32_t)key_id;
-	err = open_hist(b);
+	err = hc__store_open_hist(b);
 	if (!err)
-		err = htab_add(b->h_open, cell);
-	bucket_account(st, b);
+		err = hc__store_htab_add(b->h_open, cell);
+	hc__store_bucket_account(st, b);
 out_free:
 	if (clean != key)
 		free(clean);
@@ -1684,7 +751,7 @@ static int trie_gc(struct hc_store *st)
 		goto out;
 	m.mark[0] = 1;
 	for (size_t i = 0; i < st->n_bk; i++)
-		bucket_each_weight(st, st->bk[i], gc_mark_cb, &m);
+		hc__store_bucket_each_weight(st, st->bk[i], gc_mark_cb, &m);
 	for (uint32_t id = 0; id < t->n; id++) {
 		if (m.mark[id])
 			remap[id] = live++;
@@ -1727,7 +794,7 @@ static int trie_gc(struct hc_store *st)
 		if (b->w_open) {
 			for (uint32_t k = 0; k < b->w_open->n; k++)
 				b->w_open->e[k].node = remap[b->w_open->e[k].node];
-			wtab_reindex(b->w_open);
+			hc__store_wtab_reindex(b->w_open);
 		} else if (b->w_enc) {
 			const uint8_t *p = b->w_enc, *end = b->w_enc + b->w_len;
 			uint8_t *q = b->w_enc;
@@ -1740,7 +807,7 @@ static int trie_gc(struct hc_store *st)
 				prev = remap[node];
 			}
 			b->w_len = (size_t)(q - b->w_enc);
-			bucket_account(st, b);
+			hc__store_bucket_account(st, b);
 		}
 	}
 	st->live_after_gc = live;
@@ -1840,7 +907,7 @@ static int coarse_w_cb(void *ctx, uint32_t node, const struct hc_weights *w)
 	struct coarse *c = ctx;
 	int64_t m = node < c->n_old ? merged_node(c, node) : node;
 
-	return m < 0 ? (int)m : wtab_add(c->w, (uint32_t)m, w);
+	return m < 0 ? (int)m : hc__store_wtab_add(c->w, (uint32_t)m, w);
 }
 
 /* Merge the 1 s buckets [i0, i1) (all with start in [k, k + COARSE_SPAN_S)) into one. */
@@ -1850,7 +917,7 @@ static int coarsen(struct hc_store *st, size_t i0, size_t i1, int64_t k)
 	struct coarse c = {.st = st, .n_old = st->trie.n};
 	uint32_t hint = 0;
 	int err = -ENOMEM;
-	int64_t unk = sp_find(&st->sp, "[unknown]");
+	int64_t unk = hc__store_sp_find(&st->sp, "[unknown]");
 
 	if (!nb)
 		return -ENOMEM;
@@ -1861,14 +928,14 @@ static int coarsen(struct hc_store *st, size_t i0, size_t i1, int64_t k)
 		goto err_free;
 	/* Processes with data in the newest seconds keep their pid. */
 	for (size_t i = st->n_bk > COARSE_SPAN_S ? st->n_bk - COARSE_SPAN_S : 0; i < st->n_bk; i++)
-		if (bucket_each_weight(st, st->bk[i], mark_alive_cb, &c))
+		if (hc__store_bucket_each_weight(st, st->bk[i], mark_alive_cb, &c))
 			goto err_free;
 	nb->start_s = k;
 	nb->span_s = COARSE_SPAN_S;
 	for (size_t i = i0; i < i1; i++)
 		hint = hint > st->bk[i]->w_n ? hint : st->bk[i]->w_n;
-	nb->w_open = wtab_new(hint * 2);
-	nb->h_open = htab_new();
+	nb->w_open = hc__store_wtab_new(hint * 2);
+	nb->h_open = hc__store_htab_new();
 	nb->heat_open = calloc((size_t)HC_STORE_HEAT_ROWS * COARSE_SPAN_S, sizeof(uint64_t));
 	if (!nb->w_open || !nb->h_open || !nb->heat_open)
 		goto err_free;
@@ -1878,8 +945,8 @@ static int coarsen(struct hc_store *st, size_t i0, size_t i1, int64_t k)
 		size_t off = (size_t)(b->start_s - k) * HC_STORE_HEAT_ROWS;
 		uint64_t pos, count;
 
-		if (bucket_each_weight(st, b, coarse_w_cb, &c) ||
-		    bucket_each_cell(b, htab_add_cb, nb->h_open))
+		if (hc__store_bucket_each_weight(st, b, coarse_w_cb, &c) ||
+		    hc__store_bucket_each_cell(b, hc__store_htab_add_cb, nb->h_open))
 			goto err_free;
 		if (b->heat_open) {
 			for (size_t r = 0; r < HC_STORE_HEAT_ROWS; r++)
@@ -1890,7 +957,7 @@ static int coarsen(struct hc_store *st, size_t i0, size_t i1, int64_t k)
 		}
 		hc_weights__add(&nb->total, &b->total);
 	}
-	err = seal_bucket(st, nb); /* accounts nb */
+	err = hc__store_seal_bucket(st, nb); /* accounts nb */
 	if (err)
 		goto err_uncount;
 	for (size_t i = i0; i < i1; i++) {
@@ -1943,7 +1010,7 @@ static size_t fixed_bytes(const struct hc_store *st)
 	return sizeof(*st) + MALLOC_OVERHEAD + st->cap_bk * sizeof(*st->bk) +
 	       (size_t)st->cap_frames * sizeof(*st->frames) + st->n_fslots * sizeof(uint32_t) +
 	       ((size_t)st->cap_wmap + st->cap_free) * sizeof(uint32_t) + st->scratch_cap +
-	       3 * MALLOC_OVERHEAD + sp_bytes(&st->sp) + trie_bytes(&st->trie) +
+	       3 * MALLOC_OVERHEAD + hc__store_sp_bytes(&st->sp) + trie_bytes(&st->trie) +
 	       HC_STORE_H_MAX * HIST_TEMPLATE_BYTES;
 }
 
@@ -2027,7 +1094,7 @@ int hc_store__seal(struct hc_store *st, int64_t sec)
 		if (b->start_s > sec)
 			break;
 		if (bucket_is_open(b) && sec - b->start_s >= (int64_t)b->span_s - 1) {
-			r = seal_bucket(st, b);
+			r = hc__store_seal_bucket(st, b);
 			if (r)
 				err = r;
 		}
@@ -2340,7 +1407,7 @@ int hc_store__tree(const struct hc_store *st, const struct hc_store_filter *f, s
 	if (pruned)
 		memset(pruned, 0, sizeof(*pruned));
 	if (f->comm) {
-		int64_t id = sp_find(&st->sp, f->comm);
+		int64_t id = hc__store_sp_find(&st->sp, f->comm);
 
 		if (id < 0)
 			q.comm_absent = true;
@@ -2460,7 +1527,7 @@ static int hist_query_cb(void *ctx, const struct hcell *c)
 	x.key = c->key;
 	x.idx = c->idx;
 	x.count = c->count;
-	return htab_add(hq->acc, &x);
+	return hc__store_htab_add(hq->acc, &x);
 }
 
 struct hc_hist *hc_store__hist(const struct hc_store *st, enum hc_store_hist h,
@@ -2476,12 +1543,12 @@ struct hc_hist *hc_store__hist(const struct hc_store *st, enum hc_store_hist h,
 	}
 	hq.hist = (uint8_t)h;
 	if (f->comm) {
-		hq.comm_id = sp_find(&st->sp, f->comm);
+		hq.comm_id = hc__store_sp_find(&st->sp, f->comm);
 		if (hq.comm_id < 0)
 			hq.comm_id = -2;
 	}
 	out = hist_new_shape(h);
-	hq.acc = htab_new();
+	hq.acc = hc__store_htab_new();
 	if (!out || !hq.acc) {
 		err = -ENOMEM;
 		goto err;
@@ -2489,14 +1556,14 @@ struct hc_hist *hc_store__hist(const struct hc_store *st, enum hc_store_hist h,
 	if (f->from_s < f->to_s && hq.comm_id != -2) {
 		for (size_t i = bk_lower(st, f->from_s);
 		     i < st->n_bk && st->bk[i]->start_s < f->to_s; i++) {
-			err = bucket_each_cell(st->bk[i], hist_query_cb, &hq);
+			err = hc__store_bucket_each_cell(st->bk[i], hist_query_cb, &hq);
 			if (err)
 				goto err;
 		}
 	}
 	/* sorted, so that series are created in a stable order */
 	if (hq.acc->n > 1)
-		qsort(hq.acc->c, hq.acc->n, sizeof(*hq.acc->c), hcell_cmp);
+		qsort(hq.acc->c, hq.acc->n, sizeof(*hq.acc->c), hc__store_hcell_cmp);
 	for (uint32_t k = 0; k < hq.acc->n; k++) {
 		const struct hcell *c = &hq.acc->c[k];
 		int64_t min, max, value;
@@ -2508,11 +1575,11 @@ struct hc_hist *hc_store__hist(const struct hc_store *st, enum hc_store_hist h,
 		if (err)
 			goto err;
 	}
-	htab_free(hq.acc);
+	hc__store_htab_free(hq.acc);
 	return out;
 
 err:
-	htab_free(hq.acc);
+	hc__store_htab_free(hq.acc);
 	hc_hist__free(out);
 	errno = -err;
 	return NULL;
@@ -2529,7 +1596,7 @@ static int counter_query_cb(void *ctx, const struct hcell *c)
 
 	if (c->hist != cq->hist)
 		return 0;
-	return htab_add(cq->acc, c);
+	return hc__store_htab_add(cq->acc, c);
 }
 
 int hc_store__counter(const struct hc_store *st, enum hc_store_counter c,
@@ -2541,19 +1608,21 @@ int hc_store__counter(const struct hc_store *st, enum hc_store_counter c,
 
 	if (!st || !f || !fn || (unsigned int)c >= HC_STORE_C_MAX)
 		return -EINVAL;
-	cq.acc = htab_new();
+	cq.acc = hc__store_htab_new();
 	if (!cq.acc)
 		return -ENOMEM;
 	for (size_t i = f->from_s < f->to_s ? bk_lower(st, f->from_s) : st->n_bk;
 	     i < st->n_bk && st->bk[i]->start_s < f->to_s && !err; i++)
-		err = bucket_each_cell(st->bk[i], counter_query_cb, &cq);
+		err = hc__store_bucket_each_cell(st->bk[i], counter_query_cb, &cq);
 	if (!err && cq.acc->n > 1)
-		qsort(cq.acc->c, cq.acc->n, sizeof(*cq.acc->c), hcell_cmp);
+		qsort(cq.acc->c, cq.acc->n, sizeof(*cq.acc->c), hc__store_hcell_cmp);
 	for (uint32_t k = 0; k < cq.acc->n && !err; k++)
 		err = fn(ctx, st->sp.strs[cq.acc->c[k].key], cq.acc->c[k].count);
-	htab_free(cq.acc);
+	hc__store_htab_free(cq.acc);
 	return err;
 }
+
+/* ---- stats ---- */
 
 void hc_store__stats(const struct hc_store *st, struct hc_store_stats *out)
 {
