@@ -5,9 +5,9 @@
  *
  *  - store_codec.c: the string pool, the open weight and histogram-cell tables, and the sealed
  *    encodings of a bucket's three parts;
- *  - store.c: the path trie, the frames and their garbage collection, the store object, the
- *    bucket list and retention, adds, sealing, the memory cap (coarsening, early eviction),
- *    stats and the queries.
+ *  - store_trie.c: the path trie, the frames, and their garbage collection;
+ *  - store.c: the store object, the bucket list and retention, adds, sealing, the memory cap
+ *    (coarsening, early eviction), stats and the queries.
  *
  * Pieces:
  *  - a string pool (frame names, modules, histogram keys), each string once, with a u32 id;
@@ -325,6 +325,29 @@ int hc__store_bucket_each_weight(const struct hc_store *st, const struct bucket 
 				 void *ctx);
 int hc__store_bucket_each_cell(const struct bucket *b, int (*fn)(void *ctx, const struct hcell *c),
 			       void *ctx);
+
+/* ---- trie ---- */
+
+static inline uint32_t trie_parent(const struct trie *t, uint32_t node)
+{
+	return (uint32_t)(t->key[node] >> 32);
+}
+
+static inline uint32_t trie_frame(const struct trie *t, uint32_t node)
+{
+	return (uint32_t)t->key[node];
+}
+
+/* Rebuild the slot table with n_slots (a power of two) slots; -ENOMEM. */
+int hc__store_trie_rehash(struct trie *t, size_t n_slots);
+/* The child of parent for frame, created if needed: its id (> 0), or -ENOMEM. */
+int64_t hc__store_trie_child(struct trie *t, uint32_t parent, uint32_t frame);
+size_t hc__store_trie_bytes(const struct trie *t);
+/* The internal id of frame f, created if new: > 0, or -ENOMEM. */
+int64_t hc__store_frame_intern(struct hc_store *st, const struct frame *f);
+/* Collect the trie nodes no bucket references, then the frames no node refers to; -ENOMEM
+ * (nothing collected). */
+int hc__store_trie_gc(struct hc_store *st);
 
 /* ---- the store (store.c) ---- */
 
