@@ -7,7 +7,8 @@
  *    encodings of a bucket's three parts;
  *  - store_trie.c: the path trie, the frames, and their garbage collection;
  *  - store.c: the store object, the bucket list and retention, adds, sealing, the memory cap
- *    (coarsening, early eviction), stats and the queries.
+ *    (coarsening, early eviction) and stats;
+ *  - store_query.c: the tree (with its pruning), timeline, heat, histogram and counter queries.
  *
  * Pieces:
  *  - a string pool (frame names, modules, histogram keys), each string once, with a u32 id;
@@ -351,7 +352,13 @@ int hc__store_trie_gc(struct hc_store *st);
 
 /* ---- the store (store.c) ---- */
 
+/* An empty histogram of h's shape; NULL + errno. */
+struct hc_hist *hc__store_hist_new_shape(enum hc_store_hist h);
 /* Recount b's heap into st->bucket_bytes after its parts changed. */
 void hc__store_bucket_account(struct hc_store *st, struct bucket *b);
+/* Index of the first bucket with start_s >= sec. */
+size_t hc__store_bk_lower(const struct hc_store *st, int64_t sec);
+/* The bucket holding second sec, or NULL. */
+const struct bucket *hc__store_bk_containing(const struct hc_store *st, int64_t sec);
 
 #endif
