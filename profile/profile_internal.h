@@ -18,7 +18,7 @@ int hc__node_cmp(const struct hc_node *a, const struct hc_node *b);
 int hc__node_ptr_cmp(const void *a, const void *b);
 
 /*
- * Tree builder for callers that already know each node's inclusive weights (profile/store.c):
+ * Tree builder for callers that already know each node's inclusive weights (profile/store_query.c):
  * find or create the child of node index `parent` (0: the root) named by e and add w to that
  * node only, not to its ancestors. Returns the child's index (> 0), -EINVAL (bad parent or
  * element), -ENOMEM. Children keep the identity rule of hc_tree__add_path(): adding the same
