@@ -91,3 +91,6 @@ at_exit() {
 	trap 'exit 130' INT
 	trap 'exit 143' TERM
 }
+
+# --help: the script's header comment (after the shebang and SPDX lines).
+usage() { awk 'NR > 2 && /^#/ { sub(/^# ?/, ""); print; next } NR > 2 { exit }' "$0"; }

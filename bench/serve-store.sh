@@ -78,7 +78,7 @@ while [ $# -gt 0 ]; do
 	--clients) PG_CLIENTS=$2; shift 2 ;;
 	--out) OUT=$2; shift 2 ;;
 	--no-install) INSTALL=0; shift ;;
-	-h | --help) sed -n '3,37p' "$0"; exit 0 ;;
+	-h | --help) usage; exit 0 ;;
 	*) die "unknown option $1" ;;
 	esac
 done
@@ -122,7 +122,7 @@ CSV="$OUT/runs.csv"
 COLS="round,config,tps,ctxt_per_s,load_s,worker_cpu_pct,all_cpu_pct,status_collector_cpu_pct"
 COLS+=",rss_max_kb,rss_end_kb,worker_rss_kb,server_rss_kb,main_rss_kb,du_bytes_per_s"
 COLS+=",disk_status_bytes_per_s,disk_bytes_end,mem_store_bytes_per_s,mem_store_bytes_end"
-COLS+=",store_seconds,span_s,evicted_early_s,lost,lost_ringbuf,samples_per_s"
+COLS+=",store_seconds,span_s,evicted_early_s,lost,lost_ringbuf,samples_per_s,processes,loadavg"
 echo "$COLS" >"$CSV"
 NCOLS=$(echo "$COLS" | tr , '\n' | wc -l)
 HZ=$(getconf CLK_TCK)
@@ -132,6 +132,15 @@ DATA_PARENT=$(mktemp -d "$DATA_ROOT/hotcold-bench-store.XXXXXX") || die "mktemp 
 chmod 755 "$DATA_PARENT"
 # shellcheck disable=SC2016 # expanded when it runs
 at_exit 'rm -rf "$DATA_PARENT"'
+
+SAMPLER_PID=""
+stop_sampler() {
+	[ -n "$SAMPLER_PID" ] || return 0
+	kill "$SAMPLER_PID" 2>/dev/null
+	wait "$SAMPLER_PID" 2>/dev/null
+	SAMPLER_PID=""
+}
+at_exit stop_sampler
 
 SERVE_PID=""
 SERVE_ADDR=""
@@ -208,7 +217,7 @@ rss_kb() {
 # serve's processes and the memory store's size, whose growth is only measurable until
 # --max-store is reached (then seconds are merged or dropped: evicted_early_s grows).
 sampler() {
-	while :; do
+	while alive "$SERVE_PID"; do
 		# shellcheck disable=SC2046
 		echo "$(date +%s%N) $(rss_kb $(serve_pids)) $(status |
 			jq -r '"\(.store.bytes // "NA") \(.store.evicted_early_s // "NA")"' 2>/dev/null)" >>"$1"
@@ -238,7 +247,8 @@ status_figures() {
 		"span_s \(.retention.span_s | n)",
 		"disk_bytes \(.store.disk.bytes | n)",
 		"collector_cpu_ns \(.collector.cpu_ns | n)",
-		"samples \(.samples | n)"' "$1"
+		"samples \(.samples | n)",
+		"processes \(.symbolize.processes | n)"' "$1"
 }
 
 fig() { awk -v k="$1" '$1 == k { print $2 }' "$2"; }
@@ -248,13 +258,13 @@ rate() { awk -v a="$1" -v b="$2" -v s="$3" 'BEGIN { if (a == "NA" || b == "NA" |
 
 run_one() {
 	local round=$1 run=$2 cfg rate bin args=() log data="" worker server
-	local t0 t1 all0 all1 w0 w1 du0=NA du1=NA s0 s1 sampler_pid load_s samples
+	local t0 t1 all0 all1 w0 w1 du0=NA du1=NA s0 s1 load_s samples
 	local rss_max rss_end wrss srss mrss
 	cfg=${run%@*} rate=${run#*@}
 	log="$OUT/logs/$round-$run.log"
 	if [ "$cfg" = off ]; then
 		pg_load "$SECS" >/dev/null || die "pgbench failed"
-		echo "$round,off,$PG_TPS,$PG_CTXT_PER_S,$SECS$(printf ',NA%.0s' $(seq $((NCOLS - 5))))" >>"$CSV"
+		echo "$round,off,$PG_TPS,$PG_CTXT_PER_S,$SECS$(printf ',NA%.0s' $(seq $((NCOLS - 6)))),$(cut -d' ' -f1 /proc/loadavg)" >>"$CSV"
 		note "round $round off: $PG_TPS tps, $PG_CTXT_PER_S switches/s"
 		return 0
 	fi
@@ -282,14 +292,13 @@ run_one() {
 	w0=$(ticks "$worker")
 	t0=$(date +%s%N)
 	sampler "$samples" &
-	sampler_pid=$!
+	SAMPLER_PID=$!
 	pg_load "$SECS" >/dev/null || die "pgbench failed"
 	t1=$(date +%s%N)
 	# shellcheck disable=SC2046
 	all1=$(ticks $(serve_pids))
 	w1=$(ticks "$worker")
-	kill "$sampler_pid" 2>/dev/null
-	wait "$sampler_pid" 2>/dev/null
+	stop_sampler
 	[ -n "$data" ] && du1=$(du -sb "$data" | cut -f1)
 	status >"$OUT/logs/$round-$run.status1.json"
 	wrss=$(rss_kb "$worker") srss=$(rss_kb "$server") mrss=$(rss_kb "$SERVE_PID")
@@ -319,6 +328,7 @@ run_one() {
 	row+=",$(awk -v a="$(fig lost "$s0")" -v b="$(fig lost "$s1")" 'BEGIN { print b - a }')"
 	row+=",$(awk -v a="$(fig lost_ringbuf "$s0")" -v b="$(fig lost_ringbuf "$s1")" 'BEGIN { print b - a }')"
 	row+=",$(rate "$(fig samples "$s0")" "$(fig samples "$s1")" "$load_s")"
+	row+=",$(fig processes "$s1"),$(cut -d' ' -f1 /proc/loadavg)"
 	echo "$row" >>"$CSV"
 	rm -f "$s0" "$s1"
 	note "round $round $run: $PG_TPS tps, collector $(echo "$row" | cut -d, -f6) % of a core, RSS $((rss_max / 1024)) MB"
@@ -355,18 +365,19 @@ report() {
 	local run
 	echo "# serve under pgbench -S -c $PG_CLIENTS -j $PG_THREADS (scale $PG_SCALE): $ROUNDS rounds x ${SECS}s, interleaved, medians"
 	echo
-	echo "| configuration | pgbench tps | tps kept vs off | switches/s | collector CPU % | all serve CPU % | RSS all, max (MB) | RSS all, end (MB) | collector / server / main RSS (MB) | ring-buffer losses | all losses |"
-	echo "|---|---|---|---|---|---|---|---|---|---|---|"
+	echo "| configuration | pgbench tps | tps kept vs off | switches/s | load avg | collector CPU % | all serve CPU % | RSS all, max (MB) | RSS all, end (MB) | collector / server / main RSS (MB) | ring-buffer losses | all losses |"
+	echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
 	for run in "${UNIQUE_RUNS[@]}"; do
 		echo "| $run | $(fmt "$(med "$run" tps)" %.0f) | $(kept "$run") | $(fmt "$(med "$run" ctxt_per_s)" %.0f)" \
+			"| $(fmt "$(med "$run" loadavg)" %.1f)" \
 			"| $(fmt "$(med "$run" worker_cpu_pct)" %.2f) | $(fmt "$(med "$run" all_cpu_pct)" %.2f)" \
 			"| $(fmt "$(med "$run" rss_max_kb)" %.1f 1024) | $(fmt "$(med "$run" rss_end_kb)" %.1f 1024)" \
 			"| $(fmt "$(med "$run" worker_rss_kb)" %.1f 1024) / $(fmt "$(med "$run" server_rss_kb)" %.1f 1024) / $(fmt "$(med "$run" main_rss_kb)" %.1f 1024)" \
 			"| $(fmt "$(med "$run" lost_ringbuf)" %.0f) | $(fmt "$(med "$run" lost)" %.0f) |"
 	done
 	echo
-	echo "| configuration | disk B/s (du growth) | disk B/s (store.disk.bytes) | memory store B/s | store.seconds at end | retention.span_s | store.evicted_early_s | seconds $((MAX_STORE_BYTES >> 20)) MiB holds at 1 s (implied) | samples/s |"
-	echo "|---|---|---|---|---|---|---|---|---|"
+	echo "| configuration | disk B/s (du growth) | disk B/s (store.disk.bytes) | memory store B/s | store.seconds at end | retention.span_s | store.evicted_early_s | seconds $((MAX_STORE_BYTES >> 20)) MiB holds at 1 s (implied) | samples/s | processes seen |"
+	echo "|---|---|---|---|---|---|---|---|---|---|"
 	for run in "${UNIQUE_RUNS[@]}"; do
 		[ "$run" = off ] && continue
 		local msb
@@ -375,11 +386,13 @@ report() {
 			"| $(fmt "$msb" %.0f) | $(fmt "$(med "$run" store_seconds)" %.0f) | $(fmt "$(med "$run" span_s)" %.0f)" \
 			"| $(fmt "$(med "$run" evicted_early_s)" %.0f)" \
 			"| $(awk -v b="$msb" -v m="$MAX_STORE_BYTES" 'BEGIN { print (b == "NA" || b <= 0) ? "–" : sprintf("%.0f", m / b) }')" \
-			"| $(fmt "$(med "$run" samples_per_s)" %.0f) |"
+			"| $(fmt "$(med "$run" samples_per_s)" %.0f) | $(fmt "$(med "$run" processes)" %.0f) |"
 	done
 	echo
 	echo "Machine: $(nproc) CPUs, $(uname -r), $(date -u +%Y-%m-%d); hotcold $HOTCOLD${HOTCOLD_BASE:+, base $HOTCOLD_BASE}."
 	echo "Collector CPU: the worker's utime+stime over the load; all: main + worker + HTTP server."
+	echo "Load avg: /proc/loadavg's 1-min figure at each run's end (other work on the machine);"
+	echo "processes seen: symbolize.processes (pgbench's and postgres's, and whatever else ran)."
 	echo "Raw figures: runs.csv (one row per run), logs/ (serve's stderr, /api/status before and after each load, RSS and store.bytes every 2 s)."
 }
 
