@@ -194,7 +194,6 @@ chmod 755 "$PARENT" # serve's --user reaches the data dir through it
 # shellcheck disable=SC2016 # expanded when it runs
 [ "$KEEP" -eq 1 ] || at_exit 'rm -rf "$PARENT"'
 cp -a "$FROM" "$PARENT/data" || die "copying $FROM failed"
-rm -f "$PARENT/data/"*.lock 2>/dev/null
 DB=$PARENT/data/hotcold.db
 WORK_NOTES=$OUT/projection.md
 week_generate
@@ -239,8 +238,8 @@ echo "range,rep,seconds,bytes,http" >"$OUT/queries.csv"
 {
 	echo "# /api/profile on a generated ${DAYS}-day store ($REPS requests each, median)"
 	echo
-	echo "| range | median ms | min ms | max ms | bytes | nodes | tier | source | resolution_s | covered |"
-	echo "|---|---|---|---|---|---|---|---|---|---|"
+	echo "| range | median ms | min ms | max ms | bytes | nodes | tier | source | resolution_s | nodes before pruning | covered |"
+	echo "|---|---|---|---|---|---|---|---|---|---|---|"
 	for range in 1h:3600 24h:86400 7d:604800; do
 		name=${range%%:*} secs=${range#*:}
 		[ "$secs" -le $((DAYS * 86400)) ] || continue
@@ -252,8 +251,12 @@ echo "range,rep,seconds,bytes,http" >"$OUT/queries.csv"
 		done
 		times=$(awk -F, -v n="$name" '$1 == n { print $3 * 1000 }' "$OUT/queries.csv")
 		nodes=$(grep -o '"kind":' "$OUT/q-$name.json" | wc -l)
-		info=$(jq -r '.range | "\(.tier // "?") | \(.source // "?") | \(.resolution_s // "?") | \(.from) .. \(.to)"' \
-			"$OUT/q-$name.json" 2>/dev/null || echo "? | ? | ? | ?")
+		# --stream: the flame graph nests deeper than jq's parser allows a document to.
+		info=$(jq -rn --stream '
+			reduce (inputs | select(length == 2 and .[0][0] == "range")) as $e
+				({}; .[$e[0][1:] | map(tostring) | join(".")] = $e[1])
+			| "\(.tier // "?") | \(.source // "?") | \(.resolution_s // "?") | \(.["pruned.nodes"] // "?") | \(.from // "?") .. \(.to // "?")"' \
+			"$OUT/q-$name.json" 2>/dev/null || echo "? | ? | ? | ? | ?")
 		printf '| %s | %.0f | %.0f | %.0f | %s | %s | %s |\n' "$name" \
 			"$(echo "$times" | median)" "$(echo "$times" | sort -n | head -1)" \
 			"$(echo "$times" | sort -n | tail -1)" "$(stat -c %s "$OUT/q-$name.json")" \
