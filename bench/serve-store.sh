@@ -331,7 +331,7 @@ run_one() {
 	row+=",$(fig processes "$s1"),$(cut -d' ' -f1 /proc/loadavg)"
 	echo "$row" >>"$CSV"
 	rm -f "$s0" "$s1"
-	note "round $round $run: $PG_TPS tps, collector $(echo "$row" | cut -d, -f6) % of a core, RSS $((rss_max / 1024)) MB"
+	note "round $round $run: $PG_TPS tps, collector $(echo "$row" | cut -d, -f6) % of a core, RSS $((rss_max / 1024)) MiB"
 }
 
 # Median of column COL over the rows of configuration CFG (NA rows left out).
@@ -365,7 +365,7 @@ report() {
 	local run
 	echo "# serve under pgbench -S -c $PG_CLIENTS -j $PG_THREADS (scale $PG_SCALE): $ROUNDS rounds x ${SECS}s, interleaved, medians"
 	echo
-	echo "| configuration | pgbench tps | tps kept vs off | switches/s | load avg | collector CPU % | all serve CPU % | RSS all, max (MB) | RSS all, end (MB) | collector / server / main RSS (MB) | ring-buffer losses | all losses |"
+	echo "| configuration | pgbench tps | tps kept vs off | switches/s | load avg | collector CPU % | all serve CPU % | RSS all, max (MiB) | RSS all, end (MiB) | collector / server / main RSS (MiB) | ring-buffer losses | all losses |"
 	echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
 	for run in "${UNIQUE_RUNS[@]}"; do
 		echo "| $run | $(fmt "$(med "$run" tps)" %.0f) | $(kept "$run") | $(fmt "$(med "$run" ctxt_per_s)" %.0f)" \
