@@ -93,4 +93,4 @@ at_exit() {
 }
 
 # --help: the script's header comment (after the shebang and SPDX lines).
-usage() { awk 'NR > 2 && /^#/ { sub(/^# ?/, ""); print; next } NR > 2 { exit }' "$0"; }
+print_header() { awk 'NR > 2 && /^#/ { sub(/^# ?/, ""); print; next } NR > 2 { exit }' "$0"; }

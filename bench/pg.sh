@@ -127,7 +127,7 @@ if [ "${BASH_SOURCE[0]}" = "$0" ]; then
 		--clients) PG_CLIENTS=$2; shift 2 ;;
 		--threads) PG_THREADS=$2; shift 2 ;;
 		--no-install) INSTALL=0; shift ;;
-		-h | --help) usage; exit 0 ;;
+		-h | --help) print_header; exit 0 ;;
 		*) die "unknown option $1" ;;
 		esac
 	done

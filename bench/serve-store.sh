@@ -78,7 +78,7 @@ while [ $# -gt 0 ]; do
 	--clients) PG_CLIENTS=$2; shift 2 ;;
 	--out) OUT=$2; shift 2 ;;
 	--no-install) INSTALL=0; shift ;;
-	-h | --help) usage; exit 0 ;;
+	-h | --help) print_header; exit 0 ;;
 	*) die "unknown option $1" ;;
 	esac
 done

@@ -59,7 +59,7 @@ while [ $# -gt 0 ]; do
 	--generate-only) GENERATE_ONLY=1; shift ;;
 	--selftest) SELFTEST=1; shift ;;
 	--no-install) INSTALL=0; shift ;;
-	-h | --help) usage; exit 0 ;;
+	-h | --help) print_header; exit 0 ;;
 	*) die "unknown option $1" ;;
 	esac
 done
