@@ -92,5 +92,5 @@ at_exit() {
 	trap 'exit 143' TERM
 }
 
-# --help: the script's header comment (after the shebang and SPDX lines).
-print_header() { awk 'NR > 2 && /^#/ { sub(/^# ?/, ""); print; next } NR > 2 { exit }' "$0"; }
+# --help: the script's header comment (after the shebang, SPDX and empty comment lines).
+print_header() { awk 'NR > 3 && /^#/ { sub(/^# ?/, ""); print; next } NR > 3 { exit }' "$0"; }
