@@ -1,8 +1,13 @@
 # shellcheck shell=bash
 # SPDX-License-Identifier: GPL-2.0-only
 #
-# bench/lib.sh: what the benchmark scripts share (sourced by bench/run.sh and bench/locks.sh).
+# bench/lib.sh: what the benchmark scripts share (sourced by bench/run.sh, bench/locks.sh,
+# bench/pg.sh, bench/serve-store.sh and bench/store-week.sh).
 # The caller defines note() and die() (its own name in front) and INSTALL (0: --no-install).
+
+# Sourced once: bench/serve-store.sh sources it and bench/pg.sh, which sources it too.
+[ -n "${BENCH_LIB_SOURCED:-}" ] && return 0
+BENCH_LIB_SOURCED=1
 
 # Install the commands missing among "cmd:package" pairs from Debian, unless --no-install.
 install_missing() {
@@ -68,3 +73,24 @@ wait_bounded() {
 }
 
 sysfs_or() { cat "$1" 2>/dev/null || echo "$2"; }
+
+# Cleanup that must happen however the script ends (exit, error, ^C, SIGTERM): at_exit CMD
+# queues CMD (a string for eval); queued commands run once, newest first. The script's own
+# EXIT/INT/TERM traps would replace these: scripts using at_exit set no other.
+AT_EXIT=()
+run_at_exit() {
+	local i
+	for ((i = ${#AT_EXIT[@]} - 1; i >= 0; i--)); do
+		eval "${AT_EXIT[i]}" || true
+	done
+	AT_EXIT=()
+}
+at_exit() {
+	AT_EXIT+=("$*")
+	trap run_at_exit EXIT
+	trap 'exit 130' INT
+	trap 'exit 143' TERM
+}
+
+# --help: the script's header comment (after the shebang, SPDX and empty comment lines).
+print_header() { awk 'NR > 3 && /^#/ { sub(/^# ?/, ""); print; next } NR > 3 { exit }' "$0"; }
