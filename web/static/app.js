@@ -48,7 +48,7 @@ const debug = {
 const gen = { profile: 0, timeline: 0, status: 0, hist: 0, locks: 0 };
 // Whether the server tracks lock contention (/api/status locks.enabled): undefined until known.
 let serverLocks;
-// What /api/status says the server holds: {configuredS, oldestMs, newestMs} (NaN when not said).
+// What /api/status says the server holds: {configuredS, spanS, oldestMs, newestMs} (NaN: not said).
 let retention = null;
 // The server picks the timeline's step itself (its answers say resolution_s): never send one.
 let serverPicksStep = false;
@@ -209,14 +209,10 @@ function fillAbs(w = windowRange()) {
 	const f = $('abs-from');
 	const t = $('abs-to');
 	if (document.activeElement === f || document.activeElement === t) return;
+	// No min/max from the retention: a range reaching past what is held is clipped by the
+	// server, not refused, and the newest second held lags the clock.
 	f.value = toLocalInput(w.from);
 	t.value = toLocalInput(w.to);
-	const lo = Number.isFinite(retention?.oldestMs) ? toLocalInput(retention.oldestMs) : '';
-	const hi = Number.isFinite(retention?.newestMs) ? toLocalInput(retention.newestMs + 1000) : '';
-	for (const el of [f, t]) {
-		el.min = lo;
-		el.max = hi;
-	}
 }
 
 /** Shows another range: the selection goes, everything reloads. */
