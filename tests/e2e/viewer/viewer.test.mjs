@@ -36,11 +36,15 @@ function ok(cond, msg) {
 	if (!cond) throw new Check(msg);
 }
 
+const started = Date.now();
+
 async function step(name, fn) {
+	const t0 = Date.now();
 	try {
 		await fn();
 		passed++;
-		console.log(`ok ${passed + failed} - ${name}`);
+		// How long it took, and since the start: meson gives the whole run 300 s.
+		console.log(`ok ${passed + failed} - ${name} (${((Date.now() - t0) / 1000).toFixed(1)} s, at ${((Date.now() - started) / 1000).toFixed(0)} s)`);
 	} catch (e) {
 		failed++;
 		console.log(`not ok ${passed + failed} - ${name}`);
