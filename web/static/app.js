@@ -5,9 +5,10 @@
 // graph of two profiles (two ranges of the server, or two files; diff.js). Names from profiles only ever reach the page
 // through textContent or canvas text, never as HTML.
 import {
-	$, RELATIVE_RE, apiUrl, compileSearch, dataRangeParams, fmtBytes, fmtClock,
-	fmtDuration, fmtInt, fmtNs, fmtPct, hashFromState, parseAbsRange, relativeMs, stateFromHash,
-	windowParams,
+	$, RELATIVE_RE, apiUrl, compileSearch, dataRangeParams, fmtBytes,
+	fmtDuration, fmtInt, fmtLength, fmtNs, fmtPct, fmtResolution, fmtSpan, fmtWhen, fromLocalInput, hashFromState,
+	parseAbsRange, relativeFor, relativeLabel, relativeMs, stateFromHash, toLocalInput, windowParams,
+	zoneLabel,
 } from './util.js';
 import {
 	FlameView, INLINED, childrenOf, diffInfo, displayName, flatten, flattenDiff, nodeLabel, pathLabels, resolvePath, rootWeight,
@@ -18,6 +19,11 @@ import { Timeline } from './timeline.js';
 import { drawHistograms, histOrder } from './hist.js';
 
 const REFRESH_MS = 5000;
+// Live reloads of a long relative range come at most every width / LIVE_SLOTS (a 7 d range
+// every 14 min): one more slot's worth of data, not a week's profile every 5 s.
+const LIVE_SLOTS = 720;
+// The longest range the server fills the heat map for (docs/api.md); longer: the strip only.
+const HEAT_MAX_MS = 3600e3;
 const SCHEMA = 'hotcold-profile/1';
 
 let state = stateFromHash(location.hash);
@@ -37,11 +43,17 @@ let merged = null; // {base, prof, fk, tree}: the merged tree of baseDoc and pro
 const debug = {
 	profileLoads: 0, timelineLoads: 0, statusLoads: 0, histLoads: 0, histBars: 0, histSeries: 0,
 	lastProfileUrl: '', lastLoad: null, lastZoom: null, errors: [], ready: false,
-	complete: false, baseLoads: 0, lastBaseUrl: '',
+	complete: false, baseLoads: 0, lastBaseUrl: '', lastTimelineUrl: '',
 };
 const gen = { profile: 0, timeline: 0, status: 0, hist: 0, locks: 0 };
 // Whether the server tracks lock contention (/api/status locks.enabled): undefined until known.
 let serverLocks;
+// What /api/status says the server holds: {configuredS, spanS, oldestMs, newestMs} (NaN: not said).
+let retention = null;
+// The server picks the timeline's step itself (its answers say resolution_s): never send one.
+let serverPicksStep = false;
+let absDirty = false; // the from/to fields were edited and not applied: leave them alone
+let lastLiveMs = 0; // when the range's data was last (re)loaded
 const known = { procs: new Map(), threads: new Map() }; // for the filter datalists
 
 // ---------------------------------------------------------------------------- errors, fetch
@@ -93,15 +105,7 @@ function filterOf(s) {
 }
 
 function syncControls() {
-	const range = $('range');
-	if (![...range.options].some((o) => o.value === state.range)) {
-		const o = document.createElement('option');
-		o.value = state.range;
-		const abs = parseAbsRange(state.range);
-		o.textContent = abs ? `${fmtClock(abs.from)} – ${fmtClock(abs.to)}` : state.range;
-		range.append(o);
-	}
-	range.value = state.range;
+	syncRange();
 	$('live').checked = state.live;
 	$('icicle').checked = state.icicle;
 	for (const b of document.querySelectorAll('button.mode')) b.setAttribute('aria-pressed', String(b.dataset.mode === state.mode));
@@ -123,8 +127,9 @@ function syncControls() {
 	$('source-name').textContent = source === 'file' ? `file: ${fileName}` : '';
 	const sel = parseAbsRange(state.sel);
 	$('sel-clear').hidden = !sel;
+	$('sel-zoom').hidden = !sel || source !== 'api';
 	$('sel-info').textContent = sel
-		? `selected ${fmtClock(sel.from, true)} – ${fmtClock(sel.to, true)} (${fmtNs((sel.to - sel.from) * 1e6)})`
+		? `selected ${spanText(sel.from, sel.to)}`
 		: '';
 	timeline.setSelection(sel);
 	flame.setIcicle(state.icicle);
@@ -138,6 +143,162 @@ function syncControls() {
 	timeline.setBase(br);
 	for (const b of document.querySelectorAll('button.dw')) b.setAttribute('aria-pressed', String(b.dataset.dw === state.dw));
 	renderDiffBar();
+}
+
+// ---------------------------------------------------------------------------- range navigation
+
+/** The window in unix ms: the absolute range, or the relative one ending at the current second. */
+function windowRange(nowMs = Date.now()) {
+	const abs = parseAbsRange(state.range);
+	if (abs) return abs;
+	const to = Math.floor(nowMs / 1000) * 1000;
+	return { from: to - relativeMs(state.range), to };
+}
+
+/** How far back from now the server holds data, in seconds (NaN when it did not say). */
+function heldS(nowMs) {
+	if (Number.isFinite(retention?.oldestMs)) return Math.max(0, (nowMs - retention.oldestMs) / 1000);
+	return retention ? retention.spanS : NaN;
+}
+
+/** The presets: disabled beyond the server's retention, marked where it holds less so far. */
+function syncPresets(sel) {
+	const held = heldS(Date.now());
+	for (const o of sel.options) {
+		if (o.dataset.custom) continue;
+		o.dataset.label ??= o.textContent;
+		const s = relativeMs(o.value) / 1000;
+		const beyond = retention?.configuredS > 0 && s > retention.configuredS;
+		const partial = !beyond && held >= 0 && s > held + Math.max(5, 0.02 * s);
+		o.disabled = beyond;
+		o.textContent = o.dataset.label + (beyond
+			? ` (beyond the ${fmtSpan(retention.configuredS)} retention)`
+			: partial ? ` (${fmtSpan(held)} held)` : '');
+	}
+}
+
+/** The range menu (a range that is no preset gets an entry of its own), steps, live, from/to. */
+function syncRange() {
+	const sel = $('range');
+	for (const o of [...sel.options]) if (o.dataset.custom && o.value !== state.range) o.remove();
+	if (![...sel.options].some((o) => o.value === state.range)) {
+		const o = document.createElement('option');
+		o.value = state.range;
+		o.dataset.custom = '1';
+		const abs = parseAbsRange(state.range);
+		o.textContent = abs ? `${fmtWhen(abs.from)} – ${fmtWhen(abs.to)}` : relativeLabel(state.range);
+		sel.append(o);
+	}
+	syncPresets(sel);
+	sel.value = state.range;
+	const abs = !!parseAbsRange(state.range);
+	const api = source === 'api';
+	$('live-ctl').hidden = abs;
+	$('go-live').hidden = !abs || !api;
+	const w = windowRange();
+	$('step-back').disabled = !api || (Number.isFinite(retention?.oldestMs) && w.from <= retention.oldestMs);
+	$('step-fwd').disabled = !api || !abs;
+	$('abs-from').disabled = $('abs-to').disabled = $('abs-go').disabled = !api;
+	fillAbs(w);
+}
+
+/** The from/to fields show the window, unless they hold an edit not applied yet. */
+function fillAbs(w = windowRange()) {
+	$('abs-zone').textContent = zoneLabel(w.to);
+	if (absDirty) return;
+	const f = $('abs-from');
+	const t = $('abs-to');
+	if (document.activeElement === f || document.activeElement === t) return;
+	// No min/max from the retention: a range reaching past what is held is clipped by the
+	// server, not refused, and the newest second held lags the clock.
+	f.value = toLocalInput(w.from);
+	t.value = toLocalInput(w.to);
+}
+
+/** Shows another range: the selection goes, everything reloads. */
+function setRange(range, live = state.live) {
+	state.range = range;
+	state.sel = '';
+	state.live = live;
+	absDirty = false;
+	writeHash();
+	syncControls();
+	refreshAll();
+}
+
+/** Back to following the newest data, over the same width (a preset's name when one has it). */
+function goLive(widthMs = windowRange().to - windowRange().from) {
+	const preset = [...$('range').options].find((o) => !o.dataset.custom && relativeMs(o.value) === Math.round(widthMs / 1000) * 1000);
+	setRange(preset ? preset.value : relativeFor(widthMs), true);
+}
+
+/** Steps the window by its width: back (-1) or forward (+1); forward past now is live again. */
+function stepRange(dir) {
+	if (source !== 'api') return;
+	const w = windowRange();
+	const width = w.to - w.from;
+	if (dir > 0 && !parseAbsRange(state.range)) return; // a relative range is at the newest already
+	if (dir < 0 && $('step-back').disabled) return; // nothing held before it
+	const from = w.from + dir * width;
+	const to = w.to + dir * width;
+	if (dir > 0 && to > Date.now()) {
+		goLive(width);
+		return;
+	}
+	setRange(`${from}..${to}`);
+}
+
+function applyAbs() {
+	if (source !== 'api') return;
+	const from = fromLocalInput($('abs-from').value);
+	const to = fromLocalInput($('abs-to').value);
+	if (!Number.isFinite(from) || !Number.isFinite(to)) {
+		showError('from/to: give a date and a time for both');
+		return;
+	}
+	if (!(to > from)) {
+		showError('from/to: from must be before to');
+		return;
+	}
+	clearError();
+	setRange(`${from}..${to}`);
+}
+
+function zoomToSelection() {
+	if (source === 'api' && parseAbsRange(state.sel)) setRange(state.sel);
+}
+
+/** "1 min resolution, from disk": an answer's resolution_s and source (absent: 1 s, memory). */
+function resolutionText(res, src) {
+	const r = Number(res) > 0 ? Number(res) : 1;
+	return `${fmtResolution(r)} resolution, from ${typeof src === 'string' && src ? src : 'memory'}`;
+}
+
+/** Which resolution the flame graph and the timeline show, from their answers. */
+function renderResolution() {
+	const el = $('res-info');
+	if (source !== 'api') {
+		el.textContent = '';
+		el.title = '';
+		return;
+	}
+	const parts = [];
+	const tips = [];
+	const rg = profile?.range;
+	const pr = profile ? resolutionText(rg?.resolution_s, rg?.source) : '';
+	if (pr) {
+		parts.push(pr);
+		tips.push(`flame graph: ${pr}${rg?.tier ? ` (tier ${rg.tier})` : ''}`);
+	}
+	const tl = timeline.data;
+	if (tl) {
+		const tr = resolutionText(tl.resolution_s, tl.source);
+		const slots = `timeline ${fmtResolution(Math.max(1, Math.round((tl.step_ms || 1000) / 1000)))} slots`;
+		parts.push(tr === pr ? slots : `${slots}, ${tr}`);
+		tips.push(`timeline: ${tr}${tl.tier ? ` (tier ${tl.tier})` : ''}, one slot per ${fmtNs((tl.step_ms || 1000) * 1e6)}`);
+	}
+	el.textContent = parts.join(' · ');
+	el.title = tips.join('\n');
 }
 
 // ---------------------------------------------------------------------------- differential
@@ -160,7 +321,7 @@ function normEffective() {
 }
 
 function spanText(fromMs, toMs) {
-	return `${fmtClock(fromMs, true)} – ${fmtClock(toMs, true)} (${fmtNs((toMs - fromMs) * 1e6)})`;
+	return `${fmtWhen(fromMs)} – ${fmtWhen(toMs)} (${fmtLength(toMs - fromMs)})`;
 }
 
 /** The time a document covers, as text. */
@@ -168,7 +329,7 @@ function docSpan(doc) {
 	const start = Date.parse(doc?.started_at);
 	const dur = Number(doc?.duration_ns);
 	if (!Number.isFinite(start) || !(dur > 0)) return '?';
-	return `${fmtClock(start)} – ${fmtClock(start + dur / 1e6)} (${fmtNs(dur)})`;
+	return spanText(start, start + dur / 1e6);
 }
 
 function renderDiffBar() {
@@ -444,7 +605,7 @@ function renderFlameInfo() {
 	const start = Date.parse(profile.started_at);
 	const dur = profile.duration_ns;
 	if (Number.isFinite(start) && dur > 0)
-		parts.push(`${fmtClock(start)} – ${fmtClock(start + dur / 1e6)} (${fmtNs(dur)})`);
+		parts.push(spanText(start, start + dur / 1e6));
 	parts.push(
 		`total ${fmtNs(data.total)}: on-CPU ${fmtNs(data.on[0])}, blocked ${fmtNs(data.off[0])}, run-queue ${fmtNs(data.rq[0])}`,
 	);
@@ -616,6 +777,7 @@ function acceptProfile(doc, timing) {
 	}
 	debug.profileLoads++;
 	debug.ready = true;
+	renderResolution();
 }
 
 async function loadProfile() {
@@ -653,7 +815,10 @@ async function loadProfile() {
 // ---------------------------------------------------------------------------- timeline
 
 const timeline = new Timeline(
-	{ heat: $('heat'), heatOverlay: $('heat-overlay'), strip: $('strip'), stripOverlay: $('strip-overlay'), info: $('tl-info') },
+	{
+		heat: $('heat'), heatOverlay: $('heat-overlay'), heatNote: $('heat-note'), strip: $('strip'),
+		stripOverlay: $('strip-overlay'), info: $('tl-info'),
+	},
 	{
 		onSelect: (from, to) => {
 			if (!(to > from)) return;
@@ -670,16 +835,21 @@ async function loadTimeline() {
 	if (source !== 'api') return;
 	const g = ++gen.timeline;
 	const p = windowParams(state);
-	// At most 10000 slots: widen the step for long windows (the heat map stays 1 s per column).
-	const abs = parseAbsRange(state.range);
-	const spanMs = abs ? abs.to - abs.from : relativeMs(state.range);
+	// Above an hour, or once the server has shown that it picks the step (its answers say
+	// resolution_s), no step: the server picks one its stored resolution can fill. Up to an
+	// hour on a server that does not, at most 2000 slots (the heat map stays 1 s per column).
+	const w = windowRange();
+	const spanMs = w.to - w.from;
 	const stepS = Math.max(1, Math.ceil(spanMs / 1000 / 2000));
-	if (stepS > 1) p.step = `${stepS}s`;
+	if (!serverPicksStep && spanMs <= HEAT_MAX_MS && stepS > 1) p.step = `${stepS}s`;
+	debug.lastTimelineUrl = apiUrl('api/timeline', p);
 	try {
 		const tl = await fetchJSON(apiUrl('api/timeline', p));
 		if (g !== gen.timeline) return;
+		if (tl.resolution_s !== undefined) serverPicksStep = true;
 		timeline.setData(tl);
 		debug.timelineLoads++;
+		renderResolution();
 	} catch (e) {
 		if (g === gen.timeline) showError(`timeline: ${e.message}`);
 	}
@@ -724,6 +894,11 @@ async function loadStatus() {
 		];
 		if (s.locks?.enabled) parts.push(`locks on (${fmtInt(s.locks.events)} contentions)`);
 		if (s.retention) parts.push(`retention ${fmtDuration(s.retention.span_s)} of ${fmtDuration(s.retention.configured_s)}`);
+		retention = s.retention ? {
+			configuredS: Number(s.retention.configured_s), spanS: Number(s.retention.span_s),
+			oldestMs: Date.parse(s.retention.oldest), newestMs: Date.parse(s.retention.newest),
+		} : null;
+		syncRange();
 		if (s.memory?.store_bytes !== undefined) parts.push(`store ${fmtBytes(s.memory.store_bytes)}`);
 		if (s.uptime_s !== undefined) parts.push(`up ${fmtDuration(s.uptime_s)}`);
 		if (s.version) parts.push(`hotcold ${s.version}`);
@@ -826,7 +1001,8 @@ const locksView = new LocksView({ onHover: showLockTooltip });
 function locksWhere(doc) {
 	const r = doc?.range;
 	if (!Number.isFinite(r?.from_ms) || !Number.isFinite(r?.to_ms)) return '';
-	return `${fmtClock(r.from_ms)} – ${fmtClock(r.to_ms)} (${fmtNs((r.to_ms - r.from_ms) * 1e6)})`;
+	const res = r.resolution_s !== undefined ? ` · ${resolutionText(r.resolution_s, r.source)}` : '';
+	return `${spanText(r.from_ms, r.to_ms)}${res}`;
 }
 
 async function loadLocks() {
@@ -859,6 +1035,7 @@ async function loadLocks() {
 
 function refreshAll() {
 	if (source !== 'api') return;
+	lastLiveMs = performance.now();
 	loadStatus();
 	loadTimeline();
 	loadProfile();
@@ -868,6 +1045,8 @@ function refreshAll() {
 function liveTick() {
 	if (source !== 'api' || !state.live || document.hidden || !RELATIVE_RE.test(state.range)) return;
 	loadStatus();
+	if (performance.now() - lastLiveMs < Math.max(REFRESH_MS, relativeMs(state.range) / LIVE_SLOTS) - 250) return;
+	lastLiveMs = performance.now();
 	loadTimeline();
 	if (!state.sel) {
 		loadProfile();
@@ -905,6 +1084,7 @@ async function openFile(file) {
 		fileStatus(doc);
 		clearError();
 		syncControls();
+		renderResolution();
 		loadViewData();
 	} catch (e) {
 		showError(`${file.name}: ${e.message}`);
@@ -925,13 +1105,26 @@ function bind() {
 	$('tab-flame').addEventListener('click', () => setView('flame'));
 	$('tab-hist').addEventListener('click', () => setView('hist'));
 	$('tab-locks').addEventListener('click', () => setView('locks'));
-	$('range').addEventListener('change', (e) => {
-		state.range = e.target.value;
-		state.sel = '';
-		writeHash();
-		syncControls();
-		refreshAll();
-	});
+	$('range').addEventListener('change', (e) => setRange(e.target.value));
+	$('step-back').addEventListener('click', () => stepRange(-1));
+	$('step-fwd').addEventListener('click', () => stepRange(1));
+	$('go-live').addEventListener('click', () => goLive());
+	$('sel-zoom').addEventListener('click', zoomToSelection);
+	$('abs-go').addEventListener('click', applyAbs);
+	for (const id of ['abs-from', 'abs-to']) {
+		const el = $(id);
+		el.addEventListener('input', () => {
+			absDirty = true;
+		});
+		el.addEventListener('keydown', (e) => {
+			if (e.key === 'Enter') applyAbs();
+			if (e.key === 'Escape') {
+				absDirty = false;
+				el.blur();
+				fillAbs();
+			}
+		});
+	}
 	$('live').addEventListener('change', (e) => {
 		state.live = e.target.checked;
 		writeHash();
@@ -1043,11 +1236,16 @@ function bind() {
 			e.preventDefault();
 			$('search').focus();
 		}
+		if (e.key === '[' || e.key === ']') {
+			e.preventDefault();
+			stepRange(e.key === '[' ? -1 : 1);
+		}
 	});
 	window.addEventListener('hashchange', () => {
 		// Only a hand-edited URL gets here (replaceState does not fire it).
 		const prevBase = state.base;
 		state = stateFromHash(location.hash);
+		absDirty = false;
 		if (state.base !== prevBase) {
 			if (state.base) baseFile = '';
 			if (!baseFile) baseDoc = null;
@@ -1131,8 +1329,19 @@ const hook = {
 	},
 	get timeline() {
 		const t = timeline.data;
-		return t ? { from_ms: t.from_ms, to_ms: t.to_ms, step_ms: t.step_ms, columns: t.heatmap?.columns, rows: t.heatmap?.rows, row_ms: t.heatmap?.row_ms, start_ms: t.heatmap?.start_ms } : null;
+		return t ? {
+			from_ms: t.from_ms, to_ms: t.to_ms, step_ms: t.step_ms, columns: t.heatmap?.columns, rows: t.heatmap?.rows,
+			row_ms: t.heatmap?.row_ms, start_ms: t.heatmap?.start_ms, slots: t.slots?.t_ms?.length ?? 0,
+			resolution_s: t.resolution_s ?? null, source: t.source ?? null, tier: t.tier ?? null, heatNote: !$('heat-note').hidden,
+		} : null;
 	},
+	get window() {
+		const w = windowRange();
+		return { from_ms: w.from, to_ms: w.to, absolute: !!parseAbsRange(state.range) };
+	},
+	get retention() { return retention && { ...retention }; },
+	get resolution() { return $('res-info').textContent; },
+	get lastTimelineUrl() { return debug.lastTimelineUrl; },
 	get profileLoads() { return debug.profileLoads; },
 	get timelineLoads() { return debug.timelineLoads; },
 	get statusLoads() { return debug.statusLoads; },

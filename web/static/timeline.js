@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-only
 // timeline.js: FlameScope's sub-second heat map (columns = seconds, rows = row_ms slots, darker =
 // more on-CPU samples) and the per-slot on-CPU / blocked / run-queue strip under it, from
-// GET /api/timeline. Dragging on either selects a time range (onSelect(from_ms, to_ms)).
+// GET /api/timeline. Dragging on either selects a time range (onSelect(from_ms, to_ms)). For
+// ranges above an hour the server sends no heat map (columns 0): the strip alone, one bar per
+// slot of the step it picked (step_ms).
 import { fitCanvas, fmtClock, fmtInt, fmtNs } from './util.js';
 import { FAMILY_COLORS, FAMILY_NAMES } from './flame.js';
 
@@ -24,9 +26,17 @@ function heatPalette() {
 const HEAT = heatPalette();
 const TICKS_S = [1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 21600, 43200, 86400];
 
+/** An axis label: the time, with the day (MM-DD HH:MM) on ranges longer than a day. */
+function tickLabel(ms, spanS) {
+	if (spanS <= 86400) return fmtClock(ms);
+	const d = new Date(ms);
+	const p = (n) => String(n).padStart(2, '0');
+	return `${p(d.getMonth() + 1)}-${p(d.getDate())} ${p(d.getHours())}:${p(d.getMinutes())}`;
+}
+
 export class Timeline {
 	constructor(els, cb) {
-		this.els = els; // {heat, heatOverlay, strip, stripOverlay, info}
+		this.els = els; // {heat, heatOverlay, heatNote, strip, stripOverlay, info}
 		this.cb = cb;
 		this.data = null;
 		this.sel = null; // {from, to} unix ms
@@ -142,6 +152,13 @@ export class Timeline {
 
 	setData(data) {
 		this.data = data;
+		// The server fills the heat map for ranges up to an hour (columns 0 above): say so.
+		const note = this.els.heatNote;
+		note.hidden = !data || data.heatmap?.columns > 0;
+		this.els.heat.classList.toggle('heat-none', !note.hidden);
+		note.textContent = data && data.to_ms - data.from_ms > 3600e3
+			? 'heat map: ranges up to 1 h (drag on the strip below to select a range, then zoom to it)'
+			: 'no heat map for this range';
 		this.scheduleRender();
 	}
 
@@ -263,7 +280,7 @@ export class Timeline {
 			const x = Math.round(this.xOf(tt)) + 0.5;
 			ctx.moveTo(x, top);
 			ctx.lineTo(x, top + 4);
-			if (x < W - 50) ctx.fillText(fmtClock(tt), x + 2, top + 3);
+			if (x < W - 50) ctx.fillText(tickLabel(tt, spanS), x + 2, top + 3);
 		}
 		ctx.stroke();
 	}

@@ -47,14 +47,92 @@ export function fmtClock(ms, withMs = false) {
 	return withMs ? `${s}.${pad(d.getMilliseconds(), 3)}` : s;
 }
 
-/** A relative time the API accepts: -30s, -5m, -1h, -500ms. */
-export const RELATIVE_RE = /^-(\d{1,9})(ms|s|m|h)$/;
+/** Local date and time of a unix-ms instant: YYYY-MM-DD HH:MM:SS, the date left out for today. */
+export function fmtWhen(ms, nowMs = Date.now()) {
+	const d = new Date(ms);
+	const n = new Date(nowMs);
+	const day = `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())}`;
+	const today = d.getFullYear() === n.getFullYear() && d.getMonth() === n.getMonth() && d.getDate() === n.getDate();
+	const ms3 = d.getMilliseconds() ? `.${pad(d.getMilliseconds(), 3)}` : '';
+	return `${today ? '' : `${day} `}${fmtClock(ms)}${ms3}`;
+}
+
+/** A length of time in seconds for labels: 45 s, 12 min, 6 h, 1.5 h, 7 d. */
+export function fmtSpan(s) {
+	if (!Number.isFinite(s)) return '?';
+	const r = (x) => String(Number(x.toFixed(1)));
+	if (s < 120) return `${r(s)} s`;
+	if (s < 3600) return `${r(s / 60)} min`;
+	if (s < 172800) return `${r(s / 3600)} h`;
+	return `${r(s / 86400)} d`;
+}
+
+/** A length of time in ms: to the ms up to 2 min (12.3 s), then 5 min, 6 h, 7 d. */
+export function fmtLength(ms) {
+	return Math.abs(ms) < 120e3 ? fmtNs(ms * 1e6) : fmtSpan(ms / 1000);
+}
+
+/** A store's resolution (seconds per bucket) as text: 1 s, 10 s, 1 min. */
+export function fmtResolution(s) {
+	if (s % 3600 === 0) return `${s / 3600} h`;
+	if (s % 60 === 0) return `${s / 60} min`;
+	return `${s} s`;
+}
+
+/** An instant as a datetime-local input's value (local time, whole seconds). */
+export function toLocalInput(ms) {
+	const d = new Date(ms);
+	return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())}T` +
+		`${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}`;
+}
+
+/** A datetime-local input's value (local time) as unix ms, NaN if it is not one. */
+export function fromLocalInput(v) {
+	const m = /^(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d)(?::(\d\d)(?:\.(\d{1,3}))?)?$/.exec(v || '');
+	if (!m) return NaN;
+	const [y, mo, d, h, mi, s = '0', f = '0'] = m.slice(1);
+	const t = new Date(+y, +mo - 1, +d, +h, +mi, +s, +f.padEnd(3, '0'));
+	return t.getMonth() === +mo - 1 ? t.getTime() : NaN;
+}
+
+/** The local time zone at an instant: "Europe/Berlin, UTC+01:00" (the name when known). */
+export function zoneLabel(ms) {
+	const off = -new Date(ms).getTimezoneOffset();
+	const a = Math.abs(off);
+	const utc = `UTC${off < 0 ? '−' : '+'}${pad(Math.floor(a / 60))}:${pad(a % 60)}`;
+	let name = '';
+	try {
+		name = Intl.DateTimeFormat().resolvedOptions().timeZone || '';
+	} catch {
+		/* no Intl time zone: the offset says it */
+	}
+	return name && name !== 'UTC' ? `${name}, ${utc}` : utc;
+}
+
+/** A relative time the API accepts: -30s, -5m, -1h, -7d, -500ms. */
+export const RELATIVE_RE = /^-(\d{1,9})(ms|s|m|h|d)$/;
 
 export function relativeMs(rel) {
 	const m = RELATIVE_RE.exec(rel);
 	if (!m) return NaN;
-	const mult = { ms: 1, s: 1e3, m: 6e4, h: 3.6e6 }[m[2]];
+	const mult = { ms: 1, s: 1e3, m: 6e4, h: 3.6e6, d: 8.64e7 }[m[2]];
 	return Number(m[1]) * mult;
+}
+
+/** The relative range of a width (ms): the largest unit that divides it, in whole seconds. */
+export function relativeFor(widthMs) {
+	const s = Math.max(1, Math.round(widthMs / 1000));
+	if (s % 86400 === 0) return `-${s / 86400}d`;
+	if (s % 3600 === 0) return `-${s / 3600}h`;
+	if (s % 60 === 0) return `-${s / 60}m`;
+	return `-${s}s`;
+}
+
+/** A relative range as a label: -90s -> "last 90 s", -6h -> "last 6 h". */
+export function relativeLabel(rel) {
+	const m = RELATIVE_RE.exec(rel);
+	if (!m) return rel;
+	return `last ${m[1]} ${{ ms: 'ms', s: 's', m: 'min', h: 'h', d: 'd' }[m[2]]}`;
 }
 
 /** "FROM..TO" in unix ms -> {from, to} or null. */
@@ -68,7 +146,7 @@ export function parseAbsRange(s) {
 
 export const DEFAULT_STATE = Object.freeze({
 	view: 'flame', // flame | hist | locks
-	range: '-60s', // relative window (-60s) or absolute FROM..TO (unix ms)
+	range: '-60s', // relative window (-60s, -7d) or absolute FROM..TO (unix ms)
 	sel: '', // selected sub-range FROM..TO (unix ms) for the flame graph and histograms
 	mode: 'all', // all | on | off
 	zoom: [], // labels from the root's child to the zoomed frame

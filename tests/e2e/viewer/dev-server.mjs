@@ -7,7 +7,13 @@
 // CSP violation shows up as a console error here too. It is NOT the server under test:
 // tests/e2e/viewer/viewer.test.mjs runs against the real `hotcold serve`.
 //
-//   node tests/e2e/viewer/dev-server.mjs [--port N] [--profile FILE] [--proxy URL]
+//   node tests/e2e/viewer/dev-server.mjs [--port N] [--profile FILE] [--retention S] [--proxy URL]
+//
+// --retention S (default 600) is how long it claims to hold; with more than an hour it answers
+// like serve with a data dir (docs/api.md): ranges within the newest 10 min at 1 s from memory,
+// then from disk at the finest tier whose horizon covers the range (1 s for an hour, 10 s for a
+// day, 1 min beyond), a timeline without `step` at a step it picks (about 600 slots), and no
+// heat map above an hour.
 //
 // --proxy http://127.0.0.1:8080 forwards /api/ to a running `hotcold serve` (real data) while
 // serving web/static/ from the work tree: the viewer's current files without rebuilding hotcold.
@@ -50,8 +56,8 @@ class HttpError extends Error {
 /** docs/api.md time parameters -> unix ms. */
 export function parseTime(s, nowMs) {
 	if (s === 'now') return nowMs;
-	let m = /^-(\d+)(ms|s|m|h)$/.exec(s);
-	if (m) return nowMs - Number(m[1]) * { ms: 1, s: 1e3, m: 6e4, h: 3.6e6 }[m[2]];
+	let m = /^-(\d+)(ms|s|m|h|d)$/.exec(s);
+	if (m) return nowMs - Number(m[1]) * { ms: 1, s: 1e3, m: 6e4, h: 3.6e6, d: 8.64e7 }[m[2]];
 	if (/^\d{1,15}$/.test(s)) return Number(s);
 	m = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)$/.exec(s);
 	if (m) return Date.parse(s);
@@ -81,6 +87,17 @@ export function createDevServer({ profilePath = path.join(repo, 'fixtures/viewer
 		const newest = Math.floor(nowMs / 1000) * 1000 - 1000;
 		return { oldest_ms: newest - (retentionS - 1) * 1000, newest_ms: newest };
 	}
+
+	// Which tier answers a range (the contract of issue 20): the finest whose horizon covers it.
+	function tierOf(fromMs, nowMs) {
+		const age = (nowMs - fromMs) / 1000;
+		if (retentionS <= 3600 || age <= 600) return { resolution_s: 1, source: 'memory', tier: '1s' };
+		if (age <= 3600) return { resolution_s: 1, source: 'disk', tier: '1s' };
+		if (age <= 86400) return { resolution_s: 10, source: 'disk', tier: '10s' };
+		return { resolution_s: 60, source: 'disk', tier: '1m' };
+	}
+
+	const STEPS_S = [1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400];
 
 	function range(q, nowMs, defSpan = 60000) {
 		const to = q.has('to') ? parseTime(q.get('to'), nowMs) : nowMs;
@@ -112,22 +129,29 @@ export function createDevServer({ profilePath = path.join(repo, 'fixtures/viewer
 	function timeline(q, nowMs) {
 		const { from, to } = range(q, nowMs);
 		let stepMs = 1000;
-		if (q.has('step')) {
-			const m = /^(\d+)s$/.exec(q.get('step'));
-			if (!m || Number(m[1]) < 1) throw new HttpError(400, 'step: whole seconds, at least 1s');
-			stepMs = Number(m[1]) * 1000;
-		}
 		const ret = retention(nowMs);
 		const f = Math.max(Math.floor(from / 1000) * 1000, ret.oldest_ms);
 		const t = Math.min(Math.ceil(to / 1000) * 1000, ret.newest_ms + 1000);
 		if (!(f < t)) throw new HttpError(503, 'no data in that range');
+		const tier = tierOf(f, nowMs);
+		if (q.has('step')) {
+			const m = /^(\d+)s$/.exec(q.get('step'));
+			if (!m || Number(m[1]) < 1) throw new HttpError(400, 'step: whole seconds, at least 1s');
+			stepMs = Number(m[1]) * 1000;
+		} else if (retentionS > 3600) {
+			const want = Math.max(tier.resolution_s, (t - f) / 1000 / 600);
+			stepMs = (STEPS_S.find((x) => x >= want) || 86400) * 1000;
+		}
 		if ((t - f) / stepMs > 10000) throw new HttpError(400, 'more than 10000 slots');
 		const slots = { t_ms: [], on_cpu_ns: [], off_cpu_ns: [], runqueue_ns: [], samples: [] };
+		// Slots of more than a minute from one second of each minute (a week has 604800 seconds).
+		const every = stepMs > 60000 ? 60000 : 1000;
 		for (let s = f; s < t; s += stepMs) {
 			let on = 0, off = 0, rq = 0, n = 0;
-			for (let k = s; k < Math.min(s + stepMs, t); k += 1000) {
+			for (let k = s; k < Math.min(s + stepMs, t); k += every) {
 				const x = second(k / 1000);
-				on += x.on; off += x.off; rq += x.rq; n += x.samples;
+				const w = Math.min(every, t - k) / 1000;
+				on += x.on * w; off += x.off * w; rq += x.rq * w; n += x.samples * w;
 			}
 			slots.t_ms.push(s);
 			slots.on_cpu_ns.push(on);
@@ -137,13 +161,14 @@ export function createDevServer({ profilePath = path.join(repo, 'fixtures/viewer
 		}
 		const counts = [];
 		let max = 0;
-		for (let s = f; s < t; s += 1000) {
+		const heat = !(retentionS > 3600 && t - f > 3600e3);
+		for (let s = f; heat && s < t; s += 1000) {
 			const rows = second(s / 1000).rows;
 			for (const v of rows) if (v > max) max = v;
 			counts.push(rows);
 		}
 		return {
-			from_ms: f, to_ms: t, step_ms: stepMs, slots,
+			from_ms: f, to_ms: t, step_ms: stepMs, ...(retentionS > 3600 ? tier : {}), slots,
 			heatmap: { start_ms: f, columns: counts.length, rows: 50, row_ms: 20, max, counts },
 			retention: ret,
 		};
@@ -183,7 +208,13 @@ export function createDevServer({ profilePath = path.join(repo, 'fixtures/viewer
 		const ret = retention(nowMs);
 		const f = Math.max(Math.floor(from / 1000) * 1000, ret.oldest_ms);
 		const t = Math.min(Math.ceil(to / 1000) * 1000, ret.newest_ms + 1000);
-		const covered = { started_at: new Date(f).toISOString(), duration_ns: Math.max(0, t - f) * 1e6 };
+		const covered = {
+			started_at: new Date(f).toISOString(), duration_ns: Math.max(0, t - f) * 1e6,
+			range: {
+				from: new Date(f).toISOString(), to: new Date(t).toISOString(), from_ms: f, to_ms: t,
+				...(retentionS > 3600 ? tierOf(f, nowMs) : {}),
+			},
+		};
 		const kind = q.get('kind') ?? 'all';
 		if (!['all', 'on', 'off'].includes(kind)) throw new HttpError(400, 'kind: all, on or off');
 		num(q, 'max_nodes', 1000000);
@@ -298,7 +329,10 @@ if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.me
 		const i = args.indexOf(k);
 		return i >= 0 ? args[i + 1] : d;
 	};
-	const { server } = createDevServer({ profilePath: opt('--profile') && path.resolve(opt('--profile')), proxy: opt('--proxy', '') });
+	const { server } = createDevServer({
+		profilePath: opt('--profile') && path.resolve(opt('--profile')), proxy: opt('--proxy', ''),
+		retentionS: Number(opt('--retention', 600)),
+	});
 	server.listen(Number(opt('--port', process.env.PORT || 0)), '127.0.0.1', () => {
 		console.log(`listening on http://127.0.0.1:${server.address().port}`);
 	});

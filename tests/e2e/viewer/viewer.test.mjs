@@ -36,11 +36,15 @@ function ok(cond, msg) {
 	if (!cond) throw new Check(msg);
 }
 
+const started = Date.now();
+
 async function step(name, fn) {
+	const t0 = Date.now();
 	try {
 		await fn();
 		passed++;
-		console.log(`ok ${passed + failed} - ${name}`);
+		// How long it took, and since the start: meson gives the whole run 300 s.
+		console.log(`ok ${passed + failed} - ${name} (${((Date.now() - t0) / 1000).toFixed(1)} s, at ${((Date.now() - started) / 1000).toFixed(0)} s)`);
 	} catch (e) {
 		failed++;
 		console.log(`not ok ${passed + failed} - ${name}`);
@@ -819,6 +823,274 @@ async function locksSteps(browser, watch, noProblems) {
 	}
 }
 
+// ---------------------------------------------------------------------------- range navigation
+
+const PRESETS = ['-30s', '-60s', '-5m', '-15m', '-1h', '-6h', '-24h', '-7d'];
+const UNIT_S = { s: 1, m: 60, h: 3600, d: 86400 };
+const presetS = (v) => Number(v.slice(1, -1)) * UNIT_S[v.slice(-1)];
+// The pages of these steps run in a zone without daylight saving: UTC+05:30.
+const ZONE = 'Asia/Kolkata';
+const ZONE_OFF_MS = 5.5 * 3600e3;
+/** A unix-ms instant as a datetime-local value in ZONE. */
+const localIn = (ms) => new Date(ms + ZONE_OFF_MS).toISOString().slice(0, 19);
+/** "1 min resolution, from disk" as docs/viewer.md says it; absent fields: 1 s from memory. */
+const resText = (res, src) => {
+	const r = Number(res) > 0 ? Number(res) : 1;
+	return `${r % 60 === 0 ? `${r / 60} min` : `${r} s`} resolution, from ${src || 'memory'}`;
+};
+
+/**
+ * The whole retention: presets limited by /api/status's retention, absolute from/to (local
+ * time, the URL, the API), step back/forward, zoom to a selection, live, the resolution said.
+ * Against the real server, then (answers substituted) a server holding days on disk.
+ */
+async function rangeSteps(browser, watch, noProblems, setReloading) {
+	const page = watch(await browser.newPage({ viewport: { width: 1400, height: 950 }, timezoneId: ZONE }));
+	const hook = (f, arg) => page.evaluate(f, arg);
+	const apiReq = (p, pred) => page.waitForRequest((r) => {
+		const u = new URL(r.url());
+		return u.pathname === p && pred(u.searchParams);
+	}, { timeout: T });
+	const rangeReqs = (from, to) => ['/api/profile', '/api/timeline'].map((p) => apiReq(p, (q) => q.get('from') === String(from) && q.get('to') === String(to)));
+	const waitRange = (range) => page.waitForFunction((r) => __hotcold.state.range === r, range, { timeout: T });
+	const unfocus = () => page.evaluate(() => document.activeElement?.blur());
+	try {
+		await step('range presets: 30 s to 7 d, those beyond the retention disabled', async () => {
+			await page.goto(`${BASE}/#live=0`, { timeout: T });
+			await page.waitForFunction(() => window.__hotcold?.ready && __hotcold.statusLoads > 0, null, { timeout: T });
+			const st = await (await fetch(`${BASE}/api/status`)).json();
+			const conf = st.retention?.configured_s;
+			ok(conf > 0, `status has no retention.configured_s: ${JSON.stringify(st.retention)}`);
+			ok((await hook(() => __hotcold.retention))?.configuredS === conf, 'the page did not take the retention');
+			const opts = await page.$$eval('#range option', (os) => os.map((o) => ({ v: o.value, d: o.disabled, t: o.textContent })));
+			for (const v of PRESETS) {
+				const o = opts.find((x) => x.v === v);
+				ok(o, `no preset ${v}: ${JSON.stringify(opts)}`);
+				const beyond = presetS(v) > conf;
+				ok(o.d === beyond, `preset ${v} ${o.d ? 'disabled' : 'enabled'} with ${conf} s retention: ${JSON.stringify(o)}`);
+				ok(!beyond || /beyond/.test(o.t), `preset ${v} beyond the retention does not say so: ${o.t}`);
+			}
+		});
+
+		let abs; // {from, to}: the range given in the from/to fields
+		await step('absolute from/to: local time with its zone, in the URL and the API requests', async () => {
+			ok(/\+05:30/.test(await page.textContent('#abs-zone')), `zone shown: ${await page.textContent('#abs-zone')}`);
+			const to = Math.floor(Date.now() / 1000) * 1000 - 3000;
+			abs = { from: to - 10000, to };
+			await page.fill('#abs-from', localIn(abs.from));
+			await page.fill('#abs-to', localIn(abs.to));
+			const reqs = rangeReqs(abs.from, abs.to);
+			await page.click('#abs-go');
+			await Promise.all(reqs);
+			await waitRange(`${abs.from}..${abs.to}`);
+			ok((await page.evaluate(() => location.hash)).includes(`range=${abs.from}..${abs.to}`), 'the URL has no range');
+			const w = await hook(() => __hotcold.window);
+			ok(w.absolute && w.from_ms === abs.from && w.to_ms === abs.to, `window ${JSON.stringify(w)}`);
+			ok(await page.isVisible('#go-live') && await page.isHidden('#live-ctl'), 'an absolute range offers "live" (and no live box)');
+		});
+
+		await step('absolute from/to: a reload asks the same range and fills the fields', async () => {
+			const reqs = rangeReqs(abs.from, abs.to);
+			setReloading(true);
+			await page.reload({ timeout: T });
+			await Promise.all(reqs);
+			await page.waitForFunction(() => window.__hotcold?.ready, null, { timeout: T });
+			setReloading(false);
+			ok((await page.inputValue('#abs-from')) === localIn(abs.from) && (await page.inputValue('#abs-to')) === localIn(abs.to),
+				`fields ${await page.inputValue('#abs-from')} / ${await page.inputValue('#abs-to')}, expected ${localIn(abs.from)} / ${localIn(abs.to)}`);
+			ok((await page.inputValue('#range')) === `${abs.from}..${abs.to}`, 'the range menu does not show the absolute range');
+		});
+
+		await step('step back and forward by the width ([ ] and the buttons); forward past now is live', async () => {
+			const w = abs.to - abs.from;
+			await unfocus();
+			let reqs = rangeReqs(abs.from - w, abs.to - w);
+			await page.keyboard.press('[');
+			await Promise.all(reqs);
+			await waitRange(`${abs.from - w}..${abs.to - w}`);
+			reqs = rangeReqs(abs.from, abs.to);
+			await page.keyboard.press(']');
+			await Promise.all(reqs);
+			await waitRange(`${abs.from}..${abs.to}`);
+			reqs = rangeReqs(abs.from - w, abs.to - w);
+			await page.click('#step-back');
+			await Promise.all(reqs);
+			reqs = rangeReqs(abs.from, abs.to);
+			await page.click('#step-fwd');
+			await Promise.all(reqs);
+			await waitRange(`${abs.from}..${abs.to}`);
+			// Forward from a range that ends 2 s ago goes past now: it follows the newest data
+			// again, as wide (the preset of that width).
+			const to = Math.floor(Date.now() / 1000) * 1000 - 2000;
+			await page.fill('#abs-from', localIn(to - 30000));
+			await page.fill('#abs-to', localIn(to));
+			await page.press('#abs-to', 'Enter');
+			await waitRange(`${to - 30000}..${to}`);
+			await page.click('#step-fwd');
+			await waitRange('-30s');
+			const st = await hook(() => __hotcold.state);
+			ok(st.live && !st.sel, `forward past now: ${JSON.stringify(st)}`);
+			ok(await page.isDisabled('#step-fwd'), 'forward is not disabled at the newest data');
+			ok(await page.isVisible('#live-ctl') && await page.isHidden('#go-live'), 'live range: the live box, not "live"');
+			// back from a relative range: the 10 s before the current second
+			const t0 = Date.now();
+			await page.click('#step-back');
+			await page.waitForFunction(() => __hotcold.window.absolute, null, { timeout: T });
+			const b = await hook(() => __hotcold.window);
+			const t1 = Date.now();
+			ok(b.to_ms - b.from_ms === 30000 && b.to_ms >= t0 - 31000 && b.to_ms <= t1 - 30000, `back from live: ${JSON.stringify(b)} between ${t0} and ${t1}`);
+			await page.click('#go-live');
+			await waitRange('-30s');
+			ok((await hook(() => __hotcold.state)).live, '"live" did not turn live on');
+		});
+
+		await step('zoom to selection: the selection becomes the range', async () => {
+			await page.selectOption('#range', '-5m');
+			await page.waitForFunction(() => __hotcold.timeline?.columns > 0 && __hotcold.timeline.to_ms - __hotcold.timeline.from_ms > 20000, null, { timeout: T });
+			await page.click('#live');
+			await dragHeat(page, 0.3, 0.6);
+			await page.waitForFunction(() => __hotcold.selection, null, { timeout: T });
+			const sel = await hook(() => __hotcold.selection);
+			ok(await page.isVisible('#sel-zoom'), 'no "zoom to selection" with a selection');
+			const reqs = rangeReqs(sel.from_ms, sel.to_ms);
+			await page.click('#sel-zoom');
+			await Promise.all(reqs);
+			await waitRange(`${sel.from_ms}..${sel.to_ms}`);
+			ok(!(await hook(() => __hotcold.selection)) && await page.isHidden('#sel-zoom'), 'the selection stayed');
+			ok((await page.evaluate(() => location.hash)).includes(`range=${sel.from_ms}..${sel.to_ms}`), 'URL range');
+			// and back by its width
+			const w = sel.to_ms - sel.from_ms;
+			const back = rangeReqs(sel.from_ms - w, sel.to_ms - w);
+			await unfocus();
+			await page.keyboard.press('[');
+			await Promise.all(back);
+		});
+
+		await step('the resolution shown is what the answers say (none said: 1 s, from memory)', async () => {
+			await page.waitForFunction(() => __hotcold.resolution.length > 0, null, { timeout: T });
+			const url = await hook(() => __hotcold.lastProfileUrl);
+			const rg = (await (await fetch(`${BASE}/${url}`)).json()).range || {};
+			const text = await hook(() => __hotcold.resolution);
+			ok(text.startsWith(resText(rg.resolution_s, rg.source)), `resolution ${JSON.stringify(text)} for range ${JSON.stringify(rg)}`);
+			ok(/timeline \d+ (s|min) slots/.test(text), `no timeline slots in ${JSON.stringify(text)}`);
+			ok(!(await hook(() => __hotcold.timeline.heatNote)), 'the heat-map note shows with a heat map');
+			noProblems('range navigation');
+		});
+	} finally {
+		await page.close();
+	}
+
+	// A server holding two days of a 7 d retention on disk (issue 20's contract), answers
+	// substituted: the timeline synthesized, the profile the real one with its range's resolution.
+	const disk = watch(await browser.newPage({ viewport: { width: 1400, height: 950 } }));
+	const dhook = (f, arg) => disk.evaluate(f, arg);
+	const DAY = 86400e3;
+	const timelineAsked = [];
+	try {
+		await disk.route('**/api/status', async (route) => {
+			try {
+				const res = await route.fetch();
+				const st = await res.json();
+				const now = Date.now();
+				await route.fulfill({ response: res, json: { ...st, retention: { configured_s: 604800, span_s: 172800,
+					oldest: new Date(now - 2 * DAY).toISOString(), newest: new Date(now).toISOString() } } });
+			} catch (e) {
+				if (!/disposed|closed|Target/.test(String(e))) throw e;
+			}
+		});
+		await disk.route('**/api/timeline*', (route) => {
+			const q = new URL(route.request().url()).searchParams;
+			timelineAsked.push(q);
+			const now = Math.floor(Date.now() / 1000) * 1000;
+			const at = (v) => (/^\d+$/.test(v) ? Number(v) : now - presetS(v) * 1000);
+			const to = q.has('to') ? at(q.get('to')) : now;
+			const from = at(q.get('from'));
+			const long = to - from > 3600e3;
+			const stepMs = q.has('step') ? Number(q.get('step').slice(0, -1)) * 1000 : long ? 900e3 : 60e3;
+			const f = Math.floor(from / stepMs) * stepMs;
+			const slots = { t_ms: [], on_cpu_ns: [], off_cpu_ns: [], runqueue_ns: [], samples: [] };
+			for (let t = f; t < to; t += stepMs) {
+				slots.t_ms.push(t);
+				slots.on_cpu_ns.push(stepMs * 1e5 * (2 + Math.sin(t / 3.6e6)));
+				slots.off_cpu_ns.push(stepMs * 1e5);
+				slots.runqueue_ns.push(stepMs * 1e4);
+				slots.samples.push(stepMs / 10);
+			}
+			const cols = long ? 0 : Math.ceil((to - f) / 1000);
+			return route.fulfill({ json: {
+				from_ms: f, to_ms: to, step_ms: stepMs, resolution_s: 60, source: 'disk', tier: '1m', slots,
+				heatmap: { start_ms: f, columns: cols, rows: 50, row_ms: 20, max: 0, counts: Array.from({ length: cols }, () => new Array(50).fill(0)) },
+				retention: { oldest_ms: now - 2 * DAY, newest_ms: now },
+			} });
+		});
+		await disk.route('**/api/profile*', async (route) => {
+			try {
+				const res = await route.fetch();
+				const doc = await res.json();
+				await route.fulfill({ response: res, json: { ...doc, range: { ...doc.range, resolution_s: 60, source: 'disk', tier: '1m' } } });
+			} catch (e) {
+				if (!/disposed|closed|Target/.test(String(e))) throw e;
+			}
+		});
+
+		await step('days on disk: 7 d enabled and marked as partly held', async () => {
+			await disk.goto(`${BASE}/#live=0`, { timeout: T });
+			await disk.waitForFunction(() => window.__hotcold?.ready && __hotcold.statusLoads > 0, null, { timeout: T });
+			const opts = await disk.$$eval('#range option', (os) => os.map((o) => ({ v: o.value, d: o.disabled, t: o.textContent })));
+			const o = (v) => opts.find((x) => x.v === v);
+			ok(PRESETS.every((v) => !o(v).d), `a preset is disabled with 7 d retention: ${JSON.stringify(opts)}`);
+			ok(/2 d held/.test(o('-7d').t), `7 d does not say 2 d held: ${o('-7d').t}`);
+			ok(!/held/.test(o('-24h').t), `24 h says it is partly held: ${o('-24h').t}`);
+		});
+
+		await step('days on disk: a 7 d range asks no step, draws the strip at the server\'s step, no heat map', async () => {
+			const req = disk.waitForRequest((r) => {
+				const u = new URL(r.url());
+				return u.pathname === '/api/timeline' && u.searchParams.get('from') === '-7d';
+			}, { timeout: T });
+			await disk.selectOption('#range', '-7d');
+			const q = new URL((await req).url()).searchParams;
+			ok(!q.has('step'), `a 7 d timeline asked with step=${q.get('step')}`);
+			await disk.waitForFunction(() => __hotcold.timeline?.step_ms === 900000, null, { timeout: T });
+			const tl = await dhook(() => __hotcold.timeline);
+			ok(tl.columns === 0 && tl.heatNote && tl.slots >= 670, `timeline ${JSON.stringify(tl)}`);
+			ok(/heat map: ranges up to 1 h/.test(await disk.textContent('#heat-note')), `note: ${await disk.textContent('#heat-note')}`);
+			await disk.waitForFunction(() => /1 min resolution, from disk/.test(__hotcold.resolution) && /timeline 15 min slots/.test(__hotcold.resolution), null, { timeout: T });
+			// The strip has bars: the on-CPU lane holds pixels of more than its background.
+			const colours = await disk.evaluate(() => {
+				const c = document.getElementById('strip');
+				const d = c.getContext('2d').getImageData(0, 0, c.width, Math.floor((c.height * 16) / 64)).data;
+				const seen = new Set();
+				for (let i = 0; i < d.length; i += 4) seen.add(`${d[i]},${d[i + 1]},${d[i + 2]}`);
+				return seen.size;
+			});
+			ok(colours > 2, `the strip's on-CPU lane has ${colours} colours: no bars`);
+		});
+
+		await step('days on disk: a selection on the strip, zoomed into, asks its range with no step', async () => {
+			const box = await disk.locator('#strip-overlay').boundingBox();
+			const y = box.y + 8;
+			await disk.mouse.move(box.x + box.width * 0.5, y);
+			await disk.mouse.down();
+			for (let k = 1; k <= 4; k++) await disk.mouse.move(box.x + box.width * (0.5 + 0.005 * k), y);
+			await disk.mouse.up();
+			await disk.waitForFunction(() => __hotcold.selection, null, { timeout: T });
+			const sel = await dhook(() => __hotcold.selection);
+			ok(sel.from_ms % 900000 === 0 && (sel.to_ms - sel.from_ms) % 900000 === 0 && sel.to_ms > sel.from_ms,
+				`a strip selection of whole 15 min slots: ${JSON.stringify(sel)}`);
+			const n = timelineAsked.length;
+			await disk.click('#sel-zoom');
+			await disk.waitForFunction((r) => __hotcold.state.range === r && __hotcold.timeline?.from_ms === Number(r.split('..')[0]),
+				`${sel.from_ms}..${sel.to_ms}`, { timeout: T });
+			const q = timelineAsked.slice(n).find((x) => x.get('from') === String(sel.from_ms));
+			ok(q && q.get('to') === String(sel.to_ms) && !q.has('step'), `timeline asked: ${q}`);
+			noProblems('days on disk');
+		});
+	} finally {
+		await disk.close();
+	}
+}
+
 async function main() {
 	if (!BASE) {
 		console.error('viewer.test: set HOTCOLD_URL, e.g. HOTCOLD_URL=http://127.0.0.1:8080');
@@ -1097,6 +1369,7 @@ async function main() {
 		await inlineSteps(await browser.newPage({ viewport: { width: 1400, height: 950 }, deviceScaleFactor: 2 }).then(watch), noProblems);
 		await diffRangeSteps(await browser.newPage({ viewport: { width: 1400, height: 950 }, deviceScaleFactor: 2 }).then(watch), noProblems,
 			(on) => { reloading = on; });
+		await rangeSteps(browser, watch, noProblems, (on) => { reloading = on; });
 		await locksSteps(browser, watch, noProblems);
 
 		await step('no console errors or failed requests during the whole run', async () => noProblems('end'));
