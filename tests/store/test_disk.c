@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <sqlite3.h>
 
 #include "profile/hist.h"
 #include "profile/store.h"
@@ -485,6 +486,39 @@ static void test_retention(void **state)
 	assert_weights_equal(&w, &want);
 }
 
+/* Known bugs are asserted only with HC_TEST_KNOWN_BUGS=1 (so that the suite stays green
+ * until they are fixed); otherwise they are printed. */
+static bool known_bugs(void)
+{
+	const char *v = getenv("HC_TEST_KNOWN_BUGS");
+
+	return v && !strcmp(v, "1");
+}
+
+/* The bytes of the pages in use (not free) of dir's store file, read as it is on disk. */
+static uint64_t pages_bytes(const char *dir)
+{
+	char uri[PATH_MAX + 64];
+	sqlite3 *db = NULL;
+	sqlite3_stmt *st;
+	uint64_t n = 0;
+
+	snprintf(uri, sizeof(uri), "file:%s/%s?immutable=1", dir, HC_DISK_FILE);
+	assert_int_equal(sqlite3_open_v2(uri, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, NULL),
+			 SQLITE_OK);
+	assert_int_equal(sqlite3_prepare_v2(db,
+					    "SELECT (SELECT page_count FROM pragma_page_count) -"
+					    " (SELECT freelist_count FROM pragma_freelist_count),"
+					    " (SELECT page_size FROM pragma_page_size)",
+					    -1, &st, NULL),
+			 SQLITE_OK);
+	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+	n = (uint64_t)sqlite3_column_int64(st, 0) * (uint64_t)sqlite3_column_int64(st, 1);
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+	return n;
+}
+
 static uint64_t wal_bytes(const char *dir)
 {
 	char path[PATH_MAX + 32];
@@ -514,18 +548,10 @@ static void fill_capped(struct fixture *fx, const char *dir, uint64_t cap, struc
 		      st->tier[2].oldest_s - T0);
 }
 
-/* Known bugs are asserted only with HC_TEST_KNOWN_BUGS=1 (so that the suite stays green
- * until they are fixed); otherwise they are printed. */
-static bool known_bugs(void)
-{
-	const char *v = getenv("HC_TEST_KNOWN_BUGS");
-
-	return v && !strcmp(v, "1");
-}
-
 /*
- * max_bytes: the oldest data goes first, counted; the newest stays whole. The cap leaves room
- * for the WAL (see test_max_bytes_wal) and half of the unbounded store's pages.
+ * max_bytes: the oldest data goes first, counted; what is left is whole. The cap is half the
+ * pages the unbounded store uses; whether the store then fits it depends on the WAL (see
+ * test_max_bytes_wal) and on page granularity, so that is not asserted here.
  */
 static void test_max_bytes(void **state)
 {
@@ -541,12 +567,26 @@ static void test_max_bytes(void **state)
 	fx->d = NULL;
 	assert_int_equal(full.dropped_max_disk_s, 0);
 
-	cap = wal + (full.bytes - wal) / 2;
+	cap = pages_bytes(big) / 2;
 	fill_capped(fx, fx->dir, cap, &st, &wal);
 	assert_true(st.dropped_max_disk_s > 0);
 	assert_int_equal(st.expired_s, 0);
 	assert_int_equal(st.write_failures, 0);
-	assert_true(st.bytes <= cap);
+	/*
+	 * BUG (store/disk.c expire(), the max_bytes loop): cut = oldest + span / 20 + step drops
+	 * two windows once span / 20 >= 1, so a tier holding two windows loses both, the one
+	 * holding the newest second included, although the other tiers keep older data; the
+	 * window is re-created by the next second and dropped again, each time counted whole:
+	 * dropped_max_disk_s exceeds the seconds ever written (3 tiers: 200 + 200 + 240).
+	 */
+	if ((st.tier[2].seconds == 0 || st.dropped_max_disk_s > 640) && !known_bugs()) {
+		print_message("BUG: max_bytes emptied the 1 min tier (%" PRIu64
+			      " s left) and counted %" PRIu64 " s dropped of 640 written\n",
+			      st.tier[2].seconds, st.dropped_max_disk_s);
+	} else {
+		assert_true(st.tier[2].seconds > 0);
+		assert_true(st.dropped_max_disk_s <= 640);
+	}
 	/* the oldest went first: what each tier holds is one run of windows ending at the
 	 * newest second */
 	assert_true(st.oldest_s > T0);
@@ -563,8 +603,8 @@ static void test_max_bytes(void **state)
 	{
 		struct hc_store_filter f = all();
 		struct hc_weights w =
-			tree_total(fx->d, HC_DISK_MAIN, 0, T0 + SECONDS - 10, T0 + SECONDS, &f);
-		struct hc_weights want = want_sum(fx, T0 + SECONDS - 10, T0 + SECONDS);
+			tree_total(fx->d, HC_DISK_MAIN, 0, st.tier[0].oldest_s, T0 + SECONDS, &f);
+		struct hc_weights want = want_sum(fx, st.tier[0].oldest_s, T0 + SECONDS);
 
 		assert_weights_equal(&w, &want);
 	}
@@ -575,8 +615,8 @@ static void test_max_bytes(void **state)
  * size, which SQLite never shrinks after a PASSIVE checkpoint (no journal_size_limit), and
  * which each DELETE of expire() grows. Once the WAL has reached its auto-checkpoint size
  * (~4 MB), a max_bytes near or below that drops everything expire() can reach in 40 rounds,
- * and bytes stays above the cap anyway. Half the unbounded store's size (WAL included) must
- * leave the store within that cap.
+ * and bytes stays above the cap anyway. Half of the unbounded store's pages and WAL must leave
+ * the store within that cap.
  */
 static void test_max_bytes_wal(void **state)
 {
@@ -592,14 +632,14 @@ static void test_max_bytes_wal(void **state)
 	hc_disk__close(fx->d);
 	fx->d = NULL;
 
-	cap = full.bytes / 2;
+	cap = (pages_bytes(big) + wal) / 2;
 	fill_capped(fx, fx->dir, cap, &st, &wal);
 	ok = st.bytes <= cap;
 	if (!ok && !known_bugs()) {
-		print_message("BUG: max_bytes %" PRIu64 " (half of %" PRIu64 "): %" PRIu64
+		print_message("BUG: max_bytes %" PRIu64 " (half of the pages and the WAL): %" PRIu64
 			      " bytes left, the 1 min tier holds %" PRIu64
 			      " s: the WAL's size (%" PRIu64 ") is counted\n",
-			      cap, full.bytes, st.bytes, st.tier[2].seconds, wal);
+			      cap, st.bytes, st.tier[2].seconds, wal);
 		return;
 	}
 	assert_true(st.bytes <= cap);
