@@ -344,8 +344,8 @@ static int open_disk(const struct serve_cfg *cfg, int lock_fd, struct hc_disk **
 		return disk_exit_code(err);
 	}
 	hc_disk__stats(*out, &st);
-	if (st.quarantined)
-		hc_err("--data-dir: %s", why);
+	if (st.quarantined) /* where to look: why names the file, not where it went */
+		hc_err("--data-dir: %s (kept in %s/%s/)", why, cfg->data_dir, HC_DISK_QUARANTINE);
 	return 0;
 }
 
