@@ -640,10 +640,35 @@ static int add_heat(struct hc_disk *d, int64_t sec, uint64_t samples)
 	return err;
 }
 
+/* A capture of a time serve recorded (or another capture covers) counts the same events
+ * twice: say so. */
+static void warn_overlap(struct hc_disk *d, const struct capture *c)
+{
+	struct hc_store_slot *slots = NULL;
+	struct hc_disk_range r;
+	bool held = false;
+	size_t n = 0;
+
+	if (hc_disk__pick(d, c->first_s, c->first_s + c->n_s, &r) || r.to_s <= r.from_s ||
+	    hc_disk__timeline(d, &r, r.to_s - r.from_s, &slots, &n))
+		return;
+	for (size_t i = 0; i < n; i++)
+		held |= slots[i].samples || slots[i].on_cpu_ns || slots[i].off_cpu_ns ||
+			slots[i].runqueue_ns;
+	free(slots);
+	if (held)
+		hc_err("import: warning: the store already holds data of %s's time (serve was "
+		       "recording, or another capture covers it): both are added",
+		       c->path);
+}
+
 static int import_capture(struct hc_disk *d, struct capture *c)
 {
 	struct paths ps = {0};
-	int err = collect_paths(d, c->p->tree, &ps);
+	int err;
+
+	warn_overlap(d, c);
+	err = collect_paths(d, c->p->tree, &ps);
 
 	c->paths = ps.n;
 	for (int64_t i = 0; !err && i < c->n_s; i++) {
@@ -669,6 +694,7 @@ static int import_capture(struct hc_disk *d, struct capture *c)
 		}
 	}
 	free(ps.v);
+	hc_disk__sync(d); /* written: the next capture's overlap check sees it */
 	return err;
 }
 
@@ -761,7 +787,8 @@ static void warn_capture(const struct capture *c)
 		       c->path);
 }
 
-static int write_store(const struct import_cfg *cfg, int lock_fd, struct capture *c, size_t n)
+static int write_store(const struct import_cfg *cfg, int lock_fd, struct capture *c, size_t n,
+		       struct hc_disk_stats *out)
 {
 	struct hc_disk_opts o = {
 		.dir = cfg->data_dir,
@@ -769,6 +796,8 @@ static int write_store(const struct import_cfg *cfg, int lock_fd, struct capture
 		.max_bytes = UINT64_MAX,
 		.tier_keep_s = {KEEP_ALL_S, KEEP_ALL_S},
 		.lock_fd = lock_fd,
+		/* windows are merged once, by hc_disk__maintain() at the end, not while writing */
+		.compact_every_s = KEEP_ALL_S,
 	};
 	struct hc_disk_stats st;
 	char why[512] = "";
@@ -807,16 +836,13 @@ static int write_store(const struct import_cfg *cfg, int lock_fd, struct capture
 		       st.dropped_queue_s + st.dropped_write_s);
 		return EX_IOERR;
 	}
-	if (cfg->verbose)
-		printf("store %s/%s: %" PRIu64 " bytes, %" PRIu64 " frames, %" PRIu64
-		       " tasks, %" PRIu64 " stacks, %" PRIu64 " writes\n",
-		       cfg->data_dir, HC_DISK_FILE, st.bytes, st.frames, st.tasks, st.stacks,
-		       st.writes);
+	*out = st;
 	return 0;
 }
 
 static int run_import(const struct import_cfg *cfg, struct capture *c, size_t n, int lock_fd)
 {
+	struct hc_disk_stats st = {0};
 	struct listed *l = NULL;
 	size_t nl = 0, todo = 0;
 	int rc, err;
@@ -832,7 +858,7 @@ static int run_import(const struct import_cfg *cfg, struct capture *c, size_t n,
 		todo += !c[i].skip;
 		warn_capture(&c[i]);
 	}
-	rc = todo ? write_store(cfg, lock_fd, c, n) : 0;
+	rc = todo ? write_store(cfg, lock_fd, c, n, &st) : 0;
 	if (!rc && todo) {
 		err = append_list(cfg->data_dir, c, n);
 		if (err) {
@@ -846,6 +872,11 @@ static int run_import(const struct import_cfg *cfg, struct capture *c, size_t n,
 		return rc;
 	for (size_t i = 0; i < n; i++)
 		print_capture(&c[i], cfg->verbose);
+	if (cfg->verbose && todo)
+		printf("store %s/%s: %" PRIu64 " bytes, %" PRIu64 " frames, %" PRIu64
+		       " tasks, %" PRIu64 " stacks, %" PRIu64 " writes\n",
+		       cfg->data_dir, HC_DISK_FILE, st.bytes, st.frames, st.tasks, st.stacks,
+		       st.writes);
 	return 0;
 }
 
