@@ -29,7 +29,7 @@
 #include "base/hash.h"
 #include "base/why.h"
 #include "cli/cli.h"
-#include "privsep/privdrop.h"
+#include "privsep/run.h"
 #include "profile/encode.h"
 #include "profile/hist.h"
 #include "profile/profile.h"
@@ -102,18 +102,20 @@ static void usage(FILE *out)
 		"A file imported before (DIR/" IMPORT_LIST ") is skipped.\n"
 		"\n"
 		"      --data-dir DIR  the data directory (default " DEFAULT_DATA_DIR ")\n"
-		"      --user NAME     when run as root: a missing DIR is created for NAME "
-		"(default\n"
-		"                      " DEFAULT_USER
-		", as serve); the import runs as DIR's owner\n"
+		"      --user NAME     when run as root: a missing DIR is created for NAME\n"
+		"                      (default " DEFAULT_USER
+		", as serve); the files are parsed and\n"
+		"                      written as DIR's owner (NAME when that is root), without\n"
+		"                      capabilities, under a seccomp allow-list\n"
 		"  -v, --verbose       more about each file and the store\n"
 		"  -h, --help          this text\n"
 		"\n"
 		"serve holds DIR while it runs: stop serve, import, start serve again.\n"
 		"Exit codes: 0 ok (files skipped as imported before included), 64 usage,\n"
 		"65 a file is not a valid hotcold-profile/1 capture (nothing imported), 66 a file\n"
-		"cannot be read, 71 system error, 73 DIR cannot be created or written, 74 writing\n"
-		"the store failed, 75 another hotcold (a running serve) holds DIR.\n");
+		"cannot be read, 70 the sandboxed process died, 71 system error, 73 DIR cannot be\n"
+		"created or written, 74 writing the store failed, 75 another hotcold (a running\n"
+		"serve) holds DIR, 77 the process cannot become DIR's owner.\n");
 }
 
 static int parse_args(int argc, char **argv, struct import_cfg *cfg)
@@ -444,8 +446,8 @@ static void mark_skipped(struct capture *c, size_t n, const struct listed *l, si
 			    (l[k].started_at_ns != c[i].p->started_at_ns ||
 			     strcmp(l[k].host, host)))
 				continue;
-			snprintf(msg, sizeof(msg), "imported before (%s on %s)", l[k].path,
-				 l[k].when);
+			snprintf(msg, sizeof(msg), "imported before, on %s from %s", l[k].when,
+				 l[k].path);
 			c[i].skip = strdup(msg);
 		}
 		for (size_t k = 0; k < i && !c[i].skip; k++)
@@ -459,7 +461,7 @@ static void mark_skipped(struct capture *c, size_t n, const struct listed *l, si
 /* Append the imported captures and make the lines durable. 0 or -errno. */
 static int append_list(const char *dir, const struct capture *c, size_t n)
 {
-	char path[4200], host[256], file[1024], when[64], start[64];
+	char path[4200], host[256], file[1024], when[64];
 	struct timespec now;
 	int fd, err = 0;
 	FILE *f;
@@ -483,9 +485,8 @@ static int append_list(const char *dir, const struct capture *c, size_t n)
 		if (!host[0])
 			snprintf(host, sizeof(host), "-");
 		clean(file, sizeof(file), c[i].path);
-		rfc3339_s(c[i].p->started_at_ns, start, sizeof(start));
-		fprintf(f, "%016" PRIx64 "\t%" PRId64 "\t%s\t%s\t%s (capture of %s)\n", c[i].hash,
-			c[i].p->started_at_ns, host, when, file, start);
+		fprintf(f, "%016" PRIx64 "\t%" PRId64 "\t%s\t%s\t%s\n", c[i].hash,
+			c[i].p->started_at_ns, host, when, file);
 	}
 	if (fflush(f) || fsync(fd))
 		err = -errno;
@@ -732,20 +733,23 @@ static int take_dir(const struct import_cfg *cfg, int *fd)
 		hc_err("import: --data-dir: %s", why);
 		return dir_exit_code(-*fd);
 	}
-	if (geteuid() == 0 && !stat(cfg->data_dir, &st) && st.st_uid != 0) {
-		/* what we write must stay writable by serve, which runs as the owner; and the
-		 * files are parsed without root */
-		struct passwd *owner = getpwuid(st.st_uid);
-
-		if (owner && hc_privdrop(owner->pw_name, why, sizeof(why))) {
-			hc_err("import: becoming %s, the owner of %s: %s", owner->pw_name,
-			       cfg->data_dir, why);
-			close(*fd);
-			*fd = -1;
-			return EX_OSERR;
-		}
-	}
 	return 0;
+}
+
+/* Who the sandboxed process becomes (as root): DIR's owner, whose files serve writes; --user
+ * when that is root (serve, run as --user, cannot write such a directory either). */
+static const char *child_user(const struct import_cfg *cfg, char *buf, size_t len)
+{
+	struct passwd *owner;
+	struct stat st;
+
+	if (geteuid() || stat(cfg->data_dir, &st) || st.st_uid == 0)
+		return cfg->user;
+	owner = getpwuid(st.st_uid);
+	if (!owner)
+		return cfg->user;
+	snprintf(buf, len, "%s", owner->pw_name);
+	return buf;
 }
 
 static void print_capture(const struct capture *c, bool verbose)
@@ -880,13 +884,49 @@ static int run_import(const struct import_cfg *cfg, struct capture *c, size_t n,
 	return 0;
 }
 
+struct job {
+	const struct import_cfg *cfg;
+	struct capture *c;
+	size_t n;
+	int lock_fd;
+};
+
+/* The sandboxed process: parse and check every file, then write. An exit code. */
+static int import_worker(void *ctx, const struct hc_privsep_child *child)
+{
+	struct job *j = ctx;
+	int rc = 0;
+
+	(void)child;
+	for (size_t i = 0; i < j->n && !rc; i++)
+		rc = load_capture(&j->c[i], j->cfg->verbose);
+	if (rc == EX_DATAERR && j->n > 1)
+		hc_err("import: nothing imported");
+	if (!rc)
+		rc = run_import(j->cfg, j->c, j->n, j->lock_fd);
+	/* ours to flush: the process ends with _exit() */
+	if (fflush(stdout) && !rc)
+		rc = EX_IOERR;
+	return rc;
+}
+
+static int import_refused(void *ctx, int err, const char *why)
+{
+	(void)ctx;
+	return hc_sandbox_refused("import: ", err, why);
+}
+
 /*
- * Read every file (as the caller: captures are root's 0600 files), take DIR and become its
- * owner, then parse and check every file before anything is written.
+ * Read every file (as the caller: captures are root's 0600 files) and take DIR; the parsing
+ * and writing happen in a child that becomes DIR's owner with no capabilities, under serve's
+ * store allow-list (the one its HTTP process writes the store with).
  */
 static int import_files(const struct import_cfg *cfg, struct capture *c, size_t n)
 {
-	int lock_fd = -1, rc = 0;
+	struct job j = {.cfg = cfg, .c = c, .n = n, .lock_fd = -1};
+	struct hc_privsep_result res;
+	char user[256], why[256];
+	int rc = 0;
 
 	for (size_t i = 0; i < n && !rc; i++) {
 		rc = read_bytes(c[i].path, &c[i].buf, &c[i].len);
@@ -894,15 +934,24 @@ static int import_files(const struct import_cfg *cfg, struct capture *c, size_t 
 			c[i].hash = hc_hash_fnv1a(HC_FNV1A_OFFSET, c[i].buf, c[i].len);
 	}
 	if (!rc)
-		rc = take_dir(cfg, &lock_fd);
-	for (size_t i = 0; i < n && !rc; i++)
-		rc = load_capture(&c[i], cfg->verbose);
-	if (rc == EX_DATAERR && n > 1)
-		hc_err("import: nothing imported");
-	if (!rc)
-		rc = run_import(cfg, c, n, lock_fd);
-	if (lock_fd >= 0)
-		close(lock_fd);
+		rc = take_dir(cfg, &j.lock_fd);
+	if (!rc) {
+		const struct hc_privsep_opts opts = {
+			.sandbox = HC_SANDBOX_SERVER_STORE,
+			.user = child_user(cfg, user, sizeof(user)),
+			.refused = import_refused,
+		};
+
+		fflush(stdout);
+		if (hc_privsep__run(&opts, import_worker, &j, &res, why, sizeof(why))) {
+			hc_err("import: %s", why);
+			rc = EX_OSERR;
+		} else {
+			rc = hc_child_exit_code(res.status, "import process");
+		}
+	}
+	if (j.lock_fd >= 0)
+		close(j.lock_fd);
 	return rc;
 }
 
