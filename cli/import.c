@@ -63,7 +63,7 @@ struct capture {
 	uint64_t hash; /* FNV-1a of the file's bytes */
 	int64_t first_s, n_s;
 	struct hc_hist *hist[HC_STORE_H_SCHED_MAX];
-	const char *skip; /* why it is not imported, or NULL */
+	char skip[1400]; /* why it is not imported; empty: imported */
 	uint64_t paths, cells;
 };
 
@@ -433,28 +433,41 @@ static int read_list(const char *dir, struct listed **out, size_t *n_out)
 }
 
 /* Mark captures imported before (or given twice) as skipped. */
+/* The host as imported.list writes it: control characters '?', "-" when none. */
+static void list_host(const struct hc_profile *p, char *out, size_t n)
+{
+	clean(out, n, p->host);
+	if (!out[0])
+		snprintf(out, n, "-");
+}
+
+/* The same capture: the same bytes, or the same host and start to the ns. */
+static bool same_capture(uint64_t hash, int64_t started_at_ns, const char *host,
+			 const struct capture *c)
+{
+	char h[256];
+
+	list_host(c->p, h, sizeof(h));
+	return hash == c->hash || (started_at_ns == c->p->started_at_ns && !strcmp(host, h));
+}
+
+/* Mark captures imported before (or given twice) as skipped. */
 static void mark_skipped(struct capture *c, size_t n, const struct listed *l, size_t nl)
 {
-	char msg[1400];
-
 	for (size_t i = 0; i < n; i++) {
-		char host[256];
+		for (size_t k = 0; k < nl && !c[i].skip[0]; k++)
+			if (same_capture(l[k].hash, l[k].started_at_ns, l[k].host, &c[i]))
+				snprintf(c[i].skip, sizeof(c[i].skip),
+					 "imported before, on %s from %s", l[k].when, l[k].path);
+		for (size_t k = 0; k < i && !c[i].skip[0]; k++) {
+			char h[256];
 
-		clean(host, sizeof(host), c[i].p->host);
-		for (size_t k = 0; k < nl && !c[i].skip; k++) {
-			if (l[k].hash != c[i].hash &&
-			    (l[k].started_at_ns != c[i].p->started_at_ns ||
-			     strcmp(l[k].host, host)))
-				continue;
-			snprintf(msg, sizeof(msg), "imported before, on %s from %s", l[k].when,
-				 l[k].path);
-			c[i].skip = strdup(msg);
+			list_host(c[k].p, h, sizeof(h));
+			if (!c[k].skip[0] &&
+			    same_capture(c[k].hash, c[k].p->started_at_ns, h, &c[i]))
+				snprintf(c[i].skip, sizeof(c[i].skip),
+					 "the same capture as %s, given before it", c[k].path);
 		}
-		for (size_t k = 0; k < i && !c[i].skip; k++)
-			if (!c[k].skip && (c[k].hash == c[i].hash ||
-					   (c[k].p->started_at_ns == c[i].p->started_at_ns &&
-					    !strcmp(c[k].p->host, c[i].p->host))))
-				c[i].skip = strdup("the same capture as an earlier FILE");
 	}
 }
 
@@ -479,11 +492,9 @@ static int append_list(const char *dir, const struct capture *c, size_t n)
 	clock_gettime(CLOCK_REALTIME, &now);
 	rfc3339_s((int64_t)now.tv_sec * NS, when, sizeof(when));
 	for (size_t i = 0; i < n; i++) {
-		if (c[i].skip)
+		if (c[i].skip[0])
 			continue;
-		clean(host, sizeof(host), c[i].p->host);
-		if (!host[0])
-			snprintf(host, sizeof(host), "-");
+		list_host(c[i].p, host, sizeof(host));
 		clean(file, sizeof(file), c[i].path);
 		fprintf(f, "%016" PRIx64 "\t%" PRId64 "\t%s\t%s\t%s\n", c[i].hash,
 			c[i].p->started_at_ns, host, when, file);
@@ -759,7 +770,7 @@ static void print_capture(const struct capture *c, bool verbose)
 
 	rfc3339_s(c->first_s * NS, from, sizeof(from));
 	rfc3339_s((c->first_s + c->n_s) * NS, to, sizeof(to));
-	if (c->skip) {
+	if (c->skip[0]) {
 		printf("skipped %s: %s\n", c->path, c->skip);
 		return;
 	}
@@ -779,7 +790,7 @@ static void warn_capture(const struct capture *c)
 {
 	struct utsname u;
 
-	if (c->skip)
+	if (c->skip[0])
 		return;
 	if (!uname(&u) && c->p->host && strcmp(u.nodename, c->p->host))
 		hc_err("import: warning: %s was captured on %s, not on this machine (%s): its "
@@ -809,7 +820,7 @@ static int write_store(const struct import_cfg *cfg, int lock_fd, struct capture
 	int err = 0;
 
 	for (size_t i = 0; i < n && !o.period_ns; i++)
-		if (!c[i].skip)
+		if (!c[i].skip[0])
 			o.period_ns = c[i].p->sampling.period_ns;
 	d = hc_disk__open(&o, why, sizeof(why));
 	if (!d) {
@@ -821,7 +832,7 @@ static int write_store(const struct import_cfg *cfg, int lock_fd, struct capture
 	if (st.quarantined)
 		hc_err("import: --data-dir: %s", why);
 	for (size_t i = 0; i < n && !err; i++)
-		if (!c[i].skip)
+		if (!c[i].skip[0])
 			err = import_capture(d, &c[i]);
 	if (!err) {
 		hc_disk__maintain(d);
@@ -859,7 +870,7 @@ static int run_import(const struct import_cfg *cfg, struct capture *c, size_t n,
 	mark_skipped(c, n, l, nl);
 	free(l);
 	for (size_t i = 0; i < n; i++) {
-		todo += !c[i].skip;
+		todo += !c[i].skip[0];
 		warn_capture(&c[i]);
 	}
 	rc = todo ? write_store(cfg, lock_fd, c, n, &st) : 0;
@@ -975,7 +986,6 @@ int cmd_import(int argc, char **argv)
 	rc = import_files(&cfg, c, n);
 	for (size_t i = 0; i < n; i++) {
 		capture_release(&c[i]);
-		free((char *)c[i].skip);
 	}
 	free(c);
 	return rc;
