@@ -23,6 +23,7 @@
 int cmd_record(int argc, char **argv);
 int cmd_report(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
+int cmd_import(int argc, char **argv);
 
 /* Options record and serve share (cli/common.c). */
 struct hc_common_args {

@@ -48,6 +48,7 @@ static const struct command {
 	 "convert a saved profile (folded, pprof, speedscope), diff two, print a histogram"},
 	{"serve", cmd_serve,
 	 "profile continuously; flame graphs and JSON at http://127.0.0.1:8080"},
+	{"import", cmd_import, "load record's captures into serve's data directory (its timeline)"},
 };
 
 static void usage(FILE *out)
