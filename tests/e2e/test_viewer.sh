@@ -23,6 +23,8 @@ command -v node >/dev/null || skip "no node (apt-get install nodejs)"
 [ -d "$src/node_modules/playwright-core" ] || skip "no playwright-core (npm ci at the top)"
 
 dir=$(mktemp -d)
+# serve's HTTP process (nobody) writes its data directory inside: it must pass through.
+chmod 711 "$dir"
 serve_pid=
 work_pid=
 locks_pid=
@@ -39,7 +41,8 @@ work_pid=$!
 # --max-store well above the default: on a busy machine (many processes, many frames) 10M fills
 # in under a minute and the oldest seconds are dropped early, so a range picked on the heat map
 # could be gone by the time it is asked for. The store's eviction is test_serve's business.
-"$HOTCOLD" serve -F 999 --locks --listen 127.0.0.1:0 --retention 10m --max-store 256M 2>"$dir/stderr" &
+"$HOTCOLD" serve -F 999 --locks --listen 127.0.0.1:0 --retention 10m --max-store 256M \
+	--data-dir "$dir/data" 2>"$dir/stderr" &
 serve_pid=$!
 url=
 for _ in $(seq 100); do
