@@ -1010,8 +1010,13 @@ static void expire(struct hc_disk *d, int64_t newest)
 {
 	int64_t expired = 0, before, after;
 
-	for (int tier = 0; tier < HC_DISK_TIERS; tier++)
+	for (int tier = 0; tier < HC_DISK_TIERS - 1; tier++)
 		expired += drop_before(d, tier, newest + 1 - (int64_t)d->keep_s[tier]);
+	/* The 1 h tier answers nothing itself: an hour goes once all of it is past the horizon,
+	 * and its seconds were counted in the tiers that answer. */
+	drop_before(d, HC_DISK_TIERS - 1,
+		    newest + 2 - (int64_t)d->keep_s[HC_DISK_TIERS - 1] -
+			    tier_step[HC_DISK_TIERS - 1]);
 	before = answering_oldest(d);
 	for (int round = 0; round < 40 && used_bytes(d) > d->max_bytes; round++) {
 		int64_t oldest = INT64_MAX, lo, hi, cut, step;
@@ -1075,7 +1080,8 @@ static void refresh_tiers(struct hc_disk *d)
 	d->st.bytes = used;
 	d->st.file_bytes = stat(d->path, &sb) ? 0 : (uint64_t)sb.st_size;
 	d->st.oldest_s = d->st.newest_s = 0;
-	for (int i = 0; i < HC_DISK_TIERS; i++) {
+	/* The range held is what the tiers that answer hold (not the 1 h one's whole hours). */
+	for (int i = 0; i < HC_DISK_TIERS - 1; i++) {
 		if (!t[i].buckets)
 			continue;
 		if (!d->st.oldest_s || t[i].oldest_s < d->st.oldest_s)
@@ -1219,10 +1225,11 @@ int hc_disk__pick(struct hc_disk *d, int64_t from_s, int64_t to_s, struct hc_dis
 	pthread_mutex_lock(&d->mu);
 	st = d->st;
 	pthread_mutex_unlock(&d->mu);
-	for (int i = 0; i < HC_DISK_TIERS && tier < 0; i++)
+	/* Tiers 0..2 answer; the 1 h tier only serves their plans (read_range). */
+	for (int i = 0; i < HC_DISK_TIERS - 1 && tier < 0; i++)
 		if (st.tier[i].buckets && st.tier[i].oldest_s <= from_s)
 			tier = i;
-	for (int i = HC_DISK_TIERS; tier < 0 && i-- > 0;)
+	for (int i = HC_DISK_TIERS - 1; tier < 0 && i-- > 0;)
 		if (st.tier[i].buckets)
 			tier = i;
 	if (tier < 0)
