@@ -37,7 +37,8 @@
 #include "profile/tree.h"
 #include "store/disk.h"
 
-#define DEFAULT_DATA_DIR "/var/lib/hotcold"
+/* serve's: the captures' directory is root's, the store in it --user's */
+#define DEFAULT_DATA_DIR "/var/lib/hotcold/store"
 #define DEFAULT_USER "nobody"
 #define IMPORT_LIST "imported.list"
 #define IMPORT_MAX_FILE_BYTES (1ull << 30)
