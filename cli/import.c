@@ -669,10 +669,11 @@ static void warn_overlap(struct hc_disk *d, const struct capture *c)
 		held |= slots[i].samples || slots[i].on_cpu_ns || slots[i].off_cpu_ns ||
 			slots[i].runqueue_ns;
 	free(slots);
+	/* a coarse tier's windows may reach past the capture: "around" then */
 	if (held)
-		hc_err("import: warning: the store already holds data of %s's time (serve was "
+		hc_err("import: warning: the store already holds data %s %s's time (serve was "
 		       "recording, or another capture covers it): both are added",
-		       c->path);
+		       r.tier ? "in windows around" : "of", c->path);
 }
 
 static int import_capture(struct hc_disk *d, struct capture *c)
