@@ -37,7 +37,8 @@
 #include "profile/tree.h"
 #include "store/disk.h"
 
-#define DEFAULT_DATA_DIR "/var/lib/hotcold/store" /* serve's default */
+/* serve's: the captures' directory is root's, the store in it --user's */
+#define DEFAULT_DATA_DIR "/var/lib/hotcold/store"
 #define DEFAULT_USER "nobody"
 #define IMPORT_LIST "imported.list"
 #define IMPORT_MAX_FILE_BYTES (1ull << 30)
@@ -668,10 +669,11 @@ static void warn_overlap(struct hc_disk *d, const struct capture *c)
 		held |= slots[i].samples || slots[i].on_cpu_ns || slots[i].off_cpu_ns ||
 			slots[i].runqueue_ns;
 	free(slots);
+	/* a coarse tier's windows may reach past the capture: "around" then */
 	if (held)
-		hc_err("import: warning: the store already holds data of %s's time (serve was "
+		hc_err("import: warning: the store already holds data %s %s's time (serve was "
 		       "recording, or another capture covers it): both are added",
-		       c->path);
+		       r.tier ? "in windows around" : "of", c->path);
 }
 
 static int import_capture(struct hc_disk *d, struct capture *c)
