@@ -216,12 +216,12 @@ static bool serve_start(struct serve *s, const char *freq, const char *push_url)
 	if (!dir)
 		return false;
 	if (push_url) {
-		argv[8] = "--push";
-		argv[9] = (char *)push_url;
-		argv[10] = "--push-interval";
-		argv[11] = "1s";
-		argv[12] = "--push-service";
-		argv[13] = "e2e-svc";
+		argv[10] = "--push";
+		argv[11] = (char *)push_url;
+		argv[12] = "--push-interval";
+		argv[13] = "1s";
+		argv[14] = "--push-service";
+		argv[15] = "e2e-svc";
 	}
 	snprintf(s->dir, sizeof(s->dir), "%s", dir);
 	free(dir);

@@ -37,8 +37,22 @@
 #include "tests/skip.h"
 
 #define DB "hotcold.db"
-#define START_TIMEOUT_MS 30000
-#define HANG_GUARD_MS 30000
+
+/* Under ASan (the test and hotcold are built alike) everything is several times slower, the
+ * disk writer included: waits are longer, and the kill -9 loss is only printed. */
+#if defined(__SANITIZE_ADDRESS__)
+#define SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define SANITIZED 1
+#endif
+#endif
+#ifndef SANITIZED
+#define SANITIZED 0
+#endif
+#define SLOW (SANITIZED ? 4 : 1)
+#define START_TIMEOUT_MS (30000 * SLOW)
+#define HANG_GUARD_MS (30000 * SLOW)
 
 static const char *hotcold, *workload;
 static char *root; /* this run's scratch directory, traversable by nobody */
@@ -54,6 +68,40 @@ struct serve {
 struct work {
 	pid_t child, pid;
 };
+
+/* What a test started and has not stopped yet: killed by cleanup() when an assertion ends the
+ * test early, so that nothing outlives it. */
+#define MAX_LIVE 8
+static pid_t live[MAX_LIVE];
+
+static void live_add(pid_t pid)
+{
+	for (int i = 0; i < MAX_LIVE; i++)
+		if (!live[i]) {
+			live[i] = pid;
+			return;
+		}
+}
+
+static void live_del(pid_t pid)
+{
+	for (int i = 0; i < MAX_LIVE; i++)
+		if (live[i] == pid)
+			live[i] = 0;
+}
+
+/* SIGKILL to serve's main process ends its children too (PR_SET_PDEATHSIG). */
+static int cleanup(void **state)
+{
+	(void)state;
+	for (int i = 0; i < MAX_LIVE; i++)
+		if (live[i] > 0) {
+			kill(live[i], SIGKILL);
+			e2e_wait(live[i], 10000);
+			live[i] = 0;
+		}
+	return 0;
+}
 
 /* ---- helpers ---- */
 
@@ -105,6 +153,7 @@ static int serve_start(struct serve *s, const char *dir, const char *const extra
 	s->pid = e2e_spawn(argv, &s->out_fd, s->err);
 	if (s->pid <= 0)
 		return -1;
+	live_add(s->pid);
 	for (int i = 0; i < START_TIMEOUT_MS / 50; i++) {
 		char *text = e2e_read_file(s->err, NULL), *u;
 		int status;
@@ -117,6 +166,7 @@ static int serve_start(struct serve *s, const char *dir, const char *const extra
 		free(text);
 		if (waitpid(s->pid, &status, WNOHANG) == s->pid) {
 			close(s->out_fd);
+			live_del(s->pid);
 			s->pid = 0;
 			return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 		}
@@ -125,6 +175,7 @@ static int serve_start(struct serve *s, const char *dir, const char *const extra
 	dump_stderr(s);
 	kill(s->pid, SIGKILL);
 	e2e_wait(s->pid, 5000);
+	live_del(s->pid);
 	s->pid = 0;
 	return -1;
 }
@@ -139,6 +190,7 @@ static int serve_stop(struct serve *s, int sig)
 	kill(s->pid, sig);
 	rc = e2e_wait(s->pid, HANG_GUARD_MS);
 	close(s->out_fd);
+	live_del(s->pid);
 	s->pid = 0;
 	return rc;
 }
@@ -278,7 +330,7 @@ static int64_t tier_oldest_s(const struct serve *s, const char *tier)
 /* Wait until the 1 s tier on disk holds n seconds. */
 static bool wait_disk_seconds(const struct serve *s, uint64_t n)
 {
-	for (int i = 0; i < 300; i++) { /* 60 s */
+	for (int i = 0; i < 300 * SLOW; i++) { /* 60 s */
 		json_t *j = get_json(s, "/api/status");
 		uint64_t v = j ? e2e_u64(j, "store.disk.tiers.1s.seconds") : 0;
 
@@ -297,6 +349,7 @@ static void work_start(struct work *w, const char *seconds)
 
 	w->child = e2e_spawn(argv, &fd, NULL);
 	assert_true(w->child > 0);
+	live_add(w->child);
 	w->pid = e2e_read_pid(fd);
 	close(fd);
 	assert_true(w->pid > 0);
@@ -307,6 +360,7 @@ static void work_stop(struct work *w)
 	if (w->child > 0) {
 		kill(w->child, SIGKILL);
 		e2e_wait(w->child, 5000);
+		live_del(w->child);
 	}
 	w->child = 0;
 }
@@ -392,6 +446,23 @@ static struct totals profile_totals(const struct serve *s, pid_t pid, int64_t fr
 	return t;
 }
 
+/* /api/histograms/NAME of pid over [from_ms, to_ms), its range (source checked) taken out. */
+static json_t *histogram(const struct serve *s, const char *name, pid_t pid, int64_t from_ms,
+			 int64_t to_ms, const char *source)
+{
+	char path[256];
+	json_t *j;
+
+	snprintf(path, sizeof(path), "/api/histograms/%s?pid=%d&from=%lld&to=%lld", name, (int)pid,
+		 (long long)from_ms, (long long)to_ms);
+	j = get_json(s, path);
+	assert_non_null(j);
+	assert_string_equal(
+		json_string_value(json_object_get(json_object_get(j, "range"), "source")), source);
+	json_object_del(j, "range");
+	return j;
+}
+
 static json_t *timeline(const struct serve *s, int64_t from_ms, int64_t to_ms)
 {
 	char path[256];
@@ -420,7 +491,7 @@ static bool restart_once(const char *dir)
 	struct serve s;
 	struct work w;
 	int64_t a, b;
-	json_t *before, *after, *tl_before, *tl_after;
+	json_t *before, *after, *tl_before, *tl_after, *h_before, *h_after;
 	struct totals tb, ta;
 	size_t i;
 	json_t *v;
@@ -432,6 +503,7 @@ static bool restart_once(const char *dir)
 	sleep_until_ms(b + 3500);
 	assert_true(wait_disk_seconds(&s, 6));
 	before = profile(&s, w.pid, a, b, "memory", "1s");
+	h_before = histogram(&s, "offcpu_us", w.pid, a, b, "memory");
 	tl_before = timeline(&s, a, b);
 	assert_non_null(tl_before);
 	tb = totals_of(before);
@@ -439,6 +511,7 @@ static bool restart_once(const char *dir)
 	work_stop(&w);
 	if (!clean_stop(&s, dir)) {
 		json_decref(before);
+		json_decref(h_before);
 		json_decref(tl_before);
 		return false;
 	}
@@ -453,6 +526,11 @@ static bool restart_once(const char *dir)
 	/* the whole flame graph, node for node */
 	assert_true(json_equal(json_object_get(before, "flamegraph"),
 			       json_object_get(after, "flamegraph")));
+	/* a histogram, bucket for bucket */
+	h_after = histogram(&s, "offcpu_us", w.pid, a, b, "disk");
+	assert_true(json_equal(h_before, h_after));
+	json_decref(h_before);
+	json_decref(h_after);
 	tl_after = timeline(&s, a, b);
 	assert_non_null(tl_after);
 	assert_string_equal(json_string_value(json_object_get(tl_after, "source")), "disk");
@@ -476,10 +554,10 @@ static bool restart_once(const char *dir)
 
 /*
  * The history before a restart is queryable exactly as before: the workload's profile over
- * whole past seconds gives the same totals to the ns, the same flame graph (from memory
- * before, from the 1 s tier after); the timeline's on-CPU time and samples per second are the
- * same (blocked time can only have grown: blocks still running at the first query were
- * reported later).
+ * whole past seconds gives the same totals to the ns, the same flame graph and off-CPU
+ * histogram (from memory before, from the 1 s tier after); the timeline's on-CPU time and samples
+ * per second are the same (blocked time can only have grown: blocks still running at the first
+ * query were reported later).
  */
 static void test_restart(void **state)
 {
@@ -555,7 +633,9 @@ static void test_kill9(void **state)
 	print_message("killed at %lld.%03lld: seconds %lld .. %lld held (%lld s lost)\n",
 		      (long long)kill_s, (long long)kill_ms % 1000, (long long)a / 1000,
 		      (long long)newest, (long long)(kill_s - newest - 1));
-	if (newest < kill_s - 2 && !known_bugs()) {
+	if (SANITIZED) {
+		print_message("(sanitized: the writer lags; the loss is not checked)\n");
+	} else if (newest < kill_s - 2 && !known_bugs()) {
 		print_message("BUG: more than the last 2 s lost (the disk is sealed %d s behind "
 			      "the clock)\n",
 			      2);
@@ -930,7 +1010,7 @@ static char tmpfs_dir[PATH_MAX];
 
 static int tmpfs_teardown(void **state)
 {
-	(void)state;
+	cleanup(state);
 	if (tmpfs_dir[0]) {
 		if (umount2(tmpfs_dir, MNT_DETACH))
 			fprintf(stderr, "umount %s: %s\n", tmpfs_dir, strerror(errno));
@@ -983,7 +1063,7 @@ static void test_disk_full(void **state)
 	assert_int_equal(serve_start(&s, dir, NULL), 0);
 	assert_true(wait_disk_seconds(&s, 3));
 	fill_fs(tmpfs_dir, filler, sizeof(filler));
-	for (int i = 0; i < 150 && !(fails >= 2 && dropped >= 2); i++) { /* 30 s */
+	for (int i = 0; i < 150 * SLOW && !(fails >= 2 && dropped >= 2); i++) { /* 30 s */
 		json_t *j = status(&s);
 
 		fails = e2e_u64(j, "store.disk.write_failures");
@@ -1005,7 +1085,7 @@ static void test_disk_full(void **state)
 	/* space again */
 	assert_int_equal(unlink(filler), 0);
 	writes = status_u64(&s, "store.disk.writes");
-	for (int i = 0; i < 150; i++) { /* 30 s */
+	for (int i = 0; i < 150 * SLOW; i++) { /* 30 s */
 		if (status_u64(&s, "store.disk.writes") >= writes + 3)
 			break;
 		usleep(200000);
@@ -1124,8 +1204,7 @@ static int group_setup(void **state)
 
 static int group_teardown(void **state)
 {
-	(void)state;
-	tmpfs_teardown(NULL);
+	tmpfs_teardown(state);
 	free(good_db);
 	e2e_remove_tmpdir(root);
 	free(root);
@@ -1135,16 +1214,16 @@ static int group_teardown(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_restart),
-		cmocka_unit_test(test_kill9),
-		cmocka_unit_test(test_two_writers),
-		cmocka_unit_test(test_not_writable),
-		cmocka_unit_test(test_truncated),
-		cmocka_unit_test(test_garbage),
-		cmocka_unit_test(test_flipped_page),
-		cmocka_unit_test(test_damaged_blob),
+		cmocka_unit_test_teardown(test_restart, cleanup),
+		cmocka_unit_test_teardown(test_kill9, cleanup),
+		cmocka_unit_test_teardown(test_two_writers, cleanup),
+		cmocka_unit_test_teardown(test_not_writable, cleanup),
+		cmocka_unit_test_teardown(test_truncated, cleanup),
+		cmocka_unit_test_teardown(test_garbage, cleanup),
+		cmocka_unit_test_teardown(test_flipped_page, cleanup),
+		cmocka_unit_test_teardown(test_damaged_blob, cleanup),
 		cmocka_unit_test_teardown(test_disk_full, tmpfs_teardown),
-		cmocka_unit_test(test_tier_identity),
+		cmocka_unit_test_teardown(test_tier_identity, cleanup),
 	};
 
 	e2e_require_root();
