@@ -1018,7 +1018,7 @@ static void expire(struct hc_disk *d, int64_t newest)
 		    newest + 2 - (int64_t)d->keep_s[HC_DISK_TIERS - 1] -
 			    tier_step[HC_DISK_TIERS - 1]);
 	before = answering_oldest(d);
-	for (int round = 0; round < 40 && used_bytes(d) > d->max_bytes; round++) {
+	for (int round = 0; round < 400 && used_bytes(d) > d->max_bytes; round++) {
 		int64_t oldest = INT64_MAX, lo, hi, cut, step;
 		int which = -1;
 		char sql[160];
