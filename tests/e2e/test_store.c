@@ -221,15 +221,6 @@ static bool wait_lock_free(const char *dir)
 	return false;
 }
 
-/* Known bugs are asserted only with HC_TEST_KNOWN_BUGS=1 (so that the suite stays green until
- * they are fixed); otherwise they are printed and the test tries again. */
-static bool known_bugs(void)
-{
-	const char *v = getenv("HC_TEST_KNOWN_BUGS");
-
-	return v && !strcmp(v, "1");
-}
-
 /* Rows of the 1 s tier in dir's store file (read as it is on disk, serve stopped). */
 static int64_t tier0_rows(const char *dir)
 {
@@ -251,10 +242,8 @@ static int64_t tier0_rows(const char *dir)
 }
 
 /*
- * SIGINT: serve exits 0, every process of it gone. true when its store still holds the history;
- * false, having said so, when it was deleted at the stop (BUG, store/disk.c: hc_disk__close()
- * seals INT64_MAX, and the writer's last compaction expires every tier with that as the newest
- * second). With HC_TEST_KNOWN_BUGS=1 that fails the test.
+ * SIGINT: serve exits 0, every process of it gone, and its store still holds the history (a
+ * close once expired every tier: it sealed INT64_MAX and took it for the newest second).
  */
 static bool clean_stop(struct serve *s, const char *dir)
 {
@@ -263,13 +252,10 @@ static bool clean_stop(struct serve *s, const char *dir)
 	assert_int_equal(serve_stop(s, SIGINT), 0);
 	assert_true(wait_lock_free(dir));
 	rows = tier0_rows(dir);
-	if (rows > 0)
-		return true;
-	print_message("BUG: %s holds %lld rows of the 1 s tier after a clean stop: the history "
-		      "was deleted at close\n",
-		      dir, (long long)rows);
-	assert_false(known_bugs());
-	return false;
+	if (rows <= 0)
+		fail_msg("%s holds %lld rows of the 1 s tier after a clean stop", dir,
+			 (long long)rows);
+	return true;
 }
 
 static json_t *get_json(const struct serve *s, const char *path)
@@ -581,12 +567,9 @@ static void test_restart(void **state)
  * SIGKILL to serve's main process (its children go with it): the store opens cleanly after,
  * nothing quarantined, no second missing, and every second up to 2 s before the kill there.
  *
- * BUG (serve/backend.c disk_apply(), HC_WIRE_SEAL): the disk is sealed with the collector's
- * seal, which trails the clock by SEAL_LAG_S = 2 (serve/collector.c) and comes once a second,
- * and the writer writes after that: a kill just before a flush loses 3 s and a fraction. Sealing
- * the disk at the newest complete second (late data becomes one more row of its window, which
- * the disk store is built for) would keep the loss under 2 s. Asserted with
- * HC_TEST_KNOWN_BUGS=1; otherwise up to 4 s are let pass, with a message.
+ * Each seal hands the disk every second pending, open ones too (the collector seals 2 s
+ * behind the clock; what arrives later is one more row of its window): the loss is what had
+ * not reached the HTTP process yet, under 2 s.
  */
 static void test_kill9(void **state)
 {
@@ -635,11 +618,6 @@ static void test_kill9(void **state)
 		      (long long)newest, (long long)(kill_s - newest - 1));
 	if (SANITIZED) {
 		print_message("(sanitized: the writer lags; the loss is not checked)\n");
-	} else if (newest < kill_s - 2 && !known_bugs()) {
-		print_message("BUG: more than the last 2 s lost (the disk is sealed %d s behind "
-			      "the clock)\n",
-			      2);
-		assert_true(newest >= kill_s - 4);
 	} else {
 		assert_true(newest >= kill_s - 2);
 	}
