@@ -765,6 +765,9 @@ void hc_store__stats(const struct hc_store *st, struct hc_store_stats *out)
 	for (size_t i = 0; i < st->n_bk; i++) {
 		out->buckets += st->bk[i]->span_s;
 		out->coarse_buckets += st->bk[i]->span_s != 1;
+		/* coarse buckets are the oldest: after the last of them, 1 s */
+		if (st->bk[i]->span_s != 1)
+			out->fine_from_s = st->bk[i]->start_s + st->bk[i]->span_s;
 	}
 	out->trie_nodes = st->trie.n - 1;
 	out->frames = st->live_frames;
@@ -778,5 +781,7 @@ void hc_store__stats(const struct hc_store *st, struct hc_store_stats *out)
 
 		out->oldest_s = st->bk[0]->start_s;
 		out->newest_s = last->start_s + last->span_s - 1;
+		if (!out->coarse_buckets)
+			out->fine_from_s = out->oldest_s;
 	}
 }

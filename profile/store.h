@@ -78,6 +78,7 @@ struct hc_store_stats {
 	uint64_t evicted_early;	    /* seconds dropped before retention because of max_bytes */
 	uint64_t gc_runs;	    /* trie collections */
 	int64_t oldest_s, newest_s; /* seconds held; both 0 when empty */
+	int64_t fine_from_s;	    /* from this second on, held at 1 s (not coarsened) */
 };
 
 struct hc_store;

@@ -332,7 +332,7 @@ struct src {
 /* The memory store holds [from_s, ...) at 1 s resolution. */
 static bool memory_covers(const struct hc_store_stats *st, int64_t from_s)
 {
-	return (st->oldest_s || st->newest_s) && !st->coarse_buckets && from_s >= st->oldest_s;
+	return (st->oldest_s || st->newest_s) && from_s >= st->fine_from_s;
 }
 
 /*
