@@ -106,7 +106,7 @@ project() {
 week_generate() {
 	local u lo hi len_u p_u now_u delta cols sel tier h copies
 	u=$(t_per_s)
-	read -r lo hi <<<"$(sql -separator ' ' "SELECT min(t), max(t + span) FROM bucket")"
+	read -r lo hi <<<"$(sql -separator ' ' "SELECT min(t), max(t + span) FROM bucket WHERE tier < 3")"
 	[ -n "$lo" ] || die "$DB has no bucket rows"
 	len_u=$((hi - lo))
 	# shellcheck disable=SC2017 # rounding to whole minutes is the point
