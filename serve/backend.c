@@ -364,7 +364,11 @@ static bool range_of(struct hc_backend *b, const struct hc_api_query *q, struct 
 		f->from_s = q->from_ns >= 0 ? q->from_ns / NS : -((-q->from_ns + NS - 1) / NS);
 		f->to_s = q->to_ns / NS + (q->to_ns > 0 && q->to_ns % NS != 0); /* no overflow */
 	}
+	/* Disk when memory does not hold the start and the disk holds something older than
+	 * memory (after a restart, or past --max-store); a range reaching before everything held
+	 * is clipped by memory as before. */
 	if (b->disk && !memory_covers(&st, f->from_s) &&
+	    (!mem || (ds.newest_s && ds.oldest_s < st.fine_from_s)) &&
 	    !hc_disk__pick(b->disk, f->from_s, f->to_s, &src->r)) {
 		src->disk = true;
 		f->from_s = src->r.from_s;

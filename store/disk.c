@@ -1080,11 +1080,14 @@ static void refresh_tiers(struct hc_disk *d)
 	d->st.bytes = used;
 	d->st.file_bytes = stat(d->path, &sb) ? 0 : (uint64_t)sb.st_size;
 	d->st.oldest_s = d->st.newest_s = 0;
-	/* The range held is what the tiers that answer hold (not the 1 h one's whole hours). */
+	/* The range held is what the tiers that answer hold (not the 1 h one's whole hours): the
+	 * 1 s tier's first second, or a coarser tier's first window when a whole window of it
+	 * comes before that (older data: the finer tiers expired it), not a window start that
+	 * only alignment puts before the first second. */
 	for (int i = 0; i < HC_DISK_TIERS - 1; i++) {
 		if (!t[i].buckets)
 			continue;
-		if (!d->st.oldest_s || t[i].oldest_s < d->st.oldest_s)
+		if (!d->st.oldest_s || t[i].oldest_s + tier_step[i] <= d->st.oldest_s)
 			d->st.oldest_s = t[i].oldest_s;
 		/* a coarse window ends in the future while it fills: the finest tier says */
 		if (!d->st.newest_s)
