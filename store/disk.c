@@ -87,6 +87,7 @@ struct hc_disk {
 	struct batch *head, *tail;
 	size_t queued_s;
 	int64_t newest_sealed_s;
+	int64_t first_s; /* the first second ever written (meta first_s); 0: unknown */
 	uint64_t last_compact_ns;
 	struct hc_disk_stats st;
 };
@@ -431,6 +432,7 @@ static int open_store(struct hc_disk *d, char *why, size_t wl)
 	d->dict.persisted_frames = d->dict.n_frames;
 	d->dict.persisted_tasks = d->dict.n_tasks;
 	d->dict.persisted_stacks = d->dict.n_stacks;
+	d->first_s = query_int(d->db, "SELECT value FROM meta WHERE key = 'first_s'", 0);
 	refresh_tiers(d);
 	return 0;
 }
@@ -797,6 +799,33 @@ static int write_dict(struct hc_disk *d, size_t *nf_out, size_t *nt_out, size_t 
 	return rc == SQLITE_OK ? 0 : -sql_errno(rc);
 }
 
+/* The first second ever written, kept in meta (the range held never starts before it,
+ * whatever a coarse window's aligned start says). */
+static int note_first(struct hc_disk *d, const struct batch *b)
+{
+	int64_t first = INT64_MAX;
+	char sql[200];
+	int err;
+
+	for (size_t i = 0; i < b->n; i++)
+		if (b->stores[i] == HC_DISK_MAIN && !hc_blob__empty(&b->blobs[i]) &&
+		    b->blobs[i].t < first)
+			first = b->blobs[i].t;
+	if (first == INT64_MAX || (d->first_s && d->first_s <= first))
+		return 0;
+	snprintf(sql, sizeof(sql),
+		 "INSERT INTO meta VALUES('first_s', %" PRId64 ") ON CONFLICT(key) DO UPDATE SET "
+		 "value = min(value, excluded.value)",
+		 first);
+	err = exec(d->db, sql);
+	if (!err) {
+		pthread_mutex_lock(&d->mu);
+		d->first_s = first;
+		pthread_mutex_unlock(&d->mu);
+	}
+	return err;
+}
+
 /* A bucket row. */
 static int insert_row(sqlite3_stmt *ins, int store, int tier, int64_t t, int64_t span,
 		      const struct hc_blob *b, const void *data, size_t len)
@@ -849,6 +878,8 @@ static int write_batch(struct hc_disk *d, struct batch *b)
 		free(data);
 	}
 	sqlite3_finalize(ins);
+	if (!err)
+		err = note_first(d, b);
 	if (!err)
 		err = exec(d->db, "COMMIT");
 	if (err) {
@@ -1080,19 +1111,20 @@ static void refresh_tiers(struct hc_disk *d)
 	d->st.bytes = used;
 	d->st.file_bytes = stat(d->path, &sb) ? 0 : (uint64_t)sb.st_size;
 	d->st.oldest_s = d->st.newest_s = 0;
-	/* The range held is what the tiers that answer hold (not the 1 h one's whole hours): the
-	 * 1 s tier's first second, or a coarser tier's first window when a whole window of it
-	 * comes before that (older data: the finer tiers expired it), not a window start that
-	 * only alignment puts before the first second. */
+	/* The range held is what the tiers that answer hold (not the 1 h one's whole hours), and
+	 * never before the first second ever written: a coarse window's start is aligned
+	 * before it. */
 	for (int i = 0; i < HC_DISK_TIERS - 1; i++) {
 		if (!t[i].buckets)
 			continue;
-		if (!d->st.oldest_s || t[i].oldest_s + tier_step[i] <= d->st.oldest_s)
+		if (!d->st.oldest_s || t[i].oldest_s < d->st.oldest_s)
 			d->st.oldest_s = t[i].oldest_s;
 		/* a coarse window ends in the future while it fills: the finest tier says */
 		if (!d->st.newest_s)
 			d->st.newest_s = t[i].newest_s;
 	}
+	if (d->st.oldest_s && d->first_s && d->st.oldest_s < d->first_s)
+		d->st.oldest_s = d->first_s;
 	pthread_mutex_unlock(&d->mu);
 }
 
