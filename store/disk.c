@@ -144,10 +144,9 @@ static int64_t query_int(sqlite3 *db, const char *sql, int64_t dflt)
 
 int hc_disk__lock(const char *dir, int uid, int gid, char *why, size_t wl)
 {
-	char path[4096], pid[32];
 	struct stat sb;
 	bool made;
-	int fd, n;
+	int fd;
 
 	/* The default sits one level under a directory that may not exist yet (no tmpfiles.d):
 	 * that one only needs to be passable. */
@@ -167,7 +166,10 @@ int hc_disk__lock(const char *dir, int uid, int gid, char *why, size_t wl)
 		if (uid != -1 && chown(dir, (uid_t)uid, (gid_t)gid)) {
 			int err = errno;
 
-			hc_why_set(why, wl, "%s: chown: %s", dir, strerror(err));
+			hc_why_set(why, wl,
+				   "%s: chown to --user: %s (create it for that user beforehand, "
+				   "as contrib/tmpfiles.d/hotcold.conf does)",
+				   dir, strerror(err));
 			return -err;
 		}
 	} else if (errno != EEXIST) {
@@ -180,37 +182,25 @@ int hc_disk__lock(const char *dir, int uid, int gid, char *why, size_t wl)
 		hc_why_set(why, wl, "the data directory %s is not a directory", dir);
 		return -ENOTDIR;
 	}
-	snprintf(path, sizeof(path), "%s/%s", dir, HC_DISK_LOCK_FILE);
-	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	/* The directory itself is locked: the privileged process may read it (it has
+	 * CAP_DAC_READ_SEARCH under the unit) but not write into --user's 0700 directory, and a
+	 * lock file could be aged out or removed under a running serve. */
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0) {
 		int err = errno;
 
-		hc_why_set(why, wl, "the data directory %s is not writable: %s: %s", dir, path,
+		hc_why_set(why, wl, "the data directory %s cannot be opened: %s", dir,
 			   strerror(err));
 		return -err;
 	}
 	if (flock(fd, LOCK_EX | LOCK_NB)) {
 		int err = errno;
 
-		n = (int)pread(fd, pid, sizeof(pid) - 1, 0);
-		pid[n > 0 ? n : 0] = 0;
-		pid[strcspn(pid, "\n")] = 0;
-		hc_why_set(why, wl, "the data directory %s is in use by another hotcold (pid %s)",
-			   dir, pid[0] ? pid : "unknown");
+		hc_why_set(why, wl,
+			   "the data directory %s is in use by another hotcold (serve or import)",
+			   dir);
 		close(fd);
 		return -(err == EWOULDBLOCK ? EWOULDBLOCK : err);
-	}
-	n = snprintf(pid, sizeof(pid), "%d\n", (int)getpid());
-	if (ftruncate(fd, 0) || pwrite(fd, pid, (size_t)n, 0) != n) {
-		int err = errno ? errno : EIO;
-
-		hc_why_set(why, wl, "the data directory %s is not writable: %s: %s", dir, path,
-			   strerror(err));
-		close(fd);
-		return -err;
-	}
-	if (uid != -1 && fchown(fd, (uid_t)uid, (gid_t)gid)) {
-		/* only the owner of the process matters for flock; ignore */
 	}
 	fcntl(fd, F_SETFD, 0); /* children keep the lock */
 	return fd;

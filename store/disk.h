@@ -34,7 +34,6 @@
 
 #define HC_DISK_TIERS 4
 #define HC_DISK_FILE "hotcold.db"
-#define HC_DISK_LOCK_FILE "lock"
 #define HC_DISK_QUARANTINE "quarantine"
 
 /* The two stores of serve: the profile and, with --locks, the lock waiters'. */
@@ -49,7 +48,7 @@ struct hc_disk_opts {
 	uint64_t max_bytes;   /* the file's pages in use; 0: 1 GiB */
 	/* Horizons of tiers 0 and 1 (tests shorten them); 0: 3600 and 86400. */
 	uint64_t tier_keep_s[2];
-	/* An open descriptor of DIR/lock already locked by hc_disk__lock() (serve takes it in
+	/* An open descriptor of DIR already locked by hc_disk__lock() (serve takes it in
 	 * the privileged process, before anything else); -1: hc_disk__open() takes it. */
 	int lock_fd;
 	uint64_t period_ns; /* the on-CPU weight of one sample, for the encoding */
@@ -63,10 +62,10 @@ int64_t hc_disk__tier_step(int tier);
 const char *hc_disk__tier_name(int tier);
 
 /*
- * Create DIR (0700) if missing and lock DIR/lock (flock, exclusive, not waiting). The
- * descriptor (close-on-exec cleared: children keep the lock) or -errno: -EWOULDBLOCK when
- * another process holds it (why names it), -EACCES/-EROFS/-ENOTDIR/... when DIR cannot be made
- * or written. uid/gid (not -1): DIR is created owned by them.
+ * Create DIR (0700) if missing and lock it (flock on the directory, exclusive, not waiting).
+ * The descriptor (close-on-exec cleared: children keep the lock) or -errno: -EWOULDBLOCK when
+ * another process holds it (why names the directory), -EACCES/-EROFS/-ENOTDIR/... when DIR cannot
+ * be made or written. uid/gid (not -1): DIR is created owned by them.
  */
 int hc_disk__lock(const char *dir, int uid, int gid, char *why, size_t why_len);
 

@@ -289,8 +289,12 @@ start_serve() {
 	load_argv "$u"
 	# The unit's --data-dir is a real system directory: a scratch one instead (the last
 	# --data-dir given wins).
-	mkdir -p "$d/state"
+	# as contrib/tmpfiles.d/hotcold.conf makes /var/lib/hotcold/store: --user's, 0700 (the
+	# unit has no CAP_CHOWN to make it so itself)
+	mkdir -p "$d/state/store"
 	chmod 711 "$d/state"
+	chmod 700 "$d/state/store"
+	chown nobody:nogroup "$d/state/store"
 	"$@" "${ARGV[@]}" --listen 127.0.0.1:0 --data-dir "$d/state/store" "${SERVE_EXTRA[@]}" \
 		2>"$d/stderr" &
 	SERVE_PID=$!

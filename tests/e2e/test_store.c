@@ -195,15 +195,14 @@ static int serve_stop(struct serve *s, int sig)
 	return rc;
 }
 
-/* Whether DIR/lock is free: every process of the serve that held it is gone. */
+/* Whether DIR's lock (a flock on the directory) is free: every process of the serve that held
+ * it is gone. */
 static bool lock_free(const char *dir)
 {
-	char path[PATH_MAX + 8];
 	int fd;
 	bool free_now;
 
-	snprintf(path, sizeof(path), "%s/lock", dir);
-	fd = open(path, O_RDWR | O_CLOEXEC);
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
 		return errno == ENOENT;
 	free_now = flock(fd, LOCK_EX | LOCK_NB) == 0;
