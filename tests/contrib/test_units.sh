@@ -292,7 +292,8 @@ start_serve() {
 	# as contrib/tmpfiles.d/hotcold.conf makes /var/lib/hotcold/store: --user's, 0700 (the
 	# unit has no CAP_CHOWN to make it so itself)
 	mkdir -p "$d/state/store"
-	chmod 711 "$d/state"
+	# nobody passes through to it (mktemp made $t 0700)
+	chmod 711 "$t" "$d" "$d/state"
 	chmod 700 "$d/state/store"
 	chown nobody:nogroup "$d/state/store"
 	"$@" "${ARGV[@]}" --listen 127.0.0.1:0 --data-dir "$d/state/store" "${SERVE_EXTRA[@]}" \
