@@ -60,8 +60,10 @@ static void check_query(unsigned int accepted, const struct hc_param_kv *kv, siz
 	if (accepted & HC_P_STEP) {
 		uint64_t span = (uint64_t)(q->to_ns - q->from_ns);
 
-		if (q->step_ns < (uint64_t)NSEC_PER_SEC || q->step_ns % NSEC_PER_SEC ||
-		    (span + q->step_ns - 1) / q->step_ns > HC_PARAM_MAX_SLOTS)
+		/* 0: no step given, the backend picks one for the range */
+		if (q->step_ns &&
+		    (q->step_ns < (uint64_t)NSEC_PER_SEC || q->step_ns % NSEC_PER_SEC ||
+		     (span + q->step_ns - 1) / q->step_ns > HC_PARAM_MAX_SLOTS))
 			abort();
 	} else if (q->step_ns) {
 		abort();
