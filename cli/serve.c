@@ -636,9 +636,10 @@ static int run_collector(struct serve_procs *sp)
 		hc_err("%s", why);
 		return EX_OSERR;
 	}
-	/* The worker alone talks to the server now. */
+	/* The worker alone talks to the server now, and alone reads the ring buffer. */
 	close(sp->sv[0]);
 	sp->sv[0] = -1;
+	hc_collector__unmap_reader(sp->coll);
 	fprintf(stderr,
 		"hotcold: serving http://%s/ (sampling %g Hz on every CPU%s%s; keeping %llu s)\n",
 		sp->l.addr, cfg->c.rate.hz, cfg->c.no_offcpu ? "" : ", off-CPU time too",

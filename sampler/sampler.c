@@ -624,9 +624,19 @@ int hc_sampler__start(struct hc_sampler *s)
 	return set_enabled(s, true);
 }
 
+void hc_sampler__unmap_reader(struct hc_sampler *s)
+{
+	ring_buffer__free(s->rb);
+	s->rb = NULL;
+}
+
 int hc_sampler__poll(struct hc_sampler *s, int timeout_ms)
 {
-	int n = ring_buffer__poll(s->rb, timeout_ms), m;
+	int n, m;
+
+	if (!s->rb)
+		return -EBADF;
+	n = ring_buffer__poll(s->rb, timeout_ms);
 
 	/* The BPF side wakes us only when a quarter of the buffer is full (BPF_RB_NO_WAKEUP
 	 * below that): on a timeout ring_buffer__poll() consumes nothing, so without this
@@ -683,7 +693,7 @@ int hc_sampler__stop(struct hc_sampler *s)
 	}
 	s->window.end_ns = mono_ns();
 	/* Events are disabled: what is in the buffer now is all there will be. */
-	n = ring_buffer__consume(s->rb);
+	n = s->rb ? ring_buffer__consume(s->rb) : -EBADF;
 	if (s->offcpu) {
 		char *buf;
 		size_t len;

@@ -88,6 +88,13 @@ void hc_sampler__free(struct hc_sampler *s);
 /* Open the window: scheduler programs, the start-of-window task iterator, then the perf
  * events. */
 int hc_sampler__start(struct hc_sampler *s);
+/*
+ * The process that forked the reader calls this: its mapping of the ring buffer goes (the
+ * reader's stays). Pages the kernel maps into two processes count in the RSS of both; the
+ * data pages even twice in each (the kernel maps them twice in a row). Poll and stop answer
+ * -EBADF from then on.
+ */
+void hc_sampler__unmap_reader(struct hc_sampler *s);
 /* Wait up to timeout_ms for data and drain it into the callbacks. Returns records handled,
  * or -errno (-EINTR when a signal arrived). */
 int hc_sampler__poll(struct hc_sampler *s, int timeout_ms);

@@ -47,6 +47,9 @@ struct hc_collector;
  * NULL + errno; why (why_len bytes) names the step that failed. */
 struct hc_collector *hc_collector__new(const struct hc_collector_opts *o, char *why,
 				       size_t why_len);
+/* In the parent, once the worker is forked: it alone reads the ring buffer (the parent's
+ * mapping would count in the RSS of both). */
+void hc_collector__unmap_reader(struct hc_collector *c);
 void hc_collector__free(struct hc_collector *c);
 
 /*
