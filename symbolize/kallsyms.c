@@ -12,7 +12,7 @@
 /* kallsyms is ~10 MB on a distro kernel with many modules; refuse anything absurd. */
 #define KALLSYMS_MAX_BYTES (512u * 1024u * 1024u)
 
-#define NO_MODULE UINT32_MAX
+#define NO_MODULE 0xffffffu /* a ksym.module of 24 bits */
 
 /* Lower rank wins among symbols at one address: a global name reads best in a profile. */
 enum ksym_rank {
@@ -23,12 +23,12 @@ enum ksym_rank {
 	RANK_DATA,	 /* a named variable (d, D, b, B): the same, and names locks (--locks) */
 };
 
+/* 16 bytes: a distribution kernel has ~120k of them, held for the life of serve. */
 struct ksym {
 	uint64_t addr;
-	uint32_t name;	 /* strpool offset */
-	uint32_t module; /* index into modules[], NO_MODULE for vmlinux */
-	uint32_t rank;
-	uint32_t seq; /* input order: keeps the sort deterministic */
+	uint32_t name;	      /* strpool offset; grows with input order (keeps the sort stable) */
+	uint32_t module : 24; /* index into modules[], NO_MODULE for vmlinux */
+	uint32_t rank : 8;
 };
 
 struct hc_kallsyms {
@@ -71,6 +71,8 @@ static int module_index(struct hc_kallsyms *ks, const char *name, size_t len, ui
 			return 0;
 		}
 	}
+	if (ks->nr_modules >= NO_MODULE)
+		return -E2BIG;
 	if (ks->nr_modules == ks->cap_modules &&
 	    hc_array_grow(ks->modules, ks->cap_modules, ks->nr_modules + 1, 64))
 		return -ENOMEM;
@@ -161,8 +163,7 @@ static int parse_line(struct hc_kallsyms *ks, const char *p, const char *end, bo
 	s = &ks->syms[ks->nr];
 	s->addr = addr;
 	s->module = module;
-	s->rank = rank;
-	s->seq = (uint32_t)ks->nr;
+	s->rank = rank & 0xffu;
 	if (rank == RANK_NOT_FUNC) {
 		s->name = 0; /* never shown: do not spend memory on their names */
 	} else {
@@ -185,9 +186,24 @@ static int ksym_cmp(const void *a, const void *b)
 		return x->addr < y->addr ? -1 : 1;
 	if (x->rank != y->rank)
 		return x->rank > y->rank ? -1 : 1;
-	if (x->seq != y->seq)
-		return x->seq > y->seq ? -1 : 1;
+	/* Named entries: input order (their names' offsets grow with it); nameless ones
+	 * (never shown) by module, so that equal inputs sort alike. */
+	if (x->name != y->name)
+		return x->name > y->name ? -1 : 1;
+	if (x->module != y->module)
+		return x->module > y->module ? -1 : 1;
 	return 0;
+}
+
+/* The array grew by doubling; it is kept for the life of the process. */
+static void shrink_syms(struct hc_kallsyms *ks)
+{
+	struct ksym *syms = realloc(ks->syms, ks->nr * sizeof(*syms));
+
+	if (syms) {
+		ks->syms = syms;
+		ks->cap = ks->nr;
+	}
 }
 
 struct hc_kallsyms *hc_kallsyms__parse(const char *buf, size_t len)
@@ -226,6 +242,7 @@ struct hc_kallsyms *hc_kallsyms__parse(const char *buf, size_t len)
 		goto err_free;
 	}
 	qsort(ks->syms, ks->nr, sizeof(*ks->syms), ksym_cmp);
+	shrink_syms(ks);
 	hc_strpool__shrink(&ks->pool);
 	return ks;
 
