@@ -1581,14 +1581,24 @@ static Elf *vdso_uelf(struct hc_symbolizer *sym)
 	return sym->vdso_uelf;
 }
 
-int hc_symbolizer__modules(struct hc_symbolizer *sym, struct hc_sym_proc *p,
-			   struct hc_sym_module *out, size_t max, size_t *n, uint64_t *gen)
+int hc_symbolizer__maps_gen(struct hc_symbolizer *sym, struct hc_sym_proc *p, uint64_t *gen)
 {
-	*n = 0;
 	sym->keep_uelf = true;
 	if (!p || p->stale || !p->maps)
 		return -ESRCH;
 	*gen = p->gen;
+	return 0;
+}
+
+int hc_symbolizer__modules(struct hc_symbolizer *sym, struct hc_sym_proc *p,
+			   struct hc_sym_module *out, size_t max, size_t *n, uint64_t *gen)
+{
+	int err;
+
+	*n = 0;
+	err = hc_symbolizer__maps_gen(sym, p, gen);
+	if (err)
+		return err;
 	for (size_t i = 0; i < p->maps->nr && *n < max; i++) {
 		const struct hc_mapping *m = &p->maps->maps[i];
 		struct object *o = get_object(sym, p->map_obj[i]);

@@ -208,6 +208,8 @@ struct hc_sym_module {
  * changed). From the first call on, objects keep that handle after their parse. -ESRCH when
  * p is NULL or stale, or its maps could not be read.
  */
+/* Only *gen, as hc_symbolizer__modules() would set it: whether a module list is still current. */
+int hc_symbolizer__maps_gen(struct hc_symbolizer *sym, struct hc_sym_proc *p, uint64_t *gen);
 int hc_symbolizer__modules(struct hc_symbolizer *sym, struct hc_sym_proc *p,
 			   struct hc_sym_module *out, size_t max, size_t *n, uint64_t *gen);
 /* A word the unwinder keeps with the process (its session's index + 1): 0 for a process new

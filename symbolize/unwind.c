@@ -271,7 +271,9 @@ static int get_session(struct hc_unwinder *u, struct hc_sym_proc *p, struct sess
 	size_t nmods;
 	int err;
 
-	err = hc_symbolizer__modules(u->sym, p, u->mods, MAX_MODULES, &nmods, &gen);
+	/* The snapshot's number first: listing the modules reads every object's program
+	 * headers, the work of a rebuild, not of each stack. */
+	err = hc_symbolizer__maps_gen(u->sym, p, &gen);
 	if (err)
 		return err;
 	hc_sym_proc__identity(p, &tgid, &start_ns);
@@ -282,6 +284,11 @@ static int get_session(struct hc_unwinder *u, struct hc_sym_proc *p, struct sess
 			*out = s;
 			return 0;
 		}
+	}
+	err = hc_symbolizer__modules(u->sym, p, u->mods, MAX_MODULES, &nmods, &gen);
+	if (err)
+		return err;
+	if (s) {
 		session_release(s);
 	} else {
 		if (u->nr_sessions == u->cap_sessions &&
