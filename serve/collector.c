@@ -208,16 +208,23 @@ struct hc_collector *hc_collector__new(const struct hc_collector_opts *o, char *
 	popts.stack_budget = o->stack_budget;
 	popts.no_stack_reuse = o->no_stack_reuse;
 	popts.locks = o->locks;
-	/* Drained every 100 ms: 2 MiB holds about a second at 999 Hz on two busy CPUs with
-	 * off-CPU flushes (record sizes its buffer for whole captures; a full buffer's drops
-	 * are counted). Its pages count twice in RSS (the kernel maps the data twice). */
-	popts.ringbuf_bytes = 2u << 20;
-	/* --unwind dwarf: and a quarter of a second of stack copies at the budget. */
+	/*
+	 * Drained every 100 ms and woken at a quarter full: 512 KiB a CPU (at least 1 MiB) holds
+	 * a second or more of samples at 999 Hz and of off-CPU records at 30k switches a second
+	 * on two CPUs (record sizes its buffer for whole captures; a full buffer's drops are
+	 * counted). Its pages count twice in RSS (the kernel maps the data twice in a row).
+	 */
+	popts.ringbuf_bytes = ncpu > 2 ? (size_t)ncpu << 19 : 1u << 20;
+	/* --unwind dwarf: and an eighth of a second of stack copies at the budget (copies stop
+	 * while the buffer is half full, so they never cost a sample). */
 	if (!o->unwind_fp) {
 		popts.stack_copy_bytes = o->stack_copy_bytes;
 		popts.stack_copy_budget = o->copy_budget;
-		popts.ringbuf_bytes += o->copy_budget / 4;
+		popts.ringbuf_bytes += o->copy_budget / 8;
 	}
+	/* --locks: a contention's record carries two stacks (up to ~2 KiB): room for storms. */
+	if (o->locks)
+		popts.ringbuf_bytes += 1u << 20;
 	c->sampler = hc_sampler__new(&popts, &cb, why, why_len);
 	if (!c->sampler)
 		goto err_free;
