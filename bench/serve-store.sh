@@ -12,6 +12,7 @@
 #                 runs plain, which is the same thing)
 #   disk@RATE     serve --data-dir DIR, DIR fresh and empty each run (skipped, saying so, when
 #                 the binary's `serve --help` does not mention --data-dir)
+#   diskfp@RATE   the same with --unwind fp: what the rest costs without user-space unwinding
 #   base@RATE     the --base build (an older one, before/after), memory store
 # RATE: `default` (no -F: serve's default rate) and any --rates given (e.g. "default 199").
 # The report gives medians over rounds; tps "kept" is the median of per-round ratios to `off`.
@@ -20,6 +21,8 @@
 # CPU (% of one core: utime+stime deltas over the load) of the collector worker and of all
 # serve's processes; RSS of all serve's processes together (sum of VmRSS of the main process
 # and its children, found by their /proc/PID/stat ppid; sampled every 2 s: max and last);
+# PSS of them together at the end (smaps_rollup: shared library pages, which RSS counts once
+# in each process, divided among the processes that map them);
 # from /api/status: ring-buffer losses (`lost`, deltas), memory store bytes (`store.bytes`),
 # seconds held at 1 s (`store.seconds`), `retention.span_s`, `store.evicted_early_s`, disk
 # bytes (`store.disk.bytes`, when present); growth of DIR (`du -sb`) per second of load.
@@ -98,14 +101,14 @@ for cfg in $CONFIGS; do
 	case "$cfg" in
 	off) RUNS+=(off); continue ;;
 	memory) ;;
-	disk)
+	disk | diskfp)
 		if ! has_data_dir "$HOTCOLD"; then
 			note "skipping disk: $HOTCOLD serve --help does not mention --data-dir (no disk store in that build)"
 			continue
 		fi
 		;;
 	base) [ -n "$HOTCOLD_BASE" ] || die "base needs --base PATH" ;;
-	*) die "unknown configuration $cfg (off, memory, disk, base)" ;;
+	*) die "unknown configuration $cfg (off, memory, disk, diskfp, base)" ;;
 	esac
 	for rate in $RATES; do
 		case "$rate" in
@@ -123,6 +126,7 @@ COLS="round,config,tps,ctxt_per_s,load_s,worker_cpu_pct,all_cpu_pct,status_colle
 COLS+=",rss_max_kb,rss_end_kb,worker_rss_kb,server_rss_kb,main_rss_kb,du_bytes_per_s"
 COLS+=",disk_status_bytes_per_s,disk_bytes_end,mem_store_bytes_per_s,mem_store_bytes_end"
 COLS+=",store_seconds,span_s,evicted_early_s,lost,lost_ringbuf,samples_per_s,processes,loadavg"
+COLS+=",pss_end_kb"
 echo "$COLS" >"$CSV"
 NCOLS=$(echo "$COLS" | tr , '\n' | wc -l)
 HZ=$(getconf CLK_TCK)
@@ -204,6 +208,15 @@ ticks() { # utime + stime of the processes given (all threads: the leader's /pro
 	echo $sum
 }
 
+pss_kb() {
+	local p sum=0 r
+	for p in "$@"; do
+		r=$(awk '/^Pss:/ { print $2 }' "/proc/$p/smaps_rollup" 2>/dev/null)
+		sum=$((sum + ${r:-0}))
+	done
+	echo $sum
+}
+
 rss_kb() {
 	local p sum=0 r
 	for p in "$@"; do
@@ -259,12 +272,12 @@ rate() { awk -v a="$1" -v b="$2" -v s="$3" 'BEGIN { if (a == "NA" || b == "NA" |
 run_one() {
 	local round=$1 run=$2 cfg rate bin args=() log data="" worker server
 	local t0 t1 all0 all1 w0 w1 du0=NA du1=NA s0 s1 load_s samples
-	local rss_max rss_end wrss srss mrss
+	local rss_max rss_end wrss srss mrss pss
 	cfg=${run%@*} rate=${run#*@}
 	log="$OUT/logs/$round-$run.log"
 	if [ "$cfg" = off ]; then
 		pg_load "$SECS" >/dev/null || die "pgbench failed"
-		echo "$round,off,$PG_TPS,$PG_CTXT_PER_S,$SECS$(printf ',NA%.0s' $(seq $((NCOLS - 6)))),$(cut -d' ' -f1 /proc/loadavg)" >>"$CSV"
+		echo "$round,off,$PG_TPS,$PG_CTXT_PER_S,$SECS$(printf ',NA%.0s' $(seq $((NCOLS - 7)))),$(cut -d' ' -f1 /proc/loadavg),NA" >>"$CSV"
 		note "round $round off: $PG_TPS tps, $PG_CTXT_PER_S switches/s"
 		return 0
 	fi
@@ -273,10 +286,11 @@ run_one() {
 	[ "$rate" = default ] || args+=(-F "$rate")
 	case "$cfg" in
 	memory | base) has_data_dir "$bin" && args+=(--data-dir none) ;;
-	disk)
+	disk | diskfp)
 		data="$DATA_PARENT/data-$rate"
 		rm -rf "$data"
 		args+=(--data-dir "$data")
+		[ "$cfg" = diskfp ] && args+=(--unwind fp)
 		;;
 	esac
 	start_serve "$bin" "$log" "${args[@]}"
@@ -302,6 +316,7 @@ run_one() {
 	[ -n "$data" ] && du1=$(du -sb "$data" | cut -f1)
 	status >"$OUT/logs/$round-$run.status1.json"
 	wrss=$(rss_kb "$worker") srss=$(rss_kb "$server") mrss=$(rss_kb "$SERVE_PID")
+	pss=$(pss_kb "$worker" "$server" "$SERVE_PID")
 	stop_serve
 	if [ -n "$data" ] && [ "$KEEP_DATA" -eq 1 ]; then
 		rm -rf "$OUT/data-$rate"
@@ -328,7 +343,7 @@ run_one() {
 	row+=",$(awk -v a="$(fig lost "$s0")" -v b="$(fig lost "$s1")" 'BEGIN { print b - a }')"
 	row+=",$(awk -v a="$(fig lost_ringbuf "$s0")" -v b="$(fig lost_ringbuf "$s1")" 'BEGIN { print b - a }')"
 	row+=",$(rate "$(fig samples "$s0")" "$(fig samples "$s1")" "$load_s")"
-	row+=",$(fig processes "$s1"),$(cut -d' ' -f1 /proc/loadavg)"
+	row+=",$(fig processes "$s1"),$(cut -d' ' -f1 /proc/loadavg),$pss"
 	echo "$row" >>"$CSV"
 	rm -f "$s0" "$s1"
 	note "round $round $run: $PG_TPS tps, collector $(echo "$row" | cut -d, -f6) % of a core, RSS $((rss_max / 1024)) MiB"
@@ -365,13 +380,14 @@ report() {
 	local run
 	echo "# serve under pgbench -S -c $PG_CLIENTS -j $PG_THREADS (scale $PG_SCALE): $ROUNDS rounds x ${SECS}s, interleaved, medians"
 	echo
-	echo "| configuration | pgbench tps | tps kept vs off | switches/s | load avg | collector CPU % | all serve CPU % | RSS all, max (MiB) | RSS all, end (MiB) | collector / server / main RSS (MiB) | ring-buffer losses | all losses |"
-	echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
+	echo "| configuration | pgbench tps | tps kept vs off | switches/s | load avg | collector CPU % | all serve CPU % | RSS all, max (MiB) | RSS all, end (MiB) | PSS all, end (MiB) | collector / server / main RSS (MiB) | ring-buffer losses | all losses |"
+	echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 	for run in "${UNIQUE_RUNS[@]}"; do
 		echo "| $run | $(fmt "$(med "$run" tps)" %.0f) | $(kept "$run") | $(fmt "$(med "$run" ctxt_per_s)" %.0f)" \
 			"| $(fmt "$(med "$run" loadavg)" %.1f)" \
 			"| $(fmt "$(med "$run" worker_cpu_pct)" %.2f) | $(fmt "$(med "$run" all_cpu_pct)" %.2f)" \
 			"| $(fmt "$(med "$run" rss_max_kb)" %.1f 1024) | $(fmt "$(med "$run" rss_end_kb)" %.1f 1024)" \
+			"| $(fmt "$(med "$run" pss_end_kb)" %.1f 1024)" \
 			"| $(fmt "$(med "$run" worker_rss_kb)" %.1f 1024) / $(fmt "$(med "$run" server_rss_kb)" %.1f 1024) / $(fmt "$(med "$run" main_rss_kb)" %.1f 1024)" \
 			"| $(fmt "$(med "$run" lost_ringbuf)" %.0f) | $(fmt "$(med "$run" lost)" %.0f) |"
 	done
