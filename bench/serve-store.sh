@@ -208,23 +208,18 @@ ticks() { # utime + stime of the processes given (all threads: the leader's /pro
 	echo $sum
 }
 
-pss_kb() {
-	local p sum=0 r
+# The sum of FIELD (kB) of /proc/PID/FILE over the PIDs given: kb_sum FILE FIELD PID...
+kb_sum() {
+	local file=$1 field=$2 p sum=0 r
+	shift 2
 	for p in "$@"; do
-		r=$(awk '/^Pss:/ { print $2 }' "/proc/$p/smaps_rollup" 2>/dev/null)
+		r=$(awk -v f="$field:" '$1 == f { print $2 }' "/proc/$p/$file" 2>/dev/null)
 		sum=$((sum + ${r:-0}))
 	done
 	echo $sum
 }
-
-rss_kb() {
-	local p sum=0 r
-	for p in "$@"; do
-		r=$(awk '/^VmRSS:/ { print $2 }' "/proc/$p/status" 2>/dev/null)
-		sum=$((sum + ${r:-0}))
-	done
-	echo $sum
-}
+rss_kb() { kb_sum status VmRSS "$@"; }
+pss_kb() { kb_sum smaps_rollup Pss "$@"; }
 
 # Every 2 s until killed, a line into $1: "ns rss_kb store_bytes evicted_early_s", RSS of all
 # serve's processes and the memory store's size, whose growth is only measurable until
