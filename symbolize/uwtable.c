@@ -295,7 +295,16 @@ static int parse_augmentation(const struct compiler *c, const Dwarf_CIE *ce, str
 	out->ptr_enc = PE_ABSPTR;
 	if (!a || !a[0])
 		return 0;
-	if (a[0] != 'z' || !p)
+	if (a[0] != 'z') {
+		/* without 'z' the augmentation data cannot be sized: only the data-less 'S' (gas
+		 * writes "S" into .debug_frame for .cfi_signal_frame) is understood */
+		for (; *a; a++)
+			if (*a != 'S')
+				return -EBADMSG;
+		out->signal = true;
+		return 0;
+	}
+	if (!p)
 		return -EBADMSG;
 	out->has_z = true;
 	end = p + ce->augmentation_data_size;
@@ -597,7 +606,7 @@ static int emit(struct compiler *c, uint64_t pc, struct hc_urow r)
 		return -E2BIG;
 	if (grow((void **)&c->rows, &c->cap_rows, c->nr_rows + 1, sizeof(*c->rows)))
 		return -ENOMEM;
-	r.pc = (uint32_t)pc; /* text_hi <= 2^32 was checked */
+	r.pc = (uint32_t)pc; /* text_hi < 2^32 was checked */
 	c->rows[c->nr_rows++] = r;
 	return 0;
 }
@@ -977,7 +986,7 @@ int hc_uwtable__compile_mem(const void *sec, size_t len, uint64_t sec_vaddr, boo
 	*out = NULL;
 	if (!sec || !len)
 		return -ENODATA;
-	if (len > HC_UWTABLE_SECTION_MAX || text_hi > (1ull << 32))
+	if (len > HC_UWTABLE_SECTION_MAX || text_hi > UINT32_MAX)
 		return count_refused(-E2BIG, acc);
 	if (text_lo >= text_hi)
 		return count_refused(-EBADMSG, acc);
@@ -1034,7 +1043,8 @@ static Elf_Scn *cfi_section(Elf *elf, bool *eh)
 		const char *name;
 		GElf_Shdr sh;
 
-		if (!gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS)
+		/* ld leaves an empty .eh_frame in objects whose CFI is all in .debug_frame */
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS || !sh.sh_size)
 			continue;
 		name = elf_strptr(elf, shstrndx, sh.sh_name);
 		if (name && !strcmp(name, ".eh_frame")) {
@@ -1069,7 +1079,7 @@ int hc_uwtable__compile_elf(Elf *elf, const struct hc_uwtable_limits *lim, struc
 	scn = cfi_section(elf, &is_eh);
 	if (!scn || !gelf_getshdr(scn, &sh) || (sh.sh_flags & SHF_COMPRESSED))
 		return -ENODATA;
-	if (sh.sh_size > HC_UWTABLE_SECTION_MAX || hi > (1ull << 32))
+	if (sh.sh_size > HC_UWTABLE_SECTION_MAX || hi > UINT32_MAX)
 		return count_refused(-E2BIG, acc);
 	data = elf_rawdata(scn, NULL);
 	if (!data || !data->d_buf || data->d_size != sh.sh_size)

@@ -54,8 +54,8 @@ struct hc_uwtable_stats {
  * Compile a CFI section from memory (tests, fuzzing; the ELF entry points end here).
  * sec[0..len): the section's bytes; sec_vaddr: its virtual address (pcrel pointers are relative
  * to it); eh_frame: .eh_frame format (else .debug_frame, whose FDE addresses are absolute);
- * every FDE range must lie in [text_lo, text_hi), text_hi <= 2^32. lim may be NULL.
- * On success *out owns a new table. acc, if not NULL, has this compile's stats added to it
+ * every FDE range must lie in [text_lo, text_hi), text_hi < 2^32 (row pcs are 32-bit). lim may be
+ * NULL. On success *out owns a new table. acc, if not NULL, has this compile's stats added to it
  * (refused counted there on -EBADMSG/-E2BIG). 0 or -errno (see above); *out NULL on error.
  */
 int hc_uwtable__compile_mem(const void *sec, size_t len, uint64_t sec_vaddr, bool eh_frame,

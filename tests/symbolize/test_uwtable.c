@@ -2,7 +2,8 @@
 /*
  * The unwind-table compiler (symbolize/uwtable.c). One binary, one group per concern, chosen
  * by argv[1]:
- *   golden   the fixture object ($HC_UWFIX, tests/symbolize/uwtable_fix.S): rows by hand
+ *   golden   the fixture object ($HC_UWFIX, tests/symbolize/uwtable_fix.S): rows by hand;
+ *            the same from its .debug_frame-only twin ($HC_UWFIX_DF)
  *   libdw    differential against libdw's own evaluation, at every pc of every FDE, on
  *            Debian's libc.so.6, on hotcold itself ($HC_HOTCOLD) and on the fixture
  *   hostile  truncated and hand-made malicious sections: refused, counted, nothing returned
@@ -33,12 +34,17 @@
 /* Where the dynamic loader finds libc on Debian/Ubuntu x86-64. */
 #define LIBC_PATH "/lib/x86_64-linux-gnu/libc.so.6"
 
-static uint64_t now_ns(void)
+static uint64_t clock_ns(clockid_t clk)
 {
 	struct timespec ts;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
+	clock_gettime(clk, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t now_ns(void)
+{
+	return clock_ns(CLOCK_MONOTONIC);
 }
 
 static const char *need_env(const char *name)
@@ -140,9 +146,8 @@ static bool sym_addr(const struct hc_elfsym *es, const char *want, uint64_t *add
 	return false;
 }
 
-static void test_golden(void **state)
+static void check_golden(const char *path)
 {
-	const char *path = need_env("HC_UWFIX");
 	struct hc_uwtable_stats st = {0};
 	struct hc_uwtable *t = compile_path(path, &st);
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -150,7 +155,6 @@ static void test_golden(void **state)
 	const struct hc_urow *rows;
 	size_t n, checked = 0;
 
-	(void)state;
 	close(fd);
 	assert_non_null(es);
 	rows = hc_uwtable__rows(t, &n);
@@ -188,6 +192,19 @@ static void test_golden(void **state)
 	assert_true(st.rows_merged > 0);
 	hc_elfsym__free(es);
 	hc_uwtable__free(t);
+}
+
+static void test_golden(void **state)
+{
+	(void)state;
+	check_golden(need_env("HC_UWFIX"));
+}
+
+/* The same directives written to .debug_frame only (absolute addresses, "S" without 'z'). */
+static void test_golden_debug_frame(void **state)
+{
+	(void)state;
+	check_golden(need_env("HC_UWFIX_DF"));
 }
 
 /* The lookup on edge cases: empty, before the first row, on and between rows, the end. */
@@ -621,7 +638,7 @@ static int compile_built(struct builder *b, const struct hc_uwtable_limits *lim,
 	int err;
 
 	put32(b, 0); /* terminator */
-	err = hc_uwtable__compile_mem(b->buf, b->len, SEC_VADDR, true, 0x2000, 1ull << 32, lim, &t,
+	err = hc_uwtable__compile_mem(b->buf, b->len, SEC_VADDR, true, 0x2000, UINT32_MAX, lim, &t,
 				      acc);
 	if (err)
 		assert_null(t);
@@ -733,7 +750,8 @@ static int measure(int argc, char **argv)
 		struct hc_uwtable_stats st = {0};
 		struct hc_uwtable *t = NULL;
 		int fd = open(argv[i], O_RDONLY | O_CLOEXEC), err;
-		uint64_t t0, best = UINT64_MAX, text = text_bytes(argv[i]);
+		uint64_t t0, c0, best = UINT64_MAX, best_cpu = UINT64_MAX;
+		uint64_t text = text_bytes(argv[i]);
 
 		if (fd < 0) {
 			printf("%s: %s\n", argv[i], strerror(errno));
@@ -743,9 +761,12 @@ static int measure(int argc, char **argv)
 			hc_uwtable__free(t);
 			memset(&st, 0, sizeof(st));
 			t0 = now_ns();
+			c0 = clock_ns(CLOCK_THREAD_CPUTIME_ID);
 			err = hc_uwtable__compile_fd(fd, NULL, &t, &st);
+			c0 = clock_ns(CLOCK_THREAD_CPUTIME_ID) - c0;
 			t0 = now_ns() - t0;
 			best = t0 < best ? t0 : best;
+			best_cpu = c0 < best_cpu ? c0 : best_cpu;
 			if (err)
 				break;
 		}
@@ -756,12 +777,14 @@ static int measure(int argc, char **argv)
 		}
 		printf("%s: .text %.2f MB, %" PRIu64 " FDEs, %" PRIu64 " rows (%" PRIu64
 		       " merged, %" PRIu64 " gaps), %" PRIu64 " bytes, %.0f rows/MB of text, "
-		       "compile %.2f ms (best of 5); unsupported rows: cfa_reg %" PRIu64
-		       " cfa_off %" PRIu64 " cfa_expr %" PRIu64 " ra %" PRIu64 "\n",
+		       "compile %.2f ms wall, %.2f ms CPU (best of 5, file read included); "
+		       "unsupported rows: cfa_reg %" PRIu64 " cfa_off %" PRIu64 " cfa_expr %" PRIu64
+		       " ra %" PRIu64 "\n",
 		       argv[i], text / 1e6, st.fdes, st.rows, st.rows_merged, st.gaps,
 		       st.rows * (uint64_t)sizeof(struct hc_urow),
-		       text ? st.rows / (text / 1e6) : 0, best / 1e6, st.unsupp[HC_URU_CFA_REG],
-		       st.unsupp[HC_URU_CFA_OFF], st.unsupp[HC_URU_CFA_EXPR], st.unsupp[HC_URU_RA]);
+		       text ? st.rows / (text / 1e6) : 0, best / 1e6, best_cpu / 1e6,
+		       st.unsupp[HC_URU_CFA_REG], st.unsupp[HC_URU_CFA_OFF],
+		       st.unsupp[HC_URU_CFA_EXPR], st.unsupp[HC_URU_RA]);
 		hc_uwtable__free(t);
 	}
 	return 0;
@@ -771,6 +794,7 @@ int main(int argc, char **argv)
 {
 	const struct CMUnitTest golden_tests[] = {
 		cmocka_unit_test(test_golden),
+		cmocka_unit_test(test_golden_debug_frame),
 		cmocka_unit_test(test_lookup),
 	};
 	const struct CMUnitTest libdw_tests[] = {

@@ -5,6 +5,10 @@
  * in the comments are the ones the test's expected rows name; each function starts 16-aligned.
  */
 	.text
+#ifdef HC_UWFIX_DEBUG_FRAME
+	/* the same rules in .debug_frame alone (absolute addresses, no .eh_frame) */
+	.cfi_sections .debug_frame
+#endif
 
 #define FUNC(name) .p2align 4; .globl name; .type name, @function; name:
 #define END(name) .size name, .-name
