@@ -8,6 +8,7 @@
  *            Debian's libc.so.6, on hotcold itself ($HC_HOTCOLD) and on the fixture
  *   hostile  truncated and hand-made malicious sections: refused, counted, nothing returned
  *   measure FILE...  (not a test) compile time, rows and bytes per object, rows per MB of text
+ *   diff FILE...     (not a test) the libdw differential on the given objects
  */
 #include <dwarf.h>
 #include <elfutils/libdw.h>
@@ -146,7 +147,9 @@ static bool sym_addr(const struct hc_elfsym *es, const char *want, uint64_t *add
 	return false;
 }
 
-static void check_golden(const char *path)
+/* lax_signal: clang's integrated assembler drops .cfi_signal_frame from .debug_frame (no "S"
+ * augmentation there), so uw_signal may be an ordinary CFA = rsp+8 frame in that twin. */
+static void check_golden(const char *path, bool lax_signal)
 {
 	struct hc_uwtable_stats st = {0};
 	struct hc_uwtable *t = compile_path(path, &st);
@@ -173,6 +176,9 @@ static void check_golden(const char *path)
 		for (uint64_t pc = a + e->at; pc < to; pc++, checked++) {
 			const struct hc_urow *r = row_at(rows, n, pc);
 
+			if (lax_signal && e->kind == HC_UR_SIGNAL && r->kind == HC_UR_SP &&
+			    r->off == 1 && !r->bp)
+				continue;
 			if (r->kind != e->kind || r->bp != e->bp || r->off != e->off)
 				fail_msg("%s+%" PRIu64
 					 ": row %s bp %u off %d, expected %s bp %u off %d",
@@ -249,14 +255,14 @@ static void test_elf_fddone(void **state)
 static void test_golden(void **state)
 {
 	(void)state;
-	check_golden(need_env("HC_UWFIX"));
+	check_golden(need_env("HC_UWFIX"), false);
 }
 
 /* The same directives written to .debug_frame only (absolute addresses, "S" without 'z'). */
 static void test_golden_debug_frame(void **state)
 {
 	(void)state;
-	check_golden(need_env("HC_UWFIX_DF"));
+	check_golden(need_env("HC_UWFIX_DF"), true);
 }
 
 /* The lookup on edge cases: empty, before the first row, on and between rows, the end. */
@@ -489,6 +495,17 @@ static void test_libdw_self(void **state)
 {
 	(void)state;
 	diff_object(need_env("HC_HOTCOLD"));
+}
+
+/* diff FILE...: the same differential on any objects (not a test: for the objects of a host) */
+static char **diff_paths;
+static int nr_diff_paths;
+
+static void test_libdw_files(void **state)
+{
+	(void)state;
+	for (int i = 0; i < nr_diff_paths; i++)
+		diff_object(diff_paths[i]);
 }
 
 static void test_libdw_fixture(void **state)
@@ -863,6 +880,13 @@ int main(int argc, char **argv)
 	elf_version(EV_CURRENT);
 	if (argc >= 2 && !strcmp(argv[1], "measure"))
 		return measure(argc - 2, argv + 2);
+	if (argc >= 2 && !strcmp(argv[1], "diff")) {
+		const struct CMUnitTest files[] = {cmocka_unit_test(test_libdw_files)};
+
+		diff_paths = argv + 2;
+		nr_diff_paths = argc - 2;
+		return cmocka_run_group_tests(files, NULL, NULL);
+	}
 	if (argc == 2 && !strcmp(argv[1], "golden"))
 		return cmocka_run_group_tests(golden_tests, NULL, NULL);
 	if (argc == 2 && !strcmp(argv[1], "libdw")) {
@@ -877,6 +901,7 @@ int main(int argc, char **argv)
 	}
 	if (argc == 2 && !strcmp(argv[1], "hostile"))
 		return cmocka_run_group_tests(hostile_tests, NULL, NULL);
-	fprintf(stderr, "usage: %s golden|libdw|hostile | measure FILE...\n", argv[0]);
+	fprintf(stderr, "usage: %s golden|libdw|hostile | measure FILE... | diff FILE...\n",
+		argv[0]);
 	return 2;
 }
