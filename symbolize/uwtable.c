@@ -849,59 +849,59 @@ static int run(struct interp *in, const uint8_t *p, const uint8_t *end, bool in_
 	return 0;
 }
 
-static int compile_fde(struct compiler *c, const struct fde *f)
+/* in: scratch reused across FDEs (its remember stack is 1 KiB: not zeroed per FDE) */
+static int compile_fde(struct interp *in, const struct fde *f)
 {
-	struct interp *in;
 	int err;
 
 	if (f->cie->signal) {
 		/* the trampoline's registers are in the rt_sigframe, whatever its CFI says */
 		struct hc_urow r = {.kind = HC_UR_SIGNAL};
 
-		return emit(c, f->lo, r);
+		return emit(in->c, f->lo, r);
 	}
-	in = calloc(1, sizeof(*in));
-	if (!in)
-		return -ENOMEM;
-	in->c = c;
 	in->cie = f->cie;
-	/* the x86-64 ABI's state before any instruction, as libdw's: CFA rsp+8, ra at CFA-8 */
+	/* the x86-64 ABI's state before any instruction, as libdw's: CFA rsp+8, ra at CFA-8;
+	 * also what a DW_CFA_restore among the CIE's own instructions goes back to */
 	in->st = (struct state){.cfa_kind = CFA_REG, .cfa_reg = REG_SP, .cfa_off = 8};
 	in->st.ra = (struct rule){R_OFFSET, -8};
+	in->init = in->st;
+	in->depth = 0;
+	in->rows = 0;
+	in->insns = 0;
 	in->loc = f->lo;
 	in->hi = f->hi;
 	err = run(in, f->cie->insns, f->cie->insns_end, true);
 	if (err)
-		goto out;
+		return err;
 	in->init = in->st;
 	in->depth = 0; /* a CIE's remembered states are not the FDE's */
 	err = run(in, f->insns, f->insns_end, false);
 	if (err == 1)
+		return 0;
+	if (!err && in->loc < in->hi && (err = move_to(in, in->hi)) > 0)
 		err = 0;
-	else if (!err && in->loc < in->hi && (err = move_to(in, in->hi)) > 0)
-		err = 0;
-out:
-	free(in);
 	return err;
 }
 
 static int compile_all(struct compiler *c)
 {
 	struct hc_urow gap = {.kind = HC_UR_GAP};
+	struct interp *in = malloc(sizeof(*in));
+	int err = 0;
 
-	for (size_t i = 0; i < c->nr_fdes; i++) {
+	if (!in)
+		return -ENOMEM;
+	in->c = c;
+	for (size_t i = 0; !err && i < c->nr_fdes; i++) {
 		const struct fde *f = &c->fdes[i];
-		int err = compile_fde(c, f);
 
-		if (err)
-			return err;
-		if (i + 1 == c->nr_fdes || c->fdes[i + 1].lo - f->hi > GAP_FOLD) {
+		err = compile_fde(in, f);
+		if (!err && (i + 1 == c->nr_fdes || c->fdes[i + 1].lo - f->hi > GAP_FOLD))
 			err = emit(c, f->hi, gap);
-			if (err)
-				return err;
-		}
 	}
-	return 0;
+	free(in);
+	return err;
 }
 
 static void set_limits(struct hc_uwtable_limits *l, const struct hc_uwtable_limits *in)
