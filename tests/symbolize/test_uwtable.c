@@ -768,11 +768,26 @@ static void test_hostile_made(void **state)
 	put_cie(&b);
 	put_fde(&b, 0x2000, 0x100, many, 100, 0);
 	assert_int_equal(compile_built(&b, NULL, &st), -E2BIG), want_refused++;
-	/* a million advance_locs in one FDE: over the rows per FDE */
+	/* a million advance_locs in one FDE: over the instructions per FDE */
 	memset(many, DW_CFA_advance_loc | 1, nmany);
 	put_cie(&b);
 	put_fde(&b, 0x2000, 0x10000000, many, nmany, 0);
 	assert_int_equal(compile_built(&b, NULL, &st), -E2BIG), want_refused++;
+	/* rules that change at every byte: over the rows per FDE (not the instructions) */
+	for (size_t i = 0; i + 3 <= 3 * 5000; i += 3) {
+		many[i] = DW_CFA_advance_loc | 1;
+		many[i + 1] = DW_CFA_def_cfa_offset;
+		many[i + 2] = i / 3 % 2 ? 8 : 16;
+	}
+	put_cie(&b);
+	put_fde(&b, 0x2000, 0x10000, many, 3 * 5000, 0);
+	assert_int_equal(
+		compile_built(&b, &(struct hc_uwtable_limits){.max_rows_per_fde = 4096}, &st),
+		-E2BIG),
+		want_refused++;
+	put_cie(&b);
+	put_fde(&b, 0x2000, 0x10000, many, 3 * 5000, 0);
+	assert_int_equal(compile_built(&b, NULL, &st), 0);
 	/* ... and a million that do not move: over the instructions per FDE */
 	memset(many, DW_CFA_advance_loc, nmany);
 	put_cie(&b);
@@ -780,7 +795,7 @@ static void test_hostile_made(void **state)
 	assert_int_equal(compile_built(&b, NULL, &st), -E2BIG), want_refused++;
 	free(many);
 	assert_int_equal(st.refused, want_refused);
-	assert_int_equal(st.objects, 2);
+	assert_int_equal(st.objects, 3);
 }
 
 /* ---- measure ---- */
