@@ -31,6 +31,9 @@
 /* Alignment padding of up to this many bytes after an FDE is folded into its last row. */
 #define GAP_FOLD 15
 
+/* Executable PT_LOAD segments an object may have (ld writes one, ld -z separate-code one). */
+#define MAX_TEXT_RANGES 16
+
 #define REG_BP 6
 #define REG_SP 7
 
@@ -102,12 +105,17 @@ struct state {
 	struct rule bp, ra;
 };
 
+struct text_range {
+	uint64_t lo, hi;
+};
+
 struct compiler {
 	const uint8_t *sec;
 	size_t len;
 	uint64_t sec_vaddr;
 	bool eh;
-	uint64_t text_lo, text_hi;
+	const struct text_range *text; /* every FDE lies inside one of these */
+	size_t nr_text;
 	struct hc_uwtable_limits lim;
 	struct cie *cies;
 	size_t nr_cies, cap_cies;
@@ -434,6 +442,14 @@ static const struct cie *find_cie(const struct compiler *c, uint64_t off)
 	return NULL;
 }
 
+static bool in_text(const struct compiler *c, uint64_t lo, uint64_t hi)
+{
+	for (size_t i = 0; i < c->nr_text; i++)
+		if (lo >= c->text[i].lo && hi <= c->text[i].hi)
+			return true;
+	return false;
+}
+
 /* initial_location and address_range with the CIE's encoding; empty ranges are dropped. */
 static int decode_fde(struct compiler *c, const struct raw_fde *r)
 {
@@ -456,7 +472,7 @@ static int decode_fde(struct compiler *c, const struct raw_fde *r)
 	}
 	if (!range)
 		return 0;
-	if (lo + range < lo || lo < c->text_lo || lo + range > c->text_hi)
+	if (lo + range < lo || !in_text(c, lo, lo + range))
 		return -EBADMSG;
 	f = &c->fdes[c->nr_fdes++];
 	*f = (struct fde){lo, lo + range, p, r->end, k};
@@ -608,7 +624,7 @@ static int emit(struct compiler *c, uint64_t pc, struct hc_urow r)
 		return -E2BIG;
 	if (grow((void **)&c->rows, &c->cap_rows, c->nr_rows + 1, sizeof(*c->rows)))
 		return -ENOMEM;
-	r.pc = (uint32_t)pc; /* text_hi < 2^32 was checked */
+	r.pc = (uint32_t)pc; /* every text range ends below 2^32 (checked) */
 	c->rows[c->nr_rows++] = r;
 	return 0;
 }
@@ -972,27 +988,32 @@ static int count_refused(int err, struct hc_uwtable_stats *acc)
 	return err;
 }
 
-int hc_uwtable__compile_mem(const void *sec, size_t len, uint64_t sec_vaddr, bool eh_frame,
-			    uint64_t text_lo, uint64_t text_hi, const struct hc_uwtable_limits *lim,
-			    struct hc_uwtable **out, struct hc_uwtable_stats *acc)
+static int compile(const void *sec, size_t len, uint64_t sec_vaddr, bool eh_frame,
+		   const struct text_range *text, size_t nr_text,
+		   const struct hc_uwtable_limits *lim, struct hc_uwtable **out,
+		   struct hc_uwtable_stats *acc)
 {
 	struct compiler c = {
 		.sec = sec,
 		.len = len,
 		.sec_vaddr = sec_vaddr,
 		.eh = eh_frame,
-		.text_lo = text_lo,
-		.text_hi = text_hi,
+		.text = text,
+		.nr_text = nr_text,
 	};
 	int err;
 
 	*out = NULL;
 	if (!sec || !len)
 		return -ENODATA;
-	if (len > HC_UWTABLE_SECTION_MAX || text_hi > UINT32_MAX)
+	if (len > HC_UWTABLE_SECTION_MAX)
 		return count_refused(-E2BIG, acc);
-	if (text_lo >= text_hi)
-		return count_refused(-EBADMSG, acc);
+	for (size_t i = 0; i < nr_text; i++) {
+		if (text[i].hi > UINT32_MAX)
+			return count_refused(-E2BIG, acc);
+		if (text[i].lo >= text[i].hi)
+			return count_refused(-EBADMSG, acc);
+	}
 	set_limits(&c.lim, lim);
 	err = frame_entries(&c);
 	if (!err)
@@ -1008,13 +1029,21 @@ int hc_uwtable__compile_mem(const void *sec, size_t len, uint64_t sec_vaddr, boo
 	return count_refused(err, acc);
 }
 
-/* The span of the executable PT_LOAD segments. */
-static int text_range(Elf *elf, uint64_t *lo, uint64_t *hi)
+int hc_uwtable__compile_mem(const void *sec, size_t len, uint64_t sec_vaddr, bool eh_frame,
+			    uint64_t text_lo, uint64_t text_hi, const struct hc_uwtable_limits *lim,
+			    struct hc_uwtable **out, struct hc_uwtable_stats *acc)
+{
+	struct text_range text = {text_lo, text_hi};
+
+	return compile(sec, len, sec_vaddr, eh_frame, &text, 1, lim, out, acc);
+}
+
+/* The executable PT_LOAD segments. */
+static int text_ranges(Elf *elf, struct text_range *text, size_t *nr)
 {
 	size_t nph;
 
-	*lo = UINT64_MAX;
-	*hi = 0;
+	*nr = 0;
 	if (elf_getphdrnum(elf, &nph))
 		return -ENOEXEC;
 	for (size_t i = 0; i < nph; i++) {
@@ -1026,12 +1055,11 @@ static int text_range(Elf *elf, uint64_t *lo, uint64_t *hi)
 			continue;
 		if (ph.p_vaddr + ph.p_memsz < ph.p_vaddr)
 			return -EBADMSG;
-		if (ph.p_vaddr < *lo)
-			*lo = ph.p_vaddr;
-		if (ph.p_vaddr + ph.p_memsz > *hi)
-			*hi = ph.p_vaddr + ph.p_memsz;
+		if (*nr == MAX_TEXT_RANGES)
+			return -E2BIG;
+		text[(*nr)++] = (struct text_range){ph.p_vaddr, ph.p_vaddr + ph.p_memsz};
 	}
-	return *hi ? 0 : -ENODATA;
+	return *nr ? 0 : -ENODATA;
 }
 
 /* .eh_frame, else .debug_frame (which only a few hand-built objects carry alone). */
@@ -1064,8 +1092,9 @@ static Elf_Scn *cfi_section(Elf *elf, bool *eh)
 int hc_uwtable__compile_elf(Elf *elf, const struct hc_uwtable_limits *lim, struct hc_uwtable **out,
 			    struct hc_uwtable_stats *acc)
 {
-	uint64_t lo, hi;
+	struct text_range text[MAX_TEXT_RANGES];
 	Elf_Data *data;
+	size_t nr_text;
 	GElf_Ehdr eh;
 	GElf_Shdr sh;
 	Elf_Scn *scn;
@@ -1076,19 +1105,18 @@ int hc_uwtable__compile_elf(Elf *elf, const struct hc_uwtable_limits *lim, struc
 	if (!elf || !gelf_getehdr(elf, &eh) || eh.e_ident[EI_CLASS] != ELFCLASS64 ||
 	    eh.e_ident[EI_DATA] != ELFDATA2LSB || eh.e_machine != EM_X86_64)
 		return -ENOEXEC;
-	err = text_range(elf, &lo, &hi);
+	err = text_ranges(elf, text, &nr_text);
 	if (err)
 		return count_refused(err, acc);
 	scn = cfi_section(elf, &is_eh);
 	if (!scn || !gelf_getshdr(scn, &sh) || (sh.sh_flags & SHF_COMPRESSED))
 		return -ENODATA;
-	if (sh.sh_size > HC_UWTABLE_SECTION_MAX || hi > UINT32_MAX)
+	if (sh.sh_size > HC_UWTABLE_SECTION_MAX)
 		return count_refused(-E2BIG, acc);
 	data = elf_rawdata(scn, NULL);
 	if (!data || !data->d_buf || data->d_size != sh.sh_size)
 		return count_refused(-EBADMSG, acc);
-	return hc_uwtable__compile_mem(data->d_buf, data->d_size, sh.sh_addr, is_eh, lo, hi, lim,
-				       out, acc);
+	return compile(data->d_buf, data->d_size, sh.sh_addr, is_eh, text, nr_text, lim, out, acc);
 }
 
 int hc_uwtable__compile_fd(int fd, const struct hc_uwtable_limits *lim, struct hc_uwtable **out,

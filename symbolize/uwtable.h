@@ -64,8 +64,8 @@ int hc_uwtable__compile_mem(const void *sec, size_t len, uint64_t sec_vaddr, boo
 
 /*
  * From an ELF handle (for instance the symbolizer's unwind handle, whose CFI sections are
- * read already): .eh_frame, or .debug_frame when there is no .eh_frame; the text range is
- * the span of the executable PT_LOAD segments. The handle is only read.
+ * read already): .eh_frame, or .debug_frame when there is no .eh_frame; every FDE must lie
+ * inside one executable PT_LOAD segment (at most 16 of them). The handle is only read.
  */
 int hc_uwtable__compile_elf(Elf *elf, const struct hc_uwtable_limits *lim, struct hc_uwtable **out,
 			    struct hc_uwtable_stats *acc);
