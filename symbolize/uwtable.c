@@ -409,6 +409,9 @@ static int frame_entries(struct compiler *c)
 		if (r < 0 || next <= off || next > c->len)
 			return -EBADMSG;
 		if (dwarf_cfi_cie_p(&e)) {
+			/* linkers share CIEs: more CIEs than allowed FDEs is a hostile section */
+			if (c->nr_cies >= c->lim.max_fdes)
+				return -E2BIG;
 			r = add_cie(c, off, &e.cie);
 			if (r)
 				return r;

@@ -31,7 +31,7 @@ struct hc_uwtable;
 /* Zero fields take the defaults below. */
 struct hc_uwtable_limits {
 	size_t max_rows;	  /* whole table; default and ceiling HC_UROWS_MAX */
-	size_t max_fdes;	  /* default 1 << 20 */
+	size_t max_fdes;	  /* FDEs, and CIEs apart; default 1 << 20 */
 	size_t max_rows_per_fde;  /* rows kept (after merging); default 1 << 16 */
 	size_t max_insns_per_fde; /* call frame instructions; default 1 << 16 */
 	uint64_t max_insns;	  /* whole object; default 1 << 26 */
