@@ -5,7 +5,8 @@
  *   golden   the fixture object ($HC_UWFIX, tests/symbolize/uwtable_fix.S): rows by hand;
  *            the same from its .debug_frame-only twin ($HC_UWFIX_DF)
  *   libdw    differential against libdw's own evaluation, at every pc of every FDE, on
- *            Debian's libc.so.6, on hotcold itself ($HC_HOTCOLD) and on the fixture
+ *            Debian's libc.so.6, on hotcold itself ($HC_HOTCOLD), on the unwinder test's
+ *            chain built without frame pointers ($HC_UWCHAIN) and on the fixture
  *   hostile  truncated and hand-made malicious sections: refused, counted, nothing returned
  *   measure FILE...  (not a test) compile time, rows and bytes per object, rows per MB of text
  *   diff FILE...     (not a test) the libdw differential on the given objects
@@ -508,6 +509,13 @@ static void test_libdw_files(void **state)
 		diff_object(diff_paths[i]);
 }
 
+/* The unwinder test's chain, built without frame pointers: rsp-based rows only. */
+static void test_libdw_chain(void **state)
+{
+	(void)state;
+	diff_object(need_env("HC_UWCHAIN"));
+}
+
 static void test_libdw_fixture(void **state)
 {
 	(void)state;
@@ -886,6 +894,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_libdw_fixture),
 		cmocka_unit_test(test_libdw_libc),
 		cmocka_unit_test(test_libdw_self),
+		cmocka_unit_test(test_libdw_chain),
 	};
 	const struct CMUnitTest hostile_tests[] = {
 		cmocka_unit_test(test_hostile_made),
