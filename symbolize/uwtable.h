@@ -12,9 +12,15 @@
  *
  * Errors: -EBADMSG malformed (truncated entry, bad CIE pointer or pointer encoding, unknown
  * opcode, unbalanced restore_state, FDE outside the text or overlapping another), -E2BIG a
- * bound exceeded (see struct hc_uwtable_limits; also objects past 4 GiB of vaddr), -ENODATA
- * no call frame information, -ENOEXEC not a 64-bit little-endian x86-64 ELF, -ENOMEM.
- * Not thread-safe per table; tables are immutable once returned.
+ * bound exceeded (see struct hc_uwtable_limits; also objects past 4 GiB of vaddr, a remember
+ * stack deeper than 16), -ENODATA no call frame information (no section, no FDE with a
+ * range, a compressed .debug_frame, no executable segment), -ENOEXEC not a 64-bit
+ * little-endian x86-64 ELF, -ENOMEM. Only -EBADMSG and -E2BIG count as refused.
+ * Tables are immutable once returned; compiles share no state (thread-safe).
+ *
+ * Not handled yet: signal trampolines recognised by their code (musl has no 'S'
+ * augmentation), and a return address popped by the frame itself (musl's __clone): both
+ * give ordinary rows today.
  */
 #ifndef HOTCOLD_SYMBOLIZE_UWTABLE_H
 #define HOTCOLD_SYMBOLIZE_UWTABLE_H
