@@ -729,11 +729,8 @@ static int extended_op(struct interp *in, uint8_t op, const uint8_t **pp, const 
 	case DW_CFA_advance_loc1:
 	case DW_CFA_advance_loc2:
 	case DW_CFA_advance_loc4:
-		if (in_cie || read_le(pp, end,
-				      op == DW_CFA_advance_loc1	  ? 1
-				      : op == DW_CFA_advance_loc2 ? 2
-								  : 4,
-				      &u))
+		/* a 1-, 2- or 4-byte delta */
+		if (in_cie || read_le(pp, end, 1u << (op - DW_CFA_advance_loc1), &u))
 			return -EBADMSG;
 		return advance(in, u);
 	case DW_CFA_offset_extended:
