@@ -35,7 +35,7 @@
 /*
  * DIEs (and address ranges) the walk of one file may visit in all: past it, the file is
  * refused (E2BIG). libc's debuginfo file (Debian 12) takes 0.35M (of its 1.2M DIEs: types are
- * not walked), in ~0.5 s; a file within the symbolizer's 256 MiB budget, some millions. A
+ * not walked), in 0.13 s; a file within the symbolizer's 256 MiB budget, some millions. A
  * hostile file packs a DIE in a byte: this bounds what it costs, once.
  */
 #define HC_DWINLINE_MAX_DIES (16u << 20)
