@@ -1092,9 +1092,9 @@ static void add_debuginfo(struct hc_symbolizer *sym, struct hc_elfsym *es)
 
 /*
  * The DWARF for st's inline chains: the object's own (fd), else its separate debuginfo
- * file's; with the supplementary file of a dwz-compressed one from the same debug root. All
- * within what is left of dwarf_max_bytes. Without any, st->dw stays NULL: one frame per
- * address, as before.
+ * file's; with the supplementary file of a dwz-compressed one from the same debug root. The
+ * sections read to build the index, and the index kept, each within what is left of
+ * dwarf_max_bytes. Without any, st->dw stays NULL: one frame per address, as before.
  */
 static void load_dwarf(struct hc_symbolizer *sym, struct symtab *st, int fd)
 {
@@ -1125,7 +1125,7 @@ static void load_dwarf(struct hc_symbolizer *sym, struct symtab *st, int fd)
 			errno = ENOLINK;
 			goto out_err;
 		}
-		alt = hc_dwinline__from_fd(dfd, left - hc_dwinline__bytes(d));
+		alt = hc_dwinline__alt_from_fd(dfd, left - hc_dwinline__bytes(d));
 		/* over the budget, or unusable (an alt with no DWARF is no alt: not ENODATA) */
 		err = alt ? hc_dwinline__set_alt(d, alt) : errno == E2BIG ? -E2BIG : -ENOLINK;
 		close(dfd);

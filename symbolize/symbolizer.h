@@ -57,8 +57,9 @@ struct hc_symbolizer_opts {
 	bool no_demangle; /* keep C++/Rust names mangled */
 	/* No inline frames: DWARF is never read, resolve_user_inline() gives one frame. */
 	bool no_inline;
-	/* DWARF section bytes all objects together may hold for inline frames; 0:
-	 * HC_SYM_DWARF_MAX_BYTES. Objects past it get no inline frames (dwarf_over_budget). */
+	/* Bytes of inline index all objects together may hold (hc_dwinline__bytes()); also what
+	 * one object's DWARF sections, read while its index is built, may take of what is left.
+	 * 0: HC_SYM_DWARF_MAX_BYTES. Objects past it get no inline frames (dwarf_over_budget). */
 	size_t dwarf_max_bytes;
 	const struct hc_symbolizer_io *io; /* NULL: open files directly (copied) */
 };

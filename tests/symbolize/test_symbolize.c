@@ -22,6 +22,8 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <gelf.h>
+#include <libelf.h>
 
 #include "symbolize/demangle.h"
 #include "symbolize/dwinline.h"
@@ -32,6 +34,7 @@
 #include "symbolize/symbolizer.h"
 #include "symbolize/util.h"
 #include "tests/skip.h"
+#include "tests/symbolize/dwinline_ref.h"
 
 /* ---- helpers ---- */
 
@@ -1920,6 +1923,235 @@ static void test_inline_hostile(void **state)
 	free(img);
 }
 
+/* ---- the index against a DIE walk per lookup ---- */
+
+struct diff_stats {
+	size_t lookups, chains, inlined, too_deep; /* inlined: chains of 2 or more */
+};
+
+/* Every step-th address of [lo, hi): the index and the oracle give the same answer. */
+static void diff_range(struct hc_dwinline *d, struct ref_dwinline *r, uint64_t lo, uint64_t hi,
+		       uint64_t step, struct diff_stats *ds)
+{
+	for (uint64_t v = lo; v < hi; v += step) {
+		const char *a[6], *b[6];
+		size_t na = 99, nb = 98;
+		int la = hc_dwinline__lookup(d, v, a, 6, &na);
+		int lb = ref_dwinline__lookup(r, v, b, 6, &nb);
+
+		if (la != lb || na != nb)
+			fail_msg("at %#" PRIx64 ": index %d (%zu names), walk %d (%zu names)", v,
+				 la, na, lb, nb);
+		for (size_t k = 0; k < na; k++) {
+			if (!a[k] != !b[k] || (a[k] && strcmp(a[k], b[k])))
+				fail_msg("at %#" PRIx64 ", name %zu: index %s, walk %s", v, k,
+					 a[k] ? a[k] : "(none)", b[k] ? b[k] : "(none)");
+		}
+		ds->lookups++;
+		ds->chains += la > 0;
+		ds->inlined += la > 1;
+		ds->too_deep += la == -E2BIG;
+	}
+}
+
+/* The text of the ELF file at path, both ways, from memory; *ds gets the figures. */
+static void diff_file(const char *path, uint64_t step, struct diff_stats *ds)
+{
+	struct ref_dwinline *r;
+	struct hc_dwinline *d;
+	uint64_t lo, hi;
+	size_t len;
+	void *img = read_all(path, &len);
+
+	text_span(path, &lo, &hi);
+	d = hc_dwinline__from_mem(img, len, SIZE_MAX);
+	r = ref_dwinline__from_mem(img, len, SIZE_MAX);
+	assert_non_null(d);
+	assert_non_null(r);
+	/* the index is what stays: smaller than the sections the walk keeps */
+	assert_true(hc_dwinline__bytes(d) < ref_dwinline__bytes(r));
+	diff_range(d, r, lo, hi, step, ds);
+	hc_dwinline__free(d);
+	ref_dwinline__free(r);
+	free(img);
+}
+
+/* Where section name lies in the ELF image (uncompressed): [*off, *off + *size). */
+static void section_span(const void *img, size_t len, const char *name, size_t *off, size_t *size)
+{
+	Elf *elf;
+	Elf_Scn *scn = NULL;
+	size_t shstrndx;
+
+	elf_version(EV_CURRENT);
+	elf = elf_memory((char *)img, len);
+	assert_non_null(elf);
+	assert_int_equal(elf_getshdrstrndx(elf, &shstrndx), 0);
+	*size = 0;
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+
+		assert_non_null(gelf_getshdr(scn, &sh));
+		if (!strcmp(elf_strptr(elf, shstrndx, sh.sh_name), name)) {
+			assert_false(sh.sh_flags & SHF_COMPRESSED);
+			assert_true(sh.sh_offset + sh.sh_size <= len);
+			*off = sh.sh_offset;
+			*size = sh.sh_size;
+		}
+	}
+	elf_end(elf);
+	assert_true(*size > 0);
+}
+
+/* libc's separate debuginfo file (libc6-dbg), when this machine has one; NULL if not. */
+static char *libc_debuginfo(void)
+{
+	char line[4096], path[4096], *dbg = NULL;
+	uint8_t id[HC_BUILD_ID_MAX];
+	FILE *f = fopen("/proc/self/maps", "re");
+	size_t len;
+	int fd = -1;
+
+	assert_non_null(f);
+	while (fd < 0 && fgets(line, sizeof(line), f)) {
+		char *p = strchr(line, '/');
+
+		if (!p || !strstr(p, "/libc.so"))
+			continue;
+		p[strcspn(p, "\n")] = '\0';
+		fd = open(p, O_RDONLY | O_CLOEXEC);
+	}
+	fclose(f);
+	if (fd < 0)
+		return NULL;
+	if (!hc_elfsym__read_build_id_fd(fd, id, &len) &&
+	    !hc_build_id_path("/usr/lib/debug", id, len, path, sizeof(path)) && !access(path, R_OK))
+		dbg = strdup(path);
+	close(fd);
+	return dbg;
+}
+
+/*
+ * The index answers exactly what a walk of the DIEs at every lookup answers (the chain, its
+ * names, its errors): on the fixtures with -g, on this test's own binary, on corrupted
+ * copies, with a supplementary file, and on a sample of libc's debuginfo when installed.
+ */
+static void test_inline_differential(void **state)
+{
+	const char *path = env_path("HC_FIX_INLINE");
+	struct diff_stats ds = {0};
+	size_t len, info_off = 0, info_size = 0;
+	uint64_t lo, hi;
+	uint32_t seed = 777;
+	uint8_t *img, *copy;
+	char *libc;
+
+	(void)state;
+	diff_file(path, 1, &ds);
+	/* inlined code, seen as such */
+	assert_true(ds.inlined > 0);
+	diff_file(env_path("HC_FIX_FULL"), 1, &ds);
+	diff_file("/proc/self/exe", 3, &ds);
+	/* past HC_DWINLINE_MAX_NEST: refused alike, found alike above it */
+	ds = (struct diff_stats){0};
+	diff_file(env_path("HC_FIX_DEEP"), 1, &ds);
+	assert_true(ds.too_deep > 0);
+	assert_true(ds.chains > 0);
+
+	/*
+	 * Corrupted DIEs: the same answers, the same refusals (ASan watches both). Flips in
+	 * .debug_info alone reach the walk's bounds: sibling links that go backwards, broken
+	 * nesting, ranges that overlap.
+	 */
+	img = read_all(path, &len);
+	copy = malloc(len);
+	assert_non_null(copy);
+	text_span(path, &lo, &hi);
+	section_span(img, len, ".debug_info", &info_off, &info_size);
+	for (int round = 0; round < 400; round++) {
+		struct ref_dwinline *r;
+		struct hc_dwinline *d;
+		int d_err, r_err;
+
+		memcpy(copy, img, len);
+		for (int k = 0; k < 4; k++) {
+			seed = seed * 1103515245u + 12345u;
+			copy[info_off + (seed >> 8) % info_size] ^= (uint8_t)(seed >> 3) | 1;
+		}
+		errno = 0;
+		d = hc_dwinline__from_mem(copy, len, SIZE_MAX);
+		d_err = errno;
+		errno = 0;
+		r = ref_dwinline__from_mem(copy, len, SIZE_MAX);
+		r_err = errno;
+		assert_int_equal(!d, !r);
+		if (d)
+			diff_range(d, r, lo, hi, 1, &ds);
+		else
+			assert_int_equal(d_err, r_err);
+		hc_dwinline__free(d);
+		ref_dwinline__free(r);
+	}
+	free(copy);
+	free(img);
+
+	/* with a supplementary file: indexed once it is attached, then released */
+	{
+		const char *alt_path = env_path("HC_FIX_INLINE_ALTLINK");
+		struct hc_dwinline *d, *alt;
+		struct ref_dwinline *r;
+		char apath[4096];
+		const uint8_t *id;
+		size_t alen, id_len;
+		void *aimg;
+
+		img = read_all(alt_path, &len);
+		d = hc_dwinline__from_mem(img, len, SIZE_MAX);
+		r = ref_dwinline__from_mem(img, len, SIZE_MAX);
+		assert_non_null(d);
+		assert_non_null(r);
+		id_len = hc_dwinline__alt_build_id(d, &id);
+		assert_int_equal(id_len, 20);
+		assert_int_equal(hc_build_id_path(env_path("HC_FIX_DEBUG_ROOT"), id, id_len, apath,
+						  sizeof(apath)),
+				 0);
+		aimg = read_all(apath, &alen);
+		/* a file loaded to be looked up in is no supplementary file */
+		alt = hc_dwinline__from_mem(aimg, alen, SIZE_MAX);
+		assert_non_null(alt);
+		assert_int_equal(hc_dwinline__set_alt(d, alt), -EINVAL);
+		assert_int_equal(
+			hc_dwinline__set_alt(d, hc_dwinline__alt_from_mem(aimg, alen, SIZE_MAX)),
+			0);
+		assert_int_equal(
+			ref_dwinline__set_alt(r, ref_dwinline__from_mem(aimg, alen, SIZE_MAX)), 0);
+		/* attached once */
+		assert_int_equal(
+			hc_dwinline__set_alt(d, hc_dwinline__alt_from_mem(aimg, alen, SIZE_MAX)),
+			-EINVAL);
+		text_span(path, &lo, &hi);
+		diff_range(d, r, lo, hi, 1, &ds);
+		hc_dwinline__free(d);
+		ref_dwinline__free(r);
+		free(aimg);
+		free(img);
+	}
+
+	libc = libc_debuginfo();
+	if (libc) {
+		struct diff_stats lds = {0};
+
+		/* a prime step: every alignment of an address within its instruction */
+		diff_file(libc, 61, &lds);
+		assert_true(lds.inlined > 0);
+		print_message("libc's debuginfo %s: %zu lookups agree (%zu chains, %zu inlined)\n",
+			      libc, lds.lookups, lds.chains, lds.inlined);
+		free(libc);
+	} else {
+		print_message("no debuginfo file for libc (libc6-dbg): fixtures only\n");
+	}
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest kallsyms[] = {
@@ -1968,7 +2200,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_inline_chains),	 cmocka_unit_test(test_inline_debuginfo),
 		cmocka_unit_test(test_inline_truncated), cmocka_unit_test(test_inline_off),
 		cmocka_unit_test(test_inline_dwinline),	 cmocka_unit_test(test_inline_altlink),
-		cmocka_unit_test(test_inline_hostile),
+		cmocka_unit_test(test_inline_hostile),	 cmocka_unit_test(test_inline_differential),
 	};
 	static const char *const groups[] = {
 		"all", "kallsyms", "procmaps", "perfmap", "elf", "hostile", "facade", "inline",
