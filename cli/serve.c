@@ -506,6 +506,11 @@ static int worker_main(void *ctx, const struct hc_privsep_child *child)
 	bool peer_gone = false;
 	int err;
 
+	/* Big transient blocks (DWARF sections while an inline index is built, per-second
+	 * tables) straight to mmap and back when freed: a fixed threshold, not glibc's sliding
+	 * one, which moves them into the heap after the first free and leaves it fragmented
+	 * (measured: 24 MB of heap for 14 MB in use). */
+	mallopt(M_MMAP_THRESHOLD, 256 * 1024);
 	err = hc_collector__run(sp->coll, &hc_stop_requested, child->stop_fd, &peer_gone);
 	if (err) {
 		hc_err("collector: %s", strerror(-err));
