@@ -21,13 +21,14 @@
 #include <sqlite3.h>
 
 #include "base/array.h"
+#include "base/hash.h"
 #include "base/time.h"
 #include "base/why.h"
 #include "store/blob.h"
 #include "store/dict.h"
 
 #define APP_ID 0x68636f6c /* "hcol" */
-#define SCHEMA_VERSION 1
+#define SCHEMA_VERSION 2  /* 2: dictionary epochs (a version 1 file is migrated at open) */
 #define DEFAULT_RETENTION_S (7 * 86400ull)
 #define DEFAULT_MAX_BYTES (1ull << 30)
 #define QUEUE_MAX_S 120	    /* seconds waiting for the writer before the oldest are dropped */
@@ -36,6 +37,10 @@
 #define ZSTD_LEVEL_MERGED 9 /* merged windows: written once, kept long */
 #define MERGE_BATCH 32	    /* windows merged per round */
 #define MERGE_OPEN_ROWS 120 /* rows at which a window still filling is merged */
+#define DEFAULT_DICT_MAX_BYTES (4ull << 20)
+/* Entries one ingest call may add to each table (a stack of an older epoch is translated
+ * with its ancestors): a new epoch begins before they could pass dict_max_bytes. */
+#define DICT_MARGIN (HC_STORE_MAX_DEPTH + 2)
 
 static const int64_t tier_step[HC_DISK_TIERS] = {1, 10, 60, 3600};
 static const char *const tier_names[HC_DISK_TIERS] = {"1s", "10s", "1m", "1h"};
@@ -53,6 +58,7 @@ const char *hc_disk__tier_name(int tier)
 /* Sealed buckets on their way to the writer. */
 struct batch {
 	struct batch *next;
+	uint64_t epoch; /* the dictionary epoch of its ids */
 	struct hc_blob *blobs;
 	uint8_t *stores;
 	size_t n;
@@ -72,9 +78,16 @@ struct hc_disk {
 	uint64_t period_ns;
 	uint64_t compact_every_s;
 	sqlite3 *db; /* the writer's connection */
-	struct hc_dict dict;
+	uint64_t dict_max_bytes;
+	/* The dictionary: the current epoch (the ingest thread interns into it) and the retired
+	 * ones still in memory, oldest first, until the writer has written them. Pointers and
+	 * `refs` under mu; only the ingest thread changes them. */
+	struct hc_dict *dict;
+	struct hc_dict *retired;
 
 	/* ingest thread only */
+	sqlite3 *ingest_db; /* reads rows of older epochs (ids a caller kept) */
+	sqlite3_stmt *ingest_get[HC_DICT_TABLES];
 	struct pending *pend;
 	size_t n_pend, cap_pend;
 	int64_t newest_data_s; /* the newest second any record was for */
@@ -208,6 +221,8 @@ int hc_disk__lock(const char *dir, int uid, int gid, char *why, size_t wl)
 
 /* ---- opening ---- */
 
+/* Version 2 added bucket.epoch (appended: a migrated file has it in the same place), its
+ * index, and the epoch table. */
 static const char schema[] =
 	"CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value);"
 	"CREATE TABLE IF NOT EXISTS frame(id INTEGER PRIMARY KEY, kind INTEGER, name TEXT,"
@@ -217,8 +232,15 @@ static const char schema[] =
 	"CREATE TABLE IF NOT EXISTS stack(id INTEGER PRIMARY KEY, parent INTEGER, frame INTEGER);"
 	"CREATE TABLE IF NOT EXISTS bucket(store INTEGER, tier INTEGER, t INTEGER, span INTEGER,"
 	" on_cpu_ns INTEGER, off_cpu_ns INTEGER, runqueue_ns INTEGER, samples INTEGER,"
-	" entries INTEGER, data BLOB);"
-	"CREATE INDEX IF NOT EXISTS bucket_at ON bucket(tier, t, store, span);";
+	" entries INTEGER, data BLOB, epoch INTEGER NOT NULL DEFAULT 0);"
+	"CREATE INDEX IF NOT EXISTS bucket_at ON bucket(tier, t, store, span);"
+	"CREATE INDEX IF NOT EXISTS bucket_epoch ON bucket(epoch);"
+	"CREATE TABLE IF NOT EXISTS epoch(id INTEGER PRIMARY KEY, frame_base INTEGER,"
+	" task_base INTEGER, stack_base INTEGER);"
+	"INSERT OR IGNORE INTO epoch VALUES(0, 0, 0, 0);";
+
+/* A version 1 file: its whole dictionary is epoch 0, its buckets reference it. */
+static const char migrate_v1[] = "ALTER TABLE bucket ADD COLUMN epoch INTEGER NOT NULL DEFAULT 0";
 
 static int open_db(const char *path, int flags, sqlite3 **out)
 {
@@ -302,76 +324,149 @@ static int quarantine(struct hc_disk *d, char *why, size_t wl)
 	return 0;
 }
 
-static int load_frames(struct hc_disk *d)
+/* ---- dictionary rows ---- */
+
+/* A row of one of the dictionary's tables, by id: the columns row_read() takes. */
+static const char *const row_sql[HC_DICT_TABLES] = {
+	[HC_DICT_FRAMES] = "SELECT kind, name, module, fid, offset, inlined FROM frame WHERE id=?",
+	[HC_DICT_TASKS] = "SELECT pid, tid, process, thread FROM task WHERE id=?",
+	[HC_DICT_STACKS] = "SELECT parent, frame FROM stack WHERE id=?",
+};
+
+/* An epoch's rows, in id order: the id, then the same columns. */
+static const char *const load_sql[HC_DICT_TABLES] = {
+	[HC_DICT_FRAMES] = "SELECT id, kind, name, module, fid, offset, inlined FROM frame"
+			   " WHERE id > ? ORDER BY id",
+	[HC_DICT_TASKS] = "SELECT id, pid, tid, process, thread FROM task WHERE id > ? ORDER BY id",
+	[HC_DICT_STACKS] = "SELECT id, parent, frame FROM stack WHERE id > ? ORDER BY id",
+};
+
+/* A dictionary entry's content, strings not interned (valid while its source is). */
+struct row {
+	struct hc_path_elem frame;
+	struct hc_dict_task task;
+	struct hc_dict_stack stack;
+};
+
+static void row_read(enum hc_dict_table t, sqlite3_stmt *st, int col, struct row *r)
 {
+	if (t == HC_DICT_FRAMES)
+		r->frame = (struct hc_path_elem){
+			.kind = (enum hc_node_kind)sqlite3_column_int(st, col),
+			.name = (const char *)sqlite3_column_text(st, col + 1),
+			.module = (const char *)sqlite3_column_text(st, col + 2),
+			.id = (uint64_t)sqlite3_column_int64(st, col + 3),
+			.offset = sqlite3_column_int64(st, col + 4),
+			.inlined = sqlite3_column_int(st, col + 5) != 0,
+		};
+	else if (t == HC_DICT_TASKS)
+		r->task = (struct hc_dict_task){
+			.pid = (uint32_t)sqlite3_column_int64(st, col),
+			.tid = (uint32_t)sqlite3_column_int64(st, col + 1),
+			.process = (const char *)sqlite3_column_text(st, col + 2),
+			.thread = (const char *)sqlite3_column_text(st, col + 3),
+		};
+	else
+		r->stack = (struct hc_dict_stack){
+			.parent = (uint32_t)sqlite3_column_int64(st, col),
+			.frame = (uint32_t)sqlite3_column_int64(st, col + 1),
+		};
+}
+
+/* The same from an epoch in memory that has id. */
+static void row_from_dict(const struct hc_dict *dict, enum hc_dict_table t, uint32_t id,
+			  struct row *r)
+{
+	if (t == HC_DICT_FRAMES)
+		hc_dict__elem(dict, id, &r->frame);
+	else if (t == HC_DICT_TASKS)
+		r->task = *(const struct hc_dict_task *)hc_dict__entry(dict, t, id);
+	else
+		r->stack = *(const struct hc_dict_stack *)hc_dict__entry(dict, t, id);
+}
+
+static int64_t row_intern(struct hc_dict *dict, enum hc_dict_table t, const struct row *r)
+{
+	if (t == HC_DICT_FRAMES)
+		return hc_dict__frame(dict, &r->frame);
+	if (t == HC_DICT_TASKS)
+		return hc_dict__task(dict, r->task.pid, r->task.tid, r->task.process,
+				     r->task.thread);
+	return hc_dict__stack(dict, r->stack.parent, r->stack.frame);
+}
+
+/* The current epoch's rows of table t, into dict: dense ids from its base, each entry once
+ * (anything else is damage). */
+static int load_table(struct hc_disk *d, struct hc_dict *dict, enum hc_dict_table t)
+{
+	int64_t want = (int64_t)dict->t[t].base + 1;
 	sqlite3_stmt *st;
-	int64_t want = 1;
 	int rc, err = 0;
 
-	if (sqlite3_prepare_v2(
-		    d->db,
-		    "SELECT id, kind, name, module, fid, offset, inlined FROM frame ORDER BY id",
-		    -1, &st, NULL) != SQLITE_OK)
+	if (sqlite3_prepare_v2(d->db, load_sql[t], -1, &st, NULL) != SQLITE_OK)
 		return -EBADMSG;
+	sqlite3_bind_int64(st, 1, dict->t[t].base);
 	while (!err && (rc = sqlite3_step(st)) == SQLITE_ROW) {
-		struct hc_path_elem e = {
-			.kind = (enum hc_node_kind)sqlite3_column_int(st, 1),
-			.name = (const char *)sqlite3_column_text(st, 2),
-			.module = (const char *)sqlite3_column_text(st, 3),
-			.id = (uint64_t)sqlite3_column_int64(st, 4),
-			.offset = sqlite3_column_int64(st, 5),
-			.inlined = sqlite3_column_int(st, 6) != 0,
-		};
-		int64_t id = sqlite3_column_int64(st, 0);
+		struct row r;
 
-		/* dense ids, each frame once: anything else is damage */
-		if (id != want++ || hc_dict__frame(&d->dict, &e) != id)
+		row_read(t, st, 1, &r);
+		if (sqlite3_column_int64(st, 0) != want++ || row_intern(dict, t, &r) != want - 1)
 			err = -EBADMSG;
 	}
 	sqlite3_finalize(st);
 	return err ? err : rc == SQLITE_DONE ? 0 : -EBADMSG;
 }
 
-static int load_tasks(struct hc_disk *d)
+/* The newest epoch, loaded: memory holds only it. */
+static int load_dict(struct hc_disk *d)
 {
+	uint32_t base[HC_DICT_TABLES] = {0};
+	uint64_t epoch = 0;
 	sqlite3_stmt *st;
-	int64_t want = 1;
-	int rc, err = 0;
+	int err = 0;
 
-	if (sqlite3_prepare_v2(d->db, "SELECT id, pid, tid, process, thread FROM task ORDER BY id",
+	if (sqlite3_prepare_v2(d->db,
+			       "SELECT id, frame_base, task_base, stack_base FROM epoch"
+			       " ORDER BY id DESC LIMIT 1",
 			       -1, &st, NULL) != SQLITE_OK)
 		return -EBADMSG;
-	while (!err && (rc = sqlite3_step(st)) == SQLITE_ROW) {
-		int64_t id = sqlite3_column_int64(st, 0);
-
-		if (id != want++ || hc_dict__task(&d->dict, (uint32_t)sqlite3_column_int64(st, 1),
-						  (uint32_t)sqlite3_column_int64(st, 2),
-						  (const char *)sqlite3_column_text(st, 3),
-						  (const char *)sqlite3_column_text(st, 4)) != id)
-			err = -EBADMSG;
+	if (sqlite3_step(st) == SQLITE_ROW) {
+		epoch = (uint64_t)sqlite3_column_int64(st, 0);
+		for (int t = 0; t < HC_DICT_TABLES; t++)
+			base[t] = (uint32_t)sqlite3_column_int64(st, t + 1);
 	}
 	sqlite3_finalize(st);
-	return err ? err : rc == SQLITE_DONE ? 0 : -EBADMSG;
+	d->dict = hc_dict__new(epoch, base);
+	if (!d->dict)
+		return -ENOMEM;
+	d->dict->refs = 1;
+	for (int t = 0; !err && t < HC_DICT_TABLES; t++)
+		err = load_table(d, d->dict, (enum hc_dict_table)t);
+	for (int t = 0; t < HC_DICT_TABLES; t++)
+		d->dict->t[t].persisted = d->dict->t[t].n;
+	d->st.dict_epoch = epoch;
+	return err;
 }
 
-static int load_stacks(struct hc_disk *d)
+/* Bring a file of an older schema up to this one, in one transaction. */
+static int migrate(struct hc_disk *d)
 {
-	sqlite3_stmt *st;
-	int64_t want = 1;
-	int rc, err = 0;
+	int err;
 
-	if (sqlite3_prepare_v2(d->db, "SELECT id, parent, frame FROM stack ORDER BY id", -1, &st,
-			       NULL) != SQLITE_OK)
-		return -EBADMSG;
-	while (!err && (rc = sqlite3_step(st)) == SQLITE_ROW) {
-		int64_t id = sqlite3_column_int64(st, 0);
-
-		if (id != want++ || hc_dict__stack(&d->dict, (uint32_t)sqlite3_column_int64(st, 1),
-						   (uint32_t)sqlite3_column_int64(st, 2)) != id)
-			err = -EBADMSG;
-	}
-	sqlite3_finalize(st);
-	return err ? err : rc == SQLITE_DONE ? 0 : -EBADMSG;
+	if (query_int(d->db, "SELECT count(*) FROM sqlite_schema WHERE name='bucket'", 0) == 0 ||
+	    query_int(d->db, "SELECT count(*) FROM pragma_table_info('bucket') WHERE name='epoch'",
+		      0) > 0)
+		return 0;
+	err = exec(d->db, "BEGIN IMMEDIATE");
+	if (!err)
+		err = exec(d->db, migrate_v1);
+	if (!err)
+		err = exec(d->db, schema);
+	if (!err)
+		err = exec(d->db, "COMMIT");
+	else
+		exec(d->db, "ROLLBACK");
+	return err;
 }
 
 static void refresh_tiers(struct hc_disk *d);
@@ -396,7 +491,9 @@ static int open_store(struct hc_disk *d, char *why, size_t wl)
 	if (!err) {
 		snprintf(sql, sizeof(sql), "PRAGMA application_id=%d; PRAGMA user_version=%d",
 			 APP_ID, SCHEMA_VERSION);
-		err = exec(d->db, schema);
+		err = migrate(d);
+		if (!err)
+			err = exec(d->db, schema);
 		if (!err)
 			err = exec(d->db, sql);
 		if (err)
@@ -404,24 +501,17 @@ static int open_store(struct hc_disk *d, char *why, size_t wl)
 				   sqlite3_errmsg(d->db));
 	}
 	if (!err) {
-		err = load_frames(d);
-		if (!err)
-			err = load_tasks(d);
-		if (!err)
-			err = load_stacks(d);
+		err = load_dict(d);
 		if (err == -EBADMSG)
 			hc_why_set(why, wl, "damaged dictionary");
 	}
 	if (err) {
 		sqlite3_close(d->db);
 		d->db = NULL;
-		hc_dict__release(&d->dict);
-		hc_dict__init(&d->dict);
+		hc_dict__free(d->dict);
+		d->dict = NULL;
 		return err;
 	}
-	d->dict.persisted_frames = d->dict.n_frames;
-	d->dict.persisted_tasks = d->dict.n_tasks;
-	d->dict.persisted_stacks = d->dict.n_stacks;
 	d->first_s = query_int(d->db, "SELECT value FROM meta WHERE key = 'first_s'", 0);
 	refresh_tiers(d);
 	return 0;
@@ -433,7 +523,16 @@ static void disk_free(struct hc_disk *d)
 {
 	if (d->db)
 		sqlite3_close(d->db);
-	hc_dict__release(&d->dict);
+	for (int t = 0; t < HC_DICT_TABLES; t++)
+		sqlite3_finalize(d->ingest_get[t]);
+	sqlite3_close(d->ingest_db);
+	hc_dict__free(d->dict);
+	while (d->retired) {
+		struct hc_dict *next = d->retired->next;
+
+		hc_dict__free(d->retired);
+		d->retired = next;
+	}
 	for (size_t i = 0; i < d->n_pend; i++)
 		hc_blob__release(&d->pend[i].blob);
 	free(d->pend);
@@ -462,7 +561,6 @@ struct hc_disk *hc_disk__open(const struct hc_disk_opts *o, char *why, size_t wl
 	pthread_mutex_init(&d->mu, NULL);
 	pthread_cond_init(&d->cv, NULL);
 	pthread_cond_init(&d->idle_cv, NULL);
-	hc_dict__init(&d->dict);
 	d->lock_fd = o->lock_fd;
 	d->keep_s[0] = o->tier_keep_s[0] ? o->tier_keep_s[0] : 3600;
 	d->keep_s[1] = o->tier_keep_s[1] ? o->tier_keep_s[1] : 86400;
@@ -474,6 +572,7 @@ struct hc_disk *hc_disk__open(const struct hc_disk_opts *o, char *why, size_t wl
 	d->max_bytes = o->max_bytes ? o->max_bytes : DEFAULT_MAX_BYTES;
 	d->period_ns = o->period_ns;
 	d->compact_every_s = o->compact_every_s ? o->compact_every_s : 10;
+	d->dict_max_bytes = o->dict_max_bytes ? o->dict_max_bytes : DEFAULT_DICT_MAX_BYTES;
 	d->dir = strdup(o->dir);
 	if (d->dir && asprintf(&d->path, "%s/%s", o->dir, HC_DISK_FILE) < 0)
 		d->path = NULL;
@@ -528,29 +627,213 @@ err:
 
 /* ---- ingest ---- */
 
+static void batch_free(struct batch *b)
+{
+	for (size_t i = 0; i < b->n; i++)
+		hc_blob__release(&b->blobs[i]);
+	free(b->blobs);
+	free(b->stores);
+	free(b);
+}
+
+static int enqueue_pending(struct hc_disk *d);
+
+/* Begin a new epoch: what is pending (its ids are the old one's) goes to the writer first;
+ * the old epoch stays in memory, retired, until the writer has written it. */
+static int new_epoch(struct hc_disk *d)
+{
+	struct hc_dict *old = d->dict, *next, **tail;
+	uint32_t base[HC_DICT_TABLES];
+	int err = enqueue_pending(d);
+
+	if (err)
+		return err;
+	for (int t = 0; t < HC_DICT_TABLES; t++)
+		base[t] = old->t[t].base + (uint32_t)old->t[t].n;
+	next = hc_dict__new(old->epoch + 1, base);
+	if (!next)
+		return -ENOMEM;
+	next->refs = 1;
+	for (tail = &d->retired; *tail; tail = &(*tail)->next)
+		;
+	pthread_mutex_lock(&d->mu);
+	*tail = old;
+	d->dict = next;
+	d->st.dict_epoch = next->epoch;
+	pthread_mutex_unlock(&d->mu);
+	return 0;
+}
+
+/* Before an ingest call that may intern: a new epoch when this one's memory could pass the
+ * bound during the call. An empty epoch always takes the call. */
+static int epoch_room(struct hc_disk *d)
+{
+	if (!hc_dict__entries(d->dict) ||
+	    hc_dict__bytes_after(d->dict, DICT_MARGIN) <= d->dict_max_bytes)
+		return 0;
+	return new_epoch(d);
+}
+
+static void dict_put(struct hc_disk *d, struct hc_dict *dict)
+{
+	bool last;
+
+	pthread_mutex_lock(&d->mu);
+	last = !--dict->refs;
+	pthread_mutex_unlock(&d->mu);
+	if (last)
+		hc_dict__free(dict);
+}
+
+/* Retired epochs the writer has written leave memory (queries still reading one keep it
+ * until they end). */
+static void free_written(struct hc_disk *d)
+{
+	struct hc_dict **p = &d->retired;
+
+	while (*p) {
+		struct hc_dict *dict = *p;
+		bool written;
+
+		pthread_mutex_lock(&d->mu);
+		written = dict->written;
+		if (written)
+			*p = dict->next;
+		pthread_mutex_unlock(&d->mu);
+		if (written)
+			dict_put(d, dict);
+		else
+			p = &dict->next;
+	}
+}
+
+/* Row id of table t of an older epoch: from a retired epoch still in memory, else from the
+ * file (strings valid until the next lookup of t). */
+static int old_row(struct hc_disk *d, enum hc_dict_table t, uint32_t id, struct row *r)
+{
+	sqlite3_stmt **st = &d->ingest_get[t];
+	int rc;
+
+	for (const struct hc_dict *x = d->retired; x; x = x->next)
+		if (hc_dict__has(x, t, id)) {
+			row_from_dict(x, t, id, r);
+			return 0;
+		}
+	if (!d->ingest_db) {
+		int err = open_db(d->path, SQLITE_OPEN_READONLY, &d->ingest_db);
+
+		if (err)
+			return err;
+	}
+	if (!*st && sqlite3_prepare_v2(d->ingest_db, row_sql[t], -1, st, NULL) != SQLITE_OK)
+		return -sql_errno(sqlite3_errcode(d->ingest_db));
+	sqlite3_reset(*st);
+	sqlite3_bind_int64(*st, 1, id);
+	rc = sqlite3_step(*st);
+	pthread_mutex_lock(&d->mu);
+	d->st.dict_file_lookups++;
+	pthread_mutex_unlock(&d->mu);
+	if (rc == SQLITE_DONE)
+		return -ESTALE; /* its epoch was deleted: no bucket referenced it any more */
+	if (rc != SQLITE_ROW)
+		return -sql_errno(rc);
+	row_read(t, *st, 0, r);
+	return 0;
+}
+
+static int64_t current_id(struct hc_disk *d, enum hc_dict_table t, uint32_t id);
+
+/* Id of an older epoch into the current one: its content interned here (a stack's ancestors
+ * first) and noted. */
+static int64_t translate(struct hc_disk *d, enum hc_dict_table t, uint32_t id)
+{
+	struct hc_dict *cur = d->dict;
+	int64_t nid;
+	struct row r;
+	uint32_t a;
+	int err;
+
+	a = hc_dict__alias(cur, t, id);
+	if (a)
+		return a;
+	err = old_row(d, t, id, &r);
+	if (err)
+		return err;
+	if (t == HC_DICT_STACKS) {
+		int64_t parent = current_id(d, HC_DICT_STACKS, r.stack.parent);
+		int64_t frame = parent < 0 ? parent : current_id(d, HC_DICT_FRAMES, r.stack.frame);
+
+		if (frame < 0)
+			return frame;
+		r.stack = (struct hc_dict_stack){.parent = (uint32_t)parent,
+						 .frame = (uint32_t)frame};
+	}
+	nid = row_intern(cur, t, &r);
+	if (nid > 0)
+		err = hc_dict__alias_add(cur, t, id, (uint32_t)nid);
+	return err ? err : nid;
+}
+
+/* The current epoch's id for id of table t, which a caller may have kept from an older
+ * epoch. */
+static int64_t current_id(struct hc_disk *d, enum hc_dict_table t, uint32_t id)
+{
+	int64_t nid;
+
+	if (t == HC_DICT_STACKS && !id)
+		return 0;
+	if (hc_dict__has(d->dict, t, id))
+		return id;
+	if (!id || id > d->dict->t[t].base)
+		return -EINVAL;
+	nid = translate(d, t, id);
+	/* a statement left stepped would hold a read transaction open (and the writer's
+	 * checkpoints waiting) */
+	if (d->ingest_get[t])
+		sqlite3_reset(d->ingest_get[t]);
+	return nid;
+}
+
 int64_t hc_disk__frame(struct hc_disk *d, const struct hc_path_elem *e)
 {
-	return hc_dict__frame(&d->dict, e);
+	int err = epoch_room(d);
+
+	return err ? err : hc_dict__frame(d->dict, e);
 }
 
 int64_t hc_disk__task(struct hc_disk *d, const struct hc_path_elem *process,
 		      const struct hc_path_elem *thread)
 {
-	return hc_dict__task(&d->dict, (uint32_t)process->id, (uint32_t)thread->id, process->name,
+	int err = epoch_room(d);
+
+	if (err)
+		return err;
+	return hc_dict__task(d->dict, (uint32_t)process->id, (uint32_t)thread->id, process->name,
 			     thread->name);
 }
 
 int hc_disk__elem(struct hc_disk *d, uint32_t frame, struct hc_path_elem *out)
 {
-	if (!frame || frame > d->dict.n_frames)
-		return -EINVAL;
-	hc_dict__elem(&d->dict, frame, out);
+	int64_t id = current_id(d, HC_DICT_FRAMES, frame);
+
+	if (id < 0)
+		return (int)id;
+	hc_dict__elem(d->dict, (uint32_t)id, out);
 	return 0;
 }
 
 int64_t hc_disk__stack(struct hc_disk *d, uint32_t parent, uint32_t frame)
 {
-	return hc_dict__stack(&d->dict, parent, frame);
+	int64_t p, f;
+	int err = epoch_room(d);
+
+	if (err)
+		return err;
+	p = current_id(d, HC_DICT_STACKS, parent);
+	f = p < 0 ? p : current_id(d, HC_DICT_FRAMES, frame);
+	if (f < 0)
+		return f;
+	return hc_dict__stack(d->dict, (uint32_t)p, (uint32_t)f);
 }
 
 static struct hc_blob *pending(struct hc_disk *d, enum hc_disk_store s, int64_t sec)
@@ -575,12 +858,14 @@ static struct hc_blob *pending(struct hc_disk *d, enum hc_disk_store s, int64_t 
 int hc_disk__add(struct hc_disk *d, enum hc_disk_store s, int64_t sec, uint32_t task,
 		 uint32_t stack, const struct hc_weights *w)
 {
+	int64_t t = current_id(d, HC_DICT_TASKS, task);
+	int64_t k = t < 0 ? t : current_id(d, HC_DICT_STACKS, stack);
 	struct hc_blob *b;
 
-	if (!task || task > d->dict.n_tasks || stack > d->dict.n_stacks)
-		return -EINVAL;
+	if (k < 0)
+		return (int)k;
 	b = pending(d, s, sec);
-	return b ? hc_blob__add(b, task, stack, w) : -ENOMEM;
+	return b ? hc_blob__add(b, (uint32_t)t, (uint32_t)k, w) : -ENOMEM;
 }
 
 int hc_disk__add_heat(struct hc_disk *d, int64_t sec, unsigned int row, uint64_t count)
@@ -618,25 +903,15 @@ int hc_disk__add_counter(struct hc_disk *d, enum hc_disk_store s, int64_t sec,
 	return b ? hc_blob__add_cell(b, (uint8_t)(HC_BLOB_COUNTER + c), 0, key, 0, value) : -ENOMEM;
 }
 
-static void batch_free(struct batch *b)
+/* Everything pending, open seconds too (as a first row of theirs: what comes later is one
+ * more row, merged later), to the writer: a crash loses only what has not reached us yet. */
+static int enqueue_pending(struct hc_disk *d)
 {
-	for (size_t i = 0; i < b->n; i++)
-		hc_blob__release(&b->blobs[i]);
-	free(b->blobs);
-	free(b->stores);
-	free(b);
-}
-
-int hc_disk__seal(struct hc_disk *d, int64_t sec)
-{
+	size_t n = d->n_pend;
 	struct batch *b;
-	size_t n;
 
-	/* Seconds still open go too, as a first row of theirs (what comes later is one more
-	 * row, merged later): a crash loses only what has not reached us yet. */
-	n = d->n_pend;
 	if (!n)
-		goto out;
+		return 0;
 	b = calloc(1, sizeof(*b));
 	if (b) {
 		b->blobs = calloc(n, sizeof(*b->blobs));
@@ -650,6 +925,7 @@ int hc_disk__seal(struct hc_disk *d, int64_t sec)
 		}
 		return -ENOMEM;
 	}
+	b->epoch = d->dict->epoch;
 	for (size_t i = 0; i < d->n_pend; i++) {
 		b->blobs[b->n] = d->pend[i].blob;
 		b->stores[b->n++] = d->pend[i].store;
@@ -675,7 +951,16 @@ int hc_disk__seal(struct hc_disk *d, int64_t sec)
 	d->queued_s += b->n;
 	pthread_cond_signal(&d->cv);
 	pthread_mutex_unlock(&d->mu);
-out:
+	return 0;
+}
+
+int hc_disk__seal(struct hc_disk *d, int64_t sec)
+{
+	int err = enqueue_pending(d);
+
+	if (err)
+		return err;
+	free_written(d);
 	/* The horizons count back from the newest sealed second: never past the data (closing
 	 * seals "everything", INT64_MAX, which must not expire the whole history). */
 	if (sec > d->newest_data_s)
@@ -729,64 +1014,136 @@ void hc_disk__close(struct hc_disk *d)
 
 /* ---- the writer ---- */
 
-/* The dictionary entries the file lacks. Under the dictionary's read lock: the ingest thread
- * may be appending. */
-static int write_dict(struct hc_disk *d, size_t *nf_out, size_t *nt_out, size_t *ns_out)
+static const char *const insert_dict_sql[HC_DICT_TABLES] = {
+	[HC_DICT_FRAMES] = "INSERT INTO frame VALUES(?,?,?,?,?,?,?)",
+	[HC_DICT_TASKS] = "INSERT INTO task VALUES(?,?,?,?,?)",
+	[HC_DICT_STACKS] = "INSERT INTO stack VALUES(?,?,?)",
+};
+
+static void bind_text(sqlite3_stmt *st, int col, const char *s)
 {
-	sqlite3_stmt *f = NULL, *t = NULL, *s = NULL;
-	size_t nf, nt, ns;
-	int rc = SQLITE_OK;
+	if (s)
+		sqlite3_bind_text(st, col, s, -1, SQLITE_STATIC);
+	else
+		sqlite3_bind_null(st, col);
+}
 
-	pthread_rwlock_rdlock(&d->dict.lock);
-	nf = d->dict.n_frames;
-	nt = d->dict.n_tasks;
-	ns = d->dict.n_stacks;
-	if (sqlite3_prepare_v2(d->db, "INSERT INTO frame VALUES(?,?,?,?,?,?,?)", -1, &f, NULL) ||
-	    sqlite3_prepare_v2(d->db, "INSERT INTO task VALUES(?,?,?,?,?)", -1, &t, NULL) ||
-	    sqlite3_prepare_v2(d->db, "INSERT INTO stack VALUES(?,?,?)", -1, &s, NULL))
-		rc = sqlite3_errcode(d->db);
-	for (size_t i = d->dict.persisted_frames; rc == SQLITE_OK && i < nf; i++) {
-		const struct hc_dict_frame *e = &d->dict.frames[i];
+/* An entry's columns after its id. */
+static void bind_entry(sqlite3_stmt *st, enum hc_dict_table t, const void *entry)
+{
+	if (t == HC_DICT_FRAMES) {
+		const struct hc_dict_frame *e = entry;
 
-		sqlite3_bind_int64(f, 1, (int64_t)i + 1);
-		sqlite3_bind_int(f, 2, e->kind);
-		sqlite3_bind_text(f, 3, e->name, -1, SQLITE_STATIC);
-		if (e->module)
-			sqlite3_bind_text(f, 4, e->module, -1, SQLITE_STATIC);
-		else
-			sqlite3_bind_null(f, 4);
-		sqlite3_bind_int64(f, 5, (int64_t)e->id);
-		sqlite3_bind_int64(f, 6, e->offset);
-		sqlite3_bind_int(f, 7, e->inlined);
-		rc = sqlite3_step(f) == SQLITE_DONE ? SQLITE_OK : sqlite3_errcode(d->db);
-		sqlite3_reset(f);
-	}
-	for (size_t i = d->dict.persisted_tasks; rc == SQLITE_OK && i < nt; i++) {
-		const struct hc_dict_task *e = &d->dict.tasks[i];
+		sqlite3_bind_int(st, 2, e->kind);
+		bind_text(st, 3, e->name);
+		bind_text(st, 4, e->module);
+		sqlite3_bind_int64(st, 5, (int64_t)e->id);
+		sqlite3_bind_int64(st, 6, e->offset);
+		sqlite3_bind_int(st, 7, e->inlined);
+	} else if (t == HC_DICT_TASKS) {
+		const struct hc_dict_task *e = entry;
 
-		sqlite3_bind_int64(t, 1, (int64_t)i + 1);
-		sqlite3_bind_int64(t, 2, e->pid);
-		sqlite3_bind_int64(t, 3, e->tid);
-		sqlite3_bind_text(t, 4, e->process, -1, SQLITE_STATIC);
-		sqlite3_bind_text(t, 5, e->thread, -1, SQLITE_STATIC);
-		rc = sqlite3_step(t) == SQLITE_DONE ? SQLITE_OK : sqlite3_errcode(d->db);
-		sqlite3_reset(t);
+		sqlite3_bind_int64(st, 2, e->pid);
+		sqlite3_bind_int64(st, 3, e->tid);
+		bind_text(st, 4, e->process);
+		bind_text(st, 5, e->thread);
+	} else {
+		const struct hc_dict_stack *e = entry;
+
+		sqlite3_bind_int64(st, 2, e->parent);
+		sqlite3_bind_int64(st, 3, e->frame);
 	}
-	for (size_t i = d->dict.persisted_stacks; rc == SQLITE_OK && i < ns; i++) {
-		sqlite3_bind_int64(s, 1, (int64_t)i + 1);
-		sqlite3_bind_int64(s, 2, d->dict.stacks[i].parent);
-		sqlite3_bind_int64(s, 3, d->dict.stacks[i].frame);
-		rc = sqlite3_step(s) == SQLITE_DONE ? SQLITE_OK : sqlite3_errcode(d->db);
-		sqlite3_reset(s);
+}
+
+/* An epoch being written, and how far. */
+struct dict_write {
+	struct hc_dict *dict;
+	size_t n[HC_DICT_TABLES];
+};
+
+/* Epoch w->dict's row and the entries the file lacks. Under the epoch's read lock: the ingest
+ * thread may be appending to the current one. */
+static int write_epoch(struct hc_disk *d, sqlite3_stmt *ep, sqlite3_stmt *const ins[],
+		       struct dict_write *w)
+{
+	struct hc_dict *x = w->dict;
+	int rc;
+
+	sqlite3_bind_int64(ep, 1, (int64_t)x->epoch);
+	for (int t = 0; t < HC_DICT_TABLES; t++)
+		sqlite3_bind_int64(ep, t + 2, x->t[t].base);
+	rc = sqlite3_step(ep) == SQLITE_DONE ? SQLITE_OK : sqlite3_errcode(d->db);
+	sqlite3_reset(ep);
+	pthread_rwlock_rdlock(&x->lock);
+	for (int t = 0; t < HC_DICT_TABLES; t++) {
+		struct hc_dict_tab *tab = &x->t[t];
+
+		w->n[t] = tab->n;
+		for (size_t i = tab->persisted; rc == SQLITE_OK && i < w->n[t]; i++) {
+			uint32_t id = tab->base + (uint32_t)i + 1;
+
+			sqlite3_bind_int64(ins[t], 1, id);
+			bind_entry(ins[t], (enum hc_dict_table)t, hc_dict__entry(x, t, id));
+			rc = sqlite3_step(ins[t]) == SQLITE_DONE ? SQLITE_OK
+								 : sqlite3_errcode(d->db);
+			sqlite3_reset(ins[t]);
+		}
 	}
-	pthread_rwlock_unlock(&d->dict.lock);
-	sqlite3_finalize(f);
-	sqlite3_finalize(t);
-	sqlite3_finalize(s);
-	*nf_out = nf;
-	*nt_out = nt;
-	*ns_out = ns;
+	pthread_rwlock_unlock(&x->lock);
 	return rc == SQLITE_OK ? 0 : -sql_errno(rc);
+}
+
+/* The dictionary entries the file lacks: of the retired epochs not written yet, then of the
+ * current one. *w (malloc'd, *nw of them) says what was written, for write_done(). */
+static int write_dict(struct hc_disk *d, struct dict_write **w, size_t *nw)
+{
+	sqlite3_stmt *ins[HC_DICT_TABLES] = {NULL}, *ep = NULL;
+	size_t n = 1;
+	int err = 0;
+
+	pthread_mutex_lock(&d->mu);
+	for (struct hc_dict *x = d->retired; x; x = x->next)
+		n += !x->written;
+	*w = calloc(n, sizeof(**w));
+	n = 0;
+	for (struct hc_dict *x = d->retired; *w && x; x = x->next)
+		if (!x->written)
+			(*w)[n++].dict = x;
+	if (*w)
+		(*w)[n++].dict = d->dict;
+	pthread_mutex_unlock(&d->mu);
+	*nw = n;
+	if (!*w)
+		return -ENOMEM;
+	if (sqlite3_prepare_v2(d->db, "INSERT OR IGNORE INTO epoch VALUES(?,?,?,?)", -1, &ep,
+			       NULL) != SQLITE_OK)
+		err = -sql_errno(sqlite3_errcode(d->db));
+	for (int t = 0; !err && t < HC_DICT_TABLES; t++)
+		if (sqlite3_prepare_v2(d->db, insert_dict_sql[t], -1, &ins[t], NULL) != SQLITE_OK)
+			err = -sql_errno(sqlite3_errcode(d->db));
+	for (size_t i = 0; !err && i < n; i++)
+		err = write_epoch(d, ep, ins, &(*w)[i]);
+	sqlite3_finalize(ep);
+	for (int t = 0; t < HC_DICT_TABLES; t++)
+		sqlite3_finalize(ins[t]);
+	return err;
+}
+
+/* After the commit: what is in the file now; a retired epoch all in it may leave memory. */
+static void write_done(struct hc_disk *d, const struct dict_write *w, size_t nw)
+{
+	for (size_t i = 0; i < nw; i++) {
+		bool all = true;
+
+		for (int t = 0; t < HC_DICT_TABLES; t++) {
+			w[i].dict->t[t].persisted = w[i].n[t];
+			all = all && w[i].n[t] == w[i].dict->t[t].n;
+		}
+		pthread_mutex_lock(&d->mu);
+		if (w[i].dict != d->dict && all)
+			w[i].dict->written = true;
+		pthread_mutex_unlock(&d->mu);
+	}
 }
 
 /* The first second ever written, kept in meta (the range held never starts before it,
@@ -818,7 +1175,7 @@ static int note_first(struct hc_disk *d, const struct batch *b)
 
 /* A bucket row. */
 static int insert_row(sqlite3_stmt *ins, int store, int tier, int64_t t, int64_t span,
-		      const struct hc_blob *b, const void *data, size_t len)
+		      const struct hc_blob *b, const void *data, size_t len, uint64_t epoch)
 {
 	sqlite3_bind_int(ins, 1, store);
 	sqlite3_bind_int(ins, 2, tier);
@@ -830,20 +1187,22 @@ static int insert_row(sqlite3_stmt *ins, int store, int tier, int64_t t, int64_t
 	sqlite3_bind_int64(ins, 8, (int64_t)b->total.samples);
 	sqlite3_bind_int64(ins, 9, (int64_t)b->n);
 	sqlite3_bind_blob(ins, 10, data, (int)len, SQLITE_STATIC);
+	sqlite3_bind_int64(ins, 11, (int64_t)epoch);
 	return sqlite3_step(ins) == SQLITE_DONE ? 0 : -1;
 }
 
-static const char insert_sql[] = "INSERT INTO bucket VALUES(?,?,?,?,?,?,?,?,?,?)";
+static const char insert_sql[] = "INSERT INTO bucket VALUES(?,?,?,?,?,?,?,?,?,?,?)";
 
 /* One batch in one transaction: the dictionary, then each second's row in every tier. */
 static int write_batch(struct hc_disk *d, struct batch *b)
 {
+	struct dict_write *w = NULL;
 	sqlite3_stmt *ins = NULL;
-	size_t nf = 0, nt = 0, ns = 0;
+	size_t nw = 0;
 	int err = exec(d->db, "BEGIN IMMEDIATE");
 
 	if (!err)
-		err = write_dict(d, &nf, &nt, &ns);
+		err = write_dict(d, &w, &nw);
 	if (!err && sqlite3_prepare_v2(d->db, insert_sql, -1, &ins, NULL) != SQLITE_OK)
 		err = -sql_errno(sqlite3_errcode(d->db));
 	for (size_t i = 0; !err && i < b->n; i++) {
@@ -861,7 +1220,7 @@ static int write_batch(struct hc_disk *d, struct batch *b)
 			int64_t t = bl->t >= 0 ? bl->t / step * step
 					       : -((-bl->t + step - 1) / step) * step;
 
-			if (insert_row(ins, b->stores[i], tier, t, step, bl, data, len))
+			if (insert_row(ins, b->stores[i], tier, t, step, bl, data, len, b->epoch))
 				err = -sql_errno(sqlite3_errcode(d->db));
 			sqlite3_reset(ins);
 		}
@@ -872,14 +1231,12 @@ static int write_batch(struct hc_disk *d, struct batch *b)
 		err = note_first(d, b);
 	if (!err)
 		err = exec(d->db, "COMMIT");
-	if (err) {
+	if (err)
 		exec(d->db, "ROLLBACK");
-		return err;
-	}
-	d->dict.persisted_frames = nf;
-	d->dict.persisted_tasks = nt;
-	d->dict.persisted_stacks = ns;
-	return 0;
+	else
+		write_done(d, w, nw);
+	free(w);
+	return err;
 }
 
 /* Merge the rows of one window (store, tier, t) into one. 0, -errno. */
@@ -888,6 +1245,7 @@ static int merge_window(struct hc_disk *d, sqlite3_stmt *sel, sqlite3_stmt *del,
 {
 	struct hc_blob b;
 	int64_t span = tier_step[tier];
+	uint64_t epoch = UINT64_MAX;
 	void *data = NULL;
 	size_t len;
 	int err = 0, rc;
@@ -899,6 +1257,10 @@ static int merge_window(struct hc_disk *d, sqlite3_stmt *sel, sqlite3_stmt *del,
 	while (!err && (rc = sqlite3_step(sel)) == SQLITE_ROW) {
 		err = hc_blob__decode(&b, sqlite3_column_blob(sel, 0),
 				      (size_t)sqlite3_column_bytes(sel, 0), true, true);
+		/* ids are unique across epochs: a merged row may hold several, and keeps the
+		 * oldest alive */
+		if ((uint64_t)sqlite3_column_int64(sel, 1) < epoch)
+			epoch = (uint64_t)sqlite3_column_int64(sel, 1);
 		if (err == -EBADMSG) { /* leave the window as it is: queries skip the bad row */
 			pthread_mutex_lock(&d->mu);
 			d->st.corrupt_blobs++;
@@ -913,7 +1275,7 @@ static int merge_window(struct hc_disk *d, sqlite3_stmt *sel, sqlite3_stmt *del,
 		sqlite3_bind_int(del, 2, tier);
 		sqlite3_bind_int64(del, 3, t);
 		if (sqlite3_step(del) != SQLITE_DONE ||
-		    insert_row(ins, store, tier, t, span, &b, data, len))
+		    insert_row(ins, store, tier, t, span, &b, data, len, epoch))
 			err = -sql_errno(sqlite3_errcode(d->db));
 		sqlite3_reset(del);
 		sqlite3_reset(ins);
@@ -953,7 +1315,8 @@ static int merge_windows(struct hc_disk *d, int64_t newest)
 	sqlite3_finalize(list);
 	if (!n)
 		return 0;
-	if (sqlite3_prepare_v2(d->db, "SELECT data FROM bucket WHERE store=? AND tier=? AND t=?",
+	if (sqlite3_prepare_v2(d->db,
+			       "SELECT data, epoch FROM bucket WHERE store=? AND tier=? AND t=?",
 			       -1, &sel, NULL) != SQLITE_OK ||
 	    sqlite3_prepare_v2(d->db, "DELETE FROM bucket WHERE store=? AND tier=? AND t=?", -1,
 			       &del, NULL) != SQLITE_OK ||
@@ -1027,6 +1390,74 @@ static int64_t answering_oldest(struct hc_disk *d)
 	return oldest;
 }
 
+/*
+ * Delete the dictionary rows of the epochs nothing can reference any more: older than every
+ * bucket in the file (a merged row names the oldest epoch it holds ids of), every batch still
+ * queued and the current epoch. Ids only grow, so an epoch's rows are an id range.
+ */
+static void drop_epochs(struct hc_disk *d)
+{
+	static const char *const del[HC_DICT_TABLES] = {
+		"DELETE FROM frame WHERE id <= ?",
+		"DELETE FROM task WHERE id <= ?",
+		"DELETE FROM stack WHERE id <= ?",
+	};
+	int64_t keep = query_int(d->db, "SELECT min(epoch) FROM bucket", INT64_MAX);
+	sqlite3_stmt *st = NULL;
+	uint64_t deleted = 0;
+	int err;
+
+	pthread_mutex_lock(&d->mu);
+	if (d->head && (int64_t)d->head->epoch < keep)
+		keep = (int64_t)d->head->epoch;
+	if ((int64_t)d->dict->epoch < keep)
+		keep = (int64_t)d->dict->epoch;
+	pthread_mutex_unlock(&d->mu);
+	if (query_int(d->db, "SELECT min(id) FROM epoch", INT64_MAX) >= keep)
+		return;
+	err = exec(d->db, "BEGIN IMMEDIATE");
+	/* the bases of the oldest epoch kept: everything below them goes */
+	if (!err && sqlite3_prepare_v2(d->db,
+				       "SELECT frame_base, task_base, stack_base FROM epoch"
+				       " WHERE id >= ? ORDER BY id LIMIT 1",
+				       -1, &st, NULL) != SQLITE_OK)
+		err = -EIO;
+	if (!err) {
+		sqlite3_bind_int64(st, 1, keep);
+		if (sqlite3_step(st) != SQLITE_ROW)
+			err = -ENOENT; /* the epoch kept has no row yet: next round */
+	}
+	for (int t = 0; !err && t < HC_DICT_TABLES; t++) {
+		sqlite3_stmt *dt;
+
+		if (sqlite3_prepare_v2(d->db, del[t], -1, &dt, NULL) != SQLITE_OK) {
+			err = -EIO;
+			break;
+		}
+		sqlite3_bind_int64(dt, 1, sqlite3_column_int64(st, t));
+		if (sqlite3_step(dt) != SQLITE_DONE)
+			err = -sql_errno(sqlite3_errcode(d->db));
+		deleted += (uint64_t)sqlite3_changes(d->db);
+		sqlite3_finalize(dt);
+	}
+	sqlite3_finalize(st);
+	if (!err) {
+		char sql[96];
+
+		snprintf(sql, sizeof(sql), "DELETE FROM epoch WHERE id < %" PRId64, keep);
+		err = exec(d->db, sql);
+	}
+	if (!err)
+		err = exec(d->db, "COMMIT");
+	if (err) {
+		exec(d->db, "ROLLBACK");
+		return;
+	}
+	pthread_mutex_lock(&d->mu);
+	d->st.dict_rows_deleted += deleted;
+	pthread_mutex_unlock(&d->mu);
+}
+
 static void expire(struct hc_disk *d, int64_t newest)
 {
 	int64_t expired = 0, before, after;
@@ -1038,6 +1469,7 @@ static void expire(struct hc_disk *d, int64_t newest)
 	drop_before(d, HC_DISK_TIERS - 1,
 		    newest + 2 - (int64_t)d->keep_s[HC_DISK_TIERS - 1] -
 			    tier_step[HC_DISK_TIERS - 1]);
+	drop_epochs(d);
 	before = answering_oldest(d);
 	for (int round = 0; round < 400 && used_bytes(d) > d->max_bytes; round++) {
 		int64_t oldest = INT64_MAX, lo, hi, cut, step;
@@ -1061,6 +1493,7 @@ static void expire(struct hc_disk *d, int64_t newest)
 		cut = (hi - oldest) / 20 / step * step;
 		cut = oldest + (cut > step ? cut : step);
 		drop_before(d, which, cut);
+		drop_epochs(d); /* what the dropped windows alone referenced counts too */
 	}
 	after = answering_oldest(d);
 	pthread_mutex_lock(&d->mu);
@@ -1079,6 +1512,7 @@ static void refresh_tiers(struct hc_disk *d)
 	sqlite3_stmt *st;
 	struct stat sb;
 	uint64_t used = used_bytes(d);
+	uint64_t epochs = (uint64_t)query_int(d->db, "SELECT count(*) FROM epoch", 0);
 
 	if (sqlite3_prepare_v2(d->db,
 			       "SELECT tier, count(DISTINCT t), min(t), max(t + span) FROM bucket"
@@ -1098,6 +1532,7 @@ static void refresh_tiers(struct hc_disk *d)
 	}
 	pthread_mutex_lock(&d->mu);
 	memcpy(d->st.tier, t, sizeof(t));
+	d->st.dict_epochs = epochs;
 	d->st.bytes = used;
 	d->st.file_bytes = stat(d->path, &sb) ? 0 : (uint64_t)sb.st_size;
 	d->st.oldest_s = d->st.newest_s = 0;
@@ -1229,15 +1664,19 @@ static void *writer_main(void *arg)
 
 void hc_disk__stats(struct hc_disk *d, struct hc_disk_stats *out)
 {
+	/* the ingest thread changes the epochs' list and pointer under mu; their entries under
+	 * each epoch's lock */
 	pthread_mutex_lock(&d->mu);
 	*out = d->st;
+	pthread_rwlock_rdlock(&d->dict->lock);
+	out->frames = d->dict->t[HC_DICT_FRAMES].n;
+	out->tasks = d->dict->t[HC_DICT_TASKS].n;
+	out->stacks = d->dict->t[HC_DICT_STACKS].n;
+	out->dict_bytes = hc_dict__bytes(d->dict);
+	pthread_rwlock_unlock(&d->dict->lock);
+	for (const struct hc_dict *x = d->retired; x; x = x->next)
+		out->dict_bytes += hc_dict__bytes(x);
 	pthread_mutex_unlock(&d->mu);
-	pthread_rwlock_rdlock(&d->dict.lock);
-	out->frames = d->dict.n_frames;
-	out->tasks = d->dict.n_tasks;
-	out->stacks = d->dict.n_stacks;
-	out->dict_bytes = hc_dict__bytes(&d->dict);
-	pthread_rwlock_unlock(&d->dict.lock);
 }
 
 /* ---- queries ---- */
@@ -1312,26 +1751,20 @@ static void plan(const struct hc_disk_stats *st, int k, int j, int64_t lo, int64
 }
 
 /* The rows of range r, store s, decoded into acc. */
-static int read_range(struct hc_disk *d, enum hc_disk_store s, const struct hc_disk_range *r,
-		      struct hc_blob *acc, bool entries, bool cells)
+static int read_range(struct hc_disk *d, sqlite3 *db, enum hc_disk_store s,
+		      const struct hc_disk_range *r, struct hc_blob *acc, bool entries, bool cells)
 {
 	struct piece pieces[2 * HC_DISK_TIERS + 1];
 	struct hc_disk_stats st;
-	sqlite3 *db;
 	sqlite3_stmt *stmt;
 	uint64_t bad = 0;
 	size_t np = 0;
-	int err = open_db(d->path, SQLITE_OPEN_READONLY, &db), rc = SQLITE_DONE;
+	int err = 0, rc = SQLITE_DONE;
 
-	if (err)
-		return err;
 	if (sqlite3_prepare_v2(db,
 			       "SELECT data FROM bucket WHERE tier=? AND t>=? AND t<? AND store=?",
-			       -1, &stmt, NULL) != SQLITE_OK) {
-		err = -sql_errno(sqlite3_errcode(db));
-		sqlite3_close(db);
-		return err;
-	}
+			       -1, &stmt, NULL) != SQLITE_OK)
+		return -sql_errno(sqlite3_errcode(db));
 	pthread_mutex_lock(&d->mu);
 	st = d->st;
 	pthread_mutex_unlock(&d->mu);
@@ -1355,7 +1788,6 @@ static int read_range(struct hc_disk *d, enum hc_disk_store s, const struct hc_d
 		sqlite3_reset(stmt);
 	}
 	sqlite3_finalize(stmt);
-	sqlite3_close(db);
 	if (bad) {
 		pthread_mutex_lock(&d->mu);
 		d->st.corrupt_blobs += bad;
@@ -1364,15 +1796,76 @@ static int read_range(struct hc_disk *d, enum hc_disk_store s, const struct hc_d
 	return err;
 }
 
-/* A scratch in-memory store holding a range summed into one second, so that the queries'
- * filters, pruning and histogram rules are the in-memory store's own. */
+/* A query's map of dictionary ids (not 0) to what it made of them. */
+struct idmap_slot {
+	uint64_t val;
+	uint32_t key;
+};
+
+struct idmap {
+	struct idmap_slot *s;
+	size_t cap, n; /* cap: a power of two, or 0 */
+};
+
+static const uint64_t *idmap_find(const struct idmap *m, uint32_t key)
+{
+	size_t mask = m->cap - 1;
+
+	for (size_t i = m->cap ? hc_hash_splitmix(key) & mask : 0; m->cap && m->s[i].key;
+	     i = (i + 1) & mask)
+		if (m->s[i].key == key)
+			return &m->s[i].val;
+	return NULL;
+}
+
+static void idmap_place(struct idmap_slot *s, size_t cap, uint32_t key, uint64_t val)
+{
+	size_t i = hc_hash_splitmix(key) & (cap - 1);
+
+	while (s[i].key)
+		i = (i + 1) & (cap - 1);
+	s[i] = (struct idmap_slot){.val = val, .key = key};
+}
+
+/* A key not in m yet. */
+static int idmap_put(struct idmap *m, uint32_t key, uint64_t val)
+{
+	if (2 * (m->n + 1) > m->cap) {
+		size_t cap = m->cap ? 2 * m->cap : 256;
+		struct idmap_slot *s = calloc(cap, sizeof(*s));
+
+		if (!s)
+			return -ENOMEM;
+		for (size_t i = 0; i < m->cap; i++)
+			if (m->s[i].key)
+				idmap_place(s, cap, m->s[i].key, m->s[i].val);
+		free(m->s);
+		m->s = s;
+		m->cap = cap;
+	}
+	idmap_place(m->s, m->cap, key, val);
+	m->n++;
+	return 0;
+}
+
+/*
+ * A scratch in-memory store holding a range summed into one second, so that the queries'
+ * filters, pruning and histogram rules are the in-memory store's own. Ids of the current
+ * epoch resolve from memory, older ones from the file, in the read transaction that read the
+ * buckets (so their rows are there); each id once per query.
+ */
 struct hydrate {
 	struct hc_store *st;
-	uint32_t *frame_map; /* disk frame id -> scratch id */
-	uint32_t *task_map;  /* disk task id -> scratch ids of its process and thread (2 each) */
+	struct hc_dict *cur; /* the current epoch, referenced */
+	sqlite3 *db;
+	sqlite3_stmt *get[HC_DICT_TABLES];
+	uint64_t lookups;
+	struct idmap frames; /* frame id -> scratch id */
+	struct idmap tasks;  /* task id -> scratch process id << 32 | thread id; 0: filtered out */
+	struct idmap stacks; /* stack id of an older epoch -> parent << 32 | frame */
 	uint32_t next_id;
-	uint32_t *path;
-	size_t cap_path;
+	uint32_t *path, *chain;
+	size_t cap_path, cap_chain;
 };
 
 #define SCRATCH_SEC 0
@@ -1386,70 +1879,169 @@ static int64_t scratch_define(struct hydrate *h, const struct hc_path_elem *e)
 	return ++h->next_id;
 }
 
-static int64_t scratch_frame(struct hydrate *h, const struct hc_dict *dict, uint32_t f)
+/* Row id of table t: from the current epoch, else from the file (strings valid until the
+ * next lookup of t). -ENOENT: no such id. */
+static int query_row(struct hydrate *h, enum hc_dict_table t, uint32_t id, struct row *r)
 {
-	struct hc_path_elem e;
-	int64_t id;
+	int rc;
 
-	if (h->frame_map[f])
-		return h->frame_map[f];
-	hc_dict__elem(dict, f, &e);
-	id = scratch_define(h, &e);
-	if (id > 0)
-		h->frame_map[f] = (uint32_t)id;
+	if (hc_dict__has(h->cur, t, id)) {
+		row_from_dict(h->cur, t, id, r);
+		return 0;
+	}
+	if (!h->get[t] && sqlite3_prepare_v2(h->db, row_sql[t], -1, &h->get[t], NULL) != SQLITE_OK)
+		return -sql_errno(sqlite3_errcode(h->db));
+	sqlite3_reset(h->get[t]);
+	sqlite3_bind_int64(h->get[t], 1, id);
+	rc = sqlite3_step(h->get[t]);
+	h->lookups++;
+	if (rc != SQLITE_ROW)
+		return rc == SQLITE_DONE ? -ENOENT : -sql_errno(rc);
+	row_read(t, h->get[t], 0, r);
+	return 0;
+}
+
+static int64_t scratch_frame(struct hydrate *h, uint32_t f)
+{
+	const uint64_t *v = idmap_find(&h->frames, f);
+	struct row r;
+	int64_t id;
+	int err;
+
+	if (v)
+		return (int64_t)*v;
+	err = query_row(h, HC_DICT_FRAMES, f, &r);
+	if (err)
+		return err;
+	id = scratch_define(h, &r.frame);
+	if (id > 0 && (err = idmap_put(&h->frames, f, (uint64_t)id)))
+		return err;
 	return id;
+}
+
+static int stack_link(struct hydrate *h, uint32_t s, struct hc_dict_stack *out)
+{
+	const uint64_t *v;
+	struct row r;
+	int err;
+
+	if (hc_dict__has(h->cur, HC_DICT_STACKS, s)) {
+		*out = *(const struct hc_dict_stack *)hc_dict__entry(h->cur, HC_DICT_STACKS, s);
+		return 0;
+	}
+	v = idmap_find(&h->stacks, s);
+	if (v) {
+		*out = (struct hc_dict_stack){.parent = (uint32_t)(*v >> 32),
+					      .frame = (uint32_t)*v};
+		return 0;
+	}
+	err = query_row(h, HC_DICT_STACKS, s, &r);
+	if (err)
+		return err;
+	*out = r.stack;
+	return idmap_put(&h->stacks, s, (uint64_t)r.stack.parent << 32 | r.stack.frame);
 }
 
 static bool task_passes(const struct hc_dict_task *t, const struct hc_store_filter *f)
 {
 	return (!f->has_pid || t->pid == f->pid) && (!f->has_tid || t->tid == f->tid) &&
-	       (!f->comm || !strcmp(f->comm, t->process));
+	       (!f->comm || !strcmp(f->comm, t->process ? t->process : ""));
 }
 
-static int scratch_entry(struct hydrate *h, const struct hc_dict *dict,
-			 const struct hc_blob_entry *e)
+/* The scratch process and thread ids of a task, 0 when the filter leaves it out. */
+static int scratch_task(struct hydrate *h, uint32_t task, const struct hc_store_filter *f,
+			uint64_t *out)
 {
-	const struct hc_dict_task *t = &dict->tasks[e->task - 1];
-	size_t n = 0, depth = 0;
+	const uint64_t *v = idmap_find(&h->tasks, task);
+	struct row r;
+	int err;
 
-	if (!h->task_map[2 * e->task]) {
-		struct hc_path_elem p = {
-			.kind = HC_NODE_PROCESS, .name = t->process, .id = t->pid, .offset = -1};
-		struct hc_path_elem th = {
-			.kind = HC_NODE_THREAD, .name = t->thread, .id = t->tid, .offset = -1};
+	if (v) {
+		*out = *v;
+		return 0;
+	}
+	err = query_row(h, HC_DICT_TASKS, task, &r);
+	if (err)
+		return err;
+	*out = 0;
+	if (task_passes(&r.task, f)) {
+		struct hc_path_elem p = {.kind = HC_NODE_PROCESS,
+					 .name = r.task.process ? r.task.process : "",
+					 .id = r.task.pid,
+					 .offset = -1};
+		struct hc_path_elem th = {.kind = HC_NODE_THREAD,
+					  .name = r.task.thread ? r.task.thread : "",
+					  .id = r.task.tid,
+					  .offset = -1};
 		int64_t a = scratch_define(h, &p), b = a > 0 ? scratch_define(h, &th) : a;
 
 		if (b <= 0)
 			return b ? (int)b : -EINVAL;
-		h->task_map[2 * e->task] = (uint32_t)a;
-		h->task_map[2 * e->task + 1] = (uint32_t)b;
+		*out = (uint64_t)a << 32 | (uint64_t)b;
 	}
-	for (uint32_t s = e->stack; s && depth <= HC_STORE_MAX_DEPTH;
-	     s = dict->stacks[s - 1].parent)
-		depth++;
-	if (depth + 2 > HC_STORE_MAX_DEPTH)
-		return -EINVAL;
+	return idmap_put(&h->tasks, task, *out);
+}
+
+static int scratch_entry(struct hydrate *h, const struct hc_store_filter *f,
+			 const struct hc_blob_entry *e)
+{
+	struct hc_dict_stack link;
+	size_t depth = 0;
+	uint64_t pt;
+	int err = scratch_task(h, e->task, f, &pt);
+
+	if (err || !pt)
+		return err;
+	/* the stack's frames, leaf first */
+	for (uint32_t s = e->stack; s; s = link.parent) {
+		if (depth + 2 >= HC_STORE_MAX_DEPTH)
+			return -EINVAL;
+		err = stack_link(h, s, &link);
+		if (err)
+			return err;
+		if (depth == h->cap_chain && hc_array_grow(h->chain, h->cap_chain, depth + 1, 64))
+			return -ENOMEM;
+		h->chain[depth++] = link.frame;
+	}
 	if (depth + 2 > h->cap_path && hc_array_grow(h->path, h->cap_path, depth + 2, 64))
 		return -ENOMEM;
-	h->path[0] = h->task_map[2 * e->task];
-	h->path[1] = h->task_map[2 * e->task + 1];
-	n = depth + 2;
-	for (uint32_t s = e->stack, i = (uint32_t)n; s; s = dict->stacks[s - 1].parent) {
-		int64_t id = scratch_frame(h, dict, dict->stacks[s - 1].frame);
+	h->path[0] = (uint32_t)(pt >> 32);
+	h->path[1] = (uint32_t)pt;
+	for (size_t i = 0; i < depth; i++) {
+		int64_t id = scratch_frame(h, h->chain[depth - 1 - i]);
 
 		if (id <= 0)
 			return id ? (int)id : -EINVAL;
-		h->path[--i] = (uint32_t)id;
+		h->path[2 + i] = (uint32_t)id;
 	}
-	return hc_store__add(h->st, SCRATCH_SEC, h->path, n, &e->w);
+	return hc_store__add(h->st, SCRATCH_SEC, h->path, depth + 2, &e->w);
 }
 
 static void hydrate_free(struct hydrate *h)
 {
 	hc_store__free(h->st);
-	free(h->frame_map);
-	free(h->task_map);
+	free(h->frames.s);
+	free(h->tasks.s);
+	free(h->stacks.s);
 	free(h->path);
+	free(h->chain);
+}
+
+/* The entries summed into the scratch store; entries naming ids the file does not have
+ * (not this writer's) are skipped. */
+static int hydrate_entries(struct hydrate *h, const struct hc_blob *acc,
+			   const struct hc_store_filter *f)
+{
+	int err = 0;
+
+	pthread_rwlock_rdlock(&h->cur->lock);
+	for (size_t i = 0; !err && i < acc->n; i++) {
+		err = scratch_entry(h, f, &acc->e[i]);
+		if (err == -ENOENT)
+			err = 0;
+	}
+	pthread_rwlock_unlock(&h->cur->lock);
+	return err;
 }
 
 /* The range summed into h->st's second SCRATCH_SEC. */
@@ -1465,30 +2057,23 @@ static int hydrate(struct hc_disk *d, enum hc_disk_store s, const struct hc_disk
 
 	memset(h, 0, sizeof(*h));
 	hc_blob__init(&acc, 0, so.period_ns);
-	err = read_range(d, s, r, &acc, entries, cells);
-	if (err)
-		goto out;
-	h->st = hc_store__new(&so);
-	if (!h->st) {
-		err = -ENOMEM;
-		goto out;
+	/* the epoch before the snapshot: ids of a newer one are in the file, with their rows */
+	pthread_mutex_lock(&d->mu);
+	h->cur = d->dict;
+	h->cur->refs++;
+	pthread_mutex_unlock(&d->mu);
+	err = open_db(d->path, SQLITE_OPEN_READONLY, &h->db);
+	if (!err)
+		err = exec(h->db, "BEGIN");
+	if (!err)
+		err = read_range(d, h->db, s, r, &acc, entries, cells);
+	if (!err) {
+		h->st = hc_store__new(&so);
+		if (!h->st)
+			err = -ENOMEM;
 	}
-	pthread_rwlock_rdlock(&d->dict.lock);
-	h->frame_map = calloc(d->dict.n_frames + 1, sizeof(*h->frame_map));
-	h->task_map = calloc(2 * (d->dict.n_tasks + 1), sizeof(*h->task_map));
-	if (!h->frame_map || !h->task_map)
-		err = -ENOMEM;
-	for (size_t i = 0; !err && i < acc.n; i++) {
-		const struct hc_blob_entry *e = &acc.e[i];
-
-		/* ids beyond the dictionary cannot come from this file's writer: skip them */
-		if (!e->task || e->task > d->dict.n_tasks || e->stack > d->dict.n_stacks)
-			continue;
-		if (!task_passes(&d->dict.tasks[e->task - 1], f))
-			continue;
-		err = scratch_entry(h, &d->dict, e);
-	}
-	pthread_rwlock_unlock(&d->dict.lock);
+	if (!err)
+		err = hydrate_entries(h, &acc, f);
 	for (size_t i = 0; !err && i < acc.nc; i++) {
 		const struct hc_blob_cell *c = &acc.c[i];
 
@@ -1501,7 +2086,13 @@ static int hydrate(struct hc_disk *d, enum hc_disk_store s, const struct hc_disk
 				(enum hc_store_counter)(c->hist - HC_BLOB_COUNTER), c->key,
 				c->count);
 	}
-out:
+	for (int t = 0; t < HC_DICT_TABLES; t++)
+		sqlite3_finalize(h->get[t]);
+	sqlite3_close(h->db); /* the read transaction ends with it */
+	dict_put(d, h->cur);
+	pthread_mutex_lock(&d->mu);
+	d->st.dict_file_lookups += h->lookups;
+	pthread_mutex_unlock(&d->mu);
 	hc_blob__release(&acc);
 	if (err)
 		hydrate_free(h);
