@@ -87,6 +87,8 @@ struct hc_disk {
 
 	/* ingest thread only */
 	sqlite3 *ingest_db; /* reads rows of older epochs (ids a caller kept) */
+	uint64_t room_epoch; /* the epoch that had room at room_entries entries */
+	size_t room_entries;
 	sqlite3_stmt *ingest_get[HC_DICT_TABLES];
 	struct pending *pend;
 	size_t n_pend, cap_pend;
@@ -668,9 +670,16 @@ static int new_epoch(struct hc_disk *d)
  * bound during the call. An empty epoch always takes the call. */
 static int epoch_room(struct hc_disk *d)
 {
-	if (!hc_dict__entries(d->dict) ||
-	    hc_dict__bytes_after(d->dict, DICT_MARGIN) <= d->dict_max_bytes)
+	size_t n = hc_dict__entries(d->dict);
+
+	/* most calls find their entries interned already: nothing grew since the last look */
+	if (n == d->room_entries && d->room_epoch == d->dict->epoch)
 		return 0;
+	if (!n || hc_dict__bytes_after(d->dict, DICT_MARGIN) <= d->dict_max_bytes) {
+		d->room_entries = n;
+		d->room_epoch = d->dict->epoch;
+		return 0;
+	}
 	return new_epoch(d);
 }
 

@@ -50,8 +50,9 @@ struct fixture {
 	uint64_t lock_count[SECONDS], lock_max[SECONDS];
 };
 
-static struct hc_disk *open_dir(const char *dir, uint64_t keep0, uint64_t keep1, uint64_t retention,
-				uint64_t max_bytes)
+/* A store in dir: tier horizons, retention, max_bytes and dict_max_bytes (0: defaults). */
+static struct hc_disk *open_with(const char *dir, uint64_t keep0, uint64_t keep1,
+				 uint64_t retention, uint64_t max_bytes, uint64_t dict_max)
 {
 	struct hc_disk_opts o = {.dir = dir,
 				 .retention_s = retention,
@@ -59,13 +60,20 @@ static struct hc_disk *open_dir(const char *dir, uint64_t keep0, uint64_t keep1,
 				 .tier_keep_s = {keep0, keep1},
 				 .lock_fd = -1,
 				 .period_ns = PERIOD_NS,
-				 .compact_every_s = 1};
+				 .compact_every_s = 1,
+				 .dict_max_bytes = dict_max};
 	char why[512] = "";
 	struct hc_disk *d = hc_disk__open(&o, why, sizeof(why));
 
 	if (!d)
 		print_error("hc_disk__open %s: %s (%s)\n", dir, why, strerror(errno));
 	return d;
+}
+
+static struct hc_disk *open_dir(const char *dir, uint64_t keep0, uint64_t keep1, uint64_t retention,
+				uint64_t max_bytes)
+{
+	return open_with(dir, keep0, keep1, retention, max_bytes, 0);
 }
 
 static void rm_rf(const char *dir)
@@ -768,19 +776,7 @@ struct churn {
 static struct hc_disk *open_epochs(const char *dir, uint64_t dict_max, uint64_t keep0,
 				   uint64_t keep1, uint64_t retention)
 {
-	struct hc_disk_opts o = {.dir = dir,
-				 .retention_s = retention,
-				 .tier_keep_s = {keep0, keep1},
-				 .lock_fd = -1,
-				 .period_ns = PERIOD_NS,
-				 .compact_every_s = 1,
-				 .dict_max_bytes = dict_max};
-	char why[512] = "";
-	struct hc_disk *d = hc_disk__open(&o, why, sizeof(why));
-
-	if (!d)
-		print_error("hc_disk__open %s: %s (%s)\n", dir, why, strerror(errno));
-	return d;
+	return open_with(dir, keep0, keep1, retention, 0, dict_max);
 }
 
 static void churn_trunk(struct churn *c)
