@@ -86,7 +86,7 @@ struct hc_disk {
 	struct hc_dict *retired;
 
 	/* ingest thread only */
-	sqlite3 *ingest_db; /* reads rows of older epochs (ids a caller kept) */
+	sqlite3 *ingest_db;  /* reads rows of older epochs (ids a caller kept) */
 	uint64_t room_epoch; /* the epoch that had room at room_entries entries */
 	size_t room_entries;
 	sqlite3_stmt *ingest_get[HC_DICT_TABLES];
@@ -1872,7 +1872,10 @@ struct hydrate {
 	struct idmap frames; /* frame id -> scratch id */
 	struct idmap tasks;  /* task id -> scratch process id << 32 | thread id; 0: filtered out */
 	struct idmap stacks; /* stack id of an older epoch -> parent << 32 | frame */
-	uint32_t next_id;
+	/* scratch frame ids by content: an element every epoch repeats is one node, as in one
+	 * epoch */
+	struct hc_dict *ids;
+	uint64_t defined; /* scratch ids 1..defined are defined in st */
 	uint32_t *path, *chain;
 	size_t cap_path, cap_chain;
 };
@@ -1881,11 +1884,16 @@ struct hydrate {
 
 static int64_t scratch_define(struct hydrate *h, const struct hc_path_elem *e)
 {
-	int err = hc_store__define_frame(h->st, h->next_id + 1, e);
+	int64_t id = hc_dict__frame(h->ids, e);
+	int err;
 
+	if (id <= 0 || (uint64_t)id <= h->defined)
+		return id ? id : -EINVAL;
+	err = hc_store__define_frame(h->st, (uint32_t)id, e);
 	if (err)
 		return err;
-	return ++h->next_id;
+	h->defined = (uint64_t)id;
+	return id;
 }
 
 /* Row id of table t: from the current epoch, else from the file (strings valid until the
@@ -2029,6 +2037,7 @@ static int scratch_entry(struct hydrate *h, const struct hc_store_filter *f,
 static void hydrate_free(struct hydrate *h)
 {
 	hc_store__free(h->st);
+	hc_dict__free(h->ids);
 	free(h->frames.s);
 	free(h->tasks.s);
 	free(h->stacks.s);
@@ -2077,8 +2086,11 @@ static int hydrate(struct hc_disk *d, enum hc_disk_store s, const struct hc_disk
 	if (!err)
 		err = read_range(d, h->db, s, r, &acc, entries, cells);
 	if (!err) {
+		static const uint32_t zero[HC_DICT_TABLES];
+
 		h->st = hc_store__new(&so);
-		if (!h->st)
+		h->ids = hc_dict__new(0, zero);
+		if (!h->st || !h->ids)
 			err = -ENOMEM;
 	}
 	if (!err)
