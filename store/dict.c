@@ -304,7 +304,13 @@ size_t hc_dict__bytes_after(const struct hc_dict *d, size_t extra)
 			cap = cap ? cap : ops[i].min_cap;
 		while (cap < n)
 			cap *= 2;
-		bytes += cap * ops[i].size + t->alias.cap * sizeof(*t->alias.slots) +
+		size_t acap = t->alias.cap;
+
+		if (extra && 2 * (t->alias.n + extra) > acap)
+			acap = acap ? acap : 256;
+		while (extra && 2 * (t->alias.n + extra) > acap)
+			acap *= 2;
+		bytes += cap * ops[i].size + acap * sizeof(*t->alias.slots) +
 			 (extra || t->ix.cap ? index_cap(t->ix.cap, n - 1) : 0) * sizeof(uint32_t);
 	}
 	return bytes + sizeof(*d);
