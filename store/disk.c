@@ -2052,13 +2052,15 @@ static int hydrate_entries(struct hydrate *h, const struct hc_blob *acc,
 {
 	int err = 0;
 
-	pthread_rwlock_rdlock(&h->cur->lock);
+	/* the lock per entry, not around the loop: the ingest thread appends to the current
+	 * epoch meanwhile (what an entry keeps of it, strings and copies, stays valid) */
 	for (size_t i = 0; !err && i < acc->n; i++) {
+		pthread_rwlock_rdlock(&h->cur->lock);
 		err = scratch_entry(h, f, &acc->e[i]);
+		pthread_rwlock_unlock(&h->cur->lock);
 		if (err == -ENOENT)
 			err = 0;
 	}
-	pthread_rwlock_unlock(&h->cur->lock);
 	return err;
 }
 
