@@ -337,8 +337,8 @@ static const char *const row_sql[HC_DICT_TABLES] = {
 
 /* An epoch's rows, in id order: the id, then the same columns. */
 static const char *const load_sql[HC_DICT_TABLES] = {
-	[HC_DICT_FRAMES] = "SELECT id, kind, name, module, fid, offset, inlined FROM frame"
-			   " WHERE id > ? ORDER BY id",
+	[HC_DICT_FRAMES] = ("SELECT id, kind, name, module, fid, offset, inlined FROM frame"
+			    " WHERE id > ? ORDER BY id"),
 	[HC_DICT_TASKS] = "SELECT id, pid, tid, process, thread FROM task WHERE id > ? ORDER BY id",
 	[HC_DICT_STACKS] = "SELECT id, parent, frame FROM stack WHERE id > ? ORDER BY id",
 };
