@@ -823,7 +823,8 @@ int64_t hc_disk__task(struct hc_disk *d, const struct hc_path_elem *process,
 
 int hc_disk__elem(struct hc_disk *d, uint32_t frame, struct hc_path_elem *out)
 {
-	int64_t id = current_id(d, HC_DICT_FRAMES, frame);
+	int err = epoch_room(d); /* an older epoch's frame is interned here */
+	int64_t id = err ? err : current_id(d, HC_DICT_FRAMES, frame);
 
 	if (id < 0)
 		return (int)id;
@@ -867,7 +868,8 @@ static struct hc_blob *pending(struct hc_disk *d, enum hc_disk_store s, int64_t 
 int hc_disk__add(struct hc_disk *d, enum hc_disk_store s, int64_t sec, uint32_t task,
 		 uint32_t stack, const struct hc_weights *w)
 {
-	int64_t t = current_id(d, HC_DICT_TASKS, task);
+	int err = epoch_room(d); /* ids of an older epoch are interned here */
+	int64_t t = err ? err : current_id(d, HC_DICT_TASKS, task);
 	int64_t k = t < 0 ? t : current_id(d, HC_DICT_STACKS, stack);
 	struct hc_blob *b;
 
