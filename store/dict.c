@@ -232,16 +232,34 @@ void hc_dict__elem(const struct hc_dict *d, uint32_t frame, struct hc_path_elem 
 				     .inlined = f->inlined};
 }
 
-uint32_t hc_dict__alias(const struct hc_dict *d, enum hc_dict_table t, uint32_t old)
+#define ALIAS_USED (1ull << 31) /* in a slot's local index: looked up since it was added */
+
+uint32_t hc_dict__alias(struct hc_dict *d, enum hc_dict_table t, uint32_t old)
 {
-	const struct hc_dict_alias *a = &d->t[t].alias;
+	struct hc_dict_alias *a = &d->t[t].alias;
 	size_t mask = a->cap - 1;
 
 	for (size_t i = a->cap ? hc_hash_splitmix(old) & mask : 0; a->cap && a->slots[i];
 	     i = (i + 1) & mask)
-		if (a->slots[i] >> 32 == old)
-			return d->t[t].base + (uint32_t)a->slots[i];
+		if (a->slots[i] >> 32 == old) {
+			a->slots[i] |= ALIAS_USED;
+			return d->t[t].base + (uint32_t)(a->slots[i] & (ALIAS_USED - 1));
+		}
 	return 0;
+}
+
+bool hc_dict__alias_next(const struct hc_dict *d, enum hc_dict_table t, size_t *i, uint32_t *old,
+			 uint32_t *id)
+{
+	const struct hc_dict_alias *a = &d->t[t].alias;
+
+	for (; *i < a->cap; (*i)++)
+		if (a->slots[*i] & ALIAS_USED) {
+			*old = (uint32_t)(a->slots[*i] >> 32);
+			*id = d->t[t].base + (uint32_t)(a->slots[(*i)++] & (ALIAS_USED - 1));
+			return true;
+		}
+	return false;
 }
 
 static void alias_put(uint64_t *slots, size_t cap, uint64_t v)

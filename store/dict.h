@@ -91,9 +91,12 @@ bool hc_dict__has(const struct hc_dict *d, enum hc_dict_table t, uint32_t id);
 const void *hc_dict__entry(const struct hc_dict *d, enum hc_dict_table t, uint32_t id);
 /* The path elements of a frame id this epoch has (strings live as long as d). */
 void hc_dict__elem(const struct hc_dict *d, uint32_t frame, struct hc_path_elem *out);
-/* The id here of an older epoch's id already translated, or 0; and noting one. */
-uint32_t hc_dict__alias(const struct hc_dict *d, enum hc_dict_table t, uint32_t old);
+/* The id here of an older epoch's id already translated (noted as used), or 0; noting one;
+ * the aliases used since they were noted, from *i = 0 on (false past the last). */
+uint32_t hc_dict__alias(struct hc_dict *d, enum hc_dict_table t, uint32_t old);
 int hc_dict__alias_add(struct hc_dict *d, enum hc_dict_table t, uint32_t old, uint32_t id);
+bool hc_dict__alias_next(const struct hc_dict *d, enum hc_dict_table t, size_t *i, uint32_t *old,
+			 uint32_t *id);
 /* Entries of all tables. */
 size_t hc_dict__entries(const struct hc_dict *d);
 /* Memory in use; and what it would be once `extra` more entries went into each table. */

@@ -640,6 +640,31 @@ static void batch_free(struct batch *b)
 
 static int enqueue_pending(struct hc_disk *d);
 
+static int64_t current_id(struct hc_disk *d, enum hc_dict_table t, uint32_t id);
+
+/*
+ * The ids of older epochs that callers used during the epoch just retired stay translated in
+ * the new one: a frame id serve keeps for a long-running process is used every epoch, and
+ * must not depend on its first epoch's rows, which leave the file with that epoch's data.
+ * Up to half the bound: a new epoch must have room for what comes.
+ */
+static void carry_aliases(struct hc_disk *d, const struct hc_dict *old)
+{
+	for (int t = 0; t < HC_DICT_TABLES; t++) {
+		uint32_t stale, id;
+		size_t i = 0;
+
+		while (hc_dict__bytes(d->dict) < d->dict_max_bytes / 2 &&
+		       hc_dict__alias_next(old, (enum hc_dict_table)t, &i, &stale, &id)) {
+			int64_t nid = current_id(d, (enum hc_dict_table)t, id);
+
+			if (nid > 0)
+				hc_dict__alias_add(d->dict, (enum hc_dict_table)t, stale,
+						   (uint32_t)nid);
+		}
+	}
+}
+
 /* Begin a new epoch: what is pending (its ids are the old one's) goes to the writer first;
  * the old epoch stays in memory, retired, until the writer has written it. */
 static int new_epoch(struct hc_disk *d)
@@ -663,6 +688,7 @@ static int new_epoch(struct hc_disk *d)
 	d->dict = next;
 	d->st.dict_epoch = next->epoch;
 	pthread_mutex_unlock(&d->mu);
+	carry_aliases(d, old);
 	return 0;
 }
 
@@ -749,8 +775,6 @@ static int old_row(struct hc_disk *d, enum hc_dict_table t, uint32_t id, struct 
 	row_read(t, *st, 0, r);
 	return 0;
 }
-
-static int64_t current_id(struct hc_disk *d, enum hc_dict_table t, uint32_t id);
 
 /* Id of an older epoch into the current one: its content interned here (a stack's ancestors
  * first) and noted. */

@@ -1174,6 +1174,22 @@ static void test_epochs_expire(void **state)
 		    sql_int(db, "SELECT count(*) FROM frame"));
 	/* what the tiers hold answers as before */
 	assert_same_answers(a.d, b.d, &a, a.t0 + 120, a.t0 + CH_SECONDS);
+	/* the trunk's ids, kept from the first epoch whose rows are gone, are still taken
+	 * through epochs to come: used in every epoch, they are carried into the next */
+	{
+		uint64_t max_a = 0, max_b = 0, epoch = st.dict_epoch;
+		char sql[96];
+
+		snprintf(sql, sizeof(sql), "SELECT count(*) FROM frame WHERE id=%u",
+			 a.trunk_frame[0]);
+		assert_int_equal(sql_int(da, sql), 0);
+		churn_run(&a, CH_SECONDS, CH_SECONDS + 50, CH_BOUND, &max_a);
+		churn_run(&b, CH_SECONDS, CH_SECONDS + 50, UINT64_MAX, &max_b);
+		memcpy(b.want, a.want, sizeof(a.want));
+		hc_disk__stats(a.d, &st);
+		assert_true(st.dict_epoch >= epoch + 2);
+		assert_same_answers(a.d, b.d, &a, a.t0 + CH_SECONDS, a.t0 + CH_SECONDS + 50);
+	}
 	hc_disk__close(b.d);
 }
 
