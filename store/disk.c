@@ -2,7 +2,7 @@
 /*
  * The disk store: the file (open, check, quarantine, schema, dictionary), the ingest side
  * (pending buckets per second), the writer thread (writes, merges windows, expires, keeps under
- * max_bytes) and the queries. docs/store.md, "On disk", says why it is shaped so.
+ * max_bytes); the queries are query.c. docs/store.md, "On disk", says why it is shaped so.
  */
 #include "store/disk.h"
 
@@ -26,6 +26,7 @@
 #include "base/why.h"
 #include "store/blob.h"
 #include "store/dict.h"
+#include "store/disk_int.h"
 
 #define APP_ID 0x68636f6c /* "hcol" */
 #define SCHEMA_VERSION 2  /* 2: dictionary epochs (a version 1 file is migrated at open) */
@@ -42,12 +43,12 @@
  * with its ancestors): a new epoch begins before they could pass dict_max_bytes. */
 #define DICT_MARGIN (HC_STORE_MAX_DEPTH + 2)
 
-static const int64_t tier_step[HC_DISK_TIERS] = {1, 10, 60, 3600};
+const int64_t hc__disk_tier_step[HC_DISK_TIERS] = {1, 10, 60, 3600};
 static const char *const tier_names[HC_DISK_TIERS] = {"1s", "10s", "1m", "1h"};
 
 int64_t hc_disk__tier_step(int tier)
 {
-	return tier >= 0 && tier < HC_DISK_TIERS ? tier_step[tier] : 1;
+	return tier >= 0 && tier < HC_DISK_TIERS ? hc__disk_tier_step[tier] : 1;
 }
 
 const char *hc_disk__tier_name(int tier)
@@ -55,61 +56,9 @@ const char *hc_disk__tier_name(int tier)
 	return tier >= 0 && tier < HC_DISK_TIERS ? tier_names[tier] : "?";
 }
 
-/* Sealed buckets on their way to the writer. */
-struct batch {
-	struct batch *next;
-	uint64_t epoch; /* the dictionary epoch of its ids */
-	struct hc_blob *blobs;
-	uint8_t *stores;
-	size_t n;
-};
-
-struct pending {
-	struct hc_blob blob;
-	uint8_t store;
-};
-
-struct hc_disk {
-	char *dir, *path;
-	int lock_fd;
-	bool own_lock;
-	uint64_t keep_s[HC_DISK_TIERS];
-	uint64_t max_bytes;
-	uint64_t period_ns;
-	uint64_t compact_every_s;
-	sqlite3 *db; /* the writer's connection */
-	uint64_t dict_max_bytes;
-	/* The dictionary: the current epoch (the ingest thread interns into it) and the retired
-	 * ones still in memory, oldest first, until the writer has written them. Pointers and
-	 * `refs` under mu; only the ingest thread changes them. */
-	struct hc_dict *dict;
-	struct hc_dict *retired;
-
-	/* ingest thread only */
-	sqlite3 *ingest_db;  /* reads rows of older epochs (ids a caller kept) */
-	uint64_t room_epoch; /* the epoch that had room at room_entries entries */
-	size_t room_entries;
-	sqlite3_stmt *ingest_get[HC_DICT_TABLES];
-	struct pending *pend;
-	size_t n_pend, cap_pend;
-	int64_t newest_data_s; /* the newest second any record was for */
-
-	/* the queue, the writer, the figures: under mu */
-	pthread_mutex_t mu;
-	pthread_cond_t cv, idle_cv;
-	pthread_t writer;
-	bool writer_started, stop, busy, want_maintain;
-	struct batch *head, *tail;
-	size_t queued_s;
-	int64_t newest_sealed_s;
-	int64_t first_s; /* the first second ever written (meta first_s); 0: unknown */
-	uint64_t last_compact_ns;
-	struct hc_disk_stats st;
-};
-
 /* ---- small SQLite helpers ---- */
 
-static int sql_errno(int rc)
+int hc__disk_sql_errno(int rc)
 {
 	switch (rc & 0xff) {
 	case SQLITE_OK:
@@ -137,9 +86,9 @@ static int sql_errno(int rc)
 	}
 }
 
-static int exec(sqlite3 *db, const char *sql)
+int hc__disk_exec(sqlite3 *db, const char *sql)
 {
-	return -sql_errno(sqlite3_exec(db, sql, NULL, NULL, NULL));
+	return -hc__disk_sql_errno(sqlite3_exec(db, sql, NULL, NULL, NULL));
 }
 
 static int64_t query_int(sqlite3 *db, const char *sql, int64_t dflt)
@@ -244,14 +193,14 @@ static const char schema[] =
 /* A version 1 file: its whole dictionary is epoch 0, its buckets reference it. */
 static const char migrate_v1[] = "ALTER TABLE bucket ADD COLUMN epoch INTEGER NOT NULL DEFAULT 0";
 
-static int open_db(const char *path, int flags, sqlite3 **out)
+int hc__disk_open_db(const char *path, int flags, sqlite3 **out)
 {
 	sqlite3 *db = NULL;
 	int rc = sqlite3_open_v2(path, &db, flags | SQLITE_OPEN_NOMUTEX, NULL);
 
 	if (rc != SQLITE_OK) {
 		sqlite3_close(db);
-		return -sql_errno(rc);
+		return -hc__disk_sql_errno(rc);
 	}
 	sqlite3_busy_timeout(db, 5000);
 	sqlite3_extended_result_codes(db, 0);
@@ -271,7 +220,7 @@ static int check_db(sqlite3 *db, char *why, size_t wl)
 	if (app < 0 || pages < 0) {
 		rc = sqlite3_exec(db, "SELECT 1 FROM sqlite_schema LIMIT 1", NULL, NULL, NULL);
 		hc_why_set(why, wl, "%s", sqlite3_errstr(rc));
-		return rc == SQLITE_OK ? -EIO : -sql_errno(rc);
+		return rc == SQLITE_OK ? -EIO : -hc__disk_sql_errno(rc);
 	}
 	if (pages > 0 && app != APP_ID) {
 		hc_why_set(why, wl, "not a hotcold store (application_id %" PRId64 ")", app);
@@ -328,8 +277,8 @@ static int quarantine(struct hc_disk *d, char *why, size_t wl)
 
 /* ---- dictionary rows ---- */
 
-/* A row of one of the dictionary's tables, by id: the columns row_read() takes. */
-static const char *const row_sql[HC_DICT_TABLES] = {
+/* A row of one of the dictionary's tables, by id: the columns hc__disk_row_read() takes. */
+const char *const hc__disk_row_sql[HC_DICT_TABLES] = {
 	[HC_DICT_FRAMES] = "SELECT kind, name, module, fid, offset, inlined FROM frame WHERE id=?",
 	[HC_DICT_TASKS] = "SELECT pid, tid, process, thread FROM task WHERE id=?",
 	[HC_DICT_STACKS] = "SELECT parent, frame FROM stack WHERE id=?",
@@ -343,14 +292,7 @@ static const char *const load_sql[HC_DICT_TABLES] = {
 	[HC_DICT_STACKS] = "SELECT id, parent, frame FROM stack WHERE id > ? ORDER BY id",
 };
 
-/* A dictionary entry's content, strings not interned (valid while its source is). */
-struct row {
-	struct hc_path_elem frame;
-	struct hc_dict_task task;
-	struct hc_dict_stack stack;
-};
-
-static void row_read(enum hc_dict_table t, sqlite3_stmt *st, int col, struct row *r)
+void hc__disk_row_read(enum hc_dict_table t, sqlite3_stmt *st, int col, struct row *r)
 {
 	if (t == HC_DICT_FRAMES)
 		r->frame = (struct hc_path_elem){
@@ -376,8 +318,8 @@ static void row_read(enum hc_dict_table t, sqlite3_stmt *st, int col, struct row
 }
 
 /* The same from an epoch in memory that has id. */
-static void row_from_dict(const struct hc_dict *dict, enum hc_dict_table t, uint32_t id,
-			  struct row *r)
+void hc__disk_row_from_dict(const struct hc_dict *dict, enum hc_dict_table t, uint32_t id,
+			    struct row *r)
 {
 	if (t == HC_DICT_FRAMES)
 		hc_dict__elem(dict, id, &r->frame);
@@ -411,7 +353,7 @@ static int load_table(struct hc_disk *d, struct hc_dict *dict, enum hc_dict_tabl
 	while (!err && (rc = sqlite3_step(st)) == SQLITE_ROW) {
 		struct row r;
 
-		row_read(t, st, 1, &r);
+		hc__disk_row_read(t, st, 1, &r);
 		if (sqlite3_column_int64(st, 0) != want++ || row_intern(dict, t, &r) != want - 1)
 			err = -EBADMSG;
 	}
@@ -459,15 +401,15 @@ static int migrate(struct hc_disk *d)
 	    query_int(d->db, "SELECT count(*) FROM pragma_table_info('bucket') WHERE name='epoch'",
 		      0) > 0)
 		return 0;
-	err = exec(d->db, "BEGIN IMMEDIATE");
+	err = hc__disk_exec(d->db, "BEGIN IMMEDIATE");
 	if (!err)
-		err = exec(d->db, migrate_v1);
+		err = hc__disk_exec(d->db, migrate_v1);
 	if (!err)
-		err = exec(d->db, schema);
+		err = hc__disk_exec(d->db, schema);
 	if (!err)
-		err = exec(d->db, "COMMIT");
+		err = hc__disk_exec(d->db, "COMMIT");
 	else
-		exec(d->db, "ROLLBACK");
+		hc__disk_exec(d->db, "ROLLBACK");
 	return err;
 }
 
@@ -477,7 +419,7 @@ static void refresh_tiers(struct hc_disk *d);
  * it), another -errno. */
 static int open_store(struct hc_disk *d, char *why, size_t wl)
 {
-	int err = open_db(d->path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, &d->db);
+	int err = hc__disk_open_db(d->path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, &d->db);
 	char sql[128];
 
 	if (err) {
@@ -486,18 +428,18 @@ static int open_store(struct hc_disk *d, char *why, size_t wl)
 	}
 	err = check_db(d->db, why, wl);
 	if (!err)
-		err = exec(d->db, "PRAGMA journal_mode=WAL");
+		err = hc__disk_exec(d->db, "PRAGMA journal_mode=WAL");
 	if (!err)
-		err = exec(d->db, "PRAGMA synchronous=NORMAL; PRAGMA cache_size=-2048;"
-				  "PRAGMA temp_store=MEMORY");
+		err = hc__disk_exec(d->db, "PRAGMA synchronous=NORMAL; PRAGMA cache_size=-2048;"
+					   "PRAGMA temp_store=MEMORY");
 	if (!err) {
 		snprintf(sql, sizeof(sql), "PRAGMA application_id=%d; PRAGMA user_version=%d",
 			 APP_ID, SCHEMA_VERSION);
 		err = migrate(d);
 		if (!err)
-			err = exec(d->db, schema);
+			err = hc__disk_exec(d->db, schema);
 		if (!err)
-			err = exec(d->db, sql);
+			err = hc__disk_exec(d->db, sql);
 		if (err)
 			hc_why_set(why, wl, "%s: creating the schema: %s", d->path,
 				   sqlite3_errmsg(d->db));
@@ -709,7 +651,7 @@ static int epoch_room(struct hc_disk *d)
 	return new_epoch(d);
 }
 
-static void dict_put(struct hc_disk *d, struct hc_dict *dict)
+void hc__disk_dict_put(struct hc_disk *d, struct hc_dict *dict)
 {
 	bool last;
 
@@ -736,7 +678,7 @@ static void free_written(struct hc_disk *d)
 			*p = dict->next;
 		pthread_mutex_unlock(&d->mu);
 		if (written)
-			dict_put(d, dict);
+			hc__disk_dict_put(d, dict);
 		else
 			p = &dict->next;
 	}
@@ -751,17 +693,18 @@ static int old_row(struct hc_disk *d, enum hc_dict_table t, uint32_t id, struct 
 
 	for (const struct hc_dict *x = d->retired; x; x = x->next)
 		if (hc_dict__has(x, t, id)) {
-			row_from_dict(x, t, id, r);
+			hc__disk_row_from_dict(x, t, id, r);
 			return 0;
 		}
 	if (!d->ingest_db) {
-		int err = open_db(d->path, SQLITE_OPEN_READONLY, &d->ingest_db);
+		int err = hc__disk_open_db(d->path, SQLITE_OPEN_READONLY, &d->ingest_db);
 
 		if (err)
 			return err;
 	}
-	if (!*st && sqlite3_prepare_v2(d->ingest_db, row_sql[t], -1, st, NULL) != SQLITE_OK)
-		return -sql_errno(sqlite3_errcode(d->ingest_db));
+	if (!*st &&
+	    sqlite3_prepare_v2(d->ingest_db, hc__disk_row_sql[t], -1, st, NULL) != SQLITE_OK)
+		return -hc__disk_sql_errno(sqlite3_errcode(d->ingest_db));
 	sqlite3_reset(*st);
 	sqlite3_bind_int64(*st, 1, id);
 	rc = sqlite3_step(*st);
@@ -771,8 +714,8 @@ static int old_row(struct hc_disk *d, enum hc_dict_table t, uint32_t id, struct 
 	if (rc == SQLITE_DONE)
 		return -ESTALE; /* its epoch was deleted: no bucket referenced it any more */
 	if (rc != SQLITE_ROW)
-		return -sql_errno(rc);
-	row_read(t, *st, 0, r);
+		return -hc__disk_sql_errno(rc);
+	hc__disk_row_read(t, *st, 0, r);
 	return 0;
 }
 
@@ -1125,7 +1068,7 @@ static int write_epoch(struct hc_disk *d, sqlite3_stmt *ep, sqlite3_stmt *const 
 		}
 	}
 	pthread_rwlock_unlock(&x->lock);
-	return rc == SQLITE_OK ? 0 : -sql_errno(rc);
+	return rc == SQLITE_OK ? 0 : -hc__disk_sql_errno(rc);
 }
 
 /* The dictionary entries the file lacks: of the retired epochs not written yet, then of the
@@ -1152,10 +1095,10 @@ static int write_dict(struct hc_disk *d, struct dict_write **w, size_t *nw)
 		return -ENOMEM;
 	if (sqlite3_prepare_v2(d->db, "INSERT OR IGNORE INTO epoch VALUES(?,?,?,?)", -1, &ep,
 			       NULL) != SQLITE_OK)
-		err = -sql_errno(sqlite3_errcode(d->db));
+		err = -hc__disk_sql_errno(sqlite3_errcode(d->db));
 	for (int t = 0; !err && t < HC_DICT_TABLES; t++)
 		if (sqlite3_prepare_v2(d->db, insert_dict_sql[t], -1, &ins[t], NULL) != SQLITE_OK)
-			err = -sql_errno(sqlite3_errcode(d->db));
+			err = -hc__disk_sql_errno(sqlite3_errcode(d->db));
 	for (size_t i = 0; !err && i < n; i++)
 		err = write_epoch(d, ep, ins, &(*w)[i]);
 	sqlite3_finalize(ep);
@@ -1199,7 +1142,7 @@ static int note_first(struct hc_disk *d, const struct batch *b)
 		 "INSERT INTO meta VALUES('first_s', %" PRId64 ") ON CONFLICT(key) DO UPDATE SET "
 		 "value = min(value, excluded.value)",
 		 first);
-	err = exec(d->db, sql);
+	err = hc__disk_exec(d->db, sql);
 	if (!err) {
 		pthread_mutex_lock(&d->mu);
 		d->first_s = first;
@@ -1234,12 +1177,12 @@ static int write_batch(struct hc_disk *d, struct batch *b)
 	struct dict_write *w = NULL;
 	sqlite3_stmt *ins = NULL;
 	size_t nw = 0;
-	int err = exec(d->db, "BEGIN IMMEDIATE");
+	int err = hc__disk_exec(d->db, "BEGIN IMMEDIATE");
 
 	if (!err)
 		err = write_dict(d, &w, &nw);
 	if (!err && sqlite3_prepare_v2(d->db, insert_sql, -1, &ins, NULL) != SQLITE_OK)
-		err = -sql_errno(sqlite3_errcode(d->db));
+		err = -hc__disk_sql_errno(sqlite3_errcode(d->db));
 	for (size_t i = 0; !err && i < b->n; i++) {
 		const struct hc_blob *bl = &b->blobs[i];
 		void *data;
@@ -1251,12 +1194,12 @@ static int write_batch(struct hc_disk *d, struct batch *b)
 		if (err)
 			break;
 		for (int tier = 0; !err && tier < HC_DISK_TIERS; tier++) {
-			int64_t step = tier_step[tier];
+			int64_t step = hc__disk_tier_step[tier];
 			int64_t t = bl->t >= 0 ? bl->t / step * step
 					       : -((-bl->t + step - 1) / step) * step;
 
 			if (insert_row(ins, b->stores[i], tier, t, step, bl, data, len, b->epoch))
-				err = -sql_errno(sqlite3_errcode(d->db));
+				err = -hc__disk_sql_errno(sqlite3_errcode(d->db));
 			sqlite3_reset(ins);
 		}
 		free(data);
@@ -1265,9 +1208,9 @@ static int write_batch(struct hc_disk *d, struct batch *b)
 	if (!err)
 		err = note_first(d, b);
 	if (!err)
-		err = exec(d->db, "COMMIT");
+		err = hc__disk_exec(d->db, "COMMIT");
 	if (err)
-		exec(d->db, "ROLLBACK");
+		hc__disk_exec(d->db, "ROLLBACK");
 	else
 		write_done(d, w, nw);
 	free(w);
@@ -1279,7 +1222,7 @@ static int merge_window(struct hc_disk *d, sqlite3_stmt *sel, sqlite3_stmt *del,
 			int store, int tier, int64_t t)
 {
 	struct hc_blob b;
-	int64_t span = tier_step[tier];
+	int64_t span = hc__disk_tier_step[tier];
 	uint64_t epoch = UINT64_MAX;
 	void *data = NULL;
 	size_t len;
@@ -1311,7 +1254,7 @@ static int merge_window(struct hc_disk *d, sqlite3_stmt *sel, sqlite3_stmt *del,
 		sqlite3_bind_int64(del, 3, t);
 		if (sqlite3_step(del) != SQLITE_DONE ||
 		    insert_row(ins, store, tier, t, span, &b, data, len, epoch))
-			err = -sql_errno(sqlite3_errcode(d->db));
+			err = -hc__disk_sql_errno(sqlite3_errcode(d->db));
 		sqlite3_reset(del);
 		sqlite3_reset(ins);
 	}
@@ -1336,7 +1279,7 @@ static int merge_windows(struct hc_disk *d, int64_t newest)
 			       " HAVING count(*) > 1 AND (max(t + span) <= ? OR count(*) > ?)"
 			       " LIMIT ?",
 			       -1, &list, NULL) != SQLITE_OK)
-		return -sql_errno(sqlite3_errcode(d->db));
+		return -hc__disk_sql_errno(sqlite3_errcode(d->db));
 	sqlite3_bind_int64(list, 1, newest - COMPACT_LAG_S);
 	/* A window still filling is merged too once it has MERGE_OPEN_ROWS rows: an hour of
 	 * unmerged seconds would be 3600 rows. */
@@ -1356,15 +1299,15 @@ static int merge_windows(struct hc_disk *d, int64_t newest)
 	    sqlite3_prepare_v2(d->db, "DELETE FROM bucket WHERE store=? AND tier=? AND t=?", -1,
 			       &del, NULL) != SQLITE_OK ||
 	    sqlite3_prepare_v2(d->db, insert_sql, -1, &ins, NULL) != SQLITE_OK)
-		err = -sql_errno(sqlite3_errcode(d->db));
+		err = -hc__disk_sql_errno(sqlite3_errcode(d->db));
 	if (!err)
-		err = exec(d->db, "BEGIN IMMEDIATE");
+		err = hc__disk_exec(d->db, "BEGIN IMMEDIATE");
 	for (size_t i = 0; !err && i < n; i++)
 		err = merge_window(d, sel, del, ins, w[i].store, w[i].tier, w[i].t);
 	if (!err)
-		err = exec(d->db, "COMMIT");
+		err = hc__disk_exec(d->db, "COMMIT");
 	else
-		exec(d->db, "ROLLBACK");
+		hc__disk_exec(d->db, "ROLLBACK");
 	sqlite3_finalize(sel);
 	sqlite3_finalize(del);
 	sqlite3_finalize(ins);
@@ -1385,12 +1328,12 @@ static int64_t drop_before(struct hc_disk *d, int tier, int64_t cutoff)
 	snprintf(sql, sizeof(sql),
 		 "SELECT count(DISTINCT t) FROM bucket WHERE tier=%d AND t < %" PRId64, tier,
 		 cutoff);
-	s = query_int(d->db, sql, 0) * tier_step[tier];
+	s = query_int(d->db, sql, 0) * hc__disk_tier_step[tier];
 	if (!s)
 		return 0;
 	snprintf(sql, sizeof(sql), "DELETE FROM bucket WHERE tier=%d AND t < %" PRId64, tier,
 		 cutoff);
-	return exec(d->db, sql) ? 0 : s;
+	return hc__disk_exec(d->db, sql) ? 0 : s;
 }
 
 /* Pages in use (not free). The WAL is not counted: it is checkpointed and truncated after
@@ -1450,7 +1393,7 @@ static void drop_epochs(struct hc_disk *d)
 	pthread_mutex_unlock(&d->mu);
 	if (query_int(d->db, "SELECT min(id) FROM epoch", INT64_MAX) >= keep)
 		return;
-	err = exec(d->db, "BEGIN IMMEDIATE");
+	err = hc__disk_exec(d->db, "BEGIN IMMEDIATE");
 	/* the bases of the oldest epoch kept: everything below them goes */
 	if (!err && sqlite3_prepare_v2(d->db,
 				       "SELECT frame_base, task_base, stack_base FROM epoch"
@@ -1471,7 +1414,7 @@ static void drop_epochs(struct hc_disk *d)
 		}
 		sqlite3_bind_int64(dt, 1, sqlite3_column_int64(st, t));
 		if (sqlite3_step(dt) != SQLITE_DONE)
-			err = -sql_errno(sqlite3_errcode(d->db));
+			err = -hc__disk_sql_errno(sqlite3_errcode(d->db));
 		deleted += (uint64_t)sqlite3_changes(d->db);
 		sqlite3_finalize(dt);
 	}
@@ -1480,12 +1423,12 @@ static void drop_epochs(struct hc_disk *d)
 		char sql[96];
 
 		snprintf(sql, sizeof(sql), "DELETE FROM epoch WHERE id < %" PRId64, keep);
-		err = exec(d->db, sql);
+		err = hc__disk_exec(d->db, sql);
 	}
 	if (!err)
-		err = exec(d->db, "COMMIT");
+		err = hc__disk_exec(d->db, "COMMIT");
 	if (err) {
-		exec(d->db, "ROLLBACK");
+		hc__disk_exec(d->db, "ROLLBACK");
 		return;
 	}
 	pthread_mutex_lock(&d->mu);
@@ -1503,7 +1446,7 @@ static void expire(struct hc_disk *d, int64_t newest)
 	 * and its seconds were counted in the tiers that answer. */
 	drop_before(d, HC_DISK_TIERS - 1,
 		    newest + 2 - (int64_t)d->keep_s[HC_DISK_TIERS - 1] -
-			    tier_step[HC_DISK_TIERS - 1]);
+			    hc__disk_tier_step[HC_DISK_TIERS - 1]);
 	drop_epochs(d);
 	before = answering_oldest(d);
 	for (int round = 0; round < 400 && used_bytes(d) > d->max_bytes; round++) {
@@ -1524,7 +1467,7 @@ static void expire(struct hc_disk *d, int64_t newest)
 		snprintf(sql, sizeof(sql), "SELECT max(t) FROM bucket WHERE tier=%d", which);
 		hi = query_int(d->db, sql, oldest);
 		/* a twentieth of the tier, in whole windows, at least one */
-		step = tier_step[which];
+		step = hc__disk_tier_step[which];
 		cut = (hi - oldest) / 20 / step * step;
 		cut = oldest + (cut > step ? cut : step);
 		drop_before(d, which, cut);
@@ -1559,7 +1502,7 @@ static void refresh_tiers(struct hc_disk *d)
 			if (tier < 0 || tier >= HC_DISK_TIERS)
 				continue;
 			t[tier].buckets = (uint64_t)sqlite3_column_int64(st, 1);
-			t[tier].seconds = t[tier].buckets * (uint64_t)tier_step[tier];
+			t[tier].seconds = t[tier].buckets * (uint64_t)hc__disk_tier_step[tier];
 			t[tier].oldest_s = sqlite3_column_int64(st, 2);
 			t[tier].newest_s = sqlite3_column_int64(st, 3) - 1;
 		}
@@ -1606,7 +1549,7 @@ static void note_written(struct hc_disk *d, const struct batch *b)
 			continue;
 		for (int tier = 0; tier < HC_DISK_TIERS; tier++) {
 			struct hc_disk_tier_stats *t = &d->st.tier[tier];
-			int64_t step = tier_step[tier], s = b->blobs[i].t;
+			int64_t step = hc__disk_tier_step[tier], s = b->blobs[i].t;
 			int64_t end = (s >= 0 ? s / step * step : s - step + 1) + step - 1;
 
 			if (!t->buckets || s < t->oldest_s)
@@ -1712,581 +1655,4 @@ void hc_disk__stats(struct hc_disk *d, struct hc_disk_stats *out)
 	for (const struct hc_dict *x = d->retired; x; x = x->next)
 		out->dict_bytes += hc_dict__bytes(x);
 	pthread_mutex_unlock(&d->mu);
-}
-
-/* ---- queries ---- */
-
-int hc_disk__pick(struct hc_disk *d, int64_t from_s, int64_t to_s, struct hc_disk_range *out)
-{
-	struct hc_disk_stats st;
-	int tier = -1;
-
-	pthread_mutex_lock(&d->mu);
-	st = d->st;
-	pthread_mutex_unlock(&d->mu);
-	/* Tiers 0..2 answer; the 1 h tier only serves their plans (read_range). */
-	for (int i = 0; i < HC_DISK_TIERS - 1 && tier < 0; i++)
-		if (st.tier[i].buckets && st.tier[i].oldest_s <= from_s)
-			tier = i;
-	for (int i = HC_DISK_TIERS - 1; tier < 0 && i-- > 0;)
-		if (st.tier[i].buckets)
-			tier = i;
-	if (tier < 0)
-		return -ENODATA;
-	out->tier = tier;
-	out->from_s = from_s - ((from_s % tier_step[tier]) + tier_step[tier]) % tier_step[tier];
-	out->to_s = to_s + (tier_step[tier] -
-			    ((to_s % tier_step[tier]) + tier_step[tier]) % tier_step[tier]) %
-				   tier_step[tier];
-	if (out->from_s < st.tier[tier].oldest_s)
-		out->from_s = st.tier[tier].oldest_s;
-	if (out->to_s > st.tier[tier].newest_s + 1)
-		out->to_s = st.tier[tier].newest_s + 1;
-	if (out->to_s < out->from_s)
-		out->to_s = out->from_s;
-	return 0;
-}
-
-/* One piece of a range: [from_s, to_s) of one tier. */
-struct piece {
-	int tier;
-	int64_t from_s, to_s;
-};
-
-static int64_t floor_to(int64_t v, int64_t step)
-{
-	return v >= 0 ? v / step * step : -((-v + step - 1) / step) * step;
-}
-
-/*
- * Cover [lo, hi) (aligned to tier k's step) with the fewest rows: the whole windows of the
- * coarsest tier that holds them in the middle, finer tiers at the edges, down to tier k. Every
- * tier holds every second of its horizon, so the pieces sum to the range exactly.
- */
-static void plan(const struct hc_disk_stats *st, int k, int j, int64_t lo, int64_t hi,
-		 struct piece *p, size_t *n)
-{
-	int64_t step = tier_step[j], a, b;
-
-	if (lo >= hi)
-		return;
-	if (j == k) {
-		p[(*n)++] = (struct piece){k, lo, hi};
-		return;
-	}
-	a = floor_to(lo + step - 1, step);
-	b = floor_to(hi, step);
-	if (a >= b || !st->tier[j].buckets || st->tier[j].oldest_s > a) {
-		plan(st, k, j - 1, lo, hi, p, n);
-		return;
-	}
-	plan(st, k, j - 1, lo, a, p, n);
-	p[(*n)++] = (struct piece){j, a, b};
-	plan(st, k, j - 1, b, hi, p, n);
-}
-
-/* The rows of range r, store s, decoded into acc. */
-static int read_range(struct hc_disk *d, sqlite3 *db, enum hc_disk_store s,
-		      const struct hc_disk_range *r, struct hc_blob *acc, bool entries, bool cells)
-{
-	struct piece pieces[2 * HC_DISK_TIERS + 1];
-	struct hc_disk_stats st;
-	sqlite3_stmt *stmt;
-	uint64_t bad = 0;
-	size_t np = 0;
-	int err = 0, rc = SQLITE_DONE;
-
-	if (sqlite3_prepare_v2(db,
-			       "SELECT data FROM bucket WHERE tier=? AND t>=? AND t<? AND store=?",
-			       -1, &stmt, NULL) != SQLITE_OK)
-		return -sql_errno(sqlite3_errcode(db));
-	pthread_mutex_lock(&d->mu);
-	st = d->st;
-	pthread_mutex_unlock(&d->mu);
-	plan(&st, r->tier, HC_DISK_TIERS - 1, r->from_s, r->to_s, pieces, &np);
-	for (size_t i = 0; !err && i < np; i++) {
-		sqlite3_bind_int(stmt, 1, pieces[i].tier);
-		sqlite3_bind_int64(stmt, 2, pieces[i].from_s);
-		sqlite3_bind_int64(stmt, 3, pieces[i].to_s);
-		sqlite3_bind_int(stmt, 4, s);
-		while (!err && (rc = sqlite3_step(stmt)) == SQLITE_ROW) {
-			err = hc_blob__decode(acc, sqlite3_column_blob(stmt, 0),
-					      (size_t)sqlite3_column_bytes(stmt, 0), entries,
-					      cells);
-			if (err == -EBADMSG) {
-				bad++;
-				err = 0;
-			}
-		}
-		if (!err && rc != SQLITE_DONE)
-			err = -sql_errno(rc);
-		sqlite3_reset(stmt);
-	}
-	sqlite3_finalize(stmt);
-	if (bad) {
-		pthread_mutex_lock(&d->mu);
-		d->st.corrupt_blobs += bad;
-		pthread_mutex_unlock(&d->mu);
-	}
-	return err;
-}
-
-/* A query's map of dictionary ids (not 0) to what it made of them. */
-struct idmap_slot {
-	uint64_t val;
-	uint32_t key;
-};
-
-struct idmap {
-	struct idmap_slot *s;
-	size_t cap, n; /* cap: a power of two, or 0 */
-};
-
-static const uint64_t *idmap_find(const struct idmap *m, uint32_t key)
-{
-	size_t mask = m->cap - 1;
-
-	for (size_t i = m->cap ? hc_hash_splitmix(key) & mask : 0; m->cap && m->s[i].key;
-	     i = (i + 1) & mask)
-		if (m->s[i].key == key)
-			return &m->s[i].val;
-	return NULL;
-}
-
-static void idmap_place(struct idmap_slot *s, size_t cap, uint32_t key, uint64_t val)
-{
-	size_t i = hc_hash_splitmix(key) & (cap - 1);
-
-	while (s[i].key)
-		i = (i + 1) & (cap - 1);
-	s[i] = (struct idmap_slot){.val = val, .key = key};
-}
-
-/* A key not in m yet. */
-static int idmap_put(struct idmap *m, uint32_t key, uint64_t val)
-{
-	if (2 * (m->n + 1) > m->cap) {
-		size_t cap = m->cap ? 2 * m->cap : 256;
-		struct idmap_slot *s = calloc(cap, sizeof(*s));
-
-		if (!s)
-			return -ENOMEM;
-		for (size_t i = 0; i < m->cap; i++)
-			if (m->s[i].key)
-				idmap_place(s, cap, m->s[i].key, m->s[i].val);
-		free(m->s);
-		m->s = s;
-		m->cap = cap;
-	}
-	idmap_place(m->s, m->cap, key, val);
-	m->n++;
-	return 0;
-}
-
-/*
- * A scratch in-memory store holding a range summed into one second, so that the queries'
- * filters, pruning and histogram rules are the in-memory store's own. Ids of the current
- * epoch resolve from memory, older ones from the file, in the read transaction that read the
- * buckets (so their rows are there); each id once per query.
- */
-struct hydrate {
-	struct hc_store *st;
-	struct hc_dict *cur; /* the current epoch, referenced */
-	sqlite3 *db;
-	sqlite3_stmt *get[HC_DICT_TABLES];
-	uint64_t lookups;
-	struct idmap frames; /* frame id -> scratch id */
-	struct idmap tasks;  /* task id -> scratch process id << 32 | thread id; 0: filtered out */
-	struct idmap stacks; /* stack id of an older epoch -> parent << 32 | frame */
-	/* scratch frame ids by content: an element every epoch repeats is one node, as in one
-	 * epoch */
-	struct hc_dict *ids;
-	uint64_t defined; /* scratch ids 1..defined are defined in st */
-	uint32_t *path, *chain;
-	size_t cap_path, cap_chain;
-};
-
-#define SCRATCH_SEC 0
-
-static int64_t scratch_define(struct hydrate *h, const struct hc_path_elem *e)
-{
-	int64_t id = hc_dict__frame(h->ids, e);
-	int err;
-
-	if (id <= 0 || (uint64_t)id <= h->defined)
-		return id ? id : -EINVAL;
-	err = hc_store__define_frame(h->st, (uint32_t)id, e);
-	if (err)
-		return err;
-	h->defined = (uint64_t)id;
-	return id;
-}
-
-/* Row id of table t: from the current epoch, else from the file (strings valid until the
- * next lookup of t). -ENOENT: no such id. */
-static int query_row(struct hydrate *h, enum hc_dict_table t, uint32_t id, struct row *r)
-{
-	int rc;
-
-	if (hc_dict__has(h->cur, t, id)) {
-		row_from_dict(h->cur, t, id, r);
-		return 0;
-	}
-	if (!h->get[t] && sqlite3_prepare_v2(h->db, row_sql[t], -1, &h->get[t], NULL) != SQLITE_OK)
-		return -sql_errno(sqlite3_errcode(h->db));
-	sqlite3_reset(h->get[t]);
-	sqlite3_bind_int64(h->get[t], 1, id);
-	rc = sqlite3_step(h->get[t]);
-	h->lookups++;
-	if (rc != SQLITE_ROW)
-		return rc == SQLITE_DONE ? -ENOENT : -sql_errno(rc);
-	row_read(t, h->get[t], 0, r);
-	return 0;
-}
-
-static int64_t scratch_frame(struct hydrate *h, uint32_t f)
-{
-	const uint64_t *v = idmap_find(&h->frames, f);
-	struct row r;
-	int64_t id;
-	int err;
-
-	if (v)
-		return (int64_t)*v;
-	err = query_row(h, HC_DICT_FRAMES, f, &r);
-	if (err)
-		return err;
-	id = scratch_define(h, &r.frame);
-	if (id > 0 && (err = idmap_put(&h->frames, f, (uint64_t)id)))
-		return err;
-	return id;
-}
-
-static int stack_link(struct hydrate *h, uint32_t s, struct hc_dict_stack *out)
-{
-	const uint64_t *v;
-	struct row r;
-	int err;
-
-	if (hc_dict__has(h->cur, HC_DICT_STACKS, s)) {
-		*out = *(const struct hc_dict_stack *)hc_dict__entry(h->cur, HC_DICT_STACKS, s);
-		return 0;
-	}
-	v = idmap_find(&h->stacks, s);
-	if (v) {
-		*out = (struct hc_dict_stack){.parent = (uint32_t)(*v >> 32),
-					      .frame = (uint32_t)*v};
-		return 0;
-	}
-	err = query_row(h, HC_DICT_STACKS, s, &r);
-	if (err)
-		return err;
-	*out = r.stack;
-	return idmap_put(&h->stacks, s, (uint64_t)r.stack.parent << 32 | r.stack.frame);
-}
-
-static bool task_passes(const struct hc_dict_task *t, const struct hc_store_filter *f)
-{
-	return (!f->has_pid || t->pid == f->pid) && (!f->has_tid || t->tid == f->tid) &&
-	       (!f->comm || !strcmp(f->comm, t->process ? t->process : ""));
-}
-
-/* The scratch process and thread ids of a task, 0 when the filter leaves it out. */
-static int scratch_task(struct hydrate *h, uint32_t task, const struct hc_store_filter *f,
-			uint64_t *out)
-{
-	const uint64_t *v = idmap_find(&h->tasks, task);
-	struct row r;
-	int err;
-
-	if (v) {
-		*out = *v;
-		return 0;
-	}
-	err = query_row(h, HC_DICT_TASKS, task, &r);
-	if (err)
-		return err;
-	*out = 0;
-	if (task_passes(&r.task, f)) {
-		struct hc_path_elem p = {.kind = HC_NODE_PROCESS,
-					 .name = r.task.process ? r.task.process : "",
-					 .id = r.task.pid,
-					 .offset = -1};
-		struct hc_path_elem th = {.kind = HC_NODE_THREAD,
-					  .name = r.task.thread ? r.task.thread : "",
-					  .id = r.task.tid,
-					  .offset = -1};
-		int64_t a = scratch_define(h, &p), b = a > 0 ? scratch_define(h, &th) : a;
-
-		if (b <= 0)
-			return b ? (int)b : -EINVAL;
-		*out = (uint64_t)a << 32 | (uint64_t)b;
-	}
-	return idmap_put(&h->tasks, task, *out);
-}
-
-static int scratch_entry(struct hydrate *h, const struct hc_store_filter *f,
-			 const struct hc_blob_entry *e)
-{
-	struct hc_dict_stack link;
-	size_t depth = 0;
-	uint64_t pt;
-	int err = scratch_task(h, e->task, f, &pt);
-
-	if (err || !pt)
-		return err;
-	/* the stack's frames, leaf first */
-	for (uint32_t s = e->stack; s; s = link.parent) {
-		if (depth + 2 >= HC_STORE_MAX_DEPTH)
-			return -EINVAL;
-		err = stack_link(h, s, &link);
-		if (err)
-			return err;
-		if (depth == h->cap_chain && hc_array_grow(h->chain, h->cap_chain, depth + 1, 64))
-			return -ENOMEM;
-		h->chain[depth++] = link.frame;
-	}
-	if (depth + 2 > h->cap_path && hc_array_grow(h->path, h->cap_path, depth + 2, 64))
-		return -ENOMEM;
-	h->path[0] = (uint32_t)(pt >> 32);
-	h->path[1] = (uint32_t)pt;
-	for (size_t i = 0; i < depth; i++) {
-		int64_t id = scratch_frame(h, h->chain[depth - 1 - i]);
-
-		if (id <= 0)
-			return id ? (int)id : -EINVAL;
-		h->path[2 + i] = (uint32_t)id;
-	}
-	return hc_store__add(h->st, SCRATCH_SEC, h->path, depth + 2, &e->w);
-}
-
-static void hydrate_free(struct hydrate *h)
-{
-	hc_store__free(h->st);
-	hc_dict__free(h->ids);
-	free(h->frames.s);
-	free(h->tasks.s);
-	free(h->stacks.s);
-	free(h->path);
-	free(h->chain);
-}
-
-/* The entries summed into the scratch store; entries naming ids the file does not have
- * (not this writer's) are skipped. */
-static int hydrate_entries(struct hydrate *h, const struct hc_blob *acc,
-			   const struct hc_store_filter *f)
-{
-	int err = 0;
-
-	/* the lock per entry, not around the loop: the ingest thread appends to the current
-	 * epoch meanwhile (what an entry keeps of it, strings and copies, stays valid) */
-	for (size_t i = 0; !err && i < acc->n; i++) {
-		pthread_rwlock_rdlock(&h->cur->lock);
-		err = scratch_entry(h, f, &acc->e[i]);
-		pthread_rwlock_unlock(&h->cur->lock);
-		if (err == -ENOENT)
-			err = 0;
-	}
-	return err;
-}
-
-/* The range summed into h->st's second SCRATCH_SEC. */
-static int hydrate(struct hc_disk *d, enum hc_disk_store s, const struct hc_disk_range *r,
-		   const struct hc_store_filter *f, bool entries, bool cells, struct hydrate *h)
-{
-	struct hc_store_opts so = {
-		.retention_s = 10,
-		.max_bytes = (size_t)1 << 40,
-		.period_ns = s == HC_DISK_LOCKS ? 1 : (d->period_ns ? d->period_ns : 1)};
-	struct hc_blob acc;
-	int err;
-
-	memset(h, 0, sizeof(*h));
-	hc_blob__init(&acc, 0, so.period_ns);
-	/* the epoch before the snapshot: ids of a newer one are in the file, with their rows */
-	pthread_mutex_lock(&d->mu);
-	h->cur = d->dict;
-	h->cur->refs++;
-	pthread_mutex_unlock(&d->mu);
-	err = open_db(d->path, SQLITE_OPEN_READONLY, &h->db);
-	if (!err)
-		err = exec(h->db, "BEGIN");
-	if (!err)
-		err = read_range(d, h->db, s, r, &acc, entries, cells);
-	if (!err) {
-		static const uint32_t zero[HC_DICT_TABLES];
-
-		h->st = hc_store__new(&so);
-		h->ids = hc_dict__new(0, zero);
-		if (!h->st || !h->ids)
-			err = -ENOMEM;
-	}
-	if (!err)
-		err = hydrate_entries(h, &acc, f);
-	for (size_t i = 0; !err && i < acc.nc; i++) {
-		const struct hc_blob_cell *c = &acc.c[i];
-
-		if (c->hist < HC_STORE_H_MAX)
-			err = hc_store__add_hist(h->st, SCRATCH_SEC, (enum hc_store_hist)c->hist,
-						 c->pid, c->key, c->value, c->count);
-		else
-			err = hc_store__add_counter(
-				h->st, SCRATCH_SEC,
-				(enum hc_store_counter)(c->hist - HC_BLOB_COUNTER), c->key,
-				c->count);
-	}
-	for (int t = 0; t < HC_DICT_TABLES; t++)
-		sqlite3_finalize(h->get[t]);
-	sqlite3_close(h->db); /* the read transaction ends with it */
-	dict_put(d, h->cur);
-	pthread_mutex_lock(&d->mu);
-	d->st.dict_file_lookups += h->lookups;
-	pthread_mutex_unlock(&d->mu);
-	hc_blob__release(&acc);
-	if (err)
-		hydrate_free(h);
-	return err;
-}
-
-static struct hc_store_filter scratch_filter(const struct hc_store_filter *f)
-{
-	struct hc_store_filter g = *f;
-
-	g.from_s = SCRATCH_SEC;
-	g.to_s = SCRATCH_SEC + 1;
-	return g;
-}
-
-int hc_disk__tree(struct hc_disk *d, enum hc_disk_store s, const struct hc_disk_range *r,
-		  const struct hc_store_filter *f, struct hc_tree *out,
-		  struct hc_store_pruned *pruned)
-{
-	struct hc_store_filter g = scratch_filter(f);
-	struct hydrate h;
-	int err = hydrate(d, s, r, f, true, false, &h);
-
-	if (err)
-		return err;
-	err = hc_store__tree(h.st, &g, out, pruned);
-	hydrate_free(&h);
-	return err;
-}
-
-struct hc_hist *hc_disk__hist(struct hc_disk *d, enum hc_disk_store s,
-			      const struct hc_disk_range *r, enum hc_store_hist hist,
-			      const struct hc_store_filter *f)
-{
-	struct hc_store_filter g = scratch_filter(f);
-	struct hc_hist *out;
-	struct hydrate h;
-	int err = hydrate(d, s, r, f, false, true, &h);
-
-	if (err) {
-		errno = -err;
-		return NULL;
-	}
-	out = hc_store__hist(h.st, hist, &g);
-	hydrate_free(&h);
-	return out;
-}
-
-int hc_disk__counter(struct hc_disk *d, enum hc_disk_store s, const struct hc_disk_range *r,
-		     enum hc_store_counter c, int (*fn)(void *ctx, const char *key, uint64_t value),
-		     void *ctx)
-{
-	struct hc_store_filter g = {.from_s = SCRATCH_SEC, .to_s = SCRATCH_SEC + 1};
-	struct hydrate h;
-	int err = hydrate(d, s, r, &g, false, true, &h);
-
-	if (err)
-		return err;
-	err = hc_store__counter(h.st, c, &g, fn, ctx);
-	hydrate_free(&h);
-	return err;
-}
-
-int hc_disk__timeline(struct hc_disk *d, const struct hc_disk_range *r, int64_t step_s,
-		      struct hc_store_slot **out, size_t *n)
-{
-	sqlite3 *db = NULL;
-	sqlite3_stmt *st;
-	struct hc_store_slot *slots;
-	int64_t ns;
-	int err;
-
-	if (step_s < 1 || r->from_s >= r->to_s)
-		return -EINVAL;
-	ns = (r->to_s - r->from_s + step_s - 1) / step_s;
-	if (ns > 100000)
-		return -EINVAL;
-	slots = calloc((size_t)ns, sizeof(*slots));
-	if (!slots)
-		return -ENOMEM;
-	for (int64_t i = 0; i < ns; i++)
-		slots[i].t_s = r->from_s + i * step_s;
-	err = open_db(d->path, SQLITE_OPEN_READONLY, &db);
-	if (!err && sqlite3_prepare_v2(db,
-				       "SELECT t, on_cpu_ns, off_cpu_ns, runqueue_ns, samples FROM"
-				       " bucket WHERE tier=? AND t>=? AND t<? AND store=0",
-				       -1, &st, NULL) != SQLITE_OK)
-		err = -sql_errno(sqlite3_errcode(db));
-	if (!err) {
-		sqlite3_bind_int(st, 1, r->tier);
-		sqlite3_bind_int64(st, 2, r->from_s);
-		sqlite3_bind_int64(st, 3, r->to_s);
-		while (sqlite3_step(st) == SQLITE_ROW) {
-			struct hc_store_slot *sl =
-				&slots[(sqlite3_column_int64(st, 0) - r->from_s) / step_s];
-
-			sl->on_cpu_ns += (uint64_t)sqlite3_column_int64(st, 1);
-			sl->off_cpu_ns += (uint64_t)sqlite3_column_int64(st, 2);
-			sl->runqueue_ns += (uint64_t)sqlite3_column_int64(st, 3);
-			sl->samples += (uint64_t)sqlite3_column_int64(st, 4);
-		}
-		sqlite3_finalize(st);
-	}
-	sqlite3_close(db);
-	if (err) {
-		free(slots);
-		return err;
-	}
-	*out = slots;
-	*n = (size_t)ns;
-	return 0;
-}
-
-int hc_disk__heat(struct hc_disk *d, int64_t from_s, int64_t cols, uint64_t *rows)
-{
-	sqlite3 *db = NULL;
-	sqlite3_stmt *st;
-	struct hc_blob one;
-	int err;
-
-	hc_blob__init(&one, 0, d->period_ns);
-	memset(rows, 0, (size_t)cols * HC_STORE_HEAT_ROWS * sizeof(*rows));
-	err = open_db(d->path, SQLITE_OPEN_READONLY, &db);
-	if (!err && sqlite3_prepare_v2(db,
-				       "SELECT t, data FROM bucket WHERE tier=0 AND t>=? AND t<?"
-				       " AND store=0",
-				       -1, &st, NULL) != SQLITE_OK)
-		err = -sql_errno(sqlite3_errcode(db));
-	if (!err) {
-		sqlite3_bind_int64(st, 1, from_s);
-		sqlite3_bind_int64(st, 2, from_s + cols);
-		while (!err && sqlite3_step(st) == SQLITE_ROW) {
-			int64_t c = sqlite3_column_int64(st, 0) - from_s;
-
-			memset(one.heat, 0, sizeof(one.heat));
-			err = hc_blob__decode(&one, sqlite3_column_blob(st, 1),
-					      (size_t)sqlite3_column_bytes(st, 1), false, false);
-			for (int i = 0; !err && i < HC_STORE_HEAT_ROWS; i++)
-				rows[c * HC_STORE_HEAT_ROWS + i] += one.heat[i];
-			if (err == -EBADMSG)
-				err = 0;
-		}
-		sqlite3_finalize(st);
-	}
-	sqlite3_close(db);
-	hc_blob__release(&one);
-	return err;
 }
