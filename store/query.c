@@ -204,6 +204,9 @@ struct hydrate {
 };
 
 #define SCRATCH_SEC 0
+/* An older epoch is read whole when the range names at least one of its stacks per this
+ * many of its stacks (an entry's path holds several). */
+#define PREFETCH_STACKS_PER_ENTRY 16
 
 static int64_t scratch_define(struct hydrate *h, const struct hc_path_elem *e)
 {
@@ -369,6 +372,114 @@ static void hydrate_free(struct hydrate *h)
 	free(h->chain);
 }
 
+/* Rows of table t with ids in (lo, hi], into the query's maps (as the lookups would). */
+static int prefetch_rows(struct hydrate *h, enum hc_dict_table t, uint64_t lo, uint64_t hi)
+{
+	static const char *const sql[HC_DICT_TABLES] = {
+		[HC_DICT_FRAMES] = ("SELECT id, kind, name, module, fid, offset, inlined FROM frame"
+				    " WHERE id > ? AND id <= ?"),
+		[HC_DICT_STACKS] = "SELECT id, parent, frame FROM stack WHERE id > ? AND id <= ?",
+	};
+	sqlite3_stmt *st;
+	int rc, err = 0;
+
+	if (sqlite3_prepare_v2(h->db, sql[t], -1, &st, NULL) != SQLITE_OK)
+		return -hc__disk_sql_errno(sqlite3_errcode(h->db));
+	sqlite3_bind_int64(st, 1, (int64_t)lo);
+	sqlite3_bind_int64(st, 2, (int64_t)hi);
+	while (!err && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+		uint32_t id = (uint32_t)sqlite3_column_int64(st, 0);
+		struct row r;
+		int64_t sid;
+
+		h->lookups++;
+		hc__disk_row_read(t, st, 1, &r);
+		if (t == HC_DICT_STACKS) {
+			if (!idmap_find(&h->stacks, id))
+				err = idmap_put(&h->stacks, id,
+						(uint64_t)r.stack.parent << 32 | r.stack.frame);
+		} else if (!idmap_find(&h->frames, id)) {
+			sid = scratch_define(h, &r.frame);
+			err = sid < 0 ? (int)sid : idmap_put(&h->frames, id, (uint64_t)sid);
+		}
+	}
+	sqlite3_finalize(st);
+	return err;
+}
+
+struct epoch_span {
+	uint64_t base[HC_DICT_TABLES];
+	size_t entries; /* of the range, whose stack is of this epoch */
+};
+
+/* The epoch of stack id s among e[0..n) (ordered by base): its index, n for none. */
+static size_t epoch_of(const struct epoch_span *e, size_t n, uint32_t s)
+{
+	size_t lo = 0, hi = n;
+
+	if (!n || e[0].base[HC_DICT_STACKS] >= s)
+		return n;
+	while (hi - lo > 1) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (e[mid].base[HC_DICT_STACKS] < s)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/*
+ * The stacks and frames of the older epochs the range names many stacks of, each read in one
+ * scan: a range of a busy host's minutes meets most of an epoch's stacks (and every entry
+ * several of them), and a scan costs a fraction of a lookup per row. Epochs the range names
+ * few stacks of are looked up id by id, as they are met.
+ */
+static int prefetch(struct hydrate *h, const struct hc_blob *acc)
+{
+	struct epoch_span *e = NULL;
+	size_t n = 0, cap = 0;
+	sqlite3_stmt *st;
+	int err = 0;
+
+	if (sqlite3_prepare_v2(h->db,
+			       "SELECT frame_base, task_base, stack_base FROM epoch ORDER BY id",
+			       -1, &st, NULL) != SQLITE_OK)
+		return -hc__disk_sql_errno(sqlite3_errcode(h->db));
+	while (!err && sqlite3_step(st) == SQLITE_ROW) {
+		if (n == cap && hc_array_grow(e, cap, n + 1, 16)) {
+			err = -ENOMEM;
+			break;
+		}
+		for (int t = 0; t < HC_DICT_TABLES; t++)
+			e[n].base[t] = (uint64_t)sqlite3_column_int64(st, t);
+		e[n++].entries = 0;
+	}
+	sqlite3_finalize(st);
+	for (size_t i = 0; !err && i < acc->n; i++) {
+		size_t k = epoch_of(e, n, acc->e[i].stack);
+
+		if (k < n)
+			e[k].entries++;
+	}
+	for (size_t k = 0; !err && k + 1 < n; k++) {
+		uint64_t rows = e[k + 1].base[HC_DICT_STACKS] - e[k].base[HC_DICT_STACKS];
+
+		/* the current epoch is in memory; one newer than it has no next yet */
+		if (e[k].base[HC_DICT_STACKS] >= h->cur->t[HC_DICT_STACKS].base ||
+		    e[k].entries * PREFETCH_STACKS_PER_ENTRY < rows)
+			continue;
+		err = prefetch_rows(h, HC_DICT_STACKS, e[k].base[HC_DICT_STACKS],
+				    e[k + 1].base[HC_DICT_STACKS]);
+		if (!err)
+			err = prefetch_rows(h, HC_DICT_FRAMES, e[k].base[HC_DICT_FRAMES],
+					    e[k + 1].base[HC_DICT_FRAMES]);
+	}
+	free(e);
+	return err;
+}
+
 /* The entries summed into the scratch store; entries naming ids the file does not have
  * (not this writer's) are skipped. */
 static int hydrate_entries(struct hydrate *h, const struct hc_blob *acc,
@@ -419,6 +530,8 @@ static int hydrate(struct hc_disk *d, enum hc_disk_store s, const struct hc_disk
 		if (!h->st || !h->ids)
 			err = -ENOMEM;
 	}
+	if (!err && acc.n)
+		err = prefetch(h, &acc);
 	if (!err)
 		err = hydrate_entries(h, &acc, f);
 	for (size_t i = 0; !err && i < acc.nc; i++) {
