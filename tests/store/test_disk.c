@@ -768,6 +768,7 @@ struct churn {
 	struct hc_disk *d;
 	int64_t t0; /* a multiple of 60 */
 	uint32_t trunk_frame[2], trunk_stack;
+	uint32_t early_frame; /* a frame id of second 0, never used again by its id */
 	struct hc_weights want[CH_SECONDS + 60];
 	uint64_t hist[CH_SECONDS + 60];
 	uint64_t epoch_at[CH_SECONDS + 60];
@@ -828,6 +829,8 @@ static void churn_second(struct churn *c, int s)
 			f.name = name;
 			fid = hc_disk__frame(c->d, &f);
 			assert_true(fid > 0);
+			if (!c->early_frame)
+				c->early_frame = (uint32_t)fid;
 			stack = hc_disk__stack(c->d, (uint32_t)stack, (uint32_t)fid);
 			assert_true(stack > 0);
 		}
@@ -1183,6 +1186,8 @@ static void test_epochs_expire(void **state)
 		snprintf(sql, sizeof(sql), "SELECT count(*) FROM frame WHERE id=%u",
 			 a.trunk_frame[0]);
 		assert_int_equal(sql_int(da, sql), 0);
+		/* one kept but left unused since its epoch, whose rows are gone, is refused */
+		assert_int_equal(hc_disk__stack(a.d, 0, a.early_frame), -ESTALE);
 		churn_run(&a, CH_SECONDS, CH_SECONDS + 50, CH_BOUND, &max_a);
 		churn_run(&b, CH_SECONDS, CH_SECONDS + 50, UINT64_MAX, &max_b);
 		memcpy(b.want, a.want, sizeof(a.want));
