@@ -616,6 +616,26 @@ int hc_disk__counter(struct hc_disk *d, enum hc_disk_store s, const struct hc_di
 	return err;
 }
 
+/* A read connection and sql prepared on it, its parameters tier, from_s and to_s: 0, or
+ * -errno with nothing left open. */
+static int select_range(struct hc_disk *d, const char *sql, int tier, int64_t from_s, int64_t to_s,
+			sqlite3 **db, sqlite3_stmt **st)
+{
+	int err = hc__disk_open_db(d->path, SQLITE_OPEN_READONLY, db);
+
+	if (err)
+		return err;
+	if (sqlite3_prepare_v2(*db, sql, -1, st, NULL) != SQLITE_OK) {
+		err = -hc__disk_sql_errno(sqlite3_errcode(*db));
+		sqlite3_close(*db);
+		return err;
+	}
+	sqlite3_bind_int(*st, 1, tier);
+	sqlite3_bind_int64(*st, 2, from_s);
+	sqlite3_bind_int64(*st, 3, to_s);
+	return 0;
+}
+
 int hc_disk__timeline(struct hc_disk *d, const struct hc_disk_range *r, int64_t step_s,
 		      struct hc_store_slot **out, size_t *n)
 {
@@ -635,16 +655,11 @@ int hc_disk__timeline(struct hc_disk *d, const struct hc_disk_range *r, int64_t 
 		return -ENOMEM;
 	for (int64_t i = 0; i < ns; i++)
 		slots[i].t_s = r->from_s + i * step_s;
-	err = hc__disk_open_db(d->path, SQLITE_OPEN_READONLY, &db);
-	if (!err && sqlite3_prepare_v2(db,
-				       "SELECT t, on_cpu_ns, off_cpu_ns, runqueue_ns, samples FROM"
-				       " bucket WHERE tier=? AND t>=? AND t<? AND store=0",
-				       -1, &st, NULL) != SQLITE_OK)
-		err = -hc__disk_sql_errno(sqlite3_errcode(db));
+	err = select_range(d,
+			   "SELECT t, on_cpu_ns, off_cpu_ns, runqueue_ns, samples FROM bucket"
+			   " WHERE tier=? AND t>=? AND t<? AND store=0",
+			   r->tier, r->from_s, r->to_s, &db, &st);
 	if (!err) {
-		sqlite3_bind_int(st, 1, r->tier);
-		sqlite3_bind_int64(st, 2, r->from_s);
-		sqlite3_bind_int64(st, 3, r->to_s);
 		while (sqlite3_step(st) == SQLITE_ROW) {
 			struct hc_store_slot *sl =
 				&slots[(sqlite3_column_int64(st, 0) - r->from_s) / step_s];
@@ -655,8 +670,8 @@ int hc_disk__timeline(struct hc_disk *d, const struct hc_disk_range *r, int64_t 
 			sl->samples += (uint64_t)sqlite3_column_int64(st, 4);
 		}
 		sqlite3_finalize(st);
+		sqlite3_close(db);
 	}
-	sqlite3_close(db);
 	if (err) {
 		free(slots);
 		return err;
@@ -675,15 +690,10 @@ int hc_disk__heat(struct hc_disk *d, int64_t from_s, int64_t cols, uint64_t *row
 
 	hc_blob__init(&one, 0, d->period_ns);
 	memset(rows, 0, (size_t)cols * HC_STORE_HEAT_ROWS * sizeof(*rows));
-	err = hc__disk_open_db(d->path, SQLITE_OPEN_READONLY, &db);
-	if (!err && sqlite3_prepare_v2(db,
-				       "SELECT t, data FROM bucket WHERE tier=0 AND t>=? AND t<?"
-				       " AND store=0",
-				       -1, &st, NULL) != SQLITE_OK)
-		err = -hc__disk_sql_errno(sqlite3_errcode(db));
+	err = select_range(d,
+			   "SELECT t, data FROM bucket WHERE tier=? AND t>=? AND t<? AND store=0",
+			   0, from_s, from_s + cols, &db, &st);
 	if (!err) {
-		sqlite3_bind_int64(st, 1, from_s);
-		sqlite3_bind_int64(st, 2, from_s + cols);
 		while (!err && sqlite3_step(st) == SQLITE_ROW) {
 			int64_t c = sqlite3_column_int64(st, 0) - from_s;
 
@@ -696,8 +706,8 @@ int hc_disk__heat(struct hc_disk *d, int64_t from_s, int64_t cols, uint64_t *row
 				err = 0;
 		}
 		sqlite3_finalize(st);
+		sqlite3_close(db);
 	}
-	sqlite3_close(db);
 	hc_blob__release(&one);
 	return err;
 }
