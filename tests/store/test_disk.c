@@ -6,7 +6,11 @@
  * added, to the ns, and equal to the sum of their parts; the answers survive a reopen; the
  * tiers' horizons expire what is past them and max_bytes drops the oldest, both counted; a
  * garbage file is quarantined byte for byte; a second open of a locked directory fails with
- * EWOULDBLOCK.
+ * EWOULDBLOCK. The dictionary's epochs: a stream of distinct stacks under a small bound rolls
+ * over several times, its memory stays under the bound, and every answer (trees, filtered
+ * trees, timelines, histograms) is the unbounded store's, to the ns, across a restart, after
+ * expiry deleted old epochs' rows (counted in the file), with a window merged across a
+ * rollover, and with the writer held back; a file of the first layout is migrated.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -1136,6 +1140,7 @@ static void test_epochs_agree(void **state)
 	churn_run(&b, CH_SECONDS, CH_SECONDS + 30, UINT64_MAX, &max_b);
 	memcpy(b.want, a.want, sizeof(a.want));
 	assert_same_answers(a.d, b.d, &a, T0 + 180, T0 + CH_SECONDS + 30);
+	hc_disk__close(a.d);
 	hc_disk__close(b.d);
 }
 
@@ -1195,6 +1200,61 @@ static void test_epochs_expire(void **state)
 		assert_true(st.dict_epoch >= epoch + 2);
 		assert_same_answers(a.d, b.d, &a, a.t0 + CH_SECONDS, a.t0 + CH_SECONDS + 50);
 	}
+	hc_disk__close(a.d);
+	hc_disk__close(b.d);
+}
+
+/* With the writer held back (another connection holds the write lock), epochs retire
+ * faster than they are written: kept ids translate from the retired epochs still in memory,
+ * one transaction then writes them all, and the answers are one epoch's. */
+static void test_epochs_writer_behind(void **state)
+{
+	struct fixture *fx = *state;
+	static struct churn a, b;
+	char da[PATH_MAX + 16], db[PATH_MAX + 16], path[PATH_MAX + 32];
+	uint64_t max_a = 0, max_b = 0, epoch;
+	struct hc_disk_stats st;
+	sqlite3 *lock = NULL;
+
+	memset(&a, 0, sizeof(a));
+	memset(&b, 0, sizeof(b));
+	snprintf(da, sizeof(da), "%s/bounded", fx->dir);
+	snprintf(db, sizeof(db), "%s/whole", fx->dir);
+	assert_int_equal(mkdir(da, 0700), 0);
+	assert_int_equal(mkdir(db, 0700), 0);
+	a.t0 = b.t0 = T0;
+	a.d = open_epochs(da, CH_BOUND, 0, 0, 0);
+	b.d = open_epochs(db, 1ull << 40, 0, 0, 0);
+	assert_non_null(a.d);
+	assert_non_null(b.d);
+	churn_trunk(&a);
+	churn_trunk(&b);
+	churn_run(&a, 0, 20, CH_BOUND, &max_a);
+	hc_disk__stats(a.d, &st);
+	epoch = st.dict_epoch;
+	/* the writer's next BEGIN IMMEDIATE waits (its busy timeout is 5 s) */
+	snprintf(path, sizeof(path), "%s/%s", da, HC_DISK_FILE);
+	assert_int_equal(sqlite3_open(path, &lock), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(lock, "BEGIN IMMEDIATE", NULL, NULL, NULL), SQLITE_OK);
+	for (int s = 20; s < 80; s++)
+		churn_second(&a, s);
+	hc_disk__stats(a.d, &st);
+	print_message("writer held back: epoch %" PRIu64 " -> %" PRIu64 ", %" PRIu64
+		      " B of dictionary in memory\n",
+		      epoch, st.dict_epoch, st.dict_bytes);
+	assert_true(st.dict_epoch >= epoch + 2);
+	assert_int_equal(sqlite3_exec(lock, "COMMIT", NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_close(lock);
+	hc_disk__sync(a.d);
+	assert_int_equal(hc_disk__seal(a.d, T0 + 79), 0); /* the written epochs leave memory */
+	hc_disk__maintain(a.d);
+	hc_disk__stats(a.d, &st);
+	assert_int_equal(st.write_failures + st.dropped_queue_s, 0);
+	assert_true(st.dict_bytes <= CH_BOUND);
+	churn_run(&b, 0, 80, UINT64_MAX, &max_b);
+	memcpy(b.want, a.want, sizeof(a.want));
+	assert_same_answers(a.d, b.d, &a, T0, T0 + 80);
+	hc_disk__close(a.d);
 	hc_disk__close(b.d);
 }
 
@@ -1251,6 +1311,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_locked, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_epochs_agree, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_epochs_expire, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_epochs_writer_behind, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_epochs_migrate, setup, teardown),
 	};
 
