@@ -292,7 +292,7 @@ static const char *const load_sql[HC_DICT_TABLES] = {
 	[HC_DICT_STACKS] = "SELECT id, parent, frame FROM stack WHERE id > ? ORDER BY id",
 };
 
-void hc__disk_row_read(enum hc_dict_table t, sqlite3_stmt *st, int col, struct row *r)
+void hc__disk_row_read(enum hc_dict_table t, sqlite3_stmt *st, int col, struct dict_row *r)
 {
 	if (t == HC_DICT_FRAMES)
 		r->frame = (struct hc_path_elem){
@@ -319,7 +319,7 @@ void hc__disk_row_read(enum hc_dict_table t, sqlite3_stmt *st, int col, struct r
 
 /* The same from an epoch in memory that has id. */
 void hc__disk_row_from_dict(const struct hc_dict *dict, enum hc_dict_table t, uint32_t id,
-			    struct row *r)
+			    struct dict_row *r)
 {
 	if (t == HC_DICT_FRAMES)
 		hc_dict__elem(dict, id, &r->frame);
@@ -329,7 +329,7 @@ void hc__disk_row_from_dict(const struct hc_dict *dict, enum hc_dict_table t, ui
 		r->stack = *(const struct hc_dict_stack *)hc_dict__entry(dict, t, id);
 }
 
-static int64_t row_intern(struct hc_dict *dict, enum hc_dict_table t, const struct row *r)
+static int64_t row_intern(struct hc_dict *dict, enum hc_dict_table t, const struct dict_row *r)
 {
 	if (t == HC_DICT_FRAMES)
 		return hc_dict__frame(dict, &r->frame);
@@ -351,7 +351,7 @@ static int load_table(struct hc_disk *d, struct hc_dict *dict, enum hc_dict_tabl
 		return -EBADMSG;
 	sqlite3_bind_int64(st, 1, dict->t[t].base);
 	while (!err && (rc = sqlite3_step(st)) == SQLITE_ROW) {
-		struct row r;
+		struct dict_row r;
 
 		hc__disk_row_read(t, st, 1, &r);
 		if (sqlite3_column_int64(st, 0) != want++ || row_intern(dict, t, &r) != want - 1)
@@ -686,7 +686,7 @@ static void free_written(struct hc_disk *d)
 
 /* Row id of table t of an older epoch: from a retired epoch still in memory, else from the
  * file (strings valid until the next lookup of t). */
-static int old_row(struct hc_disk *d, enum hc_dict_table t, uint32_t id, struct row *r)
+static int old_row(struct hc_disk *d, enum hc_dict_table t, uint32_t id, struct dict_row *r)
 {
 	sqlite3_stmt **st = &d->ingest_get[t];
 	int rc;
@@ -725,7 +725,7 @@ static int64_t translate(struct hc_disk *d, enum hc_dict_table t, uint32_t id)
 {
 	struct hc_dict *cur = d->dict;
 	int64_t nid;
-	struct row r;
+	struct dict_row r;
 	uint32_t a;
 	int err;
 

@@ -70,7 +70,7 @@ struct hc_disk {
 };
 
 /* A dictionary entry's content, strings not interned (valid while its source is). */
-struct row {
+struct dict_row {
 	struct hc_path_elem frame;
 	struct hc_dict_task task;
 	struct hc_dict_stack stack;
@@ -87,10 +87,10 @@ int hc__disk_exec(sqlite3 *db, const char *sql);
 /* A connection to path with serve's settings (busy timeout); 0 or -errno. */
 int hc__disk_open_db(const char *path, int flags, sqlite3 **out);
 /* A dictionary row of table t, its columns from col of st. */
-void hc__disk_row_read(enum hc_dict_table t, sqlite3_stmt *st, int col, struct row *r);
+void hc__disk_row_read(enum hc_dict_table t, sqlite3_stmt *st, int col, struct dict_row *r);
 /* The same from an epoch in memory that has id. */
 void hc__disk_row_from_dict(const struct hc_dict *dict, enum hc_dict_table t, uint32_t id,
-			    struct row *r);
+			    struct dict_row *r);
 /* A reference to an epoch dropped (under d->mu); the last one frees it. */
 void hc__disk_dict_put(struct hc_disk *d, struct hc_dict *dict);
 

@@ -224,7 +224,7 @@ static int64_t scratch_define(struct hydrate *h, const struct hc_path_elem *e)
 
 /* Row id of table t: from the current epoch, else from the file (strings valid until the
  * next lookup of t). -ENOENT: no such id. */
-static int query_row(struct hydrate *h, enum hc_dict_table t, uint32_t id, struct row *r)
+static int query_row(struct hydrate *h, enum hc_dict_table t, uint32_t id, struct dict_row *r)
 {
 	int rc;
 
@@ -248,7 +248,7 @@ static int query_row(struct hydrate *h, enum hc_dict_table t, uint32_t id, struc
 static int64_t scratch_frame(struct hydrate *h, uint32_t f)
 {
 	const uint64_t *v = idmap_find(&h->frames, f);
-	struct row r;
+	struct dict_row r;
 	int64_t id;
 	int err;
 
@@ -266,7 +266,7 @@ static int64_t scratch_frame(struct hydrate *h, uint32_t f)
 static int stack_link(struct hydrate *h, uint32_t s, struct hc_dict_stack *out)
 {
 	const uint64_t *v;
-	struct row r;
+	struct dict_row r;
 	int err;
 
 	if (hc_dict__has(h->cur, HC_DICT_STACKS, s)) {
@@ -297,7 +297,7 @@ static int scratch_task(struct hydrate *h, uint32_t task, const struct hc_store_
 			uint64_t *out)
 {
 	const uint64_t *v = idmap_find(&h->tasks, task);
-	struct row r;
+	struct dict_row r;
 	int err;
 
 	if (v) {
@@ -389,7 +389,7 @@ static int prefetch_rows(struct hydrate *h, enum hc_dict_table t, uint64_t lo, u
 	sqlite3_bind_int64(st, 2, (int64_t)hi);
 	while (!err && (rc = sqlite3_step(st)) == SQLITE_ROW) {
 		uint32_t id = (uint32_t)sqlite3_column_int64(st, 0);
-		struct row r;
+		struct dict_row r;
 		int64_t sid;
 
 		h->lookups++;
