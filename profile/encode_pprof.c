@@ -40,6 +40,7 @@
 
 #include "base/array.h"
 #include "base/hash.h"
+#include "base/varint.h"
 #include "profile/weights.h"
 #include "profile/tree.h"
 #include "profile/profile.h"
@@ -125,30 +126,15 @@ static int pbuf_reserve(struct pbuf *p, size_t more)
 	return 0;
 }
 
-static size_t varint_len(uint64_t v)
-{
-	size_t n = 1;
-
-	while (v >= 0x80) {
-		v >>= 7;
-		n++;
-	}
-	return n;
-}
-
-/* Callers reserve 10 bytes per varint first. */
+/* Callers reserve HC_VARINT_MAX bytes per varint first. */
 static void put_varint_raw(struct pbuf *p, uint64_t v)
 {
-	while (v >= 0x80) {
-		p->b[p->len++] = (uint8_t)(v | 0x80);
-		v >>= 7;
-	}
-	p->b[p->len++] = (uint8_t)v;
+	p->len = (size_t)(hc_varint_put(p->b + p->len, v) - p->b);
 }
 
 static int put_varint(struct pbuf *p, uint64_t v)
 {
-	if (pbuf_reserve(p, 10))
+	if (pbuf_reserve(p, HC_VARINT_MAX))
 		return -ENOMEM;
 	put_varint_raw(p, v);
 	return 0;
@@ -658,7 +644,7 @@ static int encode_sample(struct pprof *pp, const uint64_t *vals)
 
 	s->len = 0;
 	for (size_t i = 0; i < pp->n_path; i++)
-		len += varint_len(pp->path[i]);
+		len += hc_varint_len(pp->path[i]);
 	if (put_tag(s, SAMPLE_LOCATION_ID, WT_LEN) || put_varint(s, len) || pbuf_reserve(s, len))
 		return -ENOMEM;
 	for (size_t i = pp->n_path; i-- > 0;)

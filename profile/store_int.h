@@ -46,47 +46,17 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/varint.h"
 #include "profile/hist.h"
 #include "profile/store.h"
 
 #define MALLOC_OVERHEAD 16
 #define MIN_SLOTS 64
-#define VARINT_MAX 10
+#define VARINT_MAX HC_VARINT_MAX
 
-/* ---- varints ---- */
-
-static inline uint8_t *put_uv(uint8_t *p, uint64_t v)
-{
-	while (v >= 0x80) {
-		*p++ = (uint8_t)(v | 0x80);
-		v >>= 7;
-	}
-	*p++ = (uint8_t)v;
-	return p;
-}
-
-static inline const uint8_t *get_uv(const uint8_t *p, uint64_t *v)
-{
-	uint64_t r = 0;
-	unsigned int shift = 0;
-
-	while (*p & 0x80) {
-		r |= (uint64_t)(*p++ & 0x7f) << shift;
-		shift += 7;
-	}
-	*v = r | (uint64_t)*p++ << shift;
-	return p;
-}
-
-static inline uint64_t zigzag(uint64_t v)
-{
-	return (v << 1) ^ (0 - (v >> 63));
-}
-
-static inline uint64_t unzigzag(uint64_t z)
-{
-	return (z >> 1) ^ (0 - (z & 1));
-}
+/* The store's short names for base/varint.h (store_codec.c and the trie use them too). */
+#define put_uv hc_varint_put
+#define get_uv hc_varint_get
 
 static inline uint64_t sat_add(uint64_t a, uint64_t b)
 {
@@ -257,7 +227,7 @@ struct hc_store {
 static inline uint8_t *put_wentry(uint8_t *p, uint32_t delta, const struct hc_weights *w,
 				  uint64_t period_ns)
 {
-	uint64_t resid = zigzag(w->on_cpu_ns - w->samples * period_ns);
+	uint64_t resid = hc_zigzag(w->on_cpu_ns - w->samples * period_ns);
 	uint64_t flags = (w->samples ? WF_SAMPLES : 0) | (resid ? WF_ON : 0) |
 			 (w->off_cpu_ns ? WF_OFF : 0) | (w->runqueue_ns ? WF_RQ : 0);
 
@@ -288,7 +258,7 @@ static inline const uint8_t *get_wentry(const uint8_t *p, uint32_t *node, struct
 		p = get_uv(p, &w->samples);
 	if (hdr & WF_ON)
 		p = get_uv(p, &v);
-	w->on_cpu_ns = w->samples * period_ns + unzigzag(v);
+	w->on_cpu_ns = w->samples * period_ns + hc_unzigzag(v);
 	if (hdr & WF_OFF)
 		p = get_uv(p, &w->off_cpu_ns);
 	if (hdr & WF_RQ)

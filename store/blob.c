@@ -10,6 +10,7 @@
 
 #include "base/array.h"
 #include "base/hash.h"
+#include "base/varint.h"
 
 #define BLOB_MAGIC0 'H'
 #define BLOB_MAGIC1 'B'
@@ -220,25 +221,9 @@ static void put_bytes(struct wbuf *w, const void *s, size_t n)
 
 static void put_uv(struct wbuf *w, uint64_t v)
 {
-	uint8_t b[10];
-	size_t n = 0;
+	uint8_t b[HC_VARINT_MAX];
 
-	while (v >= 0x80) {
-		b[n++] = (uint8_t)(v | 0x80);
-		v >>= 7;
-	}
-	b[n++] = (uint8_t)v;
-	put_bytes(w, b, n);
-}
-
-static inline uint64_t zigzag(int64_t v)
-{
-	return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
-}
-
-static inline int64_t unzigzag(uint64_t z)
-{
-	return (int64_t)(z >> 1) ^ -(int64_t)(z & 1);
+	put_bytes(w, b, (size_t)(hc_varint_put(b, v) - b));
 }
 
 static int entry_cmp(const void *x, const void *y)
@@ -274,12 +259,12 @@ static void encode_entries(struct wbuf *w, const struct hc_blob_entry *e, size_t
 		put_uv(w, e[i].task - (i ? e[i - 1].task : 0));
 	for (size_t i = 0; i < n; i++)
 		put_uv(w, i && e[i].task == e[i - 1].task
-				  ? zigzag((int64_t)e[i].stack - (int64_t)e[i - 1].stack)
+				  ? hc_zigzag((uint64_t)e[i].stack - e[i - 1].stack)
 				  : e[i].stack);
 	for (size_t i = 0; i < n; i++)
 		put_uv(w, e[i].w.samples);
 	for (size_t i = 0; i < n; i++)
-		put_uv(w, zigzag((int64_t)(e[i].w.on_cpu_ns - e[i].w.samples * period_ns)));
+		put_uv(w, hc_zigzag(e[i].w.on_cpu_ns - e[i].w.samples * period_ns));
 	for (size_t i = 0; i < n; i++)
 		put_uv(w, e[i].w.off_cpu_ns);
 	for (size_t i = 0; i < n; i++)
@@ -296,7 +281,7 @@ static void encode_cells(struct wbuf *w, const struct hc_blob_cell *c, size_t n)
 		put_uv(w, c[i].pid);
 		put_uv(w, kl);
 		put_bytes(w, c[i].key, kl);
-		put_uv(w, zigzag(c[i].value));
+		put_uv(w, hc_zigzag((uint64_t)c[i].value));
 		put_uv(w, c[i].count);
 	}
 }
@@ -385,21 +370,14 @@ struct rbuf {
 static uint64_t get_uv(struct rbuf *r)
 {
 	uint64_t v = 0;
+	const uint8_t *next = r->bad ? NULL : hc_varint_get_checked(r->p, r->end, &v);
 
-	for (int shift = 0; shift < 64; shift += 7) {
-		uint8_t byte;
-
-		if (r->p >= r->end) {
-			r->bad = true;
-			return 0;
-		}
-		byte = *r->p++;
-		v |= (uint64_t)(byte & 0x7f) << shift;
-		if (!(byte & 0x80))
-			return v;
+	if (!next) {
+		r->bad = true;
+		return 0;
 	}
-	r->bad = true;
-	return 0;
+	r->p = next;
+	return v;
 }
 
 static int decode_entries(struct hc_blob *b, struct rbuf *r, uint64_t period_ns, bool keep)
@@ -428,13 +406,13 @@ static int decode_entries(struct hc_blob *b, struct rbuf *r, uint64_t period_ns,
 		uint64_t v = get_uv(r);
 
 		e[i].stack = i && e[i].task == e[i - 1].task
-				     ? (uint32_t)((int64_t)e[i - 1].stack + unzigzag(v))
+				     ? (uint32_t)(e[i - 1].stack + hc_unzigzag(v))
 				     : (uint32_t)v;
 	}
 	for (uint64_t i = 0; i < n; i++)
 		e[i].w.samples = get_uv(r);
 	for (uint64_t i = 0; i < n; i++)
-		e[i].w.on_cpu_ns = e[i].w.samples * period_ns + (uint64_t)unzigzag(get_uv(r));
+		e[i].w.on_cpu_ns = e[i].w.samples * period_ns + hc_unzigzag(get_uv(r));
 	for (uint64_t i = 0; i < n; i++)
 		e[i].w.off_cpu_ns = get_uv(r);
 	for (uint64_t i = 0; i < n; i++)
@@ -467,7 +445,7 @@ static int decode_cells(struct hc_blob *b, struct rbuf *r, bool keep)
 		r->p += kl;
 		if (memchr(key, 0, kl))
 			return -EBADMSG;
-		value = unzigzag(get_uv(r));
+		value = (int64_t)hc_unzigzag(get_uv(r));
 		count = get_uv(r);
 		if (r->bad)
 			return -EBADMSG;

@@ -8,101 +8,176 @@
 #include "base/array.h"
 #include "base/hash.h"
 
-int hc_dict__init(struct hc_dict *d)
-{
-	memset(d, 0, sizeof(*d));
-	return -pthread_rwlock_init(&d->lock, NULL);
-}
+#define INDEX_MIN_SLOTS 1024
+#define STRING_BYTES 24 /* hc_interner's copy of an average name, its chunk share included */
 
-void hc_dict__release(struct hc_dict *d)
+static uint64_t frame_hash(const void *e)
 {
-	pthread_rwlock_destroy(&d->lock);
-	hc_interner__release(&d->strings);
-	free(d->frames);
-	free(d->tasks);
-	free(d->stacks);
-	free(d->frame_ix.slots);
-	free(d->task_ix.slots);
-	free(d->stack_ix.slots);
-	memset(d, 0, sizeof(*d));
-}
-
-static uint64_t frame_hash(const struct hc_dict_frame *f)
-{
+	const struct hc_dict_frame *f = e;
 	uint64_t k[5] = {(uintptr_t)f->name, (uintptr_t)f->module, f->id, (uint64_t)f->offset,
 			 (uint64_t)f->kind << 1 | f->inlined};
 
 	return hc_hash_words(k, 5, 0);
 }
 
-static bool frame_eq(const struct hc_dict_frame *a, const struct hc_dict_frame *b)
+static bool frame_eq(const void *x, const void *y)
 {
+	const struct hc_dict_frame *a = x, *b = y;
+
 	return a->name == b->name && a->module == b->module && a->id == b->id &&
 	       a->offset == b->offset && a->kind == b->kind && a->inlined == b->inlined;
 }
 
-static uint64_t task_hash(const struct hc_dict_task *t)
+static uint64_t task_hash(const void *e)
 {
+	const struct hc_dict_task *t = e;
 	uint64_t k[3] = {(uint64_t)t->pid << 32 | t->tid, (uintptr_t)t->process,
 			 (uintptr_t)t->thread};
 
 	return hc_hash_words(k, 3, 1);
 }
 
-static bool task_eq(const struct hc_dict_task *a, const struct hc_dict_task *b)
+static bool task_eq(const void *x, const void *y)
 {
+	const struct hc_dict_task *a = x, *b = y;
+
 	return a->pid == b->pid && a->tid == b->tid && a->process == b->process &&
 	       a->thread == b->thread;
 }
 
-static uint64_t stack_hash(const struct hc_dict_stack *s)
+static uint64_t stack_hash(const void *e)
 {
+	const struct hc_dict_stack *s = e;
+
 	return hc_hash_splitmix((uint64_t)s->parent << 32 | s->frame);
 }
 
-/* The hash of entry id (from 1) of table `which`: 0 frames, 1 tasks, 2 stacks. */
-static uint64_t entry_hash(const struct hc_dict *d, int which, uint32_t id)
+static bool stack_eq(const void *x, const void *y)
 {
-	if (which == 0)
-		return frame_hash(&d->frames[id - 1]);
-	if (which == 1)
-		return task_hash(&d->tasks[id - 1]);
-	return stack_hash(&d->stacks[id - 1]);
+	const struct hc_dict_stack *a = x, *b = y;
+
+	return a->parent == b->parent && a->frame == b->frame;
 }
 
-/* Room in ix for one more than the n entries it holds (<= 0.5 load), re-inserting ids 1..n
- * when it grows. */
-static int index_grow(struct hc_dict *d, struct hc_dict_index *ix, int which, size_t n)
-{
-	size_t cap = ix->cap ? ix->cap : 1024;
-	uint32_t *slots;
+/* What differs between the three tables: everything else is one path. */
+static const struct table_ops {
+	size_t size, min_cap;
+	uint64_t (*hash)(const void *e);
+	bool (*eq)(const void *a, const void *b);
+} ops[HC_DICT_TABLES] = {
+	[HC_DICT_FRAMES] = {sizeof(struct hc_dict_frame), 1024, frame_hash, frame_eq},
+	[HC_DICT_TASKS] = {sizeof(struct hc_dict_task), 256, task_hash, task_eq},
+	[HC_DICT_STACKS] = {sizeof(struct hc_dict_stack), 4096, stack_hash, stack_eq},
+};
 
+static void *entry_at(const struct hc_dict_tab *t, enum hc_dict_table which, size_t i)
+{
+	return (char *)t->v + i * ops[which].size;
+}
+
+struct hc_dict *hc_dict__new(uint64_t epoch, const uint32_t base[HC_DICT_TABLES])
+{
+	struct hc_dict *d = calloc(1, sizeof(*d));
+	int err;
+
+	if (!d) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	err = pthread_rwlock_init(&d->lock, NULL);
+	if (err) {
+		free(d);
+		errno = err;
+		return NULL;
+	}
+	d->epoch = epoch;
+	for (int i = 0; i < HC_DICT_TABLES; i++)
+		d->t[i].base = base[i];
+	return d;
+}
+
+void hc_dict__free(struct hc_dict *d)
+{
+	if (!d)
+		return;
+	pthread_rwlock_destroy(&d->lock);
+	hc_interner__release(&d->strings);
+	for (int i = 0; i < HC_DICT_TABLES; i++) {
+		free(d->t[i].v);
+		free(d->t[i].ix.slots);
+		free(d->t[i].alias.slots);
+	}
+	free(d);
+}
+
+/* The index's slot count for n entries: at most half full. */
+static size_t index_cap(size_t cap, size_t n)
+{
+	cap = cap ? cap : INDEX_MIN_SLOTS;
 	while (cap < 2 * (n + 1))
 		cap *= 2;
-	if (cap == ix->cap)
+	return cap;
+}
+
+/* Room in the index for one more entry, re-inserting 1..n when it grows. */
+static int index_grow(struct hc_dict_tab *t, enum hc_dict_table which)
+{
+	size_t cap = index_cap(t->ix.cap, t->n);
+	uint32_t *slots;
+
+	if (cap == t->ix.cap)
 		return 0;
 	slots = calloc(cap, sizeof(*slots));
 	if (!slots)
 		return -ENOMEM;
-	for (uint32_t id = 1; id <= n; id++) {
-		size_t i = entry_hash(d, which, id) & (cap - 1);
+	for (uint32_t id = 1; id <= t->n; id++) {
+		size_t i = ops[which].hash(entry_at(t, which, id - 1)) & (cap - 1);
 
 		while (slots[i])
 			i = (i + 1) & (cap - 1);
 		slots[i] = id;
 	}
-	free(ix->slots);
-	ix->slots = slots;
-	ix->cap = cap;
+	free(t->ix.slots);
+	t->ix.slots = slots;
+	t->ix.cap = cap;
 	return 0;
+}
+
+/* The id of entry e (its strings interned in d), appended when new. */
+static int64_t intern(struct hc_dict *d, enum hc_dict_table which, const void *e)
+{
+	struct hc_dict_tab *t = &d->t[which];
+	const struct table_ops *o = &ops[which];
+	uint64_t h = o->hash(e);
+	size_t i, mask = t->ix.cap - 1;
+	int err = 0;
+
+	for (i = h & mask; t->ix.cap && t->ix.slots[i]; i = (i + 1) & mask)
+		if (o->eq(entry_at(t, which, t->ix.slots[i] - 1), e))
+			return (int64_t)t->base + t->ix.slots[i];
+	if ((uint64_t)t->base + t->n >= UINT32_MAX - 1)
+		return -EOVERFLOW;
+	if (index_grow(t, which))
+		return -ENOMEM;
+	pthread_rwlock_wrlock(&d->lock);
+	if (t->n == t->cap && hc_array__grow(&t->v, &t->cap, t->n + 1, o->size, o->min_cap))
+		err = -ENOMEM;
+	else
+		memcpy(entry_at(t, which, t->n++), e, o->size);
+	pthread_rwlock_unlock(&d->lock);
+	if (err)
+		return err;
+	mask = t->ix.cap - 1;
+	for (i = h & mask; t->ix.slots[i]; i = (i + 1) & mask)
+		;
+	t->ix.slots[i] = (uint32_t)t->n;
+	return (int64_t)t->base + (int64_t)t->n;
 }
 
 int64_t hc_dict__frame(struct hc_dict *d, const struct hc_path_elem *e)
 {
 	struct hc_dict_frame f = {
 		.id = e->id, .offset = e->offset, .kind = (uint8_t)e->kind, .inlined = e->inlined};
-	uint64_t h;
-	size_t i;
 
 	if (!e->name || e->kind > HC_NODE_KIND_MAX)
 		return -EINVAL;
@@ -110,106 +185,44 @@ int64_t hc_dict__frame(struct hc_dict *d, const struct hc_path_elem *e)
 	f.module = e->module ? hc_interner__add_str(&d->strings, e->module) : NULL;
 	if (!f.name || (e->module && !f.module))
 		return -ENOMEM;
-	h = frame_hash(&f);
-	for (i = d->frame_ix.cap ? h & (d->frame_ix.cap - 1) : 0;
-	     d->frame_ix.cap && d->frame_ix.slots[i]; i = (i + 1) & (d->frame_ix.cap - 1))
-		if (frame_eq(&d->frames[d->frame_ix.slots[i] - 1], &f))
-			return d->frame_ix.slots[i];
-	if (index_grow(d, &d->frame_ix, 0, d->n_frames))
-		return -ENOMEM;
-	pthread_rwlock_wrlock(&d->lock);
-	if ((d->n_frames == d->cap_frames &&
-	     hc_array_grow(d->frames, d->cap_frames, d->n_frames + 1, 1024)) ||
-	    d->n_frames >= UINT32_MAX - 1) {
-		pthread_rwlock_unlock(&d->lock);
-		return -ENOMEM;
-	}
-	d->frames[d->n_frames++] = f;
-	pthread_rwlock_unlock(&d->lock);
-	for (i = h & (d->frame_ix.cap - 1); d->frame_ix.slots[i];
-	     i = (i + 1) & (d->frame_ix.cap - 1))
-		;
-	d->frame_ix.slots[i] = (uint32_t)d->n_frames;
-	return (int64_t)d->n_frames;
+	return intern(d, HC_DICT_FRAMES, &f);
 }
 
 int64_t hc_dict__task(struct hc_dict *d, uint32_t pid, uint32_t tid, const char *process,
 		      const char *thread)
 {
 	struct hc_dict_task t = {.pid = pid, .tid = tid};
-	uint64_t h;
-	size_t i;
 
 	t.process = hc_interner__add_str(&d->strings, process ? process : "");
 	t.thread = hc_interner__add_str(&d->strings, thread ? thread : "");
 	if (!t.process || !t.thread)
 		return -ENOMEM;
-	h = task_hash(&t);
-	for (i = d->task_ix.cap ? h & (d->task_ix.cap - 1) : 0;
-	     d->task_ix.cap && d->task_ix.slots[i]; i = (i + 1) & (d->task_ix.cap - 1))
-		if (task_eq(&d->tasks[d->task_ix.slots[i] - 1], &t))
-			return d->task_ix.slots[i];
-	if (index_grow(d, &d->task_ix, 1, d->n_tasks))
-		return -ENOMEM;
-	pthread_rwlock_wrlock(&d->lock);
-	if ((d->n_tasks == d->cap_tasks &&
-	     hc_array_grow(d->tasks, d->cap_tasks, d->n_tasks + 1, 256)) ||
-	    d->n_tasks >= UINT32_MAX - 1) {
-		pthread_rwlock_unlock(&d->lock);
-		return -ENOMEM;
-	}
-	d->tasks[d->n_tasks++] = t;
-	pthread_rwlock_unlock(&d->lock);
-	for (i = h & (d->task_ix.cap - 1); d->task_ix.slots[i]; i = (i + 1) & (d->task_ix.cap - 1))
-		;
-	d->task_ix.slots[i] = (uint32_t)d->n_tasks;
-	return (int64_t)d->n_tasks;
+	return intern(d, HC_DICT_TASKS, &t);
 }
 
 int64_t hc_dict__stack(struct hc_dict *d, uint32_t parent, uint32_t frame)
 {
 	struct hc_dict_stack s = {.parent = parent, .frame = frame};
-	uint64_t h = stack_hash(&s);
-	size_t i;
 
-	if (!frame || frame > d->n_frames || parent > d->n_stacks)
+	if (!hc_dict__has(d, HC_DICT_FRAMES, frame) ||
+	    (parent && !hc_dict__has(d, HC_DICT_STACKS, parent)))
 		return -EINVAL;
-	for (i = d->stack_ix.cap ? h & (d->stack_ix.cap - 1) : 0;
-	     d->stack_ix.cap && d->stack_ix.slots[i]; i = (i + 1) & (d->stack_ix.cap - 1)) {
-		const struct hc_dict_stack *o = &d->stacks[d->stack_ix.slots[i] - 1];
-
-		if (o->parent == parent && o->frame == frame)
-			return d->stack_ix.slots[i];
-	}
-	if (index_grow(d, &d->stack_ix, 2, d->n_stacks))
-		return -ENOMEM;
-	pthread_rwlock_wrlock(&d->lock);
-	if ((d->n_stacks == d->cap_stacks &&
-	     hc_array_grow(d->stacks, d->cap_stacks, d->n_stacks + 1, 4096)) ||
-	    d->n_stacks >= UINT32_MAX - 1) {
-		pthread_rwlock_unlock(&d->lock);
-		return -ENOMEM;
-	}
-	d->stacks[d->n_stacks++] = s;
-	pthread_rwlock_unlock(&d->lock);
-	for (i = h & (d->stack_ix.cap - 1); d->stack_ix.slots[i];
-	     i = (i + 1) & (d->stack_ix.cap - 1))
-		;
-	d->stack_ix.slots[i] = (uint32_t)d->n_stacks;
-	return (int64_t)d->n_stacks;
+	return intern(d, HC_DICT_STACKS, &s);
 }
 
-size_t hc_dict__bytes(const struct hc_dict *d)
+bool hc_dict__has(const struct hc_dict *d, enum hc_dict_table t, uint32_t id)
 {
-	return d->cap_frames * sizeof(*d->frames) + d->cap_tasks * sizeof(*d->tasks) +
-	       d->cap_stacks * sizeof(*d->stacks) +
-	       (d->frame_ix.cap + d->task_ix.cap + d->stack_ix.cap) * sizeof(uint32_t) +
-	       d->strings.cap * 16 + d->strings.nr * 24;
+	return id > d->t[t].base && id - d->t[t].base <= d->t[t].n;
+}
+
+const void *hc_dict__entry(const struct hc_dict *d, enum hc_dict_table t, uint32_t id)
+{
+	return entry_at(&d->t[t], t, id - d->t[t].base - 1);
 }
 
 void hc_dict__elem(const struct hc_dict *d, uint32_t frame, struct hc_path_elem *out)
 {
-	const struct hc_dict_frame *f = &d->frames[frame - 1];
+	const struct hc_dict_frame *f = hc_dict__entry(d, HC_DICT_FRAMES, frame);
 
 	*out = (struct hc_path_elem){.kind = (enum hc_node_kind)f->kind,
 				     .name = f->name,
@@ -217,4 +230,111 @@ void hc_dict__elem(const struct hc_dict *d, uint32_t frame, struct hc_path_elem 
 				     .id = f->id,
 				     .offset = f->offset,
 				     .inlined = f->inlined};
+}
+
+#define ALIAS_USED (1ull << 31) /* in a slot's local index: looked up since it was added */
+
+uint32_t hc_dict__alias(struct hc_dict *d, enum hc_dict_table t, uint32_t old)
+{
+	struct hc_dict_alias *a = &d->t[t].alias;
+	size_t mask = a->cap - 1;
+
+	for (size_t i = a->cap ? hc_hash_splitmix(old) & mask : 0; a->cap && a->slots[i];
+	     i = (i + 1) & mask)
+		if (a->slots[i] >> 32 == old) {
+			a->slots[i] |= ALIAS_USED;
+			return d->t[t].base + (uint32_t)(a->slots[i] & (ALIAS_USED - 1));
+		}
+	return 0;
+}
+
+bool hc_dict__alias_next(const struct hc_dict *d, enum hc_dict_table t, size_t *i, uint32_t *old,
+			 uint32_t *id)
+{
+	const struct hc_dict_alias *a = &d->t[t].alias;
+
+	for (; *i < a->cap; (*i)++)
+		if (a->slots[*i] & ALIAS_USED) {
+			*old = (uint32_t)(a->slots[*i] >> 32);
+			*id = d->t[t].base + (uint32_t)(a->slots[(*i)++] & (ALIAS_USED - 1));
+			return true;
+		}
+	return false;
+}
+
+static void alias_put(uint64_t *slots, size_t cap, uint64_t v)
+{
+	size_t i = hc_hash_splitmix(v >> 32) & (cap - 1);
+
+	while (slots[i])
+		i = (i + 1) & (cap - 1);
+	slots[i] = v;
+}
+
+int hc_dict__alias_add(struct hc_dict *d, enum hc_dict_table t, uint32_t old, uint32_t id)
+{
+	struct hc_dict_alias *a = &d->t[t].alias;
+
+	if (!old || !hc_dict__has(d, t, id))
+		return -EINVAL;
+	if (2 * (a->n + 1) > a->cap) {
+		size_t cap = a->cap ? 2 * a->cap : 256;
+		uint64_t *slots = calloc(cap, sizeof(*slots));
+
+		if (!slots)
+			return -ENOMEM;
+		for (size_t i = 0; i < a->cap; i++)
+			if (a->slots[i])
+				alias_put(slots, cap, a->slots[i]);
+		free(a->slots);
+		a->slots = slots;
+		a->cap = cap;
+	}
+	alias_put(a->slots, a->cap, (uint64_t)old << 32 | (id - d->t[t].base));
+	a->n++;
+	return 0;
+}
+
+size_t hc_dict__entries(const struct hc_dict *d)
+{
+	return d->t[HC_DICT_FRAMES].n + d->t[HC_DICT_TASKS].n + d->t[HC_DICT_STACKS].n;
+}
+
+/* The interner's slots (16 bytes, grown at 0.7 load) and copies for nr strings. */
+static size_t strings_bytes(size_t cap, size_t nr)
+{
+	if (!cap && nr)
+		cap = 64;
+	while (cap && 10 * nr > 7 * cap)
+		cap *= 2;
+	return cap * 16 + nr * STRING_BYTES;
+}
+
+size_t hc_dict__bytes_after(const struct hc_dict *d, size_t extra)
+{
+	size_t bytes = strings_bytes(d->strings.cap, d->strings.nr + 2 * extra);
+
+	for (int i = 0; i < HC_DICT_TABLES; i++) {
+		const struct hc_dict_tab *t = &d->t[i];
+		size_t cap = t->cap, n = t->n + extra;
+
+		if (extra && cap < n)
+			cap = cap ? cap : ops[i].min_cap;
+		while (cap < n)
+			cap *= 2;
+		size_t acap = t->alias.cap;
+
+		if (extra && 2 * (t->alias.n + extra) > acap)
+			acap = acap ? acap : 256;
+		while (extra && 2 * (t->alias.n + extra) > acap)
+			acap *= 2;
+		bytes += cap * ops[i].size + acap * sizeof(*t->alias.slots) +
+			 (extra || t->ix.cap ? index_cap(t->ix.cap, n - 1) : 0) * sizeof(uint32_t);
+	}
+	return bytes + sizeof(*d);
+}
+
+size_t hc_dict__bytes(const struct hc_dict *d)
+{
+	return hc_dict__bytes_after(d, 0);
 }

@@ -1,9 +1,12 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
- * store/dict: the disk store's dictionary in memory: frames, tasks and stacks, each an array
- * indexed by id - 1 and a hash from content to id. Entries are only appended; those past
- * `persisted` are not in the file yet. Reads from query threads take `lock` for reading,
- * appends take it for writing. Internal to store/.
+ * store/dict: one epoch of the disk store's dictionary in memory (docs/store.md, "The
+ * dictionary's epochs"): frames, tasks and stacks, each an array of entries with ids
+ * base + 1 .. base + n (ids are unique across epochs: an epoch starts where the one before
+ * ended) and a hash from content to id, plus aliases: ids of older epochs already translated
+ * into this one. Entries are only appended; those past `persisted` are not in the file yet.
+ * The ingest thread interns; reads from other threads take `lock` for reading, appends take it
+ * for writing. Internal to store/.
  */
 #ifndef HOTCOLD_STORE_DICT_H
 #define HOTCOLD_STORE_DICT_H
@@ -15,6 +18,13 @@
 
 #include "base/intern.h"
 #include "profile/tree.h"
+
+enum hc_dict_table {
+	HC_DICT_FRAMES,
+	HC_DICT_TASKS,
+	HC_DICT_STACKS,
+	HC_DICT_TABLES,
+};
 
 struct hc_dict_frame {
 	const char *name, *module; /* interned; module may be NULL */
@@ -29,38 +39,68 @@ struct hc_dict_task {
 	uint32_t pid, tid;
 };
 
+/* A trie node: the stack `parent` (0: none) extended by `frame` (ids of the same epoch). */
 struct hc_dict_stack {
 	uint32_t parent, frame;
 };
 
+/* Open addressing, linear probing, at most half full; 0: an empty slot. */
 struct hc_dict_index {
-	uint32_t *slots; /* entry id, 0: empty */
+	uint32_t *slots; /* local index, from 1 */
 	size_t cap;	 /* a power of two, or 0 */
+};
+
+struct hc_dict_alias {
+	uint64_t *slots; /* an older epoch's id << 32 | local index */
+	size_t cap, n;
+};
+
+struct hc_dict_tab {
+	void *v; /* entries: struct hc_dict_frame, _task or _stack */
+	size_t n, cap;
+	size_t persisted;	 /* entries [0, persisted) are in the file */
+	uint32_t base;		 /* ids base + 1 .. base + n */
+	struct hc_dict_index ix; /* keyed by content */
+	struct hc_dict_alias alias;
 };
 
 struct hc_dict {
 	pthread_rwlock_t lock;
+	uint64_t epoch;
 	struct hc_interner strings;
-	struct hc_dict_frame *frames;
-	struct hc_dict_task *tasks;
-	struct hc_dict_stack *stacks;
-	size_t n_frames, n_tasks, n_stacks;
-	size_t cap_frames, cap_tasks, cap_stacks;
-	struct hc_dict_index frame_ix, task_ix, stack_ix;
-	/* entries [0, persisted_*) are in the file */
-	size_t persisted_frames, persisted_tasks, persisted_stacks;
+	struct hc_dict_tab t[HC_DICT_TABLES];
+	/* the disk store's bookkeeping, under its mutex: references held (the disk's own, one
+	 * per query reading it) and its list of retired epochs not yet freed */
+	unsigned int refs;
+	bool written; /* retired and all of it in the file */
+	struct hc_dict *next;
 };
 
-int hc_dict__init(struct hc_dict *d);
-void hc_dict__release(struct hc_dict *d);
-/* Interned ids from 1, or -EINVAL / -ENOMEM. Appends take d->lock for writing. */
+/* An empty epoch whose ids start after base[table]; NULL + errno. */
+struct hc_dict *hc_dict__new(uint64_t epoch, const uint32_t base[HC_DICT_TABLES]);
+void hc_dict__free(struct hc_dict *d);
+/* Interned ids, or -EINVAL (bad element, ids not of this epoch), -ENOMEM, -EOVERFLOW (ids
+ * exhausted). Appends take d->lock for writing. */
 int64_t hc_dict__frame(struct hc_dict *d, const struct hc_path_elem *e);
 int64_t hc_dict__task(struct hc_dict *d, uint32_t pid, uint32_t tid, const char *process,
 		      const char *thread);
 int64_t hc_dict__stack(struct hc_dict *d, uint32_t parent, uint32_t frame);
-/* Memory in use. */
-size_t hc_dict__bytes(const struct hc_dict *d);
-/* The path elements of a frame id (valid while d lives and under the read lock). */
+/* Whether id is one of this epoch's. */
+bool hc_dict__has(const struct hc_dict *d, enum hc_dict_table t, uint32_t id);
+/* The entry of an id this epoch has (valid under the read lock, or on the ingest thread). */
+const void *hc_dict__entry(const struct hc_dict *d, enum hc_dict_table t, uint32_t id);
+/* The path elements of a frame id this epoch has (strings live as long as d). */
 void hc_dict__elem(const struct hc_dict *d, uint32_t frame, struct hc_path_elem *out);
+/* The id here of an older epoch's id already translated (noted as used), or 0; noting one;
+ * the aliases used since they were noted, from *i = 0 on (false past the last). */
+uint32_t hc_dict__alias(struct hc_dict *d, enum hc_dict_table t, uint32_t old);
+int hc_dict__alias_add(struct hc_dict *d, enum hc_dict_table t, uint32_t old, uint32_t id);
+bool hc_dict__alias_next(const struct hc_dict *d, enum hc_dict_table t, size_t *i, uint32_t *old,
+			 uint32_t *id);
+/* Entries of all tables. */
+size_t hc_dict__entries(const struct hc_dict *d);
+/* Memory in use; and what it would be once `extra` more entries went into each table. */
+size_t hc_dict__bytes(const struct hc_dict *d);
+size_t hc_dict__bytes_after(const struct hc_dict *d, size_t extra);
 
 #endif

@@ -2,7 +2,7 @@
 /*
  * The disk store: the file (open, check, quarantine, schema, dictionary), the ingest side
  * (pending buckets per second), the writer thread (writes, merges windows, expires, keeps under
- * max_bytes) and the queries. docs/store.md, "On disk", says why it is shaped so.
+ * max_bytes); the queries are query.c. docs/store.md, "On disk", says why it is shaped so.
  */
 #include "store/disk.h"
 
@@ -21,13 +21,15 @@
 #include <sqlite3.h>
 
 #include "base/array.h"
+#include "base/hash.h"
 #include "base/time.h"
 #include "base/why.h"
 #include "store/blob.h"
 #include "store/dict.h"
+#include "store/disk_int.h"
 
 #define APP_ID 0x68636f6c /* "hcol" */
-#define SCHEMA_VERSION 1
+#define SCHEMA_VERSION 2  /* 2: dictionary epochs (a version 1 file is migrated at open) */
 #define DEFAULT_RETENTION_S (7 * 86400ull)
 #define DEFAULT_MAX_BYTES (1ull << 30)
 #define QUEUE_MAX_S 120	    /* seconds waiting for the writer before the oldest are dropped */
@@ -36,13 +38,17 @@
 #define ZSTD_LEVEL_MERGED 9 /* merged windows: written once, kept long */
 #define MERGE_BATCH 32	    /* windows merged per round */
 #define MERGE_OPEN_ROWS 120 /* rows at which a window still filling is merged */
+#define DEFAULT_DICT_MAX_BYTES (4ull << 20)
+/* Entries one ingest call may add to each table (a stack of an older epoch is translated
+ * with its ancestors): a new epoch begins before they could pass dict_max_bytes. */
+#define DICT_MARGIN (HC_STORE_MAX_DEPTH + 2)
 
-static const int64_t tier_step[HC_DISK_TIERS] = {1, 10, 60, 3600};
+const int64_t hc__disk_tier_step[HC_DISK_TIERS] = {1, 10, 60, 3600};
 static const char *const tier_names[HC_DISK_TIERS] = {"1s", "10s", "1m", "1h"};
 
 int64_t hc_disk__tier_step(int tier)
 {
-	return tier >= 0 && tier < HC_DISK_TIERS ? tier_step[tier] : 1;
+	return tier >= 0 && tier < HC_DISK_TIERS ? hc__disk_tier_step[tier] : 1;
 }
 
 const char *hc_disk__tier_name(int tier)
@@ -50,51 +56,9 @@ const char *hc_disk__tier_name(int tier)
 	return tier >= 0 && tier < HC_DISK_TIERS ? tier_names[tier] : "?";
 }
 
-/* Sealed buckets on their way to the writer. */
-struct batch {
-	struct batch *next;
-	struct hc_blob *blobs;
-	uint8_t *stores;
-	size_t n;
-};
-
-struct pending {
-	struct hc_blob blob;
-	uint8_t store;
-};
-
-struct hc_disk {
-	char *dir, *path;
-	int lock_fd;
-	bool own_lock;
-	uint64_t keep_s[HC_DISK_TIERS];
-	uint64_t max_bytes;
-	uint64_t period_ns;
-	uint64_t compact_every_s;
-	sqlite3 *db; /* the writer's connection */
-	struct hc_dict dict;
-
-	/* ingest thread only */
-	struct pending *pend;
-	size_t n_pend, cap_pend;
-	int64_t newest_data_s; /* the newest second any record was for */
-
-	/* the queue, the writer, the figures: under mu */
-	pthread_mutex_t mu;
-	pthread_cond_t cv, idle_cv;
-	pthread_t writer;
-	bool writer_started, stop, busy, want_maintain;
-	struct batch *head, *tail;
-	size_t queued_s;
-	int64_t newest_sealed_s;
-	int64_t first_s; /* the first second ever written (meta first_s); 0: unknown */
-	uint64_t last_compact_ns;
-	struct hc_disk_stats st;
-};
-
 /* ---- small SQLite helpers ---- */
 
-static int sql_errno(int rc)
+int hc__disk_sql_errno(int rc)
 {
 	switch (rc & 0xff) {
 	case SQLITE_OK:
@@ -122,9 +86,9 @@ static int sql_errno(int rc)
 	}
 }
 
-static int exec(sqlite3 *db, const char *sql)
+int hc__disk_exec(sqlite3 *db, const char *sql)
 {
-	return -sql_errno(sqlite3_exec(db, sql, NULL, NULL, NULL));
+	return -hc__disk_sql_errno(sqlite3_exec(db, sql, NULL, NULL, NULL));
 }
 
 static int64_t query_int(sqlite3 *db, const char *sql, int64_t dflt)
@@ -208,6 +172,8 @@ int hc_disk__lock(const char *dir, int uid, int gid, char *why, size_t wl)
 
 /* ---- opening ---- */
 
+/* Version 2 added bucket.epoch (appended: a migrated file has it in the same place), its
+ * index, and the epoch table. */
 static const char schema[] =
 	"CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value);"
 	"CREATE TABLE IF NOT EXISTS frame(id INTEGER PRIMARY KEY, kind INTEGER, name TEXT,"
@@ -217,17 +183,24 @@ static const char schema[] =
 	"CREATE TABLE IF NOT EXISTS stack(id INTEGER PRIMARY KEY, parent INTEGER, frame INTEGER);"
 	"CREATE TABLE IF NOT EXISTS bucket(store INTEGER, tier INTEGER, t INTEGER, span INTEGER,"
 	" on_cpu_ns INTEGER, off_cpu_ns INTEGER, runqueue_ns INTEGER, samples INTEGER,"
-	" entries INTEGER, data BLOB);"
-	"CREATE INDEX IF NOT EXISTS bucket_at ON bucket(tier, t, store, span);";
+	" entries INTEGER, data BLOB, epoch INTEGER NOT NULL DEFAULT 0);"
+	"CREATE INDEX IF NOT EXISTS bucket_at ON bucket(tier, t, store, span);"
+	"CREATE INDEX IF NOT EXISTS bucket_epoch ON bucket(epoch);"
+	"CREATE TABLE IF NOT EXISTS epoch(id INTEGER PRIMARY KEY, frame_base INTEGER,"
+	" task_base INTEGER, stack_base INTEGER);"
+	"INSERT OR IGNORE INTO epoch VALUES(0, 0, 0, 0);";
 
-static int open_db(const char *path, int flags, sqlite3 **out)
+/* A version 1 file: its whole dictionary is epoch 0, its buckets reference it. */
+static const char migrate_v1[] = "ALTER TABLE bucket ADD COLUMN epoch INTEGER NOT NULL DEFAULT 0";
+
+int hc__disk_open_db(const char *path, int flags, sqlite3 **out)
 {
 	sqlite3 *db = NULL;
 	int rc = sqlite3_open_v2(path, &db, flags | SQLITE_OPEN_NOMUTEX, NULL);
 
 	if (rc != SQLITE_OK) {
 		sqlite3_close(db);
-		return -sql_errno(rc);
+		return -hc__disk_sql_errno(rc);
 	}
 	sqlite3_busy_timeout(db, 5000);
 	sqlite3_extended_result_codes(db, 0);
@@ -247,7 +220,7 @@ static int check_db(sqlite3 *db, char *why, size_t wl)
 	if (app < 0 || pages < 0) {
 		rc = sqlite3_exec(db, "SELECT 1 FROM sqlite_schema LIMIT 1", NULL, NULL, NULL);
 		hc_why_set(why, wl, "%s", sqlite3_errstr(rc));
-		return rc == SQLITE_OK ? -EIO : -sql_errno(rc);
+		return rc == SQLITE_OK ? -EIO : -hc__disk_sql_errno(rc);
 	}
 	if (pages > 0 && app != APP_ID) {
 		hc_why_set(why, wl, "not a hotcold store (application_id %" PRId64 ")", app);
@@ -302,76 +275,142 @@ static int quarantine(struct hc_disk *d, char *why, size_t wl)
 	return 0;
 }
 
-static int load_frames(struct hc_disk *d)
+/* ---- dictionary rows ---- */
+
+/* A row of one of the dictionary's tables, by id: the columns hc__disk_row_read() takes. */
+const char *const hc__disk_row_sql[HC_DICT_TABLES] = {
+	[HC_DICT_FRAMES] = "SELECT kind, name, module, fid, offset, inlined FROM frame WHERE id=?",
+	[HC_DICT_TASKS] = "SELECT pid, tid, process, thread FROM task WHERE id=?",
+	[HC_DICT_STACKS] = "SELECT parent, frame FROM stack WHERE id=?",
+};
+
+/* An epoch's rows, in id order: the id, then the same columns. */
+static const char *const load_sql[HC_DICT_TABLES] = {
+	[HC_DICT_FRAMES] = ("SELECT id, kind, name, module, fid, offset, inlined FROM frame"
+			    " WHERE id > ? ORDER BY id"),
+	[HC_DICT_TASKS] = "SELECT id, pid, tid, process, thread FROM task WHERE id > ? ORDER BY id",
+	[HC_DICT_STACKS] = "SELECT id, parent, frame FROM stack WHERE id > ? ORDER BY id",
+};
+
+void hc__disk_row_read(enum hc_dict_table t, sqlite3_stmt *st, int col, struct dict_row *r)
 {
+	if (t == HC_DICT_FRAMES)
+		r->frame = (struct hc_path_elem){
+			.kind = (enum hc_node_kind)sqlite3_column_int(st, col),
+			.name = (const char *)sqlite3_column_text(st, col + 1),
+			.module = (const char *)sqlite3_column_text(st, col + 2),
+			.id = (uint64_t)sqlite3_column_int64(st, col + 3),
+			.offset = sqlite3_column_int64(st, col + 4),
+			.inlined = sqlite3_column_int(st, col + 5) != 0,
+		};
+	else if (t == HC_DICT_TASKS)
+		r->task = (struct hc_dict_task){
+			.pid = (uint32_t)sqlite3_column_int64(st, col),
+			.tid = (uint32_t)sqlite3_column_int64(st, col + 1),
+			.process = (const char *)sqlite3_column_text(st, col + 2),
+			.thread = (const char *)sqlite3_column_text(st, col + 3),
+		};
+	else
+		r->stack = (struct hc_dict_stack){
+			.parent = (uint32_t)sqlite3_column_int64(st, col),
+			.frame = (uint32_t)sqlite3_column_int64(st, col + 1),
+		};
+}
+
+/* The same from an epoch in memory that has id. */
+void hc__disk_row_from_dict(const struct hc_dict *dict, enum hc_dict_table t, uint32_t id,
+			    struct dict_row *r)
+{
+	if (t == HC_DICT_FRAMES)
+		hc_dict__elem(dict, id, &r->frame);
+	else if (t == HC_DICT_TASKS)
+		r->task = *(const struct hc_dict_task *)hc_dict__entry(dict, t, id);
+	else
+		r->stack = *(const struct hc_dict_stack *)hc_dict__entry(dict, t, id);
+}
+
+static int64_t row_intern(struct hc_dict *dict, enum hc_dict_table t, const struct dict_row *r)
+{
+	if (t == HC_DICT_FRAMES)
+		return hc_dict__frame(dict, &r->frame);
+	if (t == HC_DICT_TASKS)
+		return hc_dict__task(dict, r->task.pid, r->task.tid, r->task.process,
+				     r->task.thread);
+	return hc_dict__stack(dict, r->stack.parent, r->stack.frame);
+}
+
+/* The current epoch's rows of table t, into dict: dense ids from its base, each entry once
+ * (anything else is damage). */
+static int load_table(struct hc_disk *d, struct hc_dict *dict, enum hc_dict_table t)
+{
+	int64_t want = (int64_t)dict->t[t].base + 1;
 	sqlite3_stmt *st;
-	int64_t want = 1;
 	int rc, err = 0;
 
-	if (sqlite3_prepare_v2(
-		    d->db,
-		    "SELECT id, kind, name, module, fid, offset, inlined FROM frame ORDER BY id",
-		    -1, &st, NULL) != SQLITE_OK)
+	if (sqlite3_prepare_v2(d->db, load_sql[t], -1, &st, NULL) != SQLITE_OK)
 		return -EBADMSG;
+	sqlite3_bind_int64(st, 1, dict->t[t].base);
 	while (!err && (rc = sqlite3_step(st)) == SQLITE_ROW) {
-		struct hc_path_elem e = {
-			.kind = (enum hc_node_kind)sqlite3_column_int(st, 1),
-			.name = (const char *)sqlite3_column_text(st, 2),
-			.module = (const char *)sqlite3_column_text(st, 3),
-			.id = (uint64_t)sqlite3_column_int64(st, 4),
-			.offset = sqlite3_column_int64(st, 5),
-			.inlined = sqlite3_column_int(st, 6) != 0,
-		};
-		int64_t id = sqlite3_column_int64(st, 0);
+		struct dict_row r;
 
-		/* dense ids, each frame once: anything else is damage */
-		if (id != want++ || hc_dict__frame(&d->dict, &e) != id)
+		hc__disk_row_read(t, st, 1, &r);
+		if (sqlite3_column_int64(st, 0) != want++ || row_intern(dict, t, &r) != want - 1)
 			err = -EBADMSG;
 	}
 	sqlite3_finalize(st);
 	return err ? err : rc == SQLITE_DONE ? 0 : -EBADMSG;
 }
 
-static int load_tasks(struct hc_disk *d)
+/* The newest epoch, loaded: memory holds only it. */
+static int load_dict(struct hc_disk *d)
 {
+	uint32_t base[HC_DICT_TABLES] = {0};
+	uint64_t epoch = 0;
 	sqlite3_stmt *st;
-	int64_t want = 1;
-	int rc, err = 0;
+	int err = 0;
 
-	if (sqlite3_prepare_v2(d->db, "SELECT id, pid, tid, process, thread FROM task ORDER BY id",
+	if (sqlite3_prepare_v2(d->db,
+			       "SELECT id, frame_base, task_base, stack_base FROM epoch"
+			       " ORDER BY id DESC LIMIT 1",
 			       -1, &st, NULL) != SQLITE_OK)
 		return -EBADMSG;
-	while (!err && (rc = sqlite3_step(st)) == SQLITE_ROW) {
-		int64_t id = sqlite3_column_int64(st, 0);
-
-		if (id != want++ || hc_dict__task(&d->dict, (uint32_t)sqlite3_column_int64(st, 1),
-						  (uint32_t)sqlite3_column_int64(st, 2),
-						  (const char *)sqlite3_column_text(st, 3),
-						  (const char *)sqlite3_column_text(st, 4)) != id)
-			err = -EBADMSG;
+	if (sqlite3_step(st) == SQLITE_ROW) {
+		epoch = (uint64_t)sqlite3_column_int64(st, 0);
+		for (int t = 0; t < HC_DICT_TABLES; t++)
+			base[t] = (uint32_t)sqlite3_column_int64(st, t + 1);
 	}
 	sqlite3_finalize(st);
-	return err ? err : rc == SQLITE_DONE ? 0 : -EBADMSG;
+	d->dict = hc_dict__new(epoch, base);
+	if (!d->dict)
+		return -ENOMEM;
+	d->dict->refs = 1;
+	for (int t = 0; !err && t < HC_DICT_TABLES; t++)
+		err = load_table(d, d->dict, (enum hc_dict_table)t);
+	for (int t = 0; t < HC_DICT_TABLES; t++)
+		d->dict->t[t].persisted = d->dict->t[t].n;
+	d->st.dict_epoch = epoch;
+	return err;
 }
 
-static int load_stacks(struct hc_disk *d)
+/* Bring a file of an older schema up to this one, in one transaction. */
+static int migrate(struct hc_disk *d)
 {
-	sqlite3_stmt *st;
-	int64_t want = 1;
-	int rc, err = 0;
+	int err;
 
-	if (sqlite3_prepare_v2(d->db, "SELECT id, parent, frame FROM stack ORDER BY id", -1, &st,
-			       NULL) != SQLITE_OK)
-		return -EBADMSG;
-	while (!err && (rc = sqlite3_step(st)) == SQLITE_ROW) {
-		int64_t id = sqlite3_column_int64(st, 0);
-
-		if (id != want++ || hc_dict__stack(&d->dict, (uint32_t)sqlite3_column_int64(st, 1),
-						   (uint32_t)sqlite3_column_int64(st, 2)) != id)
-			err = -EBADMSG;
-	}
-	sqlite3_finalize(st);
-	return err ? err : rc == SQLITE_DONE ? 0 : -EBADMSG;
+	if (query_int(d->db, "SELECT count(*) FROM sqlite_schema WHERE name='bucket'", 0) == 0 ||
+	    query_int(d->db, "SELECT count(*) FROM pragma_table_info('bucket') WHERE name='epoch'",
+		      0) > 0)
+		return 0;
+	err = hc__disk_exec(d->db, "BEGIN IMMEDIATE");
+	if (!err)
+		err = hc__disk_exec(d->db, migrate_v1);
+	if (!err)
+		err = hc__disk_exec(d->db, schema);
+	if (!err)
+		err = hc__disk_exec(d->db, "COMMIT");
+	else
+		hc__disk_exec(d->db, "ROLLBACK");
+	return err;
 }
 
 static void refresh_tiers(struct hc_disk *d);
@@ -380,7 +419,7 @@ static void refresh_tiers(struct hc_disk *d);
  * it), another -errno. */
 static int open_store(struct hc_disk *d, char *why, size_t wl)
 {
-	int err = open_db(d->path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, &d->db);
+	int err = hc__disk_open_db(d->path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, &d->db);
 	char sql[128];
 
 	if (err) {
@@ -389,39 +428,34 @@ static int open_store(struct hc_disk *d, char *why, size_t wl)
 	}
 	err = check_db(d->db, why, wl);
 	if (!err)
-		err = exec(d->db, "PRAGMA journal_mode=WAL");
+		err = hc__disk_exec(d->db, "PRAGMA journal_mode=WAL");
 	if (!err)
-		err = exec(d->db, "PRAGMA synchronous=NORMAL; PRAGMA cache_size=-2048;"
-				  "PRAGMA temp_store=MEMORY");
+		err = hc__disk_exec(d->db, "PRAGMA synchronous=NORMAL; PRAGMA cache_size=-2048;"
+					   "PRAGMA temp_store=MEMORY");
 	if (!err) {
 		snprintf(sql, sizeof(sql), "PRAGMA application_id=%d; PRAGMA user_version=%d",
 			 APP_ID, SCHEMA_VERSION);
-		err = exec(d->db, schema);
+		err = migrate(d);
 		if (!err)
-			err = exec(d->db, sql);
+			err = hc__disk_exec(d->db, schema);
+		if (!err)
+			err = hc__disk_exec(d->db, sql);
 		if (err)
 			hc_why_set(why, wl, "%s: creating the schema: %s", d->path,
 				   sqlite3_errmsg(d->db));
 	}
 	if (!err) {
-		err = load_frames(d);
-		if (!err)
-			err = load_tasks(d);
-		if (!err)
-			err = load_stacks(d);
+		err = load_dict(d);
 		if (err == -EBADMSG)
 			hc_why_set(why, wl, "damaged dictionary");
 	}
 	if (err) {
 		sqlite3_close(d->db);
 		d->db = NULL;
-		hc_dict__release(&d->dict);
-		hc_dict__init(&d->dict);
+		hc_dict__free(d->dict);
+		d->dict = NULL;
 		return err;
 	}
-	d->dict.persisted_frames = d->dict.n_frames;
-	d->dict.persisted_tasks = d->dict.n_tasks;
-	d->dict.persisted_stacks = d->dict.n_stacks;
 	d->first_s = query_int(d->db, "SELECT value FROM meta WHERE key = 'first_s'", 0);
 	refresh_tiers(d);
 	return 0;
@@ -433,7 +467,16 @@ static void disk_free(struct hc_disk *d)
 {
 	if (d->db)
 		sqlite3_close(d->db);
-	hc_dict__release(&d->dict);
+	for (int t = 0; t < HC_DICT_TABLES; t++)
+		sqlite3_finalize(d->ingest_get[t]);
+	sqlite3_close(d->ingest_db);
+	hc_dict__free(d->dict);
+	while (d->retired) {
+		struct hc_dict *next = d->retired->next;
+
+		hc_dict__free(d->retired);
+		d->retired = next;
+	}
 	for (size_t i = 0; i < d->n_pend; i++)
 		hc_blob__release(&d->pend[i].blob);
 	free(d->pend);
@@ -462,7 +505,6 @@ struct hc_disk *hc_disk__open(const struct hc_disk_opts *o, char *why, size_t wl
 	pthread_mutex_init(&d->mu, NULL);
 	pthread_cond_init(&d->cv, NULL);
 	pthread_cond_init(&d->idle_cv, NULL);
-	hc_dict__init(&d->dict);
 	d->lock_fd = o->lock_fd;
 	d->keep_s[0] = o->tier_keep_s[0] ? o->tier_keep_s[0] : 3600;
 	d->keep_s[1] = o->tier_keep_s[1] ? o->tier_keep_s[1] : 86400;
@@ -474,6 +516,7 @@ struct hc_disk *hc_disk__open(const struct hc_disk_opts *o, char *why, size_t wl
 	d->max_bytes = o->max_bytes ? o->max_bytes : DEFAULT_MAX_BYTES;
 	d->period_ns = o->period_ns;
 	d->compact_every_s = o->compact_every_s ? o->compact_every_s : 10;
+	d->dict_max_bytes = o->dict_max_bytes ? o->dict_max_bytes : DEFAULT_DICT_MAX_BYTES;
 	d->dir = strdup(o->dir);
 	if (d->dir && asprintf(&d->path, "%s/%s", o->dir, HC_DISK_FILE) < 0)
 		d->path = NULL;
@@ -528,29 +571,246 @@ err:
 
 /* ---- ingest ---- */
 
+static void batch_free(struct batch *b)
+{
+	for (size_t i = 0; i < b->n; i++)
+		hc_blob__release(&b->blobs[i]);
+	free(b->blobs);
+	free(b->stores);
+	free(b);
+}
+
+static int enqueue_pending(struct hc_disk *d);
+
+static int64_t current_id(struct hc_disk *d, enum hc_dict_table t, uint32_t id);
+
+/*
+ * The ids of older epochs that callers used during the epoch just retired stay translated in
+ * the new one: a frame id serve keeps for a long-running process is used every epoch, and
+ * must not depend on its first epoch's rows, which leave the file with that epoch's data.
+ * Up to half the bound: a new epoch must have room for what comes.
+ */
+static void carry_aliases(struct hc_disk *d, const struct hc_dict *old)
+{
+	for (int t = 0; t < HC_DICT_TABLES; t++) {
+		uint32_t stale, id;
+		size_t i = 0;
+
+		while (hc_dict__bytes(d->dict) < d->dict_max_bytes / 2 &&
+		       hc_dict__alias_next(old, (enum hc_dict_table)t, &i, &stale, &id)) {
+			int64_t nid = current_id(d, (enum hc_dict_table)t, id);
+
+			if (nid > 0)
+				hc_dict__alias_add(d->dict, (enum hc_dict_table)t, stale,
+						   (uint32_t)nid);
+		}
+	}
+}
+
+/* Begin a new epoch: what is pending (its ids are the old one's) goes to the writer first;
+ * the old epoch stays in memory, retired, until the writer has written it. */
+static int new_epoch(struct hc_disk *d)
+{
+	struct hc_dict *old = d->dict, *next, **tail;
+	uint32_t base[HC_DICT_TABLES];
+	int err = enqueue_pending(d);
+
+	if (err)
+		return err;
+	for (int t = 0; t < HC_DICT_TABLES; t++)
+		base[t] = old->t[t].base + (uint32_t)old->t[t].n;
+	next = hc_dict__new(old->epoch + 1, base);
+	if (!next)
+		return -ENOMEM;
+	next->refs = 1;
+	for (tail = &d->retired; *tail; tail = &(*tail)->next)
+		;
+	pthread_mutex_lock(&d->mu);
+	*tail = old;
+	d->dict = next;
+	d->st.dict_epoch = next->epoch;
+	pthread_mutex_unlock(&d->mu);
+	carry_aliases(d, old);
+	return 0;
+}
+
+/* Before an ingest call that may intern: a new epoch when this one's memory could pass the
+ * bound during the call. An empty epoch always takes the call. */
+static int epoch_room(struct hc_disk *d)
+{
+	size_t n = hc_dict__entries(d->dict);
+
+	/* most calls find their entries interned already: nothing grew since the last look */
+	if (n == d->room_entries && d->room_epoch == d->dict->epoch)
+		return 0;
+	if (!n || hc_dict__bytes_after(d->dict, DICT_MARGIN) <= d->dict_max_bytes) {
+		d->room_entries = n;
+		d->room_epoch = d->dict->epoch;
+		return 0;
+	}
+	return new_epoch(d);
+}
+
+void hc__disk_dict_put(struct hc_disk *d, struct hc_dict *dict)
+{
+	bool last;
+
+	pthread_mutex_lock(&d->mu);
+	last = !--dict->refs;
+	pthread_mutex_unlock(&d->mu);
+	if (last)
+		hc_dict__free(dict);
+}
+
+/* Retired epochs the writer has written leave memory (queries still reading one keep it
+ * until they end). */
+static void free_written(struct hc_disk *d)
+{
+	struct hc_dict **p = &d->retired;
+
+	while (*p) {
+		struct hc_dict *dict = *p;
+		bool written;
+
+		pthread_mutex_lock(&d->mu);
+		written = dict->written;
+		if (written)
+			*p = dict->next;
+		pthread_mutex_unlock(&d->mu);
+		if (written)
+			hc__disk_dict_put(d, dict);
+		else
+			p = &dict->next;
+	}
+}
+
+/* Row id of table t of an older epoch: from a retired epoch still in memory, else from the
+ * file (strings valid until the next lookup of t). */
+static int old_row(struct hc_disk *d, enum hc_dict_table t, uint32_t id, struct dict_row *r)
+{
+	sqlite3_stmt **st = &d->ingest_get[t];
+	int rc;
+
+	for (const struct hc_dict *x = d->retired; x; x = x->next)
+		if (hc_dict__has(x, t, id)) {
+			hc__disk_row_from_dict(x, t, id, r);
+			return 0;
+		}
+	if (!d->ingest_db) {
+		int err = hc__disk_open_db(d->path, SQLITE_OPEN_READONLY, &d->ingest_db);
+
+		if (err)
+			return err;
+	}
+	if (!*st &&
+	    sqlite3_prepare_v2(d->ingest_db, hc__disk_row_sql[t], -1, st, NULL) != SQLITE_OK)
+		return -hc__disk_sql_errno(sqlite3_errcode(d->ingest_db));
+	sqlite3_reset(*st);
+	sqlite3_bind_int64(*st, 1, id);
+	rc = sqlite3_step(*st);
+	pthread_mutex_lock(&d->mu);
+	d->st.dict_file_lookups++;
+	pthread_mutex_unlock(&d->mu);
+	if (rc == SQLITE_DONE)
+		return -ESTALE; /* its epoch was deleted: no bucket referenced it any more */
+	if (rc != SQLITE_ROW)
+		return -hc__disk_sql_errno(rc);
+	hc__disk_row_read(t, *st, 0, r);
+	return 0;
+}
+
+/* Id of an older epoch into the current one: its content interned here (a stack's ancestors
+ * first) and noted. */
+static int64_t translate(struct hc_disk *d, enum hc_dict_table t, uint32_t id)
+{
+	struct hc_dict *cur = d->dict;
+	int64_t nid;
+	struct dict_row r;
+	uint32_t a;
+	int err;
+
+	a = hc_dict__alias(cur, t, id);
+	if (a)
+		return a;
+	err = old_row(d, t, id, &r);
+	if (err)
+		return err;
+	if (t == HC_DICT_STACKS) {
+		int64_t parent = current_id(d, HC_DICT_STACKS, r.stack.parent);
+		int64_t frame = parent < 0 ? parent : current_id(d, HC_DICT_FRAMES, r.stack.frame);
+
+		if (frame < 0)
+			return frame;
+		r.stack = (struct hc_dict_stack){.parent = (uint32_t)parent,
+						 .frame = (uint32_t)frame};
+	}
+	nid = row_intern(cur, t, &r);
+	if (nid > 0)
+		err = hc_dict__alias_add(cur, t, id, (uint32_t)nid);
+	return err ? err : nid;
+}
+
+/* The current epoch's id for id of table t, which a caller may have kept from an older
+ * epoch. */
+static int64_t current_id(struct hc_disk *d, enum hc_dict_table t, uint32_t id)
+{
+	int64_t nid;
+
+	if (t == HC_DICT_STACKS && !id)
+		return 0;
+	if (hc_dict__has(d->dict, t, id))
+		return id;
+	if (!id || id > d->dict->t[t].base)
+		return -EINVAL;
+	nid = translate(d, t, id);
+	/* a statement left stepped would hold a read transaction open (and the writer's
+	 * checkpoints waiting) */
+	if (d->ingest_get[t])
+		sqlite3_reset(d->ingest_get[t]);
+	return nid;
+}
+
 int64_t hc_disk__frame(struct hc_disk *d, const struct hc_path_elem *e)
 {
-	return hc_dict__frame(&d->dict, e);
+	int err = epoch_room(d);
+
+	return err ? err : hc_dict__frame(d->dict, e);
 }
 
 int64_t hc_disk__task(struct hc_disk *d, const struct hc_path_elem *process,
 		      const struct hc_path_elem *thread)
 {
-	return hc_dict__task(&d->dict, (uint32_t)process->id, (uint32_t)thread->id, process->name,
+	int err = epoch_room(d);
+
+	if (err)
+		return err;
+	return hc_dict__task(d->dict, (uint32_t)process->id, (uint32_t)thread->id, process->name,
 			     thread->name);
 }
 
 int hc_disk__elem(struct hc_disk *d, uint32_t frame, struct hc_path_elem *out)
 {
-	if (!frame || frame > d->dict.n_frames)
-		return -EINVAL;
-	hc_dict__elem(&d->dict, frame, out);
+	int err = epoch_room(d); /* an older epoch's frame is interned here */
+	int64_t id = err ? err : current_id(d, HC_DICT_FRAMES, frame);
+
+	if (id < 0)
+		return (int)id;
+	hc_dict__elem(d->dict, (uint32_t)id, out);
 	return 0;
 }
 
 int64_t hc_disk__stack(struct hc_disk *d, uint32_t parent, uint32_t frame)
 {
-	return hc_dict__stack(&d->dict, parent, frame);
+	int64_t p, f;
+	int err = epoch_room(d);
+
+	if (err)
+		return err;
+	p = current_id(d, HC_DICT_STACKS, parent);
+	f = p < 0 ? p : current_id(d, HC_DICT_FRAMES, frame);
+	if (f < 0)
+		return f;
+	return hc_dict__stack(d->dict, (uint32_t)p, (uint32_t)f);
 }
 
 static struct hc_blob *pending(struct hc_disk *d, enum hc_disk_store s, int64_t sec)
@@ -575,12 +835,15 @@ static struct hc_blob *pending(struct hc_disk *d, enum hc_disk_store s, int64_t 
 int hc_disk__add(struct hc_disk *d, enum hc_disk_store s, int64_t sec, uint32_t task,
 		 uint32_t stack, const struct hc_weights *w)
 {
+	int err = epoch_room(d); /* ids of an older epoch are interned here */
+	int64_t t = err ? err : current_id(d, HC_DICT_TASKS, task);
+	int64_t k = t < 0 ? t : current_id(d, HC_DICT_STACKS, stack);
 	struct hc_blob *b;
 
-	if (!task || task > d->dict.n_tasks || stack > d->dict.n_stacks)
-		return -EINVAL;
+	if (k < 0)
+		return (int)k;
 	b = pending(d, s, sec);
-	return b ? hc_blob__add(b, task, stack, w) : -ENOMEM;
+	return b ? hc_blob__add(b, (uint32_t)t, (uint32_t)k, w) : -ENOMEM;
 }
 
 int hc_disk__add_heat(struct hc_disk *d, int64_t sec, unsigned int row, uint64_t count)
@@ -618,25 +881,15 @@ int hc_disk__add_counter(struct hc_disk *d, enum hc_disk_store s, int64_t sec,
 	return b ? hc_blob__add_cell(b, (uint8_t)(HC_BLOB_COUNTER + c), 0, key, 0, value) : -ENOMEM;
 }
 
-static void batch_free(struct batch *b)
+/* Everything pending, open seconds too (as a first row of theirs: what comes later is one
+ * more row, merged later), to the writer: a crash loses only what has not reached us yet. */
+static int enqueue_pending(struct hc_disk *d)
 {
-	for (size_t i = 0; i < b->n; i++)
-		hc_blob__release(&b->blobs[i]);
-	free(b->blobs);
-	free(b->stores);
-	free(b);
-}
-
-int hc_disk__seal(struct hc_disk *d, int64_t sec)
-{
+	size_t n = d->n_pend;
 	struct batch *b;
-	size_t n;
 
-	/* Seconds still open go too, as a first row of theirs (what comes later is one more
-	 * row, merged later): a crash loses only what has not reached us yet. */
-	n = d->n_pend;
 	if (!n)
-		goto out;
+		return 0;
 	b = calloc(1, sizeof(*b));
 	if (b) {
 		b->blobs = calloc(n, sizeof(*b->blobs));
@@ -650,6 +903,7 @@ int hc_disk__seal(struct hc_disk *d, int64_t sec)
 		}
 		return -ENOMEM;
 	}
+	b->epoch = d->dict->epoch;
 	for (size_t i = 0; i < d->n_pend; i++) {
 		b->blobs[b->n] = d->pend[i].blob;
 		b->stores[b->n++] = d->pend[i].store;
@@ -675,7 +929,16 @@ int hc_disk__seal(struct hc_disk *d, int64_t sec)
 	d->queued_s += b->n;
 	pthread_cond_signal(&d->cv);
 	pthread_mutex_unlock(&d->mu);
-out:
+	return 0;
+}
+
+int hc_disk__seal(struct hc_disk *d, int64_t sec)
+{
+	int err = enqueue_pending(d);
+
+	if (err)
+		return err;
+	free_written(d);
 	/* The horizons count back from the newest sealed second: never past the data (closing
 	 * seals "everything", INT64_MAX, which must not expire the whole history). */
 	if (sec > d->newest_data_s)
@@ -729,64 +992,136 @@ void hc_disk__close(struct hc_disk *d)
 
 /* ---- the writer ---- */
 
-/* The dictionary entries the file lacks. Under the dictionary's read lock: the ingest thread
- * may be appending. */
-static int write_dict(struct hc_disk *d, size_t *nf_out, size_t *nt_out, size_t *ns_out)
+static const char *const insert_dict_sql[HC_DICT_TABLES] = {
+	[HC_DICT_FRAMES] = "INSERT INTO frame VALUES(?,?,?,?,?,?,?)",
+	[HC_DICT_TASKS] = "INSERT INTO task VALUES(?,?,?,?,?)",
+	[HC_DICT_STACKS] = "INSERT INTO stack VALUES(?,?,?)",
+};
+
+static void bind_text(sqlite3_stmt *st, int col, const char *s)
 {
-	sqlite3_stmt *f = NULL, *t = NULL, *s = NULL;
-	size_t nf, nt, ns;
-	int rc = SQLITE_OK;
+	if (s)
+		sqlite3_bind_text(st, col, s, -1, SQLITE_STATIC);
+	else
+		sqlite3_bind_null(st, col);
+}
 
-	pthread_rwlock_rdlock(&d->dict.lock);
-	nf = d->dict.n_frames;
-	nt = d->dict.n_tasks;
-	ns = d->dict.n_stacks;
-	if (sqlite3_prepare_v2(d->db, "INSERT INTO frame VALUES(?,?,?,?,?,?,?)", -1, &f, NULL) ||
-	    sqlite3_prepare_v2(d->db, "INSERT INTO task VALUES(?,?,?,?,?)", -1, &t, NULL) ||
-	    sqlite3_prepare_v2(d->db, "INSERT INTO stack VALUES(?,?,?)", -1, &s, NULL))
-		rc = sqlite3_errcode(d->db);
-	for (size_t i = d->dict.persisted_frames; rc == SQLITE_OK && i < nf; i++) {
-		const struct hc_dict_frame *e = &d->dict.frames[i];
+/* An entry's columns after its id. */
+static void bind_entry(sqlite3_stmt *st, enum hc_dict_table t, const void *entry)
+{
+	if (t == HC_DICT_FRAMES) {
+		const struct hc_dict_frame *e = entry;
 
-		sqlite3_bind_int64(f, 1, (int64_t)i + 1);
-		sqlite3_bind_int(f, 2, e->kind);
-		sqlite3_bind_text(f, 3, e->name, -1, SQLITE_STATIC);
-		if (e->module)
-			sqlite3_bind_text(f, 4, e->module, -1, SQLITE_STATIC);
-		else
-			sqlite3_bind_null(f, 4);
-		sqlite3_bind_int64(f, 5, (int64_t)e->id);
-		sqlite3_bind_int64(f, 6, e->offset);
-		sqlite3_bind_int(f, 7, e->inlined);
-		rc = sqlite3_step(f) == SQLITE_DONE ? SQLITE_OK : sqlite3_errcode(d->db);
-		sqlite3_reset(f);
-	}
-	for (size_t i = d->dict.persisted_tasks; rc == SQLITE_OK && i < nt; i++) {
-		const struct hc_dict_task *e = &d->dict.tasks[i];
+		sqlite3_bind_int(st, 2, e->kind);
+		bind_text(st, 3, e->name);
+		bind_text(st, 4, e->module);
+		sqlite3_bind_int64(st, 5, (int64_t)e->id);
+		sqlite3_bind_int64(st, 6, e->offset);
+		sqlite3_bind_int(st, 7, e->inlined);
+	} else if (t == HC_DICT_TASKS) {
+		const struct hc_dict_task *e = entry;
 
-		sqlite3_bind_int64(t, 1, (int64_t)i + 1);
-		sqlite3_bind_int64(t, 2, e->pid);
-		sqlite3_bind_int64(t, 3, e->tid);
-		sqlite3_bind_text(t, 4, e->process, -1, SQLITE_STATIC);
-		sqlite3_bind_text(t, 5, e->thread, -1, SQLITE_STATIC);
-		rc = sqlite3_step(t) == SQLITE_DONE ? SQLITE_OK : sqlite3_errcode(d->db);
-		sqlite3_reset(t);
+		sqlite3_bind_int64(st, 2, e->pid);
+		sqlite3_bind_int64(st, 3, e->tid);
+		bind_text(st, 4, e->process);
+		bind_text(st, 5, e->thread);
+	} else {
+		const struct hc_dict_stack *e = entry;
+
+		sqlite3_bind_int64(st, 2, e->parent);
+		sqlite3_bind_int64(st, 3, e->frame);
 	}
-	for (size_t i = d->dict.persisted_stacks; rc == SQLITE_OK && i < ns; i++) {
-		sqlite3_bind_int64(s, 1, (int64_t)i + 1);
-		sqlite3_bind_int64(s, 2, d->dict.stacks[i].parent);
-		sqlite3_bind_int64(s, 3, d->dict.stacks[i].frame);
-		rc = sqlite3_step(s) == SQLITE_DONE ? SQLITE_OK : sqlite3_errcode(d->db);
-		sqlite3_reset(s);
+}
+
+/* An epoch being written, and how far. */
+struct dict_write {
+	struct hc_dict *dict;
+	size_t n[HC_DICT_TABLES];
+};
+
+/* Epoch w->dict's row and the entries the file lacks. Under the epoch's read lock: the ingest
+ * thread may be appending to the current one. */
+static int write_epoch(struct hc_disk *d, sqlite3_stmt *ep, sqlite3_stmt *const ins[],
+		       struct dict_write *w)
+{
+	struct hc_dict *x = w->dict;
+	int rc;
+
+	sqlite3_bind_int64(ep, 1, (int64_t)x->epoch);
+	for (int t = 0; t < HC_DICT_TABLES; t++)
+		sqlite3_bind_int64(ep, t + 2, x->t[t].base);
+	rc = sqlite3_step(ep) == SQLITE_DONE ? SQLITE_OK : sqlite3_errcode(d->db);
+	sqlite3_reset(ep);
+	pthread_rwlock_rdlock(&x->lock);
+	for (int t = 0; t < HC_DICT_TABLES; t++) {
+		struct hc_dict_tab *tab = &x->t[t];
+
+		w->n[t] = tab->n;
+		for (size_t i = tab->persisted; rc == SQLITE_OK && i < w->n[t]; i++) {
+			uint32_t id = tab->base + (uint32_t)i + 1;
+
+			sqlite3_bind_int64(ins[t], 1, id);
+			bind_entry(ins[t], (enum hc_dict_table)t, hc_dict__entry(x, t, id));
+			rc = sqlite3_step(ins[t]) == SQLITE_DONE ? SQLITE_OK
+								 : sqlite3_errcode(d->db);
+			sqlite3_reset(ins[t]);
+		}
 	}
-	pthread_rwlock_unlock(&d->dict.lock);
-	sqlite3_finalize(f);
-	sqlite3_finalize(t);
-	sqlite3_finalize(s);
-	*nf_out = nf;
-	*nt_out = nt;
-	*ns_out = ns;
-	return rc == SQLITE_OK ? 0 : -sql_errno(rc);
+	pthread_rwlock_unlock(&x->lock);
+	return rc == SQLITE_OK ? 0 : -hc__disk_sql_errno(rc);
+}
+
+/* The dictionary entries the file lacks: of the retired epochs not written yet, then of the
+ * current one. *w (malloc'd, *nw of them) says what was written, for write_done(). */
+static int write_dict(struct hc_disk *d, struct dict_write **w, size_t *nw)
+{
+	sqlite3_stmt *ins[HC_DICT_TABLES] = {NULL}, *ep = NULL;
+	size_t n = 1;
+	int err = 0;
+
+	pthread_mutex_lock(&d->mu);
+	for (struct hc_dict *x = d->retired; x; x = x->next)
+		n += !x->written;
+	*w = calloc(n, sizeof(**w));
+	n = 0;
+	for (struct hc_dict *x = d->retired; *w && x; x = x->next)
+		if (!x->written)
+			(*w)[n++].dict = x;
+	if (*w)
+		(*w)[n++].dict = d->dict;
+	pthread_mutex_unlock(&d->mu);
+	*nw = n;
+	if (!*w)
+		return -ENOMEM;
+	if (sqlite3_prepare_v2(d->db, "INSERT OR IGNORE INTO epoch VALUES(?,?,?,?)", -1, &ep,
+			       NULL) != SQLITE_OK)
+		err = -hc__disk_sql_errno(sqlite3_errcode(d->db));
+	for (int t = 0; !err && t < HC_DICT_TABLES; t++)
+		if (sqlite3_prepare_v2(d->db, insert_dict_sql[t], -1, &ins[t], NULL) != SQLITE_OK)
+			err = -hc__disk_sql_errno(sqlite3_errcode(d->db));
+	for (size_t i = 0; !err && i < n; i++)
+		err = write_epoch(d, ep, ins, &(*w)[i]);
+	sqlite3_finalize(ep);
+	for (int t = 0; t < HC_DICT_TABLES; t++)
+		sqlite3_finalize(ins[t]);
+	return err;
+}
+
+/* After the commit: what is in the file now; a retired epoch all in it may leave memory. */
+static void write_done(struct hc_disk *d, const struct dict_write *w, size_t nw)
+{
+	for (size_t i = 0; i < nw; i++) {
+		bool all = true;
+
+		for (int t = 0; t < HC_DICT_TABLES; t++) {
+			w[i].dict->t[t].persisted = w[i].n[t];
+			all = all && w[i].n[t] == w[i].dict->t[t].n;
+		}
+		pthread_mutex_lock(&d->mu);
+		if (w[i].dict != d->dict && all)
+			w[i].dict->written = true;
+		pthread_mutex_unlock(&d->mu);
+	}
 }
 
 /* The first second ever written, kept in meta (the range held never starts before it,
@@ -807,7 +1142,7 @@ static int note_first(struct hc_disk *d, const struct batch *b)
 		 "INSERT INTO meta VALUES('first_s', %" PRId64 ") ON CONFLICT(key) DO UPDATE SET "
 		 "value = min(value, excluded.value)",
 		 first);
-	err = exec(d->db, sql);
+	err = hc__disk_exec(d->db, sql);
 	if (!err) {
 		pthread_mutex_lock(&d->mu);
 		d->first_s = first;
@@ -818,7 +1153,7 @@ static int note_first(struct hc_disk *d, const struct batch *b)
 
 /* A bucket row. */
 static int insert_row(sqlite3_stmt *ins, int store, int tier, int64_t t, int64_t span,
-		      const struct hc_blob *b, const void *data, size_t len)
+		      const struct hc_blob *b, const void *data, size_t len, uint64_t epoch)
 {
 	sqlite3_bind_int(ins, 1, store);
 	sqlite3_bind_int(ins, 2, tier);
@@ -830,22 +1165,24 @@ static int insert_row(sqlite3_stmt *ins, int store, int tier, int64_t t, int64_t
 	sqlite3_bind_int64(ins, 8, (int64_t)b->total.samples);
 	sqlite3_bind_int64(ins, 9, (int64_t)b->n);
 	sqlite3_bind_blob(ins, 10, data, (int)len, SQLITE_STATIC);
+	sqlite3_bind_int64(ins, 11, (int64_t)epoch);
 	return sqlite3_step(ins) == SQLITE_DONE ? 0 : -1;
 }
 
-static const char insert_sql[] = "INSERT INTO bucket VALUES(?,?,?,?,?,?,?,?,?,?)";
+static const char insert_sql[] = "INSERT INTO bucket VALUES(?,?,?,?,?,?,?,?,?,?,?)";
 
 /* One batch in one transaction: the dictionary, then each second's row in every tier. */
 static int write_batch(struct hc_disk *d, struct batch *b)
 {
+	struct dict_write *w = NULL;
 	sqlite3_stmt *ins = NULL;
-	size_t nf = 0, nt = 0, ns = 0;
-	int err = exec(d->db, "BEGIN IMMEDIATE");
+	size_t nw = 0;
+	int err = hc__disk_exec(d->db, "BEGIN IMMEDIATE");
 
 	if (!err)
-		err = write_dict(d, &nf, &nt, &ns);
+		err = write_dict(d, &w, &nw);
 	if (!err && sqlite3_prepare_v2(d->db, insert_sql, -1, &ins, NULL) != SQLITE_OK)
-		err = -sql_errno(sqlite3_errcode(d->db));
+		err = -hc__disk_sql_errno(sqlite3_errcode(d->db));
 	for (size_t i = 0; !err && i < b->n; i++) {
 		const struct hc_blob *bl = &b->blobs[i];
 		void *data;
@@ -857,12 +1194,12 @@ static int write_batch(struct hc_disk *d, struct batch *b)
 		if (err)
 			break;
 		for (int tier = 0; !err && tier < HC_DISK_TIERS; tier++) {
-			int64_t step = tier_step[tier];
+			int64_t step = hc__disk_tier_step[tier];
 			int64_t t = bl->t >= 0 ? bl->t / step * step
 					       : -((-bl->t + step - 1) / step) * step;
 
-			if (insert_row(ins, b->stores[i], tier, t, step, bl, data, len))
-				err = -sql_errno(sqlite3_errcode(d->db));
+			if (insert_row(ins, b->stores[i], tier, t, step, bl, data, len, b->epoch))
+				err = -hc__disk_sql_errno(sqlite3_errcode(d->db));
 			sqlite3_reset(ins);
 		}
 		free(data);
@@ -871,15 +1208,13 @@ static int write_batch(struct hc_disk *d, struct batch *b)
 	if (!err)
 		err = note_first(d, b);
 	if (!err)
-		err = exec(d->db, "COMMIT");
-	if (err) {
-		exec(d->db, "ROLLBACK");
-		return err;
-	}
-	d->dict.persisted_frames = nf;
-	d->dict.persisted_tasks = nt;
-	d->dict.persisted_stacks = ns;
-	return 0;
+		err = hc__disk_exec(d->db, "COMMIT");
+	if (err)
+		hc__disk_exec(d->db, "ROLLBACK");
+	else
+		write_done(d, w, nw);
+	free(w);
+	return err;
 }
 
 /* Merge the rows of one window (store, tier, t) into one. 0, -errno. */
@@ -887,7 +1222,8 @@ static int merge_window(struct hc_disk *d, sqlite3_stmt *sel, sqlite3_stmt *del,
 			int store, int tier, int64_t t)
 {
 	struct hc_blob b;
-	int64_t span = tier_step[tier];
+	int64_t span = hc__disk_tier_step[tier];
+	uint64_t epoch = UINT64_MAX;
 	void *data = NULL;
 	size_t len;
 	int err = 0, rc;
@@ -899,6 +1235,10 @@ static int merge_window(struct hc_disk *d, sqlite3_stmt *sel, sqlite3_stmt *del,
 	while (!err && (rc = sqlite3_step(sel)) == SQLITE_ROW) {
 		err = hc_blob__decode(&b, sqlite3_column_blob(sel, 0),
 				      (size_t)sqlite3_column_bytes(sel, 0), true, true);
+		/* ids are unique across epochs: a merged row may hold several, and keeps the
+		 * oldest alive */
+		if ((uint64_t)sqlite3_column_int64(sel, 1) < epoch)
+			epoch = (uint64_t)sqlite3_column_int64(sel, 1);
 		if (err == -EBADMSG) { /* leave the window as it is: queries skip the bad row */
 			pthread_mutex_lock(&d->mu);
 			d->st.corrupt_blobs++;
@@ -913,8 +1253,8 @@ static int merge_window(struct hc_disk *d, sqlite3_stmt *sel, sqlite3_stmt *del,
 		sqlite3_bind_int(del, 2, tier);
 		sqlite3_bind_int64(del, 3, t);
 		if (sqlite3_step(del) != SQLITE_DONE ||
-		    insert_row(ins, store, tier, t, span, &b, data, len))
-			err = -sql_errno(sqlite3_errcode(d->db));
+		    insert_row(ins, store, tier, t, span, &b, data, len, epoch))
+			err = -hc__disk_sql_errno(sqlite3_errcode(d->db));
 		sqlite3_reset(del);
 		sqlite3_reset(ins);
 	}
@@ -939,7 +1279,7 @@ static int merge_windows(struct hc_disk *d, int64_t newest)
 			       " HAVING count(*) > 1 AND (max(t + span) <= ? OR count(*) > ?)"
 			       " LIMIT ?",
 			       -1, &list, NULL) != SQLITE_OK)
-		return -sql_errno(sqlite3_errcode(d->db));
+		return -hc__disk_sql_errno(sqlite3_errcode(d->db));
 	sqlite3_bind_int64(list, 1, newest - COMPACT_LAG_S);
 	/* A window still filling is merged too once it has MERGE_OPEN_ROWS rows: an hour of
 	 * unmerged seconds would be 3600 rows. */
@@ -953,20 +1293,21 @@ static int merge_windows(struct hc_disk *d, int64_t newest)
 	sqlite3_finalize(list);
 	if (!n)
 		return 0;
-	if (sqlite3_prepare_v2(d->db, "SELECT data FROM bucket WHERE store=? AND tier=? AND t=?",
+	if (sqlite3_prepare_v2(d->db,
+			       "SELECT data, epoch FROM bucket WHERE store=? AND tier=? AND t=?",
 			       -1, &sel, NULL) != SQLITE_OK ||
 	    sqlite3_prepare_v2(d->db, "DELETE FROM bucket WHERE store=? AND tier=? AND t=?", -1,
 			       &del, NULL) != SQLITE_OK ||
 	    sqlite3_prepare_v2(d->db, insert_sql, -1, &ins, NULL) != SQLITE_OK)
-		err = -sql_errno(sqlite3_errcode(d->db));
+		err = -hc__disk_sql_errno(sqlite3_errcode(d->db));
 	if (!err)
-		err = exec(d->db, "BEGIN IMMEDIATE");
+		err = hc__disk_exec(d->db, "BEGIN IMMEDIATE");
 	for (size_t i = 0; !err && i < n; i++)
 		err = merge_window(d, sel, del, ins, w[i].store, w[i].tier, w[i].t);
 	if (!err)
-		err = exec(d->db, "COMMIT");
+		err = hc__disk_exec(d->db, "COMMIT");
 	else
-		exec(d->db, "ROLLBACK");
+		hc__disk_exec(d->db, "ROLLBACK");
 	sqlite3_finalize(sel);
 	sqlite3_finalize(del);
 	sqlite3_finalize(ins);
@@ -987,12 +1328,12 @@ static int64_t drop_before(struct hc_disk *d, int tier, int64_t cutoff)
 	snprintf(sql, sizeof(sql),
 		 "SELECT count(DISTINCT t) FROM bucket WHERE tier=%d AND t < %" PRId64, tier,
 		 cutoff);
-	s = query_int(d->db, sql, 0) * tier_step[tier];
+	s = query_int(d->db, sql, 0) * hc__disk_tier_step[tier];
 	if (!s)
 		return 0;
 	snprintf(sql, sizeof(sql), "DELETE FROM bucket WHERE tier=%d AND t < %" PRId64, tier,
 		 cutoff);
-	return exec(d->db, sql) ? 0 : s;
+	return hc__disk_exec(d->db, sql) ? 0 : s;
 }
 
 /* Pages in use (not free). The WAL is not counted: it is checkpointed and truncated after
@@ -1027,6 +1368,74 @@ static int64_t answering_oldest(struct hc_disk *d)
 	return oldest;
 }
 
+/*
+ * Delete the dictionary rows of the epochs nothing can reference any more: older than every
+ * bucket in the file (a merged row names the oldest epoch it holds ids of), every batch still
+ * queued and the current epoch. Ids only grow, so an epoch's rows are an id range.
+ */
+static void drop_epochs(struct hc_disk *d)
+{
+	static const char *const del[HC_DICT_TABLES] = {
+		"DELETE FROM frame WHERE id <= ?",
+		"DELETE FROM task WHERE id <= ?",
+		"DELETE FROM stack WHERE id <= ?",
+	};
+	int64_t keep = query_int(d->db, "SELECT min(epoch) FROM bucket", INT64_MAX);
+	sqlite3_stmt *st = NULL;
+	uint64_t deleted = 0;
+	int err;
+
+	pthread_mutex_lock(&d->mu);
+	if (d->head && (int64_t)d->head->epoch < keep)
+		keep = (int64_t)d->head->epoch;
+	if ((int64_t)d->dict->epoch < keep)
+		keep = (int64_t)d->dict->epoch;
+	pthread_mutex_unlock(&d->mu);
+	if (query_int(d->db, "SELECT min(id) FROM epoch", INT64_MAX) >= keep)
+		return;
+	err = hc__disk_exec(d->db, "BEGIN IMMEDIATE");
+	/* the bases of the oldest epoch kept: everything below them goes */
+	if (!err && sqlite3_prepare_v2(d->db,
+				       "SELECT frame_base, task_base, stack_base FROM epoch"
+				       " WHERE id >= ? ORDER BY id LIMIT 1",
+				       -1, &st, NULL) != SQLITE_OK)
+		err = -EIO;
+	if (!err) {
+		sqlite3_bind_int64(st, 1, keep);
+		if (sqlite3_step(st) != SQLITE_ROW)
+			err = -ENOENT; /* the epoch kept has no row yet: next round */
+	}
+	for (int t = 0; !err && t < HC_DICT_TABLES; t++) {
+		sqlite3_stmt *dt;
+
+		if (sqlite3_prepare_v2(d->db, del[t], -1, &dt, NULL) != SQLITE_OK) {
+			err = -EIO;
+			break;
+		}
+		sqlite3_bind_int64(dt, 1, sqlite3_column_int64(st, t));
+		if (sqlite3_step(dt) != SQLITE_DONE)
+			err = -hc__disk_sql_errno(sqlite3_errcode(d->db));
+		deleted += (uint64_t)sqlite3_changes(d->db);
+		sqlite3_finalize(dt);
+	}
+	sqlite3_finalize(st);
+	if (!err) {
+		char sql[96];
+
+		snprintf(sql, sizeof(sql), "DELETE FROM epoch WHERE id < %" PRId64, keep);
+		err = hc__disk_exec(d->db, sql);
+	}
+	if (!err)
+		err = hc__disk_exec(d->db, "COMMIT");
+	if (err) {
+		hc__disk_exec(d->db, "ROLLBACK");
+		return;
+	}
+	pthread_mutex_lock(&d->mu);
+	d->st.dict_rows_deleted += deleted;
+	pthread_mutex_unlock(&d->mu);
+}
+
 static void expire(struct hc_disk *d, int64_t newest)
 {
 	int64_t expired = 0, before, after;
@@ -1037,7 +1446,8 @@ static void expire(struct hc_disk *d, int64_t newest)
 	 * and its seconds were counted in the tiers that answer. */
 	drop_before(d, HC_DISK_TIERS - 1,
 		    newest + 2 - (int64_t)d->keep_s[HC_DISK_TIERS - 1] -
-			    tier_step[HC_DISK_TIERS - 1]);
+			    hc__disk_tier_step[HC_DISK_TIERS - 1]);
+	drop_epochs(d);
 	before = answering_oldest(d);
 	for (int round = 0; round < 400 && used_bytes(d) > d->max_bytes; round++) {
 		int64_t oldest = INT64_MAX, lo, hi, cut, step;
@@ -1057,10 +1467,11 @@ static void expire(struct hc_disk *d, int64_t newest)
 		snprintf(sql, sizeof(sql), "SELECT max(t) FROM bucket WHERE tier=%d", which);
 		hi = query_int(d->db, sql, oldest);
 		/* a twentieth of the tier, in whole windows, at least one */
-		step = tier_step[which];
+		step = hc__disk_tier_step[which];
 		cut = (hi - oldest) / 20 / step * step;
 		cut = oldest + (cut > step ? cut : step);
 		drop_before(d, which, cut);
+		drop_epochs(d); /* what the dropped windows alone referenced counts too */
 	}
 	after = answering_oldest(d);
 	pthread_mutex_lock(&d->mu);
@@ -1079,6 +1490,7 @@ static void refresh_tiers(struct hc_disk *d)
 	sqlite3_stmt *st;
 	struct stat sb;
 	uint64_t used = used_bytes(d);
+	uint64_t epochs = (uint64_t)query_int(d->db, "SELECT count(*) FROM epoch", 0);
 
 	if (sqlite3_prepare_v2(d->db,
 			       "SELECT tier, count(DISTINCT t), min(t), max(t + span) FROM bucket"
@@ -1090,7 +1502,7 @@ static void refresh_tiers(struct hc_disk *d)
 			if (tier < 0 || tier >= HC_DISK_TIERS)
 				continue;
 			t[tier].buckets = (uint64_t)sqlite3_column_int64(st, 1);
-			t[tier].seconds = t[tier].buckets * (uint64_t)tier_step[tier];
+			t[tier].seconds = t[tier].buckets * (uint64_t)hc__disk_tier_step[tier];
 			t[tier].oldest_s = sqlite3_column_int64(st, 2);
 			t[tier].newest_s = sqlite3_column_int64(st, 3) - 1;
 		}
@@ -1098,6 +1510,7 @@ static void refresh_tiers(struct hc_disk *d)
 	}
 	pthread_mutex_lock(&d->mu);
 	memcpy(d->st.tier, t, sizeof(t));
+	d->st.dict_epochs = epochs;
 	d->st.bytes = used;
 	d->st.file_bytes = stat(d->path, &sb) ? 0 : (uint64_t)sb.st_size;
 	d->st.oldest_s = d->st.newest_s = 0;
@@ -1136,7 +1549,7 @@ static void note_written(struct hc_disk *d, const struct batch *b)
 			continue;
 		for (int tier = 0; tier < HC_DISK_TIERS; tier++) {
 			struct hc_disk_tier_stats *t = &d->st.tier[tier];
-			int64_t step = tier_step[tier], s = b->blobs[i].t;
+			int64_t step = hc__disk_tier_step[tier], s = b->blobs[i].t;
 			int64_t end = (s >= 0 ? s / step * step : s - step + 1) + step - 1;
 
 			if (!t->buckets || s < t->oldest_s)
@@ -1229,424 +1642,17 @@ static void *writer_main(void *arg)
 
 void hc_disk__stats(struct hc_disk *d, struct hc_disk_stats *out)
 {
+	/* the ingest thread changes the epochs' list and pointer under mu; their entries under
+	 * each epoch's lock */
 	pthread_mutex_lock(&d->mu);
 	*out = d->st;
+	pthread_rwlock_rdlock(&d->dict->lock);
+	out->frames = d->dict->t[HC_DICT_FRAMES].n;
+	out->tasks = d->dict->t[HC_DICT_TASKS].n;
+	out->stacks = d->dict->t[HC_DICT_STACKS].n;
+	out->dict_bytes = hc_dict__bytes(d->dict);
+	pthread_rwlock_unlock(&d->dict->lock);
+	for (const struct hc_dict *x = d->retired; x; x = x->next)
+		out->dict_bytes += hc_dict__bytes(x);
 	pthread_mutex_unlock(&d->mu);
-	pthread_rwlock_rdlock(&d->dict.lock);
-	out->frames = d->dict.n_frames;
-	out->tasks = d->dict.n_tasks;
-	out->stacks = d->dict.n_stacks;
-	out->dict_bytes = hc_dict__bytes(&d->dict);
-	pthread_rwlock_unlock(&d->dict.lock);
-}
-
-/* ---- queries ---- */
-
-int hc_disk__pick(struct hc_disk *d, int64_t from_s, int64_t to_s, struct hc_disk_range *out)
-{
-	struct hc_disk_stats st;
-	int tier = -1;
-
-	pthread_mutex_lock(&d->mu);
-	st = d->st;
-	pthread_mutex_unlock(&d->mu);
-	/* Tiers 0..2 answer; the 1 h tier only serves their plans (read_range). */
-	for (int i = 0; i < HC_DISK_TIERS - 1 && tier < 0; i++)
-		if (st.tier[i].buckets && st.tier[i].oldest_s <= from_s)
-			tier = i;
-	for (int i = HC_DISK_TIERS - 1; tier < 0 && i-- > 0;)
-		if (st.tier[i].buckets)
-			tier = i;
-	if (tier < 0)
-		return -ENODATA;
-	out->tier = tier;
-	out->from_s = from_s - ((from_s % tier_step[tier]) + tier_step[tier]) % tier_step[tier];
-	out->to_s = to_s + (tier_step[tier] -
-			    ((to_s % tier_step[tier]) + tier_step[tier]) % tier_step[tier]) %
-				   tier_step[tier];
-	if (out->from_s < st.tier[tier].oldest_s)
-		out->from_s = st.tier[tier].oldest_s;
-	if (out->to_s > st.tier[tier].newest_s + 1)
-		out->to_s = st.tier[tier].newest_s + 1;
-	if (out->to_s < out->from_s)
-		out->to_s = out->from_s;
-	return 0;
-}
-
-/* One piece of a range: [from_s, to_s) of one tier. */
-struct piece {
-	int tier;
-	int64_t from_s, to_s;
-};
-
-static int64_t floor_to(int64_t v, int64_t step)
-{
-	return v >= 0 ? v / step * step : -((-v + step - 1) / step) * step;
-}
-
-/*
- * Cover [lo, hi) (aligned to tier k's step) with the fewest rows: the whole windows of the
- * coarsest tier that holds them in the middle, finer tiers at the edges, down to tier k. Every
- * tier holds every second of its horizon, so the pieces sum to the range exactly.
- */
-static void plan(const struct hc_disk_stats *st, int k, int j, int64_t lo, int64_t hi,
-		 struct piece *p, size_t *n)
-{
-	int64_t step = tier_step[j], a, b;
-
-	if (lo >= hi)
-		return;
-	if (j == k) {
-		p[(*n)++] = (struct piece){k, lo, hi};
-		return;
-	}
-	a = floor_to(lo + step - 1, step);
-	b = floor_to(hi, step);
-	if (a >= b || !st->tier[j].buckets || st->tier[j].oldest_s > a) {
-		plan(st, k, j - 1, lo, hi, p, n);
-		return;
-	}
-	plan(st, k, j - 1, lo, a, p, n);
-	p[(*n)++] = (struct piece){j, a, b};
-	plan(st, k, j - 1, b, hi, p, n);
-}
-
-/* The rows of range r, store s, decoded into acc. */
-static int read_range(struct hc_disk *d, enum hc_disk_store s, const struct hc_disk_range *r,
-		      struct hc_blob *acc, bool entries, bool cells)
-{
-	struct piece pieces[2 * HC_DISK_TIERS + 1];
-	struct hc_disk_stats st;
-	sqlite3 *db;
-	sqlite3_stmt *stmt;
-	uint64_t bad = 0;
-	size_t np = 0;
-	int err = open_db(d->path, SQLITE_OPEN_READONLY, &db), rc = SQLITE_DONE;
-
-	if (err)
-		return err;
-	if (sqlite3_prepare_v2(db,
-			       "SELECT data FROM bucket WHERE tier=? AND t>=? AND t<? AND store=?",
-			       -1, &stmt, NULL) != SQLITE_OK) {
-		err = -sql_errno(sqlite3_errcode(db));
-		sqlite3_close(db);
-		return err;
-	}
-	pthread_mutex_lock(&d->mu);
-	st = d->st;
-	pthread_mutex_unlock(&d->mu);
-	plan(&st, r->tier, HC_DISK_TIERS - 1, r->from_s, r->to_s, pieces, &np);
-	for (size_t i = 0; !err && i < np; i++) {
-		sqlite3_bind_int(stmt, 1, pieces[i].tier);
-		sqlite3_bind_int64(stmt, 2, pieces[i].from_s);
-		sqlite3_bind_int64(stmt, 3, pieces[i].to_s);
-		sqlite3_bind_int(stmt, 4, s);
-		while (!err && (rc = sqlite3_step(stmt)) == SQLITE_ROW) {
-			err = hc_blob__decode(acc, sqlite3_column_blob(stmt, 0),
-					      (size_t)sqlite3_column_bytes(stmt, 0), entries,
-					      cells);
-			if (err == -EBADMSG) {
-				bad++;
-				err = 0;
-			}
-		}
-		if (!err && rc != SQLITE_DONE)
-			err = -sql_errno(rc);
-		sqlite3_reset(stmt);
-	}
-	sqlite3_finalize(stmt);
-	sqlite3_close(db);
-	if (bad) {
-		pthread_mutex_lock(&d->mu);
-		d->st.corrupt_blobs += bad;
-		pthread_mutex_unlock(&d->mu);
-	}
-	return err;
-}
-
-/* A scratch in-memory store holding a range summed into one second, so that the queries'
- * filters, pruning and histogram rules are the in-memory store's own. */
-struct hydrate {
-	struct hc_store *st;
-	uint32_t *frame_map; /* disk frame id -> scratch id */
-	uint32_t *task_map;  /* disk task id -> scratch ids of its process and thread (2 each) */
-	uint32_t next_id;
-	uint32_t *path;
-	size_t cap_path;
-};
-
-#define SCRATCH_SEC 0
-
-static int64_t scratch_define(struct hydrate *h, const struct hc_path_elem *e)
-{
-	int err = hc_store__define_frame(h->st, h->next_id + 1, e);
-
-	if (err)
-		return err;
-	return ++h->next_id;
-}
-
-static int64_t scratch_frame(struct hydrate *h, const struct hc_dict *dict, uint32_t f)
-{
-	struct hc_path_elem e;
-	int64_t id;
-
-	if (h->frame_map[f])
-		return h->frame_map[f];
-	hc_dict__elem(dict, f, &e);
-	id = scratch_define(h, &e);
-	if (id > 0)
-		h->frame_map[f] = (uint32_t)id;
-	return id;
-}
-
-static bool task_passes(const struct hc_dict_task *t, const struct hc_store_filter *f)
-{
-	return (!f->has_pid || t->pid == f->pid) && (!f->has_tid || t->tid == f->tid) &&
-	       (!f->comm || !strcmp(f->comm, t->process));
-}
-
-static int scratch_entry(struct hydrate *h, const struct hc_dict *dict,
-			 const struct hc_blob_entry *e)
-{
-	const struct hc_dict_task *t = &dict->tasks[e->task - 1];
-	size_t n = 0, depth = 0;
-
-	if (!h->task_map[2 * e->task]) {
-		struct hc_path_elem p = {
-			.kind = HC_NODE_PROCESS, .name = t->process, .id = t->pid, .offset = -1};
-		struct hc_path_elem th = {
-			.kind = HC_NODE_THREAD, .name = t->thread, .id = t->tid, .offset = -1};
-		int64_t a = scratch_define(h, &p), b = a > 0 ? scratch_define(h, &th) : a;
-
-		if (b <= 0)
-			return b ? (int)b : -EINVAL;
-		h->task_map[2 * e->task] = (uint32_t)a;
-		h->task_map[2 * e->task + 1] = (uint32_t)b;
-	}
-	for (uint32_t s = e->stack; s && depth <= HC_STORE_MAX_DEPTH;
-	     s = dict->stacks[s - 1].parent)
-		depth++;
-	if (depth + 2 > HC_STORE_MAX_DEPTH)
-		return -EINVAL;
-	if (depth + 2 > h->cap_path && hc_array_grow(h->path, h->cap_path, depth + 2, 64))
-		return -ENOMEM;
-	h->path[0] = h->task_map[2 * e->task];
-	h->path[1] = h->task_map[2 * e->task + 1];
-	n = depth + 2;
-	for (uint32_t s = e->stack, i = (uint32_t)n; s; s = dict->stacks[s - 1].parent) {
-		int64_t id = scratch_frame(h, dict, dict->stacks[s - 1].frame);
-
-		if (id <= 0)
-			return id ? (int)id : -EINVAL;
-		h->path[--i] = (uint32_t)id;
-	}
-	return hc_store__add(h->st, SCRATCH_SEC, h->path, n, &e->w);
-}
-
-static void hydrate_free(struct hydrate *h)
-{
-	hc_store__free(h->st);
-	free(h->frame_map);
-	free(h->task_map);
-	free(h->path);
-}
-
-/* The range summed into h->st's second SCRATCH_SEC. */
-static int hydrate(struct hc_disk *d, enum hc_disk_store s, const struct hc_disk_range *r,
-		   const struct hc_store_filter *f, bool entries, bool cells, struct hydrate *h)
-{
-	struct hc_store_opts so = {
-		.retention_s = 10,
-		.max_bytes = (size_t)1 << 40,
-		.period_ns = s == HC_DISK_LOCKS ? 1 : (d->period_ns ? d->period_ns : 1)};
-	struct hc_blob acc;
-	int err;
-
-	memset(h, 0, sizeof(*h));
-	hc_blob__init(&acc, 0, so.period_ns);
-	err = read_range(d, s, r, &acc, entries, cells);
-	if (err)
-		goto out;
-	h->st = hc_store__new(&so);
-	if (!h->st) {
-		err = -ENOMEM;
-		goto out;
-	}
-	pthread_rwlock_rdlock(&d->dict.lock);
-	h->frame_map = calloc(d->dict.n_frames + 1, sizeof(*h->frame_map));
-	h->task_map = calloc(2 * (d->dict.n_tasks + 1), sizeof(*h->task_map));
-	if (!h->frame_map || !h->task_map)
-		err = -ENOMEM;
-	for (size_t i = 0; !err && i < acc.n; i++) {
-		const struct hc_blob_entry *e = &acc.e[i];
-
-		/* ids beyond the dictionary cannot come from this file's writer: skip them */
-		if (!e->task || e->task > d->dict.n_tasks || e->stack > d->dict.n_stacks)
-			continue;
-		if (!task_passes(&d->dict.tasks[e->task - 1], f))
-			continue;
-		err = scratch_entry(h, &d->dict, e);
-	}
-	pthread_rwlock_unlock(&d->dict.lock);
-	for (size_t i = 0; !err && i < acc.nc; i++) {
-		const struct hc_blob_cell *c = &acc.c[i];
-
-		if (c->hist < HC_STORE_H_MAX)
-			err = hc_store__add_hist(h->st, SCRATCH_SEC, (enum hc_store_hist)c->hist,
-						 c->pid, c->key, c->value, c->count);
-		else
-			err = hc_store__add_counter(
-				h->st, SCRATCH_SEC,
-				(enum hc_store_counter)(c->hist - HC_BLOB_COUNTER), c->key,
-				c->count);
-	}
-out:
-	hc_blob__release(&acc);
-	if (err)
-		hydrate_free(h);
-	return err;
-}
-
-static struct hc_store_filter scratch_filter(const struct hc_store_filter *f)
-{
-	struct hc_store_filter g = *f;
-
-	g.from_s = SCRATCH_SEC;
-	g.to_s = SCRATCH_SEC + 1;
-	return g;
-}
-
-int hc_disk__tree(struct hc_disk *d, enum hc_disk_store s, const struct hc_disk_range *r,
-		  const struct hc_store_filter *f, struct hc_tree *out,
-		  struct hc_store_pruned *pruned)
-{
-	struct hc_store_filter g = scratch_filter(f);
-	struct hydrate h;
-	int err = hydrate(d, s, r, f, true, false, &h);
-
-	if (err)
-		return err;
-	err = hc_store__tree(h.st, &g, out, pruned);
-	hydrate_free(&h);
-	return err;
-}
-
-struct hc_hist *hc_disk__hist(struct hc_disk *d, enum hc_disk_store s,
-			      const struct hc_disk_range *r, enum hc_store_hist hist,
-			      const struct hc_store_filter *f)
-{
-	struct hc_store_filter g = scratch_filter(f);
-	struct hc_hist *out;
-	struct hydrate h;
-	int err = hydrate(d, s, r, f, false, true, &h);
-
-	if (err) {
-		errno = -err;
-		return NULL;
-	}
-	out = hc_store__hist(h.st, hist, &g);
-	hydrate_free(&h);
-	return out;
-}
-
-int hc_disk__counter(struct hc_disk *d, enum hc_disk_store s, const struct hc_disk_range *r,
-		     enum hc_store_counter c, int (*fn)(void *ctx, const char *key, uint64_t value),
-		     void *ctx)
-{
-	struct hc_store_filter g = {.from_s = SCRATCH_SEC, .to_s = SCRATCH_SEC + 1};
-	struct hydrate h;
-	int err = hydrate(d, s, r, &g, false, true, &h);
-
-	if (err)
-		return err;
-	err = hc_store__counter(h.st, c, &g, fn, ctx);
-	hydrate_free(&h);
-	return err;
-}
-
-int hc_disk__timeline(struct hc_disk *d, const struct hc_disk_range *r, int64_t step_s,
-		      struct hc_store_slot **out, size_t *n)
-{
-	sqlite3 *db = NULL;
-	sqlite3_stmt *st;
-	struct hc_store_slot *slots;
-	int64_t ns;
-	int err;
-
-	if (step_s < 1 || r->from_s >= r->to_s)
-		return -EINVAL;
-	ns = (r->to_s - r->from_s + step_s - 1) / step_s;
-	if (ns > 100000)
-		return -EINVAL;
-	slots = calloc((size_t)ns, sizeof(*slots));
-	if (!slots)
-		return -ENOMEM;
-	for (int64_t i = 0; i < ns; i++)
-		slots[i].t_s = r->from_s + i * step_s;
-	err = open_db(d->path, SQLITE_OPEN_READONLY, &db);
-	if (!err && sqlite3_prepare_v2(db,
-				       "SELECT t, on_cpu_ns, off_cpu_ns, runqueue_ns, samples FROM"
-				       " bucket WHERE tier=? AND t>=? AND t<? AND store=0",
-				       -1, &st, NULL) != SQLITE_OK)
-		err = -sql_errno(sqlite3_errcode(db));
-	if (!err) {
-		sqlite3_bind_int(st, 1, r->tier);
-		sqlite3_bind_int64(st, 2, r->from_s);
-		sqlite3_bind_int64(st, 3, r->to_s);
-		while (sqlite3_step(st) == SQLITE_ROW) {
-			struct hc_store_slot *sl =
-				&slots[(sqlite3_column_int64(st, 0) - r->from_s) / step_s];
-
-			sl->on_cpu_ns += (uint64_t)sqlite3_column_int64(st, 1);
-			sl->off_cpu_ns += (uint64_t)sqlite3_column_int64(st, 2);
-			sl->runqueue_ns += (uint64_t)sqlite3_column_int64(st, 3);
-			sl->samples += (uint64_t)sqlite3_column_int64(st, 4);
-		}
-		sqlite3_finalize(st);
-	}
-	sqlite3_close(db);
-	if (err) {
-		free(slots);
-		return err;
-	}
-	*out = slots;
-	*n = (size_t)ns;
-	return 0;
-}
-
-int hc_disk__heat(struct hc_disk *d, int64_t from_s, int64_t cols, uint64_t *rows)
-{
-	sqlite3 *db = NULL;
-	sqlite3_stmt *st;
-	struct hc_blob one;
-	int err;
-
-	hc_blob__init(&one, 0, d->period_ns);
-	memset(rows, 0, (size_t)cols * HC_STORE_HEAT_ROWS * sizeof(*rows));
-	err = open_db(d->path, SQLITE_OPEN_READONLY, &db);
-	if (!err && sqlite3_prepare_v2(db,
-				       "SELECT t, data FROM bucket WHERE tier=0 AND t>=? AND t<?"
-				       " AND store=0",
-				       -1, &st, NULL) != SQLITE_OK)
-		err = -sql_errno(sqlite3_errcode(db));
-	if (!err) {
-		sqlite3_bind_int64(st, 1, from_s);
-		sqlite3_bind_int64(st, 2, from_s + cols);
-		while (!err && sqlite3_step(st) == SQLITE_ROW) {
-			int64_t c = sqlite3_column_int64(st, 0) - from_s;
-
-			memset(one.heat, 0, sizeof(one.heat));
-			err = hc_blob__decode(&one, sqlite3_column_blob(st, 1),
-					      (size_t)sqlite3_column_bytes(st, 1), false, false);
-			for (int i = 0; !err && i < HC_STORE_HEAT_ROWS; i++)
-				rows[c * HC_STORE_HEAT_ROWS + i] += one.heat[i];
-			if (err == -EBADMSG)
-				err = 0;
-		}
-		sqlite3_finalize(st);
-	}
-	sqlite3_close(db);
-	hc_blob__release(&one);
-	return err;
 }

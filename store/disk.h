@@ -8,6 +8,10 @@
  *    samples, on-CPU, blocked, run-queue ns), the heat-map rows, the histogram cells and the
  *    per-second counters, with the bucket's totals beside it in plain columns.
  *
+ * The dictionary lives in epochs: memory holds the current one (ids interned while it lasts),
+ * the file every epoch a bucket still references; a new epoch begins once the current one's
+ * memory would pass dict_max_bytes, and an epoch no bucket references is deleted from the file.
+ *
  * Tiers are rollups, not moves: tier 0 keeps 1 s buckets for the newest hour, tier 1 10 s
  * buckets for 24 h, tier 2 1 min buckets up to the retention, each over its own horizon, so a
  * range is answered whole from the finest tier that covers it. Each flush writes a second's data
@@ -54,6 +58,8 @@ struct hc_disk_opts {
 	uint64_t period_ns; /* the on-CPU weight of one sample, for the encoding */
 	/* Writer pacing (tests shorten it): compaction at most this often; 0: 10 s. */
 	uint64_t compact_every_s;
+	/* The dictionary's memory: a new epoch begins before it would pass this; 0: 4 MiB. */
+	uint64_t dict_max_bytes;
 };
 
 /* Resolution of tier t in seconds: 1, 10, 60. */
@@ -83,11 +89,15 @@ void hc_disk__close(struct hc_disk *d);
 
 /* ---- ingest (one thread) ---- */
 
-/* Dictionary ids (from 1), interned: the same element gives the same id. -EINVAL, -ENOMEM. */
+/* Dictionary ids (from 1), interned: the same element gives the same id within an epoch.
+ * Ids of older epochs stay usable everywhere an id is taken (they are translated into the
+ * current one); -ESTALE for one whose epoch was deleted (no bucket referenced it any more),
+ * -EINVAL, -ENOMEM. */
 int64_t hc_disk__frame(struct hc_disk *d, const struct hc_path_elem *e);
 int64_t hc_disk__task(struct hc_disk *d, const struct hc_path_elem *process,
 		      const struct hc_path_elem *thread);
-/* The element a frame id names (strings live as long as d). -EINVAL for an unknown id. */
+/* The element a frame id names (strings valid until the next hc_disk__seal()). -EINVAL for an
+ * unknown id. */
 int hc_disk__elem(struct hc_disk *d, uint32_t frame, struct hc_path_elem *out);
 /* The stack extending `parent` (0: none) by frame `frame`. */
 int64_t hc_disk__stack(struct hc_disk *d, uint32_t parent, uint32_t frame);
@@ -158,9 +168,13 @@ struct hc_disk_stats {
 	uint64_t compactions;		/* windows merged */
 	uint64_t corrupt_blobs;		/* buckets that did not decode (skipped) */
 	uint64_t quarantined;		/* store files moved aside at open */
-	uint64_t frames, tasks, stacks; /* dictionary entries */
-	uint64_t dict_bytes;		/* memory the dictionary takes */
-	int64_t oldest_s, newest_s;	/* the whole disk's range; 0, 0: empty */
+	uint64_t frames, tasks, stacks; /* dictionary entries in memory (the current epoch) */
+	uint64_t dict_bytes;	    /* memory the dictionary takes (epochs not yet written too) */
+	uint64_t dict_epoch;	    /* the current epoch */
+	uint64_t dict_epochs;	    /* epochs in the file */
+	uint64_t dict_rows_deleted; /* rows of epochs no bucket references, deleted */
+	uint64_t dict_file_lookups; /* ids of older epochs read from the file */
+	int64_t oldest_s, newest_s; /* the whole disk's range; 0, 0: empty */
 };
 
 void hc_disk__stats(struct hc_disk *d, struct hc_disk_stats *out);

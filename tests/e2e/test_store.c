@@ -502,6 +502,11 @@ static bool restart_once(const char *dir)
 	}
 
 	assert_int_equal(serve_start(&s, dir, NULL), 0);
+	/* the dictionary: its newest epoch loaded, within the default bound (4 MiB, and one
+	 * retired epoch not yet written at most) */
+	assert_true(status_u64(&s, "store.disk.dictionary.epochs") >= 1);
+	assert_true(status_u64(&s, "store.disk.dictionary_bytes") <= 8u << 20);
+	(void)status_u64(&s, "store.disk.dictionary.epoch");
 	after = profile(&s, w.pid, a, b, "disk", "1s");
 	ta = totals_of(after);
 	assert_totals_equal(&ta, &tb);

@@ -6,7 +6,11 @@
  * added, to the ns, and equal to the sum of their parts; the answers survive a reopen; the
  * tiers' horizons expire what is past them and max_bytes drops the oldest, both counted; a
  * garbage file is quarantined byte for byte; a second open of a locked directory fails with
- * EWOULDBLOCK.
+ * EWOULDBLOCK. The dictionary's epochs: a stream of distinct stacks under a small bound rolls
+ * over several times, its memory stays under the bound, and every answer (trees, filtered
+ * trees, timelines, histograms) is the unbounded store's, to the ns, across a restart, after
+ * expiry deleted old epochs' rows (counted in the file), with a window merged across a
+ * rollover, and with the writer held back; a file of the first layout is migrated.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -50,8 +54,9 @@ struct fixture {
 	uint64_t lock_count[SECONDS], lock_max[SECONDS];
 };
 
-static struct hc_disk *open_dir(const char *dir, uint64_t keep0, uint64_t keep1, uint64_t retention,
-				uint64_t max_bytes)
+/* A store in dir: tier horizons, retention, max_bytes and dict_max_bytes (0: defaults). */
+static struct hc_disk *open_with(const char *dir, uint64_t keep0, uint64_t keep1,
+				 uint64_t retention, uint64_t max_bytes, uint64_t dict_max)
 {
 	struct hc_disk_opts o = {.dir = dir,
 				 .retention_s = retention,
@@ -59,13 +64,20 @@ static struct hc_disk *open_dir(const char *dir, uint64_t keep0, uint64_t keep1,
 				 .tier_keep_s = {keep0, keep1},
 				 .lock_fd = -1,
 				 .period_ns = PERIOD_NS,
-				 .compact_every_s = 1};
+				 .compact_every_s = 1,
+				 .dict_max_bytes = dict_max};
 	char why[512] = "";
 	struct hc_disk *d = hc_disk__open(&o, why, sizeof(why));
 
 	if (!d)
 		print_error("hc_disk__open %s: %s (%s)\n", dir, why, strerror(errno));
 	return d;
+}
+
+static struct hc_disk *open_dir(const char *dir, uint64_t keep0, uint64_t keep1, uint64_t retention,
+				uint64_t max_bytes)
+{
+	return open_with(dir, keep0, keep1, retention, max_bytes, 0);
 }
 
 static void rm_rf(const char *dir)
@@ -744,6 +756,549 @@ static void test_locked(void **state)
 	close(fd);
 }
 
+/* ---- dictionary epochs ---- */
+
+#define CH_SECONDS 240
+#define CH_NEW 20		      /* stacks a second with frames never seen before */
+#define CH_DEPTH 5		      /* frames below the trunk */
+#define CH_PIDS 7		      /* processes */
+#define CH_BOUND (640u << 10)	      /* a dictionary bound that this stream passes several times */
+#define HOUR_T0 ((int64_t)1700002800) /* a multiple of 3600 */
+
+/* A stream of distinct stacks (process churn: new frames every second), fed the way serve
+ * feeds the store: trunk frame ids and a trunk stack id kept from the start, so that they
+ * belong to an older epoch after each rollover. */
+struct churn {
+	struct hc_disk *d;
+	int64_t t0; /* a multiple of 60 */
+	uint32_t trunk_frame[2], trunk_stack;
+	uint32_t early_frame; /* a frame id of second 0, never used again by its id */
+	struct hc_weights want[CH_SECONDS + 60];
+	uint64_t hist[CH_SECONDS + 60];
+	uint64_t epoch_at[CH_SECONDS + 60];
+};
+
+static struct hc_disk *open_epochs(const char *dir, uint64_t dict_max, uint64_t keep0,
+				   uint64_t keep1, uint64_t retention)
+{
+	return open_with(dir, keep0, keep1, retention, 0, dict_max);
+}
+
+static void churn_trunk(struct churn *c)
+{
+	static const char *const names[2] = {"main", "loop"};
+	int64_t sid = 0;
+
+	for (int i = 0; i < 2; i++) {
+		struct hc_path_elem f = {
+			.kind = HC_NODE_USER, .name = names[i], .module = "app", .offset = -1};
+		int64_t fid = hc_disk__frame(c->d, &f);
+
+		assert_true(fid > 0);
+		c->trunk_frame[i] = (uint32_t)fid;
+		sid = hc_disk__stack(c->d, (uint32_t)sid, (uint32_t)fid);
+		assert_true(sid > 0);
+	}
+	c->trunk_stack = (uint32_t)sid;
+}
+
+/* Second s: CH_NEW new stacks below the kept trunk, a few repeated ones, a histogram. */
+static void churn_second(struct churn *c, int s)
+{
+	char name[64], comm[32];
+
+	for (int k = 0; k < CH_NEW + 8; k++) {
+		int pid = 300 + (s + k) % CH_PIDS;
+		struct hc_path_elem p = {
+			.kind = HC_NODE_PROCESS, .id = (uint64_t)pid, .offset = -1};
+		struct hc_path_elem t = {.kind = HC_NODE_THREAD,
+					 .name = "worker",
+					 .id = (uint64_t)pid * 10 + (uint64_t)(k % 3),
+					 .offset = -1};
+		/* repeated stacks (k >= CH_NEW) reach back to second 0's names */
+		int born = k < CH_NEW ? s : 0;
+		struct hc_weights w = weights(s, k);
+		int64_t task, stack = c->trunk_stack;
+
+		snprintf(comm, sizeof(comm), "proc%d", pid);
+		p.name = comm;
+		task = hc_disk__task(c->d, &p, &t);
+		assert_true(task > 0);
+		for (int depth = 0; depth < CH_DEPTH; depth++) {
+			struct hc_path_elem f = {
+				.kind = HC_NODE_USER, .module = "lib", .offset = -1};
+			int64_t fid;
+
+			snprintf(name, sizeof(name), "fn_%d_%d_%d", born, k % CH_NEW, depth);
+			f.name = name;
+			fid = hc_disk__frame(c->d, &f);
+			assert_true(fid > 0);
+			if (!c->early_frame)
+				c->early_frame = (uint32_t)fid;
+			stack = hc_disk__stack(c->d, (uint32_t)stack, (uint32_t)fid);
+			assert_true(stack > 0);
+		}
+		if (!w.samples && !w.off_cpu_ns && !w.runqueue_ns)
+			w.samples = 1, w.on_cpu_ns = PERIOD_NS;
+		assert_int_equal(hc_disk__add(c->d, HC_DISK_MAIN, c->t0 + s, (uint32_t)task,
+					      (uint32_t)stack, &w),
+				 0);
+		hc_weights__add(&c->want[s], &w);
+	}
+	/* the trunk alone, by its kept ids: translated after each rollover */
+	{
+		struct hc_weights w = {.samples = 2, .on_cpu_ns = 2 * PERIOD_NS};
+		struct hc_path_elem p, t;
+		int64_t task, stack;
+
+		assert_int_equal(hc_disk__elem(c->d, c->trunk_frame[0], &p), 0);
+		assert_string_equal(p.name, "main");
+		t = p;
+		t.kind = HC_NODE_THREAD;
+		p.kind = HC_NODE_PROCESS;
+		task = hc_disk__task(c->d, &p, &t);
+		stack = hc_disk__stack(c->d, c->trunk_stack, c->trunk_frame[1]);
+		assert_true(task > 0 && stack > 0);
+		assert_int_equal(hc_disk__add(c->d, HC_DISK_MAIN, c->t0 + s, (uint32_t)task,
+					      c->trunk_stack, &w),
+				 0);
+		assert_int_equal(hc_disk__add(c->d, HC_DISK_MAIN, c->t0 + s, (uint32_t)task,
+					      (uint32_t)stack, &w),
+				 0);
+		hc_weights__add(&c->want[s], &w);
+		hc_weights__add(&c->want[s], &w);
+	}
+	assert_int_equal(hc_disk__add_hist(c->d, HC_DISK_MAIN, c->t0 + s, HC_STORE_H_OFFCPU_US, 300,
+					   "proc300", (int64_t)(s % 13) * 37, 1),
+			 0);
+	c->hist[s] = 1;
+	assert_int_equal(hc_disk__seal(c->d, c->t0 + s), 0);
+}
+
+/* Seconds [from, to) of the stream; the bound checked each second once the writer caught
+ * up (a retired epoch leaves memory at the seal after it was written). */
+static void churn_run(struct churn *c, int from, int to, uint64_t bound, uint64_t *max_bytes)
+{
+	struct hc_disk_stats st;
+
+	for (int s = from; s < to; s++) {
+		churn_second(c, s);
+		hc_disk__sync(c->d);
+		assert_int_equal(hc_disk__seal(c->d, c->t0 + s), 0);
+		hc_disk__stats(c->d, &st);
+		c->epoch_at[s] = st.dict_epoch;
+		if (st.dict_bytes > *max_bytes)
+			*max_bytes = st.dict_bytes;
+		assert_true(st.dict_bytes <= bound);
+	}
+	hc_disk__sync(c->d);
+	hc_disk__maintain(c->d);
+}
+
+static const struct hc_node *node_match(const struct hc_node *parent, const struct hc_node *n)
+{
+	for (size_t i = 0; i < hc_node__child_count(parent); i++) {
+		const struct hc_node *c = hc_node__child(parent, i);
+
+		if (hc_node__kind(c) == hc_node__kind(n) && hc_node__id(c) == hc_node__id(n) &&
+		    hc_node__offset(c) == hc_node__offset(n) &&
+		    !strcmp(hc_node__name(c), hc_node__name(n)) &&
+		    !hc_node__module(c) == !hc_node__module(n) &&
+		    (!hc_node__module(c) || !strcmp(hc_node__module(c), hc_node__module(n))))
+			return c;
+	}
+	return NULL;
+}
+
+/* The same nodes with the same weights, to the ns. */
+static void assert_nodes_equal(const struct hc_node *a, const struct hc_node *b)
+{
+	assert_weights_equal(hc_node__weights(a), hc_node__weights(b));
+	assert_int_equal(hc_node__child_count(a), hc_node__child_count(b));
+	for (size_t i = 0; i < hc_node__child_count(a); i++) {
+		const struct hc_node *c = hc_node__child(a, i), *o = node_match(b, c);
+
+		assert_non_null(o);
+		assert_nodes_equal(c, o);
+	}
+}
+
+static struct hc_tree *tree_of(struct hc_disk *d, int tier, int64_t from, int64_t to,
+			       const struct hc_store_filter *f)
+{
+	struct hc_disk_range r = {.tier = tier, .from_s = from, .to_s = to};
+	struct hc_store_pruned pruned = {0};
+	struct hc_tree *t = hc_tree__new();
+
+	assert_non_null(t);
+	assert_int_equal(hc_disk__tree(d, HC_DISK_MAIN, &r, f, t, &pruned), 0);
+	return t;
+}
+
+/* Two stores fed the same stream answer the same over [from, to): trees (whole, and
+ * filtered by pid and by comm), timelines, histograms; and the sums of the adds. */
+static void assert_same_answers(struct hc_disk *a, struct hc_disk *b, const struct churn *c,
+				int64_t from, int64_t to)
+{
+	for (int tier = 0; tier < HC_DISK_TIERS - 1; tier++) {
+		struct hc_store_filter f[3] = {all(), all(), all()};
+		struct hc_weights want = {0};
+		struct hc_disk_stats st;
+		int64_t lo, hi;
+
+		/* aligned to the tier and clipped to what it holds, as queries are */
+		hc_disk__stats(b, &st);
+		lo = from > st.tier[tier].oldest_s ? from : st.tier[tier].oldest_s;
+		lo = (lo + hc_disk__tier_step(tier) - 1) / hc_disk__tier_step(tier) *
+		     hc_disk__tier_step(tier);
+		hi = to / hc_disk__tier_step(tier) * hc_disk__tier_step(tier);
+		if (hi <= lo)
+			continue;
+		for (int64_t s = lo; s < hi; s++)
+			hc_weights__add(&want, &c->want[s - c->t0]);
+		f[1].has_pid = true;
+		f[1].pid = 302;
+		f[2].comm = "proc304";
+		for (int i = 0; i < 3; i++) {
+			struct hc_tree *ta = tree_of(a, tier, lo, hi, &f[i]);
+			struct hc_tree *tb = tree_of(b, tier, lo, hi, &f[i]);
+
+			if (i == 0)
+				assert_weights_equal(hc_node__weights(hc_tree__root(ta)), &want);
+			assert_true(hc_tree__node_count(ta) > 1);
+			assert_nodes_equal(hc_tree__root(ta), hc_tree__root(tb));
+			hc_tree__free(ta);
+			hc_tree__free(tb);
+		}
+		{
+			struct hc_weights wa = timeline_total(a, tier, lo, hi);
+			struct hc_weights wb = timeline_total(b, tier, lo, hi);
+			struct hc_hist *ha, *hb;
+
+			struct hc_disk_range hr = {.tier = tier, .from_s = lo, .to_s = hi};
+
+			assert_weights_equal(&wa, &want);
+			assert_weights_equal(&wb, &want);
+			ha = hc_disk__hist(a, HC_DISK_MAIN, &hr, HC_STORE_H_OFFCPU_US, &f[0]);
+			hb = hc_disk__hist(b, HC_DISK_MAIN, &hr, HC_STORE_H_OFFCPU_US, &f[0]);
+			assert_non_null(ha);
+			assert_non_null(hb);
+			assert_non_null(hc_hist__counts(ha, "proc300"));
+			assert_true(hc_hist__equal(ha, hb));
+			hc_hist__free(ha);
+			hc_hist__free(hb);
+		}
+	}
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* One query over the whole stream, best of 3. */
+static uint64_t tree_ns(struct hc_disk *d, int tier, int64_t t0)
+{
+	struct hc_store_filter f = all();
+	uint64_t best = UINT64_MAX;
+
+	for (int i = 0; i < 3; i++) {
+		uint64_t start = now_ns(), dt;
+
+		hc_tree__free(tree_of(d, tier, t0, t0 + CH_SECONDS, &f));
+		dt = now_ns() - start;
+		if (dt < best)
+			best = dt;
+	}
+	return best;
+}
+
+static int64_t sql_int(const char *dir, const char *sql)
+{
+	char path[PATH_MAX + 32];
+	sqlite3 *db = NULL;
+	sqlite3_stmt *st;
+	int64_t v = -1;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, HC_DISK_FILE);
+	assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK);
+	if (sqlite3_step(st) == SQLITE_ROW)
+		v = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+	return v;
+}
+
+static void sql_exec(const char *dir, const char *sql)
+{
+	char path[PATH_MAX + 32], *err = NULL;
+	sqlite3 *db = NULL;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, HC_DISK_FILE);
+	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	if (sqlite3_exec(db, sql, NULL, NULL, &err) != SQLITE_OK)
+		fail_msg("%s: %s", sql, err);
+	sqlite3_close(db);
+}
+
+/* Two stores in dir/bounded and dir/whole, fed the same stream: one with a dictionary bound
+ * this stream passes several times, one with none. */
+static void churn_pair(struct fixture *fx, struct churn *a, struct churn *b, char *da, char *db,
+		       size_t len, int64_t t0, uint64_t keep0, uint64_t keep1, uint64_t retention)
+{
+	uint64_t max_a = 0, max_b = 0;
+	struct hc_disk_stats sa, sb;
+
+	snprintf(da, len, "%s/bounded", fx->dir);
+	snprintf(db, len, "%s/whole", fx->dir);
+	assert_int_equal(mkdir(da, 0700), 0);
+	assert_int_equal(mkdir(db, 0700), 0);
+	a->t0 = b->t0 = t0;
+	a->d = open_epochs(da, CH_BOUND, keep0, keep1, retention);
+	b->d = open_epochs(db, 1ull << 40, keep0, keep1, retention);
+	assert_non_null(a->d);
+	assert_non_null(b->d);
+	churn_trunk(a);
+	churn_trunk(b);
+	churn_run(a, 0, CH_SECONDS, CH_BOUND, &max_a);
+	churn_run(b, 0, CH_SECONDS, UINT64_MAX, &max_b);
+	memcpy(b->want, a->want, sizeof(a->want));
+	hc_disk__stats(a->d, &sa);
+	hc_disk__stats(b->d, &sb);
+	print_message("dictionary: bound %u B: %" PRIu64 " epochs, at most %" PRIu64
+		      " B in memory (now %" PRIu64 " entries); no bound: %" PRIu64 " B (%" PRIu64
+		      " entries); file %" PRIu64 " / %" PRIu64 " B\n",
+		      CH_BOUND, sa.dict_epoch + 1, max_a, sa.frames + sa.tasks + sa.stacks,
+		      sb.dict_bytes, sb.frames + sb.tasks + sb.stacks, sa.bytes, sb.bytes);
+	assert_true(sa.dict_epoch >= 3);
+	assert_int_equal(sb.dict_epoch, 0);
+	assert_true(max_a <= CH_BOUND);
+	assert_true(sb.dict_bytes > 2 * CH_BOUND);
+	assert_int_equal(sa.write_failures + sa.dropped_queue_s + sa.corrupt_blobs, 0);
+}
+
+/* Queries across epochs answer as one epoch does, to the ns; a restart keeps that; windows
+ * merged across a rollover hold both epochs' ids. */
+static void test_epochs_agree(void **state)
+{
+	struct fixture *fx = *state;
+	static struct churn a, b;
+	char da[PATH_MAX + 16], db[PATH_MAX + 16];
+	struct hc_disk_stats st;
+	uint64_t lookups, max_a = 0, max_b = 0;
+	int rolled_mid_window = -1;
+
+	memset(&a, 0, sizeof(a));
+	memset(&b, 0, sizeof(b));
+	churn_pair(fx, &a, &b, da, db, sizeof(da), T0, 0, 0, 0);
+	hc_disk__stats(a.d, &st);
+	lookups = st.dict_file_lookups;
+	assert_same_answers(a.d, b.d, &a, T0, T0 + CH_SECONDS);
+	assert_same_answers(a.d, b.d, &a, T0 + 37, T0 + 181);
+	hc_disk__stats(a.d, &st);
+	assert_true(st.dict_file_lookups > lookups);
+	print_message("tree of %d s, 1 s tier: %" PRIu64 " us over %" PRIu64 " epochs, %" PRIu64
+		      " us in one; 1 min tier: %" PRIu64 " / %" PRIu64 " us; %" PRIu64
+		      " file lookups\n",
+		      CH_SECONDS, tree_ns(a.d, 0, T0) / 1000, st.dict_epoch + 1,
+		      tree_ns(b.d, 0, T0) / 1000, tree_ns(a.d, 2, T0) / 1000,
+		      tree_ns(b.d, 2, T0) / 1000, st.dict_file_lookups);
+
+	/* a 1 min window whose seconds span a rollover: merged into one row naming the older
+	 * epoch, answering as above */
+	for (int s = 1; s < CH_SECONDS - 60 && rolled_mid_window < 0; s++)
+		if (a.epoch_at[s] != a.epoch_at[s - 1] && s % 60)
+			rolled_mid_window = s;
+	assert_true(rolled_mid_window > 0);
+	{
+		char sql[200];
+		int64_t w = T0 + rolled_mid_window / 60 * 60;
+
+		snprintf(sql, sizeof(sql),
+			 "SELECT count(*) FROM bucket WHERE tier=2 AND t=%" PRId64, w);
+		assert_int_equal(sql_int(da, sql), 1);
+		snprintf(sql, sizeof(sql), "SELECT epoch FROM bucket WHERE tier=2 AND t=%" PRId64,
+			 w);
+		assert_int_equal(sql_int(da, sql),
+				 (int64_t)a.epoch_at[w - T0 > 0 ? w - T0 - 1 : 0]);
+	}
+
+	/* restart: only the newest epoch is loaded; the answers are the same; the stream goes
+	 * on with ids kept from before the restart */
+	hc_disk__close(a.d);
+	a.d = open_epochs(da, CH_BOUND, 0, 0, 0);
+	assert_non_null(a.d);
+	hc_disk__stats(a.d, &st);
+	assert_int_equal(st.dict_epoch, a.epoch_at[CH_SECONDS - 1]);
+	assert_true(st.dict_bytes <= CH_BOUND);
+	assert_same_answers(a.d, b.d, &a, T0, T0 + CH_SECONDS);
+	churn_run(&a, CH_SECONDS, CH_SECONDS + 30, CH_BOUND, &max_a);
+	churn_run(&b, CH_SECONDS, CH_SECONDS + 30, UINT64_MAX, &max_b);
+	memcpy(b.want, a.want, sizeof(a.want));
+	assert_same_answers(a.d, b.d, &a, T0 + 180, T0 + CH_SECONDS + 30);
+	hc_disk__close(a.d);
+	hc_disk__close(b.d);
+}
+
+/* Expiry deletes the rows of epochs no bucket references any more, counted; what is left
+ * still answers as one epoch does. */
+static void test_epochs_expire(void **state)
+{
+	struct fixture *fx = *state;
+	static struct churn a, b;
+	char da[PATH_MAX + 16], db[PATH_MAX + 16];
+	struct hc_disk_stats st;
+	int64_t kept;
+
+	memset(&a, 0, sizeof(a));
+	memset(&b, 0, sizeof(b));
+	/* the first minute in an hour of its own: the 1 h tier's row of it expires too */
+	churn_pair(fx, &a, &b, da, db, sizeof(da), HOUR_T0 - 60, 20, 60, 120);
+	hc_disk__stats(a.d, &st);
+	print_message("expiry: %" PRIu64 " dictionary rows deleted, %" PRIu64 " epochs of %" PRIu64
+		      " in the file; rows left: %" PRId64 " frames, %" PRId64
+		      " stacks (whole: %" PRId64 ", %" PRId64 ")\n",
+		      st.dict_rows_deleted, st.dict_epochs, st.dict_epoch + 1,
+		      sql_int(da, "SELECT count(*) FROM frame"),
+		      sql_int(da, "SELECT count(*) FROM stack"),
+		      sql_int(db, "SELECT count(*) FROM frame"),
+		      sql_int(db, "SELECT count(*) FROM stack"));
+	assert_true(st.dict_rows_deleted > 0);
+	assert_true(st.dict_epochs < st.dict_epoch + 1);
+	assert_int_equal(st.dict_epochs, sql_int(da, "SELECT count(*) FROM epoch"));
+	/* nothing left names a deleted epoch; the oldest kept one's rows start at its base */
+	kept = sql_int(da, "SELECT min(id) FROM epoch");
+	assert_true(kept > 0);
+	assert_true(sql_int(da, "SELECT min(epoch) FROM bucket") >= kept);
+	assert_true(sql_int(da, "SELECT min(id) FROM stack") >
+		    sql_int(da, "SELECT stack_base FROM epoch ORDER BY id LIMIT 1"));
+	assert_true(sql_int(da, "SELECT count(*) FROM stack") + (int64_t)st.dict_rows_deleted >
+		    sql_int(da, "SELECT count(*) FROM stack"));
+	assert_true(sql_int(da, "SELECT count(*) FROM frame") <
+		    sql_int(db, "SELECT count(*) FROM frame"));
+	/* what the tiers hold answers as before */
+	assert_same_answers(a.d, b.d, &a, a.t0 + 120, a.t0 + CH_SECONDS);
+	/* the trunk's ids, kept from the first epoch whose rows are gone, are still taken
+	 * through epochs to come: used in every epoch, they are carried into the next */
+	{
+		uint64_t max_a = 0, max_b = 0, epoch = st.dict_epoch;
+		char sql[96];
+
+		snprintf(sql, sizeof(sql), "SELECT count(*) FROM frame WHERE id=%u",
+			 a.trunk_frame[0]);
+		assert_int_equal(sql_int(da, sql), 0);
+		/* one kept but left unused since its epoch, whose rows are gone, is refused */
+		assert_int_equal(hc_disk__stack(a.d, 0, a.early_frame), -ESTALE);
+		churn_run(&a, CH_SECONDS, CH_SECONDS + 50, CH_BOUND, &max_a);
+		churn_run(&b, CH_SECONDS, CH_SECONDS + 50, UINT64_MAX, &max_b);
+		memcpy(b.want, a.want, sizeof(a.want));
+		hc_disk__stats(a.d, &st);
+		assert_true(st.dict_epoch >= epoch + 2);
+		assert_same_answers(a.d, b.d, &a, a.t0 + CH_SECONDS, a.t0 + CH_SECONDS + 50);
+	}
+	hc_disk__close(a.d);
+	hc_disk__close(b.d);
+}
+
+/* With the writer held back (another connection holds the write lock), epochs retire
+ * faster than they are written: kept ids translate from the retired epochs still in memory,
+ * one transaction then writes them all, and the answers are one epoch's. */
+static void test_epochs_writer_behind(void **state)
+{
+	struct fixture *fx = *state;
+	static struct churn a, b;
+	char da[PATH_MAX + 16], db[PATH_MAX + 16], path[PATH_MAX + 32];
+	uint64_t max_a = 0, max_b = 0, epoch;
+	struct hc_disk_stats st;
+	sqlite3 *lock = NULL;
+
+	memset(&a, 0, sizeof(a));
+	memset(&b, 0, sizeof(b));
+	snprintf(da, sizeof(da), "%s/bounded", fx->dir);
+	snprintf(db, sizeof(db), "%s/whole", fx->dir);
+	assert_int_equal(mkdir(da, 0700), 0);
+	assert_int_equal(mkdir(db, 0700), 0);
+	a.t0 = b.t0 = T0;
+	a.d = open_epochs(da, CH_BOUND, 0, 0, 0);
+	b.d = open_epochs(db, 1ull << 40, 0, 0, 0);
+	assert_non_null(a.d);
+	assert_non_null(b.d);
+	churn_trunk(&a);
+	churn_trunk(&b);
+	churn_run(&a, 0, 20, CH_BOUND, &max_a);
+	hc_disk__stats(a.d, &st);
+	epoch = st.dict_epoch;
+	/* the writer's next BEGIN IMMEDIATE waits (its busy timeout is 5 s) */
+	snprintf(path, sizeof(path), "%s/%s", da, HC_DISK_FILE);
+	assert_int_equal(sqlite3_open(path, &lock), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(lock, "BEGIN IMMEDIATE", NULL, NULL, NULL), SQLITE_OK);
+	for (int s = 20; s < 80; s++)
+		churn_second(&a, s);
+	hc_disk__stats(a.d, &st);
+	print_message("writer held back: epoch %" PRIu64 " -> %" PRIu64 ", %" PRIu64
+		      " B of dictionary in memory\n",
+		      epoch, st.dict_epoch, st.dict_bytes);
+	assert_true(st.dict_epoch >= epoch + 2);
+	assert_int_equal(sqlite3_exec(lock, "COMMIT", NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_close(lock);
+	hc_disk__sync(a.d);
+	assert_int_equal(hc_disk__seal(a.d, T0 + 79), 0); /* the written epochs leave memory */
+	hc_disk__maintain(a.d);
+	hc_disk__stats(a.d, &st);
+	assert_int_equal(st.write_failures + st.dropped_queue_s, 0);
+	assert_true(st.dict_bytes <= CH_BOUND);
+	churn_run(&b, 0, 80, UINT64_MAX, &max_b);
+	memcpy(b.want, a.want, sizeof(a.want));
+	assert_same_answers(a.d, b.d, &a, T0, T0 + 80);
+	hc_disk__close(a.d);
+	hc_disk__close(b.d);
+}
+
+/* A file of the first layout (a1c3d56: no epochs) opens, is migrated, and answers as it did. */
+static void test_epochs_migrate(void **state)
+{
+	struct fixture *fx = *state;
+	struct hc_disk_stats st;
+
+	fx->d = open_dir(fx->dir, 0, 0, 0, 0);
+	assert_non_null(fx->d);
+	fill(fx, 120);
+	hc_disk__close(fx->d);
+	fx->d = NULL;
+	/* back to version 1: no epoch table, no bucket.epoch */
+	sql_exec(fx->dir, "DROP INDEX bucket_epoch; ALTER TABLE bucket DROP COLUMN epoch;"
+			  "DROP TABLE epoch; PRAGMA user_version=1");
+	assert_int_equal(sql_int(fx->dir, "SELECT count(*) FROM pragma_table_info('bucket')"), 10);
+	fx->d = open_dir(fx->dir, 0, 0, 0, 0);
+	assert_non_null(fx->d);
+	hc_disk__stats(fx->d, &st);
+	assert_int_equal(st.quarantined, 0);
+	assert_int_equal(st.dict_epoch, 0);
+	assert_int_equal(st.frames, FRAMES);
+	assert_int_equal(st.stacks, FRAMES);
+	assert_int_equal(st.tier[0].seconds, 120);
+	{
+		struct hc_store_filter f = all();
+
+		for (int tier = 0; tier < HC_DISK_TIERS - 1; tier++) {
+			struct hc_weights w =
+				tree_total(fx->d, HC_DISK_MAIN, tier, T0, T0 + 120, &f);
+			struct hc_weights want = want_sum(fx, T0, T0 + 120);
+
+			assert_weights_equal(&w, &want);
+		}
+	}
+	hc_disk__close(fx->d);
+	fx->d = NULL;
+	assert_int_equal(sql_int(fx->dir, "PRAGMA user_version"), 2);
+	assert_int_equal(sql_int(fx->dir, "SELECT count(*) FROM epoch"), 1);
+	assert_int_equal(sql_int(fx->dir, "SELECT count(*) FROM bucket WHERE epoch != 0"), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -754,6 +1309,10 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_close_keeps_history, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_garbage_quarantined, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_locked, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_epochs_agree, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_epochs_expire, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_epochs_writer_behind, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_epochs_migrate, setup, teardown),
 	};
 
 	return cmocka_run_group_tests_name("store-disk", tests, NULL, NULL);

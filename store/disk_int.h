@@ -1,0 +1,97 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * store/disk_int: what disk.c (the file, the ingest side, the writer) and query.c (the
+ * queries) share of the disk store. Internal to store/.
+ */
+#ifndef HOTCOLD_STORE_DISK_INT_H
+#define HOTCOLD_STORE_DISK_INT_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <sqlite3.h>
+
+#include "store/blob.h"
+#include "store/dict.h"
+#include "store/disk.h"
+
+/* Sealed buckets on their way to the writer. */
+struct batch {
+	struct batch *next;
+	uint64_t epoch; /* the dictionary epoch of its ids */
+	struct hc_blob *blobs;
+	uint8_t *stores;
+	size_t n;
+};
+
+struct pending {
+	struct hc_blob blob;
+	uint8_t store;
+};
+
+struct hc_disk {
+	char *dir, *path;
+	int lock_fd;
+	bool own_lock;
+	uint64_t keep_s[HC_DISK_TIERS];
+	uint64_t max_bytes;
+	uint64_t period_ns;
+	uint64_t compact_every_s;
+	sqlite3 *db; /* the writer's connection */
+	uint64_t dict_max_bytes;
+	/* The dictionary: the current epoch (the ingest thread interns into it) and the retired
+	 * ones still in memory, oldest first, until the writer has written them. Pointers and
+	 * `refs` under mu; only the ingest thread changes them. */
+	struct hc_dict *dict;
+	struct hc_dict *retired;
+
+	/* ingest thread only */
+	sqlite3 *ingest_db;  /* reads rows of older epochs (ids a caller kept) */
+	uint64_t room_epoch; /* the epoch that had room at room_entries entries */
+	size_t room_entries;
+	sqlite3_stmt *ingest_get[HC_DICT_TABLES];
+	struct pending *pend;
+	size_t n_pend, cap_pend;
+	int64_t newest_data_s; /* the newest second any record was for */
+
+	/* the queue, the writer, the figures: under mu */
+	pthread_mutex_t mu;
+	pthread_cond_t cv, idle_cv;
+	pthread_t writer;
+	bool writer_started, stop, busy, want_maintain;
+	struct batch *head, *tail;
+	size_t queued_s;
+	int64_t newest_sealed_s;
+	int64_t first_s; /* the first second ever written (meta first_s); 0: unknown */
+	uint64_t last_compact_ns;
+	struct hc_disk_stats st;
+};
+
+/* A dictionary entry's content, strings not interned (valid while its source is). */
+struct dict_row {
+	struct hc_path_elem frame;
+	struct hc_dict_task task;
+	struct hc_dict_stack stack;
+};
+
+extern const int64_t hc__disk_tier_step[HC_DISK_TIERS];
+/* A row of one of the dictionary's tables by id (bound as ?1): the columns
+ * hc__disk_row_read() takes. */
+extern const char *const hc__disk_row_sql[HC_DICT_TABLES];
+
+/* SQLite's result code as an errno (0 for OK, DONE, ROW). */
+int hc__disk_sql_errno(int rc);
+int hc__disk_exec(sqlite3 *db, const char *sql);
+/* A connection to path with serve's settings (busy timeout); 0 or -errno. */
+int hc__disk_open_db(const char *path, int flags, sqlite3 **out);
+/* A dictionary row of table t, its columns from col of st. */
+void hc__disk_row_read(enum hc_dict_table t, sqlite3_stmt *st, int col, struct dict_row *r);
+/* The same from an epoch in memory that has id. */
+void hc__disk_row_from_dict(const struct hc_dict *dict, enum hc_dict_table t, uint32_t id,
+			    struct dict_row *r);
+/* A reference to an epoch dropped (under d->mu); the last one frees it. */
+void hc__disk_dict_put(struct hc_disk *d, struct hc_dict *dict);
+
+#endif

@@ -1,0 +1,713 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * The disk store's queries: the range a tier answers, the rows that cover it, and the scratch
+ * in-memory store a range is summed into (docs/store.md, "On disk", "Queries").
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/array.h"
+#include "base/hash.h"
+#include "store/disk_int.h"
+
+int hc_disk__pick(struct hc_disk *d, int64_t from_s, int64_t to_s, struct hc_disk_range *out)
+{
+	struct hc_disk_stats st;
+	int tier = -1;
+
+	pthread_mutex_lock(&d->mu);
+	st = d->st;
+	pthread_mutex_unlock(&d->mu);
+	/* Tiers 0..2 answer; the 1 h tier only serves their plans (read_range). */
+	for (int i = 0; i < HC_DISK_TIERS - 1 && tier < 0; i++)
+		if (st.tier[i].buckets && st.tier[i].oldest_s <= from_s)
+			tier = i;
+	for (int i = HC_DISK_TIERS - 1; tier < 0 && i-- > 0;)
+		if (st.tier[i].buckets)
+			tier = i;
+	if (tier < 0)
+		return -ENODATA;
+	out->tier = tier;
+	out->from_s = from_s - ((from_s % hc__disk_tier_step[tier]) + hc__disk_tier_step[tier]) %
+				       hc__disk_tier_step[tier];
+	out->to_s = to_s + (hc__disk_tier_step[tier] -
+			    ((to_s % hc__disk_tier_step[tier]) + hc__disk_tier_step[tier]) %
+				    hc__disk_tier_step[tier]) %
+				   hc__disk_tier_step[tier];
+	if (out->from_s < st.tier[tier].oldest_s)
+		out->from_s = st.tier[tier].oldest_s;
+	if (out->to_s > st.tier[tier].newest_s + 1)
+		out->to_s = st.tier[tier].newest_s + 1;
+	if (out->to_s < out->from_s)
+		out->to_s = out->from_s;
+	return 0;
+}
+
+/* One piece of a range: [from_s, to_s) of one tier. */
+struct piece {
+	int tier;
+	int64_t from_s, to_s;
+};
+
+static int64_t floor_to(int64_t v, int64_t step)
+{
+	return v >= 0 ? v / step * step : -((-v + step - 1) / step) * step;
+}
+
+/*
+ * Cover [lo, hi) (aligned to tier k's step) with the fewest rows: the whole windows of the
+ * coarsest tier that holds them in the middle, finer tiers at the edges, down to tier k. Every
+ * tier holds every second of its horizon, so the pieces sum to the range exactly.
+ */
+static void plan(const struct hc_disk_stats *st, int k, int j, int64_t lo, int64_t hi,
+		 struct piece *p, size_t *n)
+{
+	int64_t step = hc__disk_tier_step[j], a, b;
+
+	if (lo >= hi)
+		return;
+	if (j == k) {
+		p[(*n)++] = (struct piece){k, lo, hi};
+		return;
+	}
+	a = floor_to(lo + step - 1, step);
+	b = floor_to(hi, step);
+	if (a >= b || !st->tier[j].buckets || st->tier[j].oldest_s > a) {
+		plan(st, k, j - 1, lo, hi, p, n);
+		return;
+	}
+	plan(st, k, j - 1, lo, a, p, n);
+	p[(*n)++] = (struct piece){j, a, b};
+	plan(st, k, j - 1, b, hi, p, n);
+}
+
+/* The rows of range r, store s, decoded into acc. */
+static int read_range(struct hc_disk *d, sqlite3 *db, enum hc_disk_store s,
+		      const struct hc_disk_range *r, struct hc_blob *acc, bool entries, bool cells)
+{
+	struct piece pieces[2 * HC_DISK_TIERS + 1];
+	struct hc_disk_stats st;
+	sqlite3_stmt *stmt;
+	uint64_t bad = 0;
+	size_t np = 0;
+	int err = 0, rc = SQLITE_DONE;
+
+	if (sqlite3_prepare_v2(db,
+			       "SELECT data FROM bucket WHERE tier=? AND t>=? AND t<? AND store=?",
+			       -1, &stmt, NULL) != SQLITE_OK)
+		return -hc__disk_sql_errno(sqlite3_errcode(db));
+	pthread_mutex_lock(&d->mu);
+	st = d->st;
+	pthread_mutex_unlock(&d->mu);
+	plan(&st, r->tier, HC_DISK_TIERS - 1, r->from_s, r->to_s, pieces, &np);
+	for (size_t i = 0; !err && i < np; i++) {
+		sqlite3_bind_int(stmt, 1, pieces[i].tier);
+		sqlite3_bind_int64(stmt, 2, pieces[i].from_s);
+		sqlite3_bind_int64(stmt, 3, pieces[i].to_s);
+		sqlite3_bind_int(stmt, 4, s);
+		while (!err && (rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+			err = hc_blob__decode(acc, sqlite3_column_blob(stmt, 0),
+					      (size_t)sqlite3_column_bytes(stmt, 0), entries,
+					      cells);
+			if (err == -EBADMSG) {
+				bad++;
+				err = 0;
+			}
+		}
+		if (!err && rc != SQLITE_DONE)
+			err = -hc__disk_sql_errno(rc);
+		sqlite3_reset(stmt);
+	}
+	sqlite3_finalize(stmt);
+	if (bad) {
+		pthread_mutex_lock(&d->mu);
+		d->st.corrupt_blobs += bad;
+		pthread_mutex_unlock(&d->mu);
+	}
+	return err;
+}
+
+/* A query's map of dictionary ids (not 0) to what it made of them. */
+struct idmap_slot {
+	uint64_t val;
+	uint32_t key;
+};
+
+struct idmap {
+	struct idmap_slot *s;
+	size_t cap, n; /* cap: a power of two, or 0 */
+};
+
+static const uint64_t *idmap_find(const struct idmap *m, uint32_t key)
+{
+	size_t mask = m->cap - 1;
+
+	for (size_t i = m->cap ? hc_hash_splitmix(key) & mask : 0; m->cap && m->s[i].key;
+	     i = (i + 1) & mask)
+		if (m->s[i].key == key)
+			return &m->s[i].val;
+	return NULL;
+}
+
+static void idmap_place(struct idmap_slot *s, size_t cap, uint32_t key, uint64_t val)
+{
+	size_t i = hc_hash_splitmix(key) & (cap - 1);
+
+	while (s[i].key)
+		i = (i + 1) & (cap - 1);
+	s[i] = (struct idmap_slot){.val = val, .key = key};
+}
+
+/* A key not in m yet. */
+static int idmap_put(struct idmap *m, uint32_t key, uint64_t val)
+{
+	if (2 * (m->n + 1) > m->cap) {
+		size_t cap = m->cap ? 2 * m->cap : 256;
+		struct idmap_slot *s = calloc(cap, sizeof(*s));
+
+		if (!s)
+			return -ENOMEM;
+		for (size_t i = 0; i < m->cap; i++)
+			if (m->s[i].key)
+				idmap_place(s, cap, m->s[i].key, m->s[i].val);
+		free(m->s);
+		m->s = s;
+		m->cap = cap;
+	}
+	idmap_place(m->s, m->cap, key, val);
+	m->n++;
+	return 0;
+}
+
+/*
+ * A scratch in-memory store holding a range summed into one second, so that the queries'
+ * filters, pruning and histogram rules are the in-memory store's own. Ids of the current
+ * epoch resolve from memory, older ones from the file, in the read transaction that read the
+ * buckets (so their rows are there); each id once per query.
+ */
+struct hydrate {
+	struct hc_store *st;
+	struct hc_dict *cur; /* the current epoch, referenced */
+	sqlite3 *db;
+	sqlite3_stmt *get[HC_DICT_TABLES];
+	uint64_t lookups;
+	struct idmap frames; /* frame id -> scratch id */
+	struct idmap tasks;  /* task id -> scratch process id << 32 | thread id; 0: filtered out */
+	struct idmap stacks; /* stack id of an older epoch -> parent << 32 | frame */
+	/* scratch frame ids by content: an element every epoch repeats is one node, as in one
+	 * epoch */
+	struct hc_dict *ids;
+	uint64_t defined; /* scratch ids 1..defined are defined in st */
+	uint32_t *path, *chain;
+	size_t cap_path, cap_chain;
+};
+
+#define SCRATCH_SEC 0
+/* An older epoch is read whole when the range names at least one of its stacks per this
+ * many of its stacks (an entry's path holds several). */
+#define PREFETCH_STACKS_PER_ENTRY 16
+
+static int64_t scratch_define(struct hydrate *h, const struct hc_path_elem *e)
+{
+	int64_t id = hc_dict__frame(h->ids, e);
+	int err;
+
+	if (id <= 0 || (uint64_t)id <= h->defined)
+		return id ? id : -EINVAL;
+	err = hc_store__define_frame(h->st, (uint32_t)id, e);
+	if (err)
+		return err;
+	h->defined = (uint64_t)id;
+	return id;
+}
+
+/* Row id of table t: from the current epoch, else from the file (strings valid until the
+ * next lookup of t). -ENOENT: no such id. */
+static int query_row(struct hydrate *h, enum hc_dict_table t, uint32_t id, struct dict_row *r)
+{
+	int rc;
+
+	if (hc_dict__has(h->cur, t, id)) {
+		hc__disk_row_from_dict(h->cur, t, id, r);
+		return 0;
+	}
+	if (!h->get[t] &&
+	    sqlite3_prepare_v2(h->db, hc__disk_row_sql[t], -1, &h->get[t], NULL) != SQLITE_OK)
+		return -hc__disk_sql_errno(sqlite3_errcode(h->db));
+	sqlite3_reset(h->get[t]);
+	sqlite3_bind_int64(h->get[t], 1, id);
+	rc = sqlite3_step(h->get[t]);
+	h->lookups++;
+	if (rc != SQLITE_ROW)
+		return rc == SQLITE_DONE ? -ENOENT : -hc__disk_sql_errno(rc);
+	hc__disk_row_read(t, h->get[t], 0, r);
+	return 0;
+}
+
+static int64_t scratch_frame(struct hydrate *h, uint32_t f)
+{
+	const uint64_t *v = idmap_find(&h->frames, f);
+	struct dict_row r;
+	int64_t id;
+	int err;
+
+	if (v)
+		return (int64_t)*v;
+	err = query_row(h, HC_DICT_FRAMES, f, &r);
+	if (err)
+		return err;
+	id = scratch_define(h, &r.frame);
+	if (id > 0 && (err = idmap_put(&h->frames, f, (uint64_t)id)))
+		return err;
+	return id;
+}
+
+static int stack_link(struct hydrate *h, uint32_t s, struct hc_dict_stack *out)
+{
+	const uint64_t *v;
+	struct dict_row r;
+	int err;
+
+	if (hc_dict__has(h->cur, HC_DICT_STACKS, s)) {
+		*out = *(const struct hc_dict_stack *)hc_dict__entry(h->cur, HC_DICT_STACKS, s);
+		return 0;
+	}
+	v = idmap_find(&h->stacks, s);
+	if (v) {
+		*out = (struct hc_dict_stack){.parent = (uint32_t)(*v >> 32),
+					      .frame = (uint32_t)*v};
+		return 0;
+	}
+	err = query_row(h, HC_DICT_STACKS, s, &r);
+	if (err)
+		return err;
+	*out = r.stack;
+	return idmap_put(&h->stacks, s, (uint64_t)r.stack.parent << 32 | r.stack.frame);
+}
+
+static bool task_passes(const struct hc_dict_task *t, const struct hc_store_filter *f)
+{
+	return (!f->has_pid || t->pid == f->pid) && (!f->has_tid || t->tid == f->tid) &&
+	       (!f->comm || !strcmp(f->comm, t->process ? t->process : ""));
+}
+
+/* The scratch process and thread ids of a task, 0 when the filter leaves it out. */
+static int scratch_task(struct hydrate *h, uint32_t task, const struct hc_store_filter *f,
+			uint64_t *out)
+{
+	const uint64_t *v = idmap_find(&h->tasks, task);
+	struct dict_row r;
+	int err;
+
+	if (v) {
+		*out = *v;
+		return 0;
+	}
+	err = query_row(h, HC_DICT_TASKS, task, &r);
+	if (err)
+		return err;
+	*out = 0;
+	if (task_passes(&r.task, f)) {
+		struct hc_path_elem p = {.kind = HC_NODE_PROCESS,
+					 .name = r.task.process ? r.task.process : "",
+					 .id = r.task.pid,
+					 .offset = -1};
+		struct hc_path_elem th = {.kind = HC_NODE_THREAD,
+					  .name = r.task.thread ? r.task.thread : "",
+					  .id = r.task.tid,
+					  .offset = -1};
+		int64_t a = scratch_define(h, &p), b = a > 0 ? scratch_define(h, &th) : a;
+
+		if (b <= 0)
+			return b ? (int)b : -EINVAL;
+		*out = (uint64_t)a << 32 | (uint64_t)b;
+	}
+	return idmap_put(&h->tasks, task, *out);
+}
+
+static int scratch_entry(struct hydrate *h, const struct hc_store_filter *f,
+			 const struct hc_blob_entry *e)
+{
+	struct hc_dict_stack link;
+	size_t depth = 0;
+	uint64_t pt;
+	int err = scratch_task(h, e->task, f, &pt);
+
+	if (err || !pt)
+		return err;
+	/* the stack's frames, leaf first */
+	for (uint32_t s = e->stack; s; s = link.parent) {
+		if (depth + 2 >= HC_STORE_MAX_DEPTH)
+			return -EINVAL;
+		err = stack_link(h, s, &link);
+		if (err)
+			return err;
+		if (depth == h->cap_chain && hc_array_grow(h->chain, h->cap_chain, depth + 1, 64))
+			return -ENOMEM;
+		h->chain[depth++] = link.frame;
+	}
+	if (depth + 2 > h->cap_path && hc_array_grow(h->path, h->cap_path, depth + 2, 64))
+		return -ENOMEM;
+	h->path[0] = (uint32_t)(pt >> 32);
+	h->path[1] = (uint32_t)pt;
+	for (size_t i = 0; i < depth; i++) {
+		int64_t id = scratch_frame(h, h->chain[depth - 1 - i]);
+
+		if (id <= 0)
+			return id ? (int)id : -EINVAL;
+		h->path[2 + i] = (uint32_t)id;
+	}
+	return hc_store__add(h->st, SCRATCH_SEC, h->path, depth + 2, &e->w);
+}
+
+static void hydrate_free(struct hydrate *h)
+{
+	hc_store__free(h->st);
+	hc_dict__free(h->ids);
+	free(h->frames.s);
+	free(h->tasks.s);
+	free(h->stacks.s);
+	free(h->path);
+	free(h->chain);
+}
+
+/* Rows of table t with ids in (lo, hi], into the query's maps (as the lookups would). */
+static int prefetch_rows(struct hydrate *h, enum hc_dict_table t, uint64_t lo, uint64_t hi)
+{
+	static const char *const sql[HC_DICT_TABLES] = {
+		[HC_DICT_FRAMES] = ("SELECT id, kind, name, module, fid, offset, inlined FROM frame"
+				    " WHERE id > ? AND id <= ?"),
+		[HC_DICT_STACKS] = "SELECT id, parent, frame FROM stack WHERE id > ? AND id <= ?",
+	};
+	sqlite3_stmt *st;
+	int rc, err = 0;
+
+	if (sqlite3_prepare_v2(h->db, sql[t], -1, &st, NULL) != SQLITE_OK)
+		return -hc__disk_sql_errno(sqlite3_errcode(h->db));
+	sqlite3_bind_int64(st, 1, (int64_t)lo);
+	sqlite3_bind_int64(st, 2, (int64_t)hi);
+	while (!err && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+		uint32_t id = (uint32_t)sqlite3_column_int64(st, 0);
+		struct dict_row r;
+		int64_t sid;
+
+		h->lookups++;
+		hc__disk_row_read(t, st, 1, &r);
+		if (t == HC_DICT_STACKS) {
+			if (!idmap_find(&h->stacks, id))
+				err = idmap_put(&h->stacks, id,
+						(uint64_t)r.stack.parent << 32 | r.stack.frame);
+		} else if (!idmap_find(&h->frames, id)) {
+			sid = scratch_define(h, &r.frame);
+			err = sid < 0 ? (int)sid : idmap_put(&h->frames, id, (uint64_t)sid);
+		}
+	}
+	sqlite3_finalize(st);
+	return err;
+}
+
+struct epoch_span {
+	uint64_t base[HC_DICT_TABLES];
+	size_t entries; /* of the range, whose stack is of this epoch */
+};
+
+/* The epoch of stack id s among e[0..n) (ordered by base): its index, n for none. */
+static size_t epoch_of(const struct epoch_span *e, size_t n, uint32_t s)
+{
+	size_t lo = 0, hi = n;
+
+	if (!n || e[0].base[HC_DICT_STACKS] >= s)
+		return n;
+	while (hi - lo > 1) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (e[mid].base[HC_DICT_STACKS] < s)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/*
+ * The stacks and frames of the older epochs the range names many stacks of, each read in one
+ * scan: a range of a busy host's minutes meets most of an epoch's stacks (and every entry
+ * several of them), and a scan costs a fraction of a lookup per row. Epochs the range names
+ * few stacks of are looked up id by id, as they are met.
+ */
+static int prefetch(struct hydrate *h, const struct hc_blob *acc)
+{
+	struct epoch_span *e = NULL;
+	size_t n = 0, cap = 0;
+	sqlite3_stmt *st;
+	int err = 0;
+
+	if (sqlite3_prepare_v2(h->db,
+			       "SELECT frame_base, task_base, stack_base FROM epoch ORDER BY id",
+			       -1, &st, NULL) != SQLITE_OK)
+		return -hc__disk_sql_errno(sqlite3_errcode(h->db));
+	while (!err && sqlite3_step(st) == SQLITE_ROW) {
+		if (n == cap && hc_array_grow(e, cap, n + 1, 16)) {
+			err = -ENOMEM;
+			break;
+		}
+		for (int t = 0; t < HC_DICT_TABLES; t++)
+			e[n].base[t] = (uint64_t)sqlite3_column_int64(st, t);
+		e[n++].entries = 0;
+	}
+	sqlite3_finalize(st);
+	for (size_t i = 0; !err && i < acc->n; i++) {
+		size_t k = epoch_of(e, n, acc->e[i].stack);
+
+		if (k < n)
+			e[k].entries++;
+	}
+	for (size_t k = 0; !err && k + 1 < n; k++) {
+		uint64_t rows = e[k + 1].base[HC_DICT_STACKS] - e[k].base[HC_DICT_STACKS];
+
+		/* the current epoch is in memory; one newer than it has no next yet */
+		if (e[k].base[HC_DICT_STACKS] >= h->cur->t[HC_DICT_STACKS].base ||
+		    e[k].entries * PREFETCH_STACKS_PER_ENTRY < rows)
+			continue;
+		err = prefetch_rows(h, HC_DICT_STACKS, e[k].base[HC_DICT_STACKS],
+				    e[k + 1].base[HC_DICT_STACKS]);
+		if (!err)
+			err = prefetch_rows(h, HC_DICT_FRAMES, e[k].base[HC_DICT_FRAMES],
+					    e[k + 1].base[HC_DICT_FRAMES]);
+	}
+	free(e);
+	return err;
+}
+
+/* The entries summed into the scratch store; entries naming ids the file does not have
+ * (not this writer's) are skipped. */
+static int hydrate_entries(struct hydrate *h, const struct hc_blob *acc,
+			   const struct hc_store_filter *f)
+{
+	int err = 0;
+
+	/* the lock per entry, not around the loop: the ingest thread appends to the current
+	 * epoch meanwhile (what an entry keeps of it, strings and copies, stays valid) */
+	for (size_t i = 0; !err && i < acc->n; i++) {
+		pthread_rwlock_rdlock(&h->cur->lock);
+		err = scratch_entry(h, f, &acc->e[i]);
+		pthread_rwlock_unlock(&h->cur->lock);
+		if (err == -ENOENT)
+			err = 0;
+	}
+	return err;
+}
+
+/* The range summed into h->st's second SCRATCH_SEC. */
+static int hydrate(struct hc_disk *d, enum hc_disk_store s, const struct hc_disk_range *r,
+		   const struct hc_store_filter *f, bool entries, bool cells, struct hydrate *h)
+{
+	struct hc_store_opts so = {
+		.retention_s = 10,
+		.max_bytes = (size_t)1 << 40,
+		.period_ns = s == HC_DISK_LOCKS ? 1 : (d->period_ns ? d->period_ns : 1)};
+	struct hc_blob acc;
+	int err;
+
+	memset(h, 0, sizeof(*h));
+	hc_blob__init(&acc, 0, so.period_ns);
+	/* the epoch before the snapshot: ids of a newer one are in the file, with their rows */
+	pthread_mutex_lock(&d->mu);
+	h->cur = d->dict;
+	h->cur->refs++;
+	pthread_mutex_unlock(&d->mu);
+	err = hc__disk_open_db(d->path, SQLITE_OPEN_READONLY, &h->db);
+	if (!err)
+		err = hc__disk_exec(h->db, "BEGIN");
+	if (!err)
+		err = read_range(d, h->db, s, r, &acc, entries, cells);
+	if (!err) {
+		static const uint32_t zero[HC_DICT_TABLES];
+
+		h->st = hc_store__new(&so);
+		h->ids = hc_dict__new(0, zero);
+		if (!h->st || !h->ids)
+			err = -ENOMEM;
+	}
+	if (!err && acc.n)
+		err = prefetch(h, &acc);
+	if (!err)
+		err = hydrate_entries(h, &acc, f);
+	for (size_t i = 0; !err && i < acc.nc; i++) {
+		const struct hc_blob_cell *c = &acc.c[i];
+
+		if (c->hist < HC_STORE_H_MAX)
+			err = hc_store__add_hist(h->st, SCRATCH_SEC, (enum hc_store_hist)c->hist,
+						 c->pid, c->key, c->value, c->count);
+		else
+			err = hc_store__add_counter(
+				h->st, SCRATCH_SEC,
+				(enum hc_store_counter)(c->hist - HC_BLOB_COUNTER), c->key,
+				c->count);
+	}
+	for (int t = 0; t < HC_DICT_TABLES; t++)
+		sqlite3_finalize(h->get[t]);
+	sqlite3_close(h->db); /* the read transaction ends with it */
+	hc__disk_dict_put(d, h->cur);
+	pthread_mutex_lock(&d->mu);
+	d->st.dict_file_lookups += h->lookups;
+	pthread_mutex_unlock(&d->mu);
+	hc_blob__release(&acc);
+	if (err)
+		hydrate_free(h);
+	return err;
+}
+
+static struct hc_store_filter scratch_filter(const struct hc_store_filter *f)
+{
+	struct hc_store_filter g = *f;
+
+	g.from_s = SCRATCH_SEC;
+	g.to_s = SCRATCH_SEC + 1;
+	return g;
+}
+
+int hc_disk__tree(struct hc_disk *d, enum hc_disk_store s, const struct hc_disk_range *r,
+		  const struct hc_store_filter *f, struct hc_tree *out,
+		  struct hc_store_pruned *pruned)
+{
+	struct hc_store_filter g = scratch_filter(f);
+	struct hydrate h;
+	int err = hydrate(d, s, r, f, true, false, &h);
+
+	if (err)
+		return err;
+	err = hc_store__tree(h.st, &g, out, pruned);
+	hydrate_free(&h);
+	return err;
+}
+
+struct hc_hist *hc_disk__hist(struct hc_disk *d, enum hc_disk_store s,
+			      const struct hc_disk_range *r, enum hc_store_hist hist,
+			      const struct hc_store_filter *f)
+{
+	struct hc_store_filter g = scratch_filter(f);
+	struct hc_hist *out;
+	struct hydrate h;
+	int err = hydrate(d, s, r, f, false, true, &h);
+
+	if (err) {
+		errno = -err;
+		return NULL;
+	}
+	out = hc_store__hist(h.st, hist, &g);
+	hydrate_free(&h);
+	return out;
+}
+
+int hc_disk__counter(struct hc_disk *d, enum hc_disk_store s, const struct hc_disk_range *r,
+		     enum hc_store_counter c, int (*fn)(void *ctx, const char *key, uint64_t value),
+		     void *ctx)
+{
+	struct hc_store_filter g = {.from_s = SCRATCH_SEC, .to_s = SCRATCH_SEC + 1};
+	struct hydrate h;
+	int err = hydrate(d, s, r, &g, false, true, &h);
+
+	if (err)
+		return err;
+	err = hc_store__counter(h.st, c, &g, fn, ctx);
+	hydrate_free(&h);
+	return err;
+}
+
+/* A read connection and sql prepared on it, its parameters tier, from_s and to_s: 0, or
+ * -errno with nothing left open. */
+static int select_range(struct hc_disk *d, const char *sql, int tier, int64_t from_s, int64_t to_s,
+			sqlite3 **db, sqlite3_stmt **st)
+{
+	int err = hc__disk_open_db(d->path, SQLITE_OPEN_READONLY, db);
+
+	if (err)
+		return err;
+	if (sqlite3_prepare_v2(*db, sql, -1, st, NULL) != SQLITE_OK) {
+		err = -hc__disk_sql_errno(sqlite3_errcode(*db));
+		sqlite3_close(*db);
+		return err;
+	}
+	sqlite3_bind_int(*st, 1, tier);
+	sqlite3_bind_int64(*st, 2, from_s);
+	sqlite3_bind_int64(*st, 3, to_s);
+	return 0;
+}
+
+int hc_disk__timeline(struct hc_disk *d, const struct hc_disk_range *r, int64_t step_s,
+		      struct hc_store_slot **out, size_t *n)
+{
+	sqlite3 *db = NULL;
+	sqlite3_stmt *st;
+	struct hc_store_slot *slots;
+	int64_t ns;
+	int err;
+
+	if (step_s < 1 || r->from_s >= r->to_s)
+		return -EINVAL;
+	ns = (r->to_s - r->from_s + step_s - 1) / step_s;
+	if (ns > 100000)
+		return -EINVAL;
+	slots = calloc((size_t)ns, sizeof(*slots));
+	if (!slots)
+		return -ENOMEM;
+	for (int64_t i = 0; i < ns; i++)
+		slots[i].t_s = r->from_s + i * step_s;
+	err = select_range(d,
+			   "SELECT t, on_cpu_ns, off_cpu_ns, runqueue_ns, samples FROM bucket"
+			   " WHERE tier=? AND t>=? AND t<? AND store=0",
+			   r->tier, r->from_s, r->to_s, &db, &st);
+	if (!err) {
+		while (sqlite3_step(st) == SQLITE_ROW) {
+			struct hc_store_slot *sl =
+				&slots[(sqlite3_column_int64(st, 0) - r->from_s) / step_s];
+
+			sl->on_cpu_ns += (uint64_t)sqlite3_column_int64(st, 1);
+			sl->off_cpu_ns += (uint64_t)sqlite3_column_int64(st, 2);
+			sl->runqueue_ns += (uint64_t)sqlite3_column_int64(st, 3);
+			sl->samples += (uint64_t)sqlite3_column_int64(st, 4);
+		}
+		sqlite3_finalize(st);
+		sqlite3_close(db);
+	}
+	if (err) {
+		free(slots);
+		return err;
+	}
+	*out = slots;
+	*n = (size_t)ns;
+	return 0;
+}
+
+int hc_disk__heat(struct hc_disk *d, int64_t from_s, int64_t cols, uint64_t *rows)
+{
+	sqlite3 *db = NULL;
+	sqlite3_stmt *st;
+	struct hc_blob one;
+	int err;
+
+	hc_blob__init(&one, 0, d->period_ns);
+	memset(rows, 0, (size_t)cols * HC_STORE_HEAT_ROWS * sizeof(*rows));
+	err = select_range(d,
+			   "SELECT t, data FROM bucket WHERE tier=? AND t>=? AND t<? AND store=0",
+			   0, from_s, from_s + cols, &db, &st);
+	if (!err) {
+		while (!err && sqlite3_step(st) == SQLITE_ROW) {
+			int64_t c = sqlite3_column_int64(st, 0) - from_s;
+
+			memset(one.heat, 0, sizeof(one.heat));
+			err = hc_blob__decode(&one, sqlite3_column_blob(st, 1),
+					      (size_t)sqlite3_column_bytes(st, 1), false, false);
+			for (int i = 0; !err && i < HC_STORE_HEAT_ROWS; i++)
+				rows[c * HC_STORE_HEAT_ROWS + i] += one.heat[i];
+			if (err == -EBADMSG)
+				err = 0;
+		}
+		sqlite3_finalize(st);
+		sqlite3_close(db);
+	}
+	hc_blob__release(&one);
+	return err;
+}
