@@ -78,7 +78,8 @@ struct hc_dwinline {
 	uint32_t nr_cus, nr_nodes, nr_ranges, strs_len;
 };
 
-/* The sections a walk reads. Every other DWARF section is hidden from libdw (see keep()). */
+/* The sections a walk reads. Every other DWARF section is hidden from libdw (see
+ * hc_dwinline__keep_sections()). */
 static const char *const wanted[] = {
 	".debug_info",	   ".debug_abbrev",	 ".debug_str",
 	".debug_line_str", ".debug_str_offsets", ".debug_addr",
@@ -108,7 +109,7 @@ static bool is_wanted(const char *name)
  * GNU-compressed .zdebug_ sections (a format of old toolchains) are hidden too: their size is
  * not known before they are read.
  */
-static int keep(Elf *elf, size_t *bytes, bool *has_info)
+int hc_dwinline__keep_sections(Elf *elf, size_t *bytes, bool *has_info)
 {
 	Elf_Scn *scn = NULL;
 	size_t shstrndx;
@@ -593,7 +594,7 @@ static struct hc_dwinline *from_elf(Elf *elf, void *image, bool from_fd, size_t 
 	d->image = image;
 	d->max_bytes = max_bytes;
 	d->is_alt = is_alt;
-	err = keep(elf, &d->section_bytes, &has_info);
+	err = hc_dwinline__keep_sections(elf, &d->section_bytes, &has_info);
 	if (!err && !has_info)
 		err = -ENODATA;
 	if (!err && d->section_bytes > max_bytes)

@@ -27,6 +27,7 @@
 #ifndef HOTCOLD_SYMBOLIZE_DWINLINE_H
 #define HOTCOLD_SYMBOLIZE_DWINLINE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -80,6 +81,17 @@ size_t hc_dwinline__alt_build_id(const struct hc_dwinline *d, const uint8_t **id
  * none.
  */
 int hc_dwinline__set_alt(struct hc_dwinline *d, struct hc_dwinline *alt);
+
+/*
+ * The DWARF sections of elf (opened ELF_C_READ: only the in-memory section headers change) that
+ * an inline lookup reads stay; the others (line tables, location lists, macros, group members,
+ * .zdebug_) become SHT_NOBITS so that dwarf_begin_elf() never reads them. *bytes: the bytes
+ * kept (compressed ones counted with their inflated size); *has_info: .debug_info is among
+ * them. -ENOEXEC (unreadable headers), -E2BIG (sizes overflow). For this file and its test's
+ * reference walk, which must read the same sections.
+ */
+struct Elf;
+int hc_dwinline__keep_sections(struct Elf *elf, size_t *bytes, bool *has_info);
 
 /*
  * The inline chain at ELF virtual address vaddr (st_value space: the same for an object and

@@ -5,6 +5,7 @@
  * answers from an index built once; both must agree on every address.
  */
 #include "dwinline_ref.h"
+#include "symbolize/dwinline.h"
 
 #include <dwarf.h>
 #include <elfutils/libdw.h>
@@ -44,79 +45,6 @@ struct ref_dwinline {
 	struct ref_dwinline *alt;
 };
 
-/* The sections a walk reads. Every other DWARF section is hidden from libdw (see keep()). */
-static const char *const wanted[] = {
-	".debug_info",	   ".debug_abbrev",	 ".debug_str",
-	".debug_line_str", ".debug_str_offsets", ".debug_addr",
-	".debug_ranges",   ".debug_rnglists",	 ".gnu_debugaltlink",
-};
-
-static bool is_dwarf_name(const char *name)
-{
-	return !strncmp(name, ".debug_", 7) || !strncmp(name, ".zdebug_", 8) ||
-	       !strncmp(name, ".gnu.debuglto_", 14) || !strcmp(name, ".gnu_debugaltlink");
-}
-
-static bool is_wanted(const char *name)
-{
-	for (size_t i = 0; i < sizeof(wanted) / sizeof(wanted[0]); i++)
-		if (!strcmp(name, wanted[i]))
-			return true;
-	return false;
-}
-
-/*
- * dwarf_begin_elf() reads every DWARF section it recognizes, by name. The line tables,
- * location lists and macros are most of a file's DWARF and a walk never reads them: their
- * headers become SHT_NOBITS in our in-memory copy of the section headers (libdw skips NOBITS
- * sections), so they are never read. The file itself is never written (ELF_C_READ). Sums the
- * bytes of what stays into *bytes; *has_info tells whether .debug_info is among them.
- * GNU-compressed .zdebug_ sections (a format of old toolchains) are hidden too: their size is
- * not known before they are read.
- */
-static int keep(Elf *elf, size_t *bytes, bool *has_info)
-{
-	Elf_Scn *scn = NULL;
-	size_t shstrndx;
-
-	*bytes = 0;
-	*has_info = false;
-	if (elf_getshdrstrndx(elf, &shstrndx))
-		return -ENOEXEC;
-	while ((scn = elf_nextscn(elf, scn))) {
-		const char *name;
-		GElf_Shdr sh;
-		size_t size;
-
-		if (!gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS)
-			continue;
-		name = elf_strptr(elf, shstrndx, sh.sh_name);
-		if (!name || !is_dwarf_name(name))
-			continue;
-		if (!is_wanted(name) || (sh.sh_flags & SHF_GROUP)) {
-			sh.sh_type = SHT_NOBITS;
-			if (!gelf_update_shdr(scn, &sh))
-				return -ENOEXEC;
-			continue;
-		}
-		size = sh.sh_size;
-		if (sh.sh_flags & SHF_COMPRESSED) {
-			GElf_Chdr ch;
-
-			/* the compressed bytes are read, then inflated next to them */
-			if (!gelf_getchdr(scn, &ch) || ch.ch_size > SIZE_MAX - size)
-				return -ENOEXEC;
-			size += ch.ch_size;
-		}
-		if (size > SIZE_MAX - *bytes)
-			return -E2BIG;
-		*bytes += size;
-		if (!strcmp(name, ".debug_info") && sh.sh_size)
-			*has_info = true;
-	}
-	return 0;
-}
-
 void ref_dwinline__free(struct ref_dwinline *d)
 {
 	if (!d)
@@ -153,7 +81,7 @@ static struct ref_dwinline *from_elf(Elf *elf, void *image, bool from_fd, size_t
 	}
 	d->elf = elf;
 	d->image = image;
-	err = keep(elf, &d->bytes, &has_info);
+	err = hc_dwinline__keep_sections(elf, &d->bytes, &has_info);
 	if (!err && !has_info)
 		err = -ENODATA;
 	if (!err && d->bytes > max_bytes)
