@@ -1082,11 +1082,14 @@ static void server_counters(struct hc_backend *b, struct hc_counters *c, struct 
 		v[HC_C_DISK_WRITE_FAILURES] = ds.write_failures;
 		v[HC_C_DISK_WRITE_NS_LAST] = ds.write_ns_last;
 		v[HC_C_DISK_WRITE_NS_MAX] = ds.write_ns_max;
+		v[HC_C_DISK_MAINTAIN_NS_LAST] = ds.maintain_ns_last;
+		v[HC_C_DISK_MAINTAIN_NS_MAX] = ds.maintain_ns_max;
 		v[HC_C_DISK_DROPPED_QUEUE_S] = ds.dropped_queue_s;
 		v[HC_C_DISK_DROPPED_WRITE_S] = ds.dropped_write_s;
 		v[HC_C_DISK_DROPPED_MAX_DISK_S] = ds.dropped_max_disk_s;
 		v[HC_C_DISK_EXPIRED_S] = ds.expired_s;
 		v[HC_C_DISK_COMPACTIONS] = ds.compactions;
+		v[HC_C_DISK_BUILDS] = ds.builds;
 		v[HC_C_DISK_CORRUPT_BUCKETS] = ds.corrupt_blobs;
 		v[HC_C_DISK_QUARANTINED] = ds.quarantined;
 		v[HC_C_DISK_FRAMES] = ds.frames;

@@ -189,6 +189,22 @@ int hc_blob__add_cell(struct hc_blob *b, uint8_t hist, uint32_t pid, const char 
 	return 0;
 }
 
+int hc_blob__add_blob(struct hc_blob *b, const struct hc_blob *src)
+{
+	int err = 0;
+
+	for (size_t i = 0; !err && i < src->n; i++)
+		err = hc_blob__add(b, src->e[i].task, src->e[i].stack, &src->e[i].w);
+	for (size_t i = 0; !err && i < src->nc; i++) {
+		const struct hc_blob_cell *c = &src->c[i];
+
+		err = hc_blob__add_cell(b, c->hist, c->pid, c->key, c->value, c->count);
+	}
+	for (int i = 0; !err && i < HC_STORE_HEAT_ROWS; i++)
+		b->heat[i] += src->heat[i];
+	return err;
+}
+
 /* ---- encoding ---- */
 
 struct wbuf {
@@ -287,24 +303,33 @@ static void encode_cells(struct wbuf *w, const struct hc_blob_cell *c, size_t n)
 }
 
 /* zstd with the frame's content size and a checksum: a flipped byte fails to decode. */
-static size_t compress(void *dst, size_t cap, const void *src, size_t len, int level)
+static size_t compress(void **cctx, void *dst, size_t cap, const void *src, size_t len, int level)
 {
-	ZSTD_CCtx *cc = ZSTD_createCCtx();
+	ZSTD_CCtx *cc = *cctx;
 	size_t z;
 
-	if (!cc)
+	/* A context kept from one call to the next keeps its tables: a new one allocates (and
+	 * faults in) them for every blob. */
+	if (!cc && !(*cctx = cc = ZSTD_createCCtx()))
 		return (size_t)-1;
-	z = ZSTD_CCtx_setParameter(cc, ZSTD_c_compressionLevel, level);
+	z = ZSTD_CCtx_reset(cc, ZSTD_reset_session_and_parameters);
+	if (!ZSTD_isError(z))
+		z = ZSTD_CCtx_setParameter(cc, ZSTD_c_compressionLevel, level);
 	if (!ZSTD_isError(z))
 		z = ZSTD_CCtx_setParameter(cc, ZSTD_c_checksumFlag, 1);
 	if (!ZSTD_isError(z))
 		z = ZSTD_compress2(cc, dst, cap, src, len);
-	ZSTD_freeCCtx(cc);
 	return z;
 }
 
-int hc_blob__encode(const struct hc_blob *b, int level, void **out, size_t *len)
+void hc_blob__cctx_free(void *cctx)
 {
+	ZSTD_freeCCtx(cctx);
+}
+
+int hc_blob__encode(const struct hc_blob *b, void **cctx, int level, void **out, size_t *len)
+{
+	void *own = NULL;
 	struct hc_blob_entry *e = NULL;
 	struct hc_blob_cell *c = NULL;
 	struct wbuf w = {0};
@@ -349,7 +374,8 @@ int hc_blob__encode(const struct hc_blob *b, int level, void **out, size_t *len)
 		free(w.p);
 		return -ENOMEM;
 	}
-	z = compress(zbuf, bound, w.p, w.len, level);
+	z = compress(cctx ? cctx : &own, zbuf, bound, w.p, w.len, level);
+	ZSTD_freeCCtx(own);
 	free(w.p);
 	if (ZSTD_isError(z)) {
 		free(zbuf);

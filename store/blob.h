@@ -62,11 +62,16 @@ bool hc_blob__empty(const struct hc_blob *b);
 int hc_blob__add(struct hc_blob *b, uint32_t task, uint32_t stack, const struct hc_weights *w);
 int hc_blob__add_cell(struct hc_blob *b, uint8_t hist, uint32_t pid, const char *key, int64_t value,
 		      uint64_t count);
+/* Add everything src holds into b. 0, -ENOMEM. */
+int hc_blob__add_blob(struct hc_blob *b, const struct hc_blob *src);
 /* Memory the blob takes. */
 size_t hc_blob__bytes(const struct hc_blob *b);
 
-/* The compressed encoding: 0 + *out (malloc'd, *len bytes), -ENOMEM. */
-int hc_blob__encode(const struct hc_blob *b, int level, void **out, size_t *len);
+/* The compressed encoding: 0 + *out (malloc'd, *len bytes), -ENOMEM. cctx: a compression
+ * context kept across calls by one thread (*cctx NULL at first; freed with
+ * hc_blob__cctx_free()), or NULL for one of this call only. */
+int hc_blob__encode(const struct hc_blob *b, void **cctx, int level, void **out, size_t *len);
+void hc_blob__cctx_free(void *cctx);
 /* Add what an encoded blob holds into b (entries only when with_entries; cells only when
  * with_cells; heat always). -EBADMSG for anything that does not decode, -ENOMEM. */
 int hc_blob__decode(struct hc_blob *b, const void *buf, size_t len, bool with_entries,

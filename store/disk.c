@@ -32,12 +32,15 @@
 #define SCHEMA_VERSION 2  /* 2: dictionary epochs (a version 1 file is migrated at open) */
 #define DEFAULT_RETENTION_S (7 * 86400ull)
 #define DEFAULT_MAX_BYTES (1ull << 30)
-#define QUEUE_MAX_S 120	    /* seconds waiting for the writer before the oldest are dropped */
-#define COMPACT_LAG_S 3	    /* a window is merged once it ended this long before the newest */
-#define ZSTD_LEVEL_SECOND 3 /* written each second */
-#define ZSTD_LEVEL_MERGED 9 /* merged windows: written once, kept long */
-#define MERGE_BATCH 32	    /* windows merged per round */
-#define MERGE_OPEN_ROWS 120 /* rows at which a window still filling is merged */
+#define QUEUE_MAX_S 120	     /* seconds waiting for the writer before the oldest are dropped */
+#define COMPACT_LAG_S 3	     /* a window is merged once it ended this long before the newest */
+#define TIER0_MERGE_LAG_S 60 /* a second's late rows are merged once it is this old */
+#define BUILD_LAG_S 30	     /* a 10 s window is built once it ended this long before the newest */
+#define BUILD_MAX 256	     /* windows built per tier per round */
+#define BUILD_TXN 32	     /* windows built per transaction */
+#define ZSTD_LEVEL_SECOND 3  /* written each second */
+#define ZSTD_LEVEL_MERGED 9  /* merged windows: written once, kept long */
+#define MERGE_BATCH 32	     /* windows merged per round */
 #define DEFAULT_DICT_MAX_BYTES (4ull << 20)
 /* Entries one ingest call may add to each table (a stack of an older epoch is translated
  * with its ancestors): a new epoch begins before they could pass dict_max_bytes. */
@@ -457,6 +460,14 @@ static int open_store(struct hc_disk *d, char *why, size_t wl)
 		return err;
 	}
 	d->first_s = query_int(d->db, "SELECT value FROM meta WHERE key = 'first_s'", 0);
+	for (int k = 0; k < HC_DISK_TIERS; k++)
+		d->cut[k] = INT64_MIN;
+	for (int k = 1; k < HC_DISK_TIERS; k++) {
+		snprintf(sql, sizeof(sql), "SELECT max(t + span) FROM bucket WHERE tier=%d", k);
+		/* a window a file of the earlier layout was still filling counts as built: its
+		 * seconds to come are written into it directly */
+		d->built[k] = query_int(d->db, sql, INT64_MIN);
+	}
 	refresh_tiers(d);
 	return 0;
 }
@@ -480,6 +491,7 @@ static void disk_free(struct hc_disk *d)
 	for (size_t i = 0; i < d->n_pend; i++)
 		hc_blob__release(&d->pend[i].blob);
 	free(d->pend);
+	hc_blob__cctx_free(d->cctx);
 	if (d->own_lock && d->lock_fd >= 0)
 		close(d->lock_fd);
 	pthread_mutex_destroy(&d->mu);
@@ -910,15 +922,16 @@ static int enqueue_pending(struct hc_disk *d)
 	}
 	d->n_pend = 0;
 	pthread_mutex_lock(&d->mu);
-	/* A writer that cannot keep up must not hold the whole history in memory. */
-	while (d->head && d->queued_s + b->n > QUEUE_MAX_S) {
+	/* A writer that cannot keep up must not hold the whole history in memory. A batch is
+	 * one sealed second (with the late pieces of older seconds it carries). */
+	while (d->head && d->queued_s + 1 > QUEUE_MAX_S) {
 		struct batch *old = d->head;
 
 		d->head = old->next;
 		if (!d->head)
 			d->tail = NULL;
-		d->queued_s -= old->n;
-		d->st.dropped_queue_s += old->n;
+		d->queued_s--;
+		d->st.dropped_queue_s++;
 		batch_free(old);
 	}
 	if (d->tail)
@@ -926,7 +939,7 @@ static int enqueue_pending(struct hc_disk *d)
 	else
 		d->head = b;
 	d->tail = b;
-	d->queued_s += b->n;
+	d->queued_s++;
 	pthread_cond_signal(&d->cv);
 	pthread_mutex_unlock(&d->mu);
 	return 0;
@@ -1171,9 +1184,94 @@ static int insert_row(sqlite3_stmt *ins, int store, int tier, int64_t t, int64_t
 
 static const char insert_sql[] = "INSERT INTO bucket VALUES(?,?,?,?,?,?,?,?,?,?,?)";
 
-/* One batch in one transaction: the dictionary, then each second's row in every tier. */
-static int write_batch(struct hc_disk *d, struct batch *b)
+static int64_t floor_to(int64_t v, int64_t step)
 {
+	return v >= 0 ? v / step * step : -((-v + step - 1) / step) * step;
+}
+
+/*
+ * The oldest second tier keeps when newest is the newest sealed one: its horizon, but never
+ * past what the next tier has been built from (the 1 h tier only speeds long ranges up: the
+ * 1 min one does not wait for it); and never before what --max-disk cut. Writer thread.
+ */
+static int64_t keep_from(const struct hc_disk *d, int tier, int64_t newest)
+{
+	int64_t cut = newest + 1 - (int64_t)d->keep_s[tier];
+
+	if (tier < HC_DISK_TIERS - 2 && d->built[tier + 1] < cut)
+		cut = d->built[tier + 1];
+	return cut > d->cut[tier] ? cut : d->cut[tier];
+}
+
+/* Encode b (zstd at level) and insert it as a row of window t of tier. */
+static int insert_blob(struct hc_disk *d, sqlite3_stmt *ins, int store, int tier, int64_t t,
+		       const struct hc_blob *b, int level, uint64_t epoch)
+{
+	void *data;
+	size_t len;
+	int err = hc_blob__encode(b, &d->cctx, level, &data, &len);
+
+	if (err)
+		return err;
+	if (insert_row(ins, store, tier, t, hc__disk_tier_step[tier], b, data, len, epoch))
+		err = -hc__disk_sql_errno(sqlite3_errcode(d->db));
+	sqlite3_reset(ins);
+	free(data);
+	return err;
+}
+
+/*
+ * The seconds of a batch that fall in windows tier k has built already (late pieces of
+ * off-CPU time, or the rest of a window a file of the earlier layout was filling) go into
+ * those windows directly: one row per window, whatever number of seconds it gathers.
+ */
+static int write_built(struct hc_disk *d, sqlite3_stmt *ins, const struct batch *b, int k,
+		       int64_t newest)
+{
+	struct group {
+		struct hc_blob blob;
+		uint8_t store;
+	} *g = NULL;
+	size_t ng = 0, cap = 0;
+	int err = 0;
+
+	for (size_t i = 0; !err && i < b->n; i++) {
+		const struct hc_blob *bl = &b->blobs[i];
+		int64_t w = floor_to(bl->t, hc__disk_tier_step[k]);
+		size_t j;
+
+		if (d->built[k] == INT64_MIN || bl->t >= d->built[k] || hc_blob__empty(bl) ||
+		    (k < HC_DISK_TIERS - 1 && w < keep_from(d, k, newest)))
+			continue;
+		for (j = 0; j < ng && (g[j].blob.t != w || g[j].store != b->stores[i]); j++)
+			;
+		if (j == ng) {
+			if (ng == cap && hc_array_grow(g, cap, ng + 1, 8)) {
+				err = -ENOMEM;
+				break;
+			}
+			hc_blob__init(&g[ng].blob, w, bl->period_ns);
+			g[ng++].store = b->stores[i];
+		}
+		err = hc_blob__add_blob(&g[j].blob, bl);
+	}
+	for (size_t j = 0; !err && j < ng; j++)
+		err = insert_blob(d, ins, g[j].store, k, g[j].blob.t, &g[j].blob, ZSTD_LEVEL_SECOND,
+				  b->epoch);
+	for (size_t j = 0; j < ng; j++)
+		hc_blob__release(&g[j].blob);
+	free(g);
+	return err;
+}
+
+/*
+ * One batch in one transaction: the dictionary, then each second's row of the 1 s tier. The
+ * coarser tiers are built from it later (build_tiers), except for the windows they hold
+ * already (write_built).
+ */
+static int write_batch(struct hc_disk *d, struct batch *b, int64_t newest)
+{
+	int64_t keep0 = keep_from(d, 0, newest);
 	struct dict_write *w = NULL;
 	sqlite3_stmt *ins = NULL;
 	size_t nw = 0;
@@ -1183,27 +1281,13 @@ static int write_batch(struct hc_disk *d, struct batch *b)
 		err = write_dict(d, &w, &nw);
 	if (!err && sqlite3_prepare_v2(d->db, insert_sql, -1, &ins, NULL) != SQLITE_OK)
 		err = -hc__disk_sql_errno(sqlite3_errcode(d->db));
-	for (size_t i = 0; !err && i < b->n; i++) {
-		const struct hc_blob *bl = &b->blobs[i];
-		void *data;
-		size_t len;
-
-		if (hc_blob__empty(bl))
-			continue;
-		err = hc_blob__encode(bl, ZSTD_LEVEL_SECOND, &data, &len);
-		if (err)
-			break;
-		for (int tier = 0; !err && tier < HC_DISK_TIERS; tier++) {
-			int64_t step = hc__disk_tier_step[tier];
-			int64_t t = bl->t >= 0 ? bl->t / step * step
-					       : -((-bl->t + step - 1) / step) * step;
-
-			if (insert_row(ins, b->stores[i], tier, t, step, bl, data, len, b->epoch))
-				err = -hc__disk_sql_errno(sqlite3_errcode(d->db));
-			sqlite3_reset(ins);
-		}
-		free(data);
-	}
+	/* a late piece of a second past a tier's horizon goes only into the tiers that keep it */
+	for (size_t i = 0; !err && i < b->n; i++)
+		if (!hc_blob__empty(&b->blobs[i]) && b->blobs[i].t >= keep0)
+			err = insert_blob(d, ins, b->stores[i], 0, b->blobs[i].t, &b->blobs[i],
+					  ZSTD_LEVEL_SECOND, b->epoch);
+	for (int k = 1; !err && k < HC_DISK_TIERS; k++)
+		err = write_built(d, ins, b, k, newest);
 	sqlite3_finalize(ins);
 	if (!err)
 		err = note_first(d, b);
@@ -1217,53 +1301,69 @@ static int write_batch(struct hc_disk *d, struct batch *b)
 	return err;
 }
 
+/*
+ * Decode the rows of [t, t + span) of tier, store into b (which holds nothing yet); *epoch:
+ * the oldest epoch they name. Rows that fail to decode are left as they are (queries skip
+ * them) and counted.
+ */
+static int gather(struct hc_disk *d, sqlite3_stmt *sel, int store, int tier, int64_t t,
+		  int64_t span, struct hc_blob *b, uint64_t *epoch)
+{
+	int err = 0, rc;
+
+	sqlite3_bind_int(sel, 1, store);
+	sqlite3_bind_int(sel, 2, tier);
+	sqlite3_bind_int64(sel, 3, t);
+	sqlite3_bind_int64(sel, 4, t + span);
+	while (!err && (rc = sqlite3_step(sel)) == SQLITE_ROW) {
+		err = hc_blob__decode(b, sqlite3_column_blob(sel, 0),
+				      (size_t)sqlite3_column_bytes(sel, 0), true, true);
+		/* ids are unique across epochs: a merged row may hold several, and keeps the
+		 * oldest alive */
+		if ((uint64_t)sqlite3_column_int64(sel, 1) < *epoch)
+			*epoch = (uint64_t)sqlite3_column_int64(sel, 1);
+		if (err == -EBADMSG) {
+			pthread_mutex_lock(&d->mu);
+			d->st.corrupt_blobs++;
+			pthread_mutex_unlock(&d->mu);
+			err = 0;
+		}
+	}
+	sqlite3_reset(sel);
+	return err;
+}
+
+static const char gather_sql[] =
+	"SELECT data, epoch FROM bucket WHERE store=? AND tier=? AND t>=? AND t<?";
+
 /* Merge the rows of one window (store, tier, t) into one. 0, -errno. */
 static int merge_window(struct hc_disk *d, sqlite3_stmt *sel, sqlite3_stmt *del, sqlite3_stmt *ins,
 			int store, int tier, int64_t t)
 {
 	struct hc_blob b;
-	int64_t span = hc__disk_tier_step[tier];
 	uint64_t epoch = UINT64_MAX;
-	void *data = NULL;
-	size_t len;
-	int err = 0, rc;
+	int err;
 
 	hc_blob__init(&b, t, d->period_ns);
-	sqlite3_bind_int(sel, 1, store);
-	sqlite3_bind_int(sel, 2, tier);
-	sqlite3_bind_int64(sel, 3, t);
-	while (!err && (rc = sqlite3_step(sel)) == SQLITE_ROW) {
-		err = hc_blob__decode(&b, sqlite3_column_blob(sel, 0),
-				      (size_t)sqlite3_column_bytes(sel, 0), true, true);
-		/* ids are unique across epochs: a merged row may hold several, and keeps the
-		 * oldest alive */
-		if ((uint64_t)sqlite3_column_int64(sel, 1) < epoch)
-			epoch = (uint64_t)sqlite3_column_int64(sel, 1);
-		if (err == -EBADMSG) { /* leave the window as it is: queries skip the bad row */
-			pthread_mutex_lock(&d->mu);
-			d->st.corrupt_blobs++;
-			pthread_mutex_unlock(&d->mu);
-		}
-	}
-	sqlite3_reset(sel);
-	if (!err)
-		err = hc_blob__encode(&b, ZSTD_LEVEL_MERGED, &data, &len);
+	err = gather(d, sel, store, tier, t, hc__disk_tier_step[tier], &b, &epoch);
 	if (!err) {
 		sqlite3_bind_int(del, 1, store);
 		sqlite3_bind_int(del, 2, tier);
 		sqlite3_bind_int64(del, 3, t);
-		if (sqlite3_step(del) != SQLITE_DONE ||
-		    insert_row(ins, store, tier, t, span, &b, data, len, epoch))
+		if (sqlite3_step(del) != SQLITE_DONE)
 			err = -hc__disk_sql_errno(sqlite3_errcode(d->db));
 		sqlite3_reset(del);
-		sqlite3_reset(ins);
 	}
-	free(data);
+	/* the 1 s tier lives an hour: not worth the higher level */
+	if (!err)
+		err = insert_blob(d, ins, store, tier, t, &b,
+				  tier ? ZSTD_LEVEL_MERGED : ZSTD_LEVEL_SECOND, epoch);
 	hc_blob__release(&b);
 	return err;
 }
 
-/* Windows that ended COMPACT_LAG_S before the newest sealed second and hold several rows. */
+/* Windows that hold several rows (late pieces) and ended COMPACT_LAG_S before the newest
+ * sealed second (the 1 s tier's: TIER0_MERGE_LAG_S, by when most of them have come). */
 static int merge_windows(struct hc_disk *d, int64_t newest)
 {
 	sqlite3_stmt *list = NULL, *sel = NULL, *del = NULL, *ins = NULL;
@@ -1276,14 +1376,12 @@ static int merge_windows(struct hc_disk *d, int64_t newest)
 
 	if (sqlite3_prepare_v2(d->db,
 			       "SELECT store, tier, t FROM bucket GROUP BY tier, t, store"
-			       " HAVING count(*) > 1 AND (max(t + span) <= ? OR count(*) > ?)"
-			       " LIMIT ?",
+			       " HAVING count(*) > 1 AND max(t + span) <= CASE tier WHEN 0 THEN ?"
+			       " ELSE ? END LIMIT ?",
 			       -1, &list, NULL) != SQLITE_OK)
 		return -hc__disk_sql_errno(sqlite3_errcode(d->db));
-	sqlite3_bind_int64(list, 1, newest - COMPACT_LAG_S);
-	/* A window still filling is merged too once it has MERGE_OPEN_ROWS rows: an hour of
-	 * unmerged seconds would be 3600 rows. */
-	sqlite3_bind_int(list, 2, MERGE_OPEN_ROWS);
+	sqlite3_bind_int64(list, 1, newest - TIER0_MERGE_LAG_S);
+	sqlite3_bind_int64(list, 2, newest - COMPACT_LAG_S);
 	sqlite3_bind_int(list, 3, MERGE_BATCH);
 	while (n < MERGE_BATCH && sqlite3_step(list) == SQLITE_ROW) {
 		w[n].store = sqlite3_column_int(list, 0);
@@ -1293,9 +1391,7 @@ static int merge_windows(struct hc_disk *d, int64_t newest)
 	sqlite3_finalize(list);
 	if (!n)
 		return 0;
-	if (sqlite3_prepare_v2(d->db,
-			       "SELECT data, epoch FROM bucket WHERE store=? AND tier=? AND t=?",
-			       -1, &sel, NULL) != SQLITE_OK ||
+	if (sqlite3_prepare_v2(d->db, gather_sql, -1, &sel, NULL) != SQLITE_OK ||
 	    sqlite3_prepare_v2(d->db, "DELETE FROM bucket WHERE store=? AND tier=? AND t=?", -1,
 			       &del, NULL) != SQLITE_OK ||
 	    sqlite3_prepare_v2(d->db, insert_sql, -1, &ins, NULL) != SQLITE_OK)
@@ -1317,6 +1413,101 @@ static int merge_windows(struct hc_disk *d, int64_t newest)
 		pthread_mutex_unlock(&d->mu);
 	}
 	return err ? err : (int)n;
+}
+
+/* Build window [w, w + span) of tier k from tier k - 1's rows, each store's in a row. */
+static int build_window(struct hc_disk *d, sqlite3_stmt *sel, sqlite3_stmt *ins, int k, int64_t w)
+{
+	int err = 0;
+
+	for (int s = 0; !err && s < HC_DISK_STORES; s++) {
+		struct hc_blob b;
+		uint64_t epoch = UINT64_MAX;
+
+		hc_blob__init(&b, w, d->period_ns);
+		err = gather(d, sel, s, k - 1, w, hc__disk_tier_step[k], &b, &epoch);
+		if (!err && !hc_blob__empty(&b))
+			err = insert_blob(d, ins, s, k, w, &b, ZSTD_LEVEL_MERGED, epoch);
+		hc_blob__release(&b);
+	}
+	return err;
+}
+
+/*
+ * Build tier k's windows from tier k - 1's rows, oldest first: each window once it is
+ * complete (it ends at or before limit) or, closing (final), once it has begun before limit.
+ * A window is built once: what comes for its seconds afterwards goes into it directly
+ * (write_built). The 1 s tier is the only one written every second.
+ */
+static int build_tier(struct hc_disk *d, int k, int64_t limit, bool final)
+{
+	int64_t step = hc__disk_tier_step[k], done = d->built[k];
+	sqlite3_stmt *next = NULL, *sel = NULL, *ins = NULL;
+	int err = 0, n = 0, in_txn = 0;
+
+	if (sqlite3_prepare_v2(d->db, "SELECT min(t) FROM bucket WHERE tier=? AND t>=?", -1, &next,
+			       NULL) != SQLITE_OK ||
+	    sqlite3_prepare_v2(d->db, gather_sql, -1, &sel, NULL) != SQLITE_OK ||
+	    sqlite3_prepare_v2(d->db, insert_sql, -1, &ins, NULL) != SQLITE_OK)
+		err = -hc__disk_sql_errno(sqlite3_errcode(d->db));
+	while (!err && n < BUILD_MAX) {
+		int64_t w;
+
+		sqlite3_bind_int(next, 1, k - 1);
+		sqlite3_bind_int64(next, 2, done);
+		if (sqlite3_step(next) != SQLITE_ROW ||
+		    sqlite3_column_type(next, 0) == SQLITE_NULL) {
+			sqlite3_reset(next);
+			break;
+		}
+		w = floor_to(sqlite3_column_int64(next, 0), step);
+		sqlite3_reset(next);
+		if (final ? w >= limit : w + step > limit)
+			break;
+		if (!in_txn && (err = hc__disk_exec(d->db, "BEGIN IMMEDIATE")))
+			break;
+		in_txn++;
+		/* --max-disk cut part of it from the tier below: the oldest go first, so the
+		 * rest of it goes too (late pieces do not bring it back) */
+		if (w < d->cut[k - 1])
+			d->cut[k] = w + step > d->cut[k] ? w + step : d->cut[k];
+		else
+			err = build_window(d, sel, ins, k, w);
+		done = w + step;
+		n++;
+		if (!err && in_txn == BUILD_TXN) {
+			err = hc__disk_exec(d->db, "COMMIT");
+			in_txn = 0;
+			if (!err)
+				d->built[k] = done;
+		}
+	}
+	if (in_txn && !err && !(err = hc__disk_exec(d->db, "COMMIT")))
+		d->built[k] = done;
+	else if (in_txn && err)
+		hc__disk_exec(d->db, "ROLLBACK");
+	sqlite3_finalize(next);
+	sqlite3_finalize(sel);
+	sqlite3_finalize(ins);
+	if (n && !err) {
+		pthread_mutex_lock(&d->mu);
+		d->st.builds += (uint64_t)n;
+		pthread_mutex_unlock(&d->mu);
+	}
+	return err;
+}
+
+/* Each coarser tier from the one below it: the 10 s tier BUILD_LAG_S behind the newest
+ * sealed second (most off-CPU time for a second comes within it), the others as soon as the
+ * tier below holds their whole window. */
+static void build_tiers(struct hc_disk *d, int64_t newest, bool final)
+{
+	for (int k = 1; k < HC_DISK_TIERS; k++) {
+		int64_t limit = k == 1 ? newest + 1 - (final ? 0 : BUILD_LAG_S) : d->built[k - 1];
+
+		if (limit == INT64_MIN || build_tier(d, k, limit, final))
+			break;
+	}
 }
 
 /* Delete the windows of tier whose start is before cutoff; the seconds they held. */
@@ -1441,7 +1632,7 @@ static void expire(struct hc_disk *d, int64_t newest)
 	int64_t expired = 0, before, after;
 
 	for (int tier = 0; tier < HC_DISK_TIERS - 1; tier++)
-		expired += drop_before(d, tier, newest + 1 - (int64_t)d->keep_s[tier]);
+		expired += drop_before(d, tier, keep_from(d, tier, newest));
 	/* The 1 h tier answers nothing itself: an hour goes once all of it is past the horizon,
 	 * and its seconds were counted in the tiers that answer. */
 	drop_before(d, HC_DISK_TIERS - 1,
@@ -1471,6 +1662,9 @@ static void expire(struct hc_disk *d, int64_t newest)
 		cut = (hi - oldest) / 20 / step * step;
 		cut = oldest + (cut > step ? cut : step);
 		drop_before(d, which, cut);
+		/* late pieces must not bring back what was cut */
+		if (cut > d->cut[which])
+			d->cut[which] = cut;
 		drop_epochs(d); /* what the dropped windows alone referenced counts too */
 	}
 	after = answering_oldest(d);
@@ -1533,11 +1727,19 @@ static void refresh_tiers(struct hc_disk *d)
 
 static void maintain(struct hc_disk *d, int64_t newest)
 {
+	uint64_t t0 = hc_mono_ns(), dt;
 	int rounds = 0;
 
+	build_tiers(d, newest, false);
 	while (merge_windows(d, newest) == MERGE_BATCH && ++rounds < 16)
 		;
 	expire(d, newest);
+	dt = hc_mono_ns() - t0;
+	pthread_mutex_lock(&d->mu);
+	d->st.maintain_ns_last = dt;
+	if (dt > d->st.maintain_ns_max)
+		d->st.maintain_ns_max = dt;
+	pthread_mutex_unlock(&d->mu);
 }
 
 /* Between full refreshes: what a batch added to each tier's range. */
@@ -1550,6 +1752,9 @@ static void note_written(struct hc_disk *d, const struct batch *b)
 		for (int tier = 0; tier < HC_DISK_TIERS; tier++) {
 			struct hc_disk_tier_stats *t = &d->st.tier[tier];
 			int64_t step = hc__disk_tier_step[tier], s = b->blobs[i].t;
+
+			if (tier && s >= d->built[tier])
+				continue; /* built later */
 			int64_t end = (s >= 0 ? s / step * step : s - step + 1) + step - 1;
 
 			if (!t->buckets || s < t->oldest_s)
@@ -1598,19 +1803,27 @@ static void *writer_main(void *arg)
 			pthread_mutex_lock(&d->mu);
 			continue;
 		}
-		if (!d->head)
+		if (!d->head) {
+			/* closing: every tier holds everything, the windows still filling too
+			 * (their seconds to come, after a restart, go into them directly) */
+			newest = d->newest_sealed_s;
+			pthread_mutex_unlock(&d->mu);
+			if (newest)
+				build_tiers(d, newest, true);
+			pthread_mutex_lock(&d->mu);
 			break;
+		}
 		b = d->head;
 		d->head = b->next;
 		if (!d->head)
 			d->tail = NULL;
-		d->queued_s -= b->n;
+		d->queued_s--;
 		d->busy = true;
 		newest = d->newest_sealed_s;
 		pthread_mutex_unlock(&d->mu);
 
 		t0 = hc_mono_ns();
-		err = write_batch(d, b);
+		err = write_batch(d, b, newest);
 		dt = hc_mono_ns() - t0;
 		compact = hc_mono_ns() - d->last_compact_ns >= d->compact_every_s * 1000000000ull;
 		if (compact && !err) {

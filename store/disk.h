@@ -45,6 +45,7 @@ enum hc_disk_store {
 	HC_DISK_MAIN = 0,
 	HC_DISK_LOCKS = 1,
 };
+#define HC_DISK_STORES 2
 
 struct hc_disk_opts {
 	const char *dir;
@@ -161,11 +162,13 @@ struct hc_disk_stats {
 	struct hc_disk_tier_stats tier[HC_DISK_TIERS];
 	uint64_t writes, write_failures; /* transactions */
 	uint64_t write_ns_last, write_ns_max;
+	uint64_t maintain_ns_last, maintain_ns_max; /* builds, merges, expiry */
 	uint64_t dropped_queue_s;	/* seconds dropped: the writer's queue was full */
 	uint64_t dropped_write_s;	/* seconds dropped: their write failed (disk full, I/O) */
 	uint64_t dropped_max_disk_s;	/* seconds dropped before retention: over max_bytes */
 	uint64_t expired_s;		/* seconds past a tier's horizon (normal) */
 	uint64_t compactions;		/* windows merged */
+	uint64_t builds;		/* windows of tiers 1.. built from the tier below */
 	uint64_t corrupt_blobs;		/* buckets that did not decode (skipped) */
 	uint64_t quarantined;		/* store files moved aside at open */
 	uint64_t frames, tasks, stacks; /* dictionary entries in memory (the current epoch) */

@@ -67,6 +67,12 @@ struct hc_disk {
 	int64_t first_s; /* the first second ever written (meta first_s); 0: unknown */
 	uint64_t last_compact_ns;
 	struct hc_disk_stats st;
+
+	/* the writer thread only */
+	int64_t built[HC_DISK_TIERS]; /* tier k >= 1 holds its windows ending at or before
+				       * built[k], built from tier k - 1 (INT64_MIN: none) */
+	int64_t cut[HC_DISK_TIERS];   /* --max-disk took each tier's windows before it */
+	void *cctx;		      /* its zstd compression context */
 };
 
 /* A dictionary entry's content, strings not interned (valid while its source is). */

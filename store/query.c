@@ -37,8 +37,10 @@ int hc_disk__pick(struct hc_disk *d, int64_t from_s, int64_t to_s, struct hc_dis
 				   hc__disk_tier_step[tier];
 	if (out->from_s < st.tier[tier].oldest_s)
 		out->from_s = st.tier[tier].oldest_s;
-	if (out->to_s > st.tier[tier].newest_s + 1)
-		out->to_s = st.tier[tier].newest_s + 1;
+	/* The newest seconds may not be in this tier's windows yet (they are built from the
+	 * tier below a while later): the plan takes them from finer tiers. */
+	if (out->to_s > st.newest_s + 1)
+		out->to_s = st.newest_s + 1;
 	if (out->to_s < out->from_s)
 		out->to_s = out->from_s;
 	return 0;
@@ -55,38 +57,47 @@ static int64_t floor_to(int64_t v, int64_t step)
 	return v >= 0 ? v / step * step : -((-v + step - 1) / step) * step;
 }
 
-/*
- * Cover [lo, hi) (aligned to tier k's step) with the fewest rows: the whole windows of the
- * coarsest tier that holds them in the middle, finer tiers at the edges, down to tier k. Every
- * tier holds every second of its horizon, so the pieces sum to the range exactly.
- */
-static void plan(const struct hc_disk_stats *st, int k, int j, int64_t lo, int64_t hi,
-		 struct piece *p, size_t *n)
-{
-	int64_t step = hc__disk_tier_step[j], a, b;
+/* Pieces a plan may need: each tier splits what it does not cover into two. */
+#define PLAN_PIECES ((1u << HC_DISK_TIERS) - 1)
 
-	if (lo >= hi)
+/*
+ * Cover [lo, hi) with the fewest rows: the whole windows of the coarsest tier that holds them
+ * in the middle, finer tiers at the edges. A tier holds every second of the windows from its
+ * oldest to its newest (a window is built whole from the tier below, then kept whole), and the
+ * 1 s tier everything since its oldest, so the pieces sum to the range exactly.
+ */
+static void plan(const struct hc_disk_stats *st, int j, int64_t lo, int64_t hi, struct piece *p,
+		 size_t *n)
+{
+	int64_t step, a, b;
+
+	if (lo >= hi || j < 0)
 		return;
-	if (j == k) {
-		p[(*n)++] = (struct piece){k, lo, hi};
+	step = hc__disk_tier_step[j];
+	a = lo;
+	b = hi;
+	if (st->tier[j].buckets) {
+		if (a < st->tier[j].oldest_s)
+			a = st->tier[j].oldest_s;
+		if (j && b > st->tier[j].newest_s + 1)
+			b = st->tier[j].newest_s + 1;
+	}
+	a = floor_to(a + step - 1, step);
+	b = floor_to(b, step);
+	if (a >= b || !st->tier[j].buckets) {
+		plan(st, j - 1, lo, hi, p, n);
 		return;
 	}
-	a = floor_to(lo + step - 1, step);
-	b = floor_to(hi, step);
-	if (a >= b || !st->tier[j].buckets || st->tier[j].oldest_s > a) {
-		plan(st, k, j - 1, lo, hi, p, n);
-		return;
-	}
-	plan(st, k, j - 1, lo, a, p, n);
+	plan(st, j - 1, lo, a, p, n);
 	p[(*n)++] = (struct piece){j, a, b};
-	plan(st, k, j - 1, b, hi, p, n);
+	plan(st, j - 1, b, hi, p, n);
 }
 
 /* The rows of range r, store s, decoded into acc. */
 static int read_range(struct hc_disk *d, sqlite3 *db, enum hc_disk_store s,
 		      const struct hc_disk_range *r, struct hc_blob *acc, bool entries, bool cells)
 {
-	struct piece pieces[2 * HC_DISK_TIERS + 1];
+	struct piece pieces[PLAN_PIECES];
 	struct hc_disk_stats st;
 	sqlite3_stmt *stmt;
 	uint64_t bad = 0;
@@ -100,7 +111,7 @@ static int read_range(struct hc_disk *d, sqlite3 *db, enum hc_disk_store s,
 	pthread_mutex_lock(&d->mu);
 	st = d->st;
 	pthread_mutex_unlock(&d->mu);
-	plan(&st, r->tier, HC_DISK_TIERS - 1, r->from_s, r->to_s, pieces, &np);
+	plan(&st, HC_DISK_TIERS - 1, r->from_s, r->to_s, pieces, &np);
 	for (size_t i = 0; !err && i < np; i++) {
 		sqlite3_bind_int(stmt, 1, pieces[i].tier);
 		sqlite3_bind_int64(stmt, 2, pieces[i].from_s);
@@ -640,8 +651,11 @@ int hc_disk__timeline(struct hc_disk *d, const struct hc_disk_range *r, int64_t 
 		      struct hc_store_slot **out, size_t *n)
 {
 	sqlite3 *db = NULL;
-	sqlite3_stmt *st;
+	sqlite3_stmt *st = NULL;
 	struct hc_store_slot *slots;
+	struct piece pieces[PLAN_PIECES];
+	struct hc_disk_stats dst;
+	size_t np = 0;
 	int64_t ns;
 	int err;
 
@@ -655,22 +669,41 @@ int hc_disk__timeline(struct hc_disk *d, const struct hc_disk_range *r, int64_t 
 		return -ENOMEM;
 	for (int64_t i = 0; i < ns; i++)
 		slots[i].t_s = r->from_s + i * step_s;
+	pthread_mutex_lock(&d->mu);
+	dst = d->st;
+	pthread_mutex_unlock(&d->mu);
+	/* the newest windows may still be in finer tiers only: the tree's plan, each row in
+	 * the slot of its start (step_s is at least the tier's step: whole windows) */
+	plan(&dst, HC_DISK_TIERS - 1, r->from_s, r->to_s, pieces, &np);
 	err = select_range(d,
 			   "SELECT t, on_cpu_ns, off_cpu_ns, runqueue_ns, samples FROM bucket"
 			   " WHERE tier=? AND t>=? AND t<? AND store=0",
 			   r->tier, r->from_s, r->to_s, &db, &st);
-	if (!err) {
+	if (err)
+		db = NULL; /* closed */
+	else
+		err = hc__disk_exec(db, "BEGIN");
+	for (size_t i = 0; !err && i < np; i++) {
+		sqlite3_reset(st);
+		sqlite3_bind_int(st, 1, pieces[i].tier);
+		sqlite3_bind_int64(st, 2, pieces[i].from_s);
+		sqlite3_bind_int64(st, 3, pieces[i].to_s);
 		while (sqlite3_step(st) == SQLITE_ROW) {
-			struct hc_store_slot *sl =
-				&slots[(sqlite3_column_int64(st, 0) - r->from_s) / step_s];
+			int64_t t = sqlite3_column_int64(st, 0);
+			struct hc_store_slot *sl;
 
+			if (t < r->from_s || t >= r->to_s)
+				continue;
+			sl = &slots[(t - r->from_s) / step_s];
 			sl->on_cpu_ns += (uint64_t)sqlite3_column_int64(st, 1);
 			sl->off_cpu_ns += (uint64_t)sqlite3_column_int64(st, 2);
 			sl->runqueue_ns += (uint64_t)sqlite3_column_int64(st, 3);
 			sl->samples += (uint64_t)sqlite3_column_int64(st, 4);
 		}
+	}
+	if (db) {
 		sqlite3_finalize(st);
-		sqlite3_close(db);
+		sqlite3_close(db); /* ends the read transaction */
 	}
 	if (err) {
 		free(slots);

@@ -42,6 +42,8 @@
 #define TASKS 4
 #define FRAMES 6
 #define LATE_LAG_S 2 /* off-CPU time reported for a second this long after it was sealed */
+/* and some this long after: its 10 s and 1 min windows are built by then (BUILD_LAG_S) */
+#define LONG_LAG_S 95
 
 struct fixture {
 	char dir[PATH_MAX];
@@ -200,6 +202,12 @@ static void fill_second(struct fixture *fx, int s)
 
 		add(fx, s - LATE_LAG_S, 3, &late);
 	}
+	if (s >= LONG_LAG_S && s % 3 == 0) {
+		struct hc_weights late = {.off_cpu_ns = 7777ull * (uint64_t)s};
+
+		add(fx, s - LONG_LAG_S, 4, &late);
+		add(fx, s - LONG_LAG_S + 1, 4, &late);
+	}
 	assert_int_equal(hc_disk__seal(fx->d, T0 + s), 0);
 }
 
@@ -210,7 +218,7 @@ static void fill(struct fixture *fx, int seconds)
 	for (int s = 0; s < seconds; s++) {
 		fill_second(fx, s);
 		if (s % 10 == 9)
-			hc_disk__sync(fx->d);
+			hc_disk__maintain(fx->d); /* builds what the late pieces then go into */
 	}
 	hc_disk__sync(fx->d);
 	hc_disk__maintain(fx->d);
@@ -389,9 +397,13 @@ static void test_tiers_agree(void **state)
 	assert_int_equal(st.tier[0].seconds, SECONDS);
 	assert_int_equal(st.tier[0].oldest_s, T0);
 	assert_int_equal(st.tier[0].newest_s, T0 + SECONDS - 1);
-	assert_int_equal(st.tier[1].seconds, SECONDS);
-	assert_int_equal(st.tier[2].seconds, 240); /* four 1 min windows, the last one filling */
+	/* the 10 s windows that ended BUILD_LAG_S (30 s) before the newest second are built,
+	 * and the 1 min windows they complete */
+	assert_int_equal(st.tier[1].seconds, SECONDS - 30);
+	assert_int_equal(st.tier[1].newest_s, T0 + SECONDS - 31);
+	assert_int_equal(st.tier[2].seconds, 120);
 	assert_int_equal(st.tier[2].oldest_s, T0);
+	assert_int_equal(st.builds, (SECONDS - 30) / 10 + 2);
 	assert_int_equal(st.oldest_s, T0);
 	assert_int_equal(st.newest_s, T0 + SECONDS - 1);
 	assert_int_equal(st.frames, FRAMES);
@@ -442,6 +454,10 @@ static void test_tiers_agree(void **state)
 	assert_int_equal(st.tier[0].seconds, SECONDS);
 	assert_int_equal(st.tier[0].oldest_s, T0);
 	assert_int_equal(st.tier[0].newest_s, T0 + SECONDS - 1);
+	/* closing built every tier, the windows still filling too */
+	assert_int_equal(st.tier[1].seconds, SECONDS);
+	assert_int_equal(st.tier[2].seconds, 240);
+	assert_int_equal(st.tier[3].seconds, 3600);
 	check_identities(fx);
 	{
 		struct hc_path_elem p = {
@@ -468,34 +484,36 @@ static void test_retention(void **state)
 	hc_disk__stats(fx->d, &st);
 	print_message("expired %" PRIu64 " s; tiers %" PRIu64 "/%" PRIu64 "/%" PRIu64 " s\n",
 		      st.expired_s, st.tier[0].seconds, st.tier[1].seconds, st.tier[2].seconds);
-	/* newest T0 + 199: tier 0 keeps [T0 + 180, ...), tier 1 [T0 + 140, ...), tier 2 the
-	 * windows starting at or after T0 + 80 */
-	assert_int_equal(st.tier[0].seconds, 20);
-	assert_int_equal(st.tier[0].oldest_s, T0 + 180);
-	assert_int_equal(st.tier[1].seconds, 60);
-	assert_int_equal(st.tier[1].oldest_s, T0 + 140);
-	assert_int_equal(st.tier[2].seconds, 120);
-	assert_int_equal(st.tier[2].oldest_s, T0 + 120);
-	assert_int_equal(st.expired_s, 180 + 140 + 120);
+	/* newest T0 + 199. A tier keeps what the next one has not been built from: tier 1 holds
+	 * [T0, T0 + 170) (BUILD_LAG_S), so tier 0 keeps [T0 + 170, ...) past its 20 s; tier 2
+	 * holds the minutes tier 1 completed, [T0, T0 + 120), so tier 1 keeps [T0 + 120, ...)
+	 * (its horizon would be T0 + 140); tier 2's horizon (T0 + 80) takes its windows that
+	 * start before it, [T0, T0 + 120): it is empty, until [T0 + 120, T0 + 180) is built */
+	assert_int_equal(st.tier[0].seconds, 30);
+	assert_int_equal(st.tier[0].oldest_s, T0 + 170);
+	assert_int_equal(st.tier[1].seconds, 50);
+	assert_int_equal(st.tier[1].oldest_s, T0 + 120);
+	assert_int_equal(st.tier[2].seconds, 0);
+	assert_int_equal(st.expired_s, 170 + 120 + 120);
 	assert_int_equal(st.dropped_max_disk_s, 0);
 	assert_int_equal(st.oldest_s, T0 + 120);
 	/* what is left is whole: a range before tier 0's oldest second comes from the finest
-	 * tier that reaches back */
+	 * tier that reaches back, its newest seconds (not built yet) from tier 0 */
 	assert_int_equal(hc_disk__pick(fx->d, T0 + 150, T0 + 190, &r), 0);
 	assert_int_equal(r.tier, 1);
 	assert_int_equal(r.from_s, T0 + 150);
 	assert_int_equal(r.to_s, T0 + 190);
-	assert_int_equal(hc_disk__pick(fx->d, T0 + 130, T0 + 190, &r), 0);
-	assert_int_equal(r.tier, 2);
+	assert_int_equal(hc_disk__pick(fx->d, T0 + 100, T0 + 190, &r), 0);
+	assert_int_equal(r.tier, 1);
 	assert_int_equal(r.from_s, T0 + 120);
-	w = tree_total(fx->d, HC_DISK_MAIN, 2, T0 + 120, T0 + 180, &f);
-	want = want_sum(fx, T0 + 120, T0 + 180);
+	w = tree_total(fx->d, HC_DISK_MAIN, 1, T0 + 120, T0 + 200, &f);
+	want = want_sum(fx, T0 + 120, T0 + 200);
 	assert_weights_equal(&w, &want);
 	w = tree_total(fx->d, HC_DISK_MAIN, 1, T0 + 140, T0 + 190, &f);
 	want = want_sum(fx, T0 + 140, T0 + 190);
 	assert_weights_equal(&w, &want);
-	w = tree_total(fx->d, HC_DISK_MAIN, 0, T0 + 180, T0 + 200, &f);
-	want = want_sum(fx, T0 + 180, T0 + 200);
+	w = tree_total(fx->d, HC_DISK_MAIN, 0, T0 + 170, T0 + 200, &f);
+	want = want_sum(fx, T0 + 170, T0 + 200);
 	assert_weights_equal(&w, &want);
 }
 
@@ -576,23 +594,24 @@ static void test_max_bytes(void **state)
 	assert_true(st.dropped_max_disk_s > 0);
 	assert_int_equal(st.expired_s, 0);
 	assert_int_equal(st.write_failures, 0);
-	/* A cut takes whole windows, at least one, never a whole tier holding two at once (the
-	 * one with the newest second stays); what is counted is what no answering tier holds
-	 * any more: never more than the 200 s written. */
-	assert_true(st.tier[2].seconds > 0);
+	/* A cut takes whole windows, at least one; what is counted is what no answering tier
+	 * holds any more: never more than the 200 s written (late pieces do not bring back
+	 * what was cut, to be cut and counted again). */
 	assert_true(st.dropped_max_disk_s <= 200);
-	/* the oldest went first: what each tier holds is one run of windows ending at the
-	 * newest second */
+	assert_int_equal(st.dropped_max_disk_s, st.oldest_s - T0);
+	/* the oldest went first: what each tier holds is one run of windows, the 1 s tier's
+	 * ending at the newest second, each coarser one's where the next finer one begins
+	 * or later (it is built from it) */
 	assert_true(st.oldest_s > T0);
 	assert_true(st.tier[0].seconds > 0);
+	assert_int_equal(st.tier[0].newest_s, T0 + SECONDS - 1);
 	for (int t = 0; t < HC_DISK_TIERS; t++) {
-		int64_t step = hc_disk__tier_step(t);
-
 		if (!st.tier[t].seconds)
 			continue;
-		assert_int_equal(st.tier[t].newest_s, (T0 + SECONDS - 1) / step * step + step - 1);
 		assert_int_equal((int64_t)st.tier[t].seconds,
 				 st.tier[t].newest_s + 1 - st.tier[t].oldest_s);
+		if (t && st.tier[t - 1].seconds)
+			assert_true(st.tier[t].newest_s + 1 >= st.tier[t - 1].oldest_s);
 	}
 	{
 		struct hc_store_filter f = all();
