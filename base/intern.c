@@ -118,6 +118,13 @@ const char *hc_interner__add_str(struct hc_interner *in, const char *s)
 	return hc_interner__add(in, s, strlen(s));
 }
 
+const char *hc_interner__find_str(const struct hc_interner *in, const char *s)
+{
+	size_t len = strlen(s);
+
+	return in->cap ? in->slots[slot_of(in, s, len, hc_hash_bytes(s, len))].s : NULL;
+}
+
 void hc_interner__release(struct hc_interner *in)
 {
 	struct hc_intern_chunk *c, *next;

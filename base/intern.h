@@ -29,6 +29,8 @@ struct hc_interner {
 const char *hc_interner__add(struct hc_interner *in, const char *s, size_t len);
 /* The same for a NUL-terminated string. */
 const char *hc_interner__add_str(struct hc_interner *in, const char *s);
+/* The interned copy of s if there is one, else NULL; adds nothing. */
+const char *hc_interner__find_str(const struct hc_interner *in, const char *s);
 /* Frees every copy; the struct is empty (zeroed) afterwards. NULL-safe. */
 void hc_interner__release(struct hc_interner *in);
 

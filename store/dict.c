@@ -4,12 +4,14 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/types.h>
 
 #include "base/array.h"
 #include "base/hash.h"
 
 #define INDEX_MIN_SLOTS 1024
-#define STRING_BYTES 24 /* hc_interner's copy of an average name, its chunk share included */
+#define STRING_BYTES 24	   /* hc_interner's copy of an average name, its chunk share included */
+#define ADOPTED (1u << 31) /* in an index slot: an adopted entry's index + 1 */
 
 static uint64_t frame_hash(const void *e)
 {
@@ -59,6 +61,16 @@ static bool stack_eq(const void *x, const void *y)
 	return a->parent == b->parent && a->frame == b->frame;
 }
 
+/* A value keyed by its high 32 bits into open-addressed slots (cap a power of two, room left). */
+static void alias_put(uint64_t *slots, size_t cap, uint64_t v)
+{
+	size_t i = hc_hash_splitmix(v >> 32) & (cap - 1);
+
+	while (slots[i])
+		i = (i + 1) & (cap - 1);
+	slots[i] = v;
+}
+
 /* What differs between the three tables: everything else is one path. */
 static const struct table_ops {
 	size_t size, min_cap;
@@ -73,6 +85,31 @@ static const struct table_ops {
 static void *entry_at(const struct hc_dict_tab *t, enum hc_dict_table which, size_t i)
 {
 	return (char *)t->v + i * ops[which].size;
+}
+
+/* The entry and the id of an index slot's value. */
+static void *slot_entry(const struct hc_dict_tab *t, enum hc_dict_table which, uint32_t v)
+{
+	if (v & ADOPTED)
+		return (char *)t->ad.v + ((v & ~ADOPTED) - 1) * ops[which].size;
+	return entry_at(t, which, v - 1);
+}
+
+static uint32_t slot_id(const struct hc_dict_tab *t, uint32_t v)
+{
+	return v & ADOPTED ? t->ad.ids[(v & ~ADOPTED) - 1] : t->base + v;
+}
+
+/* The index of adopted id in t->ad, or -1. */
+static ssize_t adopted_find(const struct hc_dict_tab *t, uint32_t id)
+{
+	size_t mask = t->ad.map_cap - 1;
+
+	for (size_t i = t->ad.map_cap ? hc_hash_splitmix(id) & mask : 0;
+	     t->ad.map_cap && t->ad.map[i]; i = (i + 1) & mask)
+		if (t->ad.map[i] >> 32 == id)
+			return (ssize_t)(uint32_t)t->ad.map[i] - 1;
+	return -1;
 }
 
 struct hc_dict *hc_dict__new(uint64_t epoch, const uint32_t base[HC_DICT_TABLES])
@@ -91,6 +128,7 @@ struct hc_dict *hc_dict__new(uint64_t epoch, const uint32_t base[HC_DICT_TABLES]
 		return NULL;
 	}
 	d->epoch = epoch;
+	d->oldest_origin = epoch;
 	for (int i = 0; i < HC_DICT_TABLES; i++)
 		d->t[i].base = base[i];
 	return d;
@@ -106,6 +144,10 @@ void hc_dict__free(struct hc_dict *d)
 		free(d->t[i].v);
 		free(d->t[i].ix.slots);
 		free(d->t[i].alias.slots);
+		free(d->t[i].ad.v);
+		free(d->t[i].ad.ids);
+		free(d->t[i].ad.origin);
+		free(d->t[i].ad.map);
 	}
 	free(d);
 }
@@ -119,10 +161,19 @@ static size_t index_cap(size_t cap, size_t n)
 	return cap;
 }
 
-/* Room in the index for one more entry, re-inserting 1..n when it grows. */
+static void index_put(uint32_t *slots, size_t cap, uint64_t h, uint32_t v)
+{
+	size_t i = h & (cap - 1);
+
+	while (slots[i])
+		i = (i + 1) & (cap - 1);
+	slots[i] = v;
+}
+
+/* Room in the index for one more entry, re-inserting them all when it grows. */
 static int index_grow(struct hc_dict_tab *t, enum hc_dict_table which)
 {
-	size_t cap = index_cap(t->ix.cap, t->n);
+	size_t cap = index_cap(t->ix.cap, t->n + t->ad.n);
 	uint32_t *slots;
 
 	if (cap == t->ix.cap)
@@ -130,16 +181,27 @@ static int index_grow(struct hc_dict_tab *t, enum hc_dict_table which)
 	slots = calloc(cap, sizeof(*slots));
 	if (!slots)
 		return -ENOMEM;
-	for (uint32_t id = 1; id <= t->n; id++) {
-		size_t i = ops[which].hash(entry_at(t, which, id - 1)) & (cap - 1);
-
-		while (slots[i])
-			i = (i + 1) & (cap - 1);
-		slots[i] = id;
-	}
+	for (uint32_t v = 1; v <= t->n; v++)
+		index_put(slots, cap, ops[which].hash(slot_entry(t, which, v)), v);
+	for (uint32_t v = 1; v <= t->ad.n; v++)
+		index_put(slots, cap, ops[which].hash(slot_entry(t, which, v | ADOPTED)),
+			  v | ADOPTED);
 	free(t->ix.slots);
 	t->ix.slots = slots;
 	t->ix.cap = cap;
+	return 0;
+}
+
+/* The id of an entry with content e (its strings interned in d), or 0. */
+static uint32_t find(const struct hc_dict *d, enum hc_dict_table which, const void *e)
+{
+	const struct hc_dict_tab *t = &d->t[which];
+	size_t i, mask = t->ix.cap - 1;
+
+	for (i = t->ix.cap ? ops[which].hash(e) & mask : 0; t->ix.cap && t->ix.slots[i];
+	     i = (i + 1) & mask)
+		if (ops[which].eq(slot_entry(t, which, t->ix.slots[i]), e))
+			return slot_id(t, t->ix.slots[i]);
 	return 0;
 }
 
@@ -149,12 +211,11 @@ static int64_t intern(struct hc_dict *d, enum hc_dict_table which, const void *e
 	struct hc_dict_tab *t = &d->t[which];
 	const struct table_ops *o = &ops[which];
 	uint64_t h = o->hash(e);
-	size_t i, mask = t->ix.cap - 1;
+	uint32_t id = find(d, which, e);
 	int err = 0;
 
-	for (i = h & mask; t->ix.cap && t->ix.slots[i]; i = (i + 1) & mask)
-		if (o->eq(entry_at(t, which, t->ix.slots[i] - 1), e))
-			return (int64_t)t->base + t->ix.slots[i];
+	if (id)
+		return id;
 	if ((uint64_t)t->base + t->n >= UINT32_MAX - 1)
 		return -EOVERFLOW;
 	if (index_grow(t, which))
@@ -167,10 +228,7 @@ static int64_t intern(struct hc_dict *d, enum hc_dict_table which, const void *e
 	pthread_rwlock_unlock(&d->lock);
 	if (err)
 		return err;
-	mask = t->ix.cap - 1;
-	for (i = h & mask; t->ix.slots[i]; i = (i + 1) & mask)
-		;
-	t->ix.slots[i] = (uint32_t)t->n;
+	index_put(t->ix.slots, t->ix.cap, h, (uint32_t)t->n);
 	return (int64_t)t->base + (int64_t)t->n;
 }
 
@@ -210,14 +268,153 @@ int64_t hc_dict__stack(struct hc_dict *d, uint32_t parent, uint32_t frame)
 	return intern(d, HC_DICT_STACKS, &s);
 }
 
+uint32_t hc_dict__find_frame(const struct hc_dict *d, const struct hc_path_elem *e)
+{
+	struct hc_dict_frame f = {
+		.id = e->id, .offset = e->offset, .kind = (uint8_t)e->kind, .inlined = e->inlined};
+
+	if (!e->name)
+		return 0;
+	f.name = hc_interner__find_str(&d->strings, e->name);
+	f.module = e->module ? hc_interner__find_str(&d->strings, e->module) : NULL;
+	if (!f.name || (e->module && !f.module))
+		return 0; /* a string it never had */
+	return find(d, HC_DICT_FRAMES, &f);
+}
+
+uint32_t hc_dict__find_task(const struct hc_dict *d, uint32_t pid, uint32_t tid,
+			    const char *process, const char *thread)
+{
+	struct hc_dict_task t = {.pid = pid, .tid = tid};
+
+	t.process = hc_interner__find_str(&d->strings, process ? process : "");
+	t.thread = hc_interner__find_str(&d->strings, thread ? thread : "");
+	if (!t.process || !t.thread)
+		return 0;
+	return find(d, HC_DICT_TASKS, &t);
+}
+
+uint32_t hc_dict__find_stack(const struct hc_dict *d, uint32_t parent, uint32_t frame)
+{
+	struct hc_dict_stack s = {.parent = parent, .frame = frame};
+
+	return find(d, HC_DICT_STACKS, &s);
+}
+
+static int adopted_map_put(struct hc_dict_adopted *a, uint32_t id, size_t idx)
+{
+	if (2 * (a->n + 1) > a->map_cap) {
+		size_t cap = a->map_cap ? 2 * a->map_cap : 256;
+		uint64_t *map = calloc(cap, sizeof(*map));
+
+		if (!map)
+			return -ENOMEM;
+		for (size_t i = 0; i < a->map_cap; i++)
+			if (a->map[i])
+				alias_put(map, cap, a->map[i]);
+		free(a->map);
+		a->map = map;
+		a->map_cap = cap;
+	}
+	alias_put(a->map, a->map_cap, (uint64_t)id << 32 | (idx + 1));
+	return 0;
+}
+
+int64_t hc_dict__adopt(struct hc_dict *d, enum hc_dict_table t, const void *e, uint32_t id,
+		       uint64_t origin)
+{
+	struct hc_dict_tab *tab = &d->t[t];
+	struct hc_dict_adopted *a = &tab->ad;
+	const struct table_ops *o = &ops[t];
+	union {
+		struct hc_dict_frame f;
+		struct hc_dict_task k;
+		struct hc_dict_stack s;
+	} c;
+	uint32_t existing;
+	int err = 0;
+
+	if (!id || hc_dict__has(d, t, id))
+		return -EINVAL;
+	memcpy(&c, e, o->size);
+	if (t == HC_DICT_FRAMES) {
+		c.f.name = hc_interner__add_str(&d->strings, c.f.name);
+		c.f.module = c.f.module ? hc_interner__add_str(&d->strings, c.f.module) : NULL;
+		if (!c.f.name || (((const struct hc_dict_frame *)e)->module && !c.f.module))
+			return -ENOMEM;
+	} else if (t == HC_DICT_TASKS) {
+		c.k.process = hc_interner__add_str(&d->strings, c.k.process);
+		c.k.thread = hc_interner__add_str(&d->strings, c.k.thread);
+		if (!c.k.process || !c.k.thread)
+			return -ENOMEM;
+	} else if (!hc_dict__has(d, HC_DICT_FRAMES, c.s.frame) ||
+		   (c.s.parent && !hc_dict__has(d, HC_DICT_STACKS, c.s.parent))) {
+		return -EINVAL;
+	}
+	/* content is unique in an epoch: an entry of its own with it already answers */
+	if ((existing = find(d, t, &c)))
+		return existing;
+	if (index_grow(tab, t))
+		return -ENOMEM;
+	pthread_rwlock_wrlock(&d->lock);
+	if (a->n == a->cap) {
+		size_t cap = a->cap ? 2 * a->cap : 256;
+		void *v = realloc(a->v, cap * o->size);
+		uint32_t *ids = v ? realloc(a->ids, cap * sizeof(*ids)) : NULL;
+		uint32_t *org = ids ? realloc(a->origin, cap * sizeof(*org)) : NULL;
+
+		if (v)
+			a->v = v;
+		if (ids)
+			a->ids = ids;
+		if (org) {
+			a->origin = org;
+			a->cap = cap;
+		} else {
+			err = -ENOMEM;
+		}
+	}
+	if (!err)
+		err = adopted_map_put(a, id, a->n);
+	if (!err) {
+		memcpy((char *)a->v + a->n * o->size, &c, o->size);
+		a->ids[a->n] = id;
+		a->origin[a->n] = (uint32_t)origin;
+		a->n++;
+		if (origin < d->oldest_origin)
+			d->oldest_origin = origin;
+	}
+	pthread_rwlock_unlock(&d->lock);
+	if (err)
+		return err;
+	index_put(tab->ix.slots, tab->ix.cap, o->hash(&c), (uint32_t)a->n | ADOPTED);
+	return id;
+}
+
 bool hc_dict__has(const struct hc_dict *d, enum hc_dict_table t, uint32_t id)
 {
-	return id > d->t[t].base && id - d->t[t].base <= d->t[t].n;
+	return (id > d->t[t].base && id - d->t[t].base <= d->t[t].n) ||
+	       adopted_find(&d->t[t], id) >= 0;
 }
 
 const void *hc_dict__entry(const struct hc_dict *d, enum hc_dict_table t, uint32_t id)
 {
-	return entry_at(&d->t[t], t, id - d->t[t].base - 1);
+	const struct hc_dict_tab *tab = &d->t[t];
+
+	if (id > tab->base && id - tab->base <= tab->n)
+		return entry_at(tab, t, id - tab->base - 1);
+	return (char *)tab->ad.v + (size_t)adopted_find(tab, id) * ops[t].size;
+}
+
+uint64_t hc_dict__origin(const struct hc_dict *d, enum hc_dict_table t, uint32_t id)
+{
+	const struct hc_dict_tab *tab = &d->t[t];
+	ssize_t i;
+
+	if (id > tab->base && id - tab->base <= tab->n)
+		return d->epoch;
+	i = adopted_find(tab, id);
+	return i >= 0 ? tab->ad.origin[i] : d->epoch;
 }
 
 void hc_dict__elem(const struct hc_dict *d, uint32_t frame, struct hc_path_elem *out)
@@ -232,7 +429,8 @@ void hc_dict__elem(const struct hc_dict *d, uint32_t frame, struct hc_path_elem 
 				     .inlined = f->inlined};
 }
 
-#define ALIAS_USED (1ull << 31) /* in a slot's local index: looked up since it was added */
+/* In an alias's value (an index slot's value): looked up since it was added. */
+#define ALIAS_USED (1ull << 30)
 
 uint32_t hc_dict__alias(struct hc_dict *d, enum hc_dict_table t, uint32_t old)
 {
@@ -243,7 +441,7 @@ uint32_t hc_dict__alias(struct hc_dict *d, enum hc_dict_table t, uint32_t old)
 	     i = (i + 1) & mask)
 		if (a->slots[i] >> 32 == old) {
 			a->slots[i] |= ALIAS_USED;
-			return d->t[t].base + (uint32_t)(a->slots[i] & (ALIAS_USED - 1));
+			return slot_id(&d->t[t], (uint32_t)(a->slots[i] & ~ALIAS_USED));
 		}
 	return 0;
 }
@@ -256,27 +454,23 @@ bool hc_dict__alias_next(const struct hc_dict *d, enum hc_dict_table t, size_t *
 	for (; *i < a->cap; (*i)++)
 		if (a->slots[*i] & ALIAS_USED) {
 			*old = (uint32_t)(a->slots[*i] >> 32);
-			*id = d->t[t].base + (uint32_t)(a->slots[(*i)++] & (ALIAS_USED - 1));
+			*id = slot_id(&d->t[t], (uint32_t)(a->slots[(*i)++] & ~ALIAS_USED));
 			return true;
 		}
 	return false;
 }
 
-static void alias_put(uint64_t *slots, size_t cap, uint64_t v)
-{
-	size_t i = hc_hash_splitmix(v >> 32) & (cap - 1);
-
-	while (slots[i])
-		i = (i + 1) & (cap - 1);
-	slots[i] = v;
-}
-
 int hc_dict__alias_add(struct hc_dict *d, enum hc_dict_table t, uint32_t old, uint32_t id)
 {
 	struct hc_dict_alias *a = &d->t[t].alias;
+	const struct hc_dict_tab *tab = &d->t[t];
+	uint32_t v;
 
 	if (!old || !hc_dict__has(d, t, id))
 		return -EINVAL;
+	v = id > tab->base && id - tab->base <= tab->n
+		    ? id - tab->base
+		    : ADOPTED | (uint32_t)(adopted_find(tab, id) + 1);
 	if (2 * (a->n + 1) > a->cap) {
 		size_t cap = a->cap ? 2 * a->cap : 256;
 		uint64_t *slots = calloc(cap, sizeof(*slots));
@@ -290,14 +484,18 @@ int hc_dict__alias_add(struct hc_dict *d, enum hc_dict_table t, uint32_t old, ui
 		a->slots = slots;
 		a->cap = cap;
 	}
-	alias_put(a->slots, a->cap, (uint64_t)old << 32 | (id - d->t[t].base));
+	alias_put(a->slots, a->cap, (uint64_t)old << 32 | v);
 	a->n++;
 	return 0;
 }
 
 size_t hc_dict__entries(const struct hc_dict *d)
 {
-	return d->t[HC_DICT_FRAMES].n + d->t[HC_DICT_TASKS].n + d->t[HC_DICT_STACKS].n;
+	size_t n = 0;
+
+	for (int i = 0; i < HC_DICT_TABLES; i++)
+		n += d->t[i].n + d->t[i].ad.n;
+	return n;
 }
 
 /* The interner's slots (16 bytes, grown at 0.7 load) and copies for nr strings. */
@@ -329,7 +527,11 @@ size_t hc_dict__bytes_after(const struct hc_dict *d, size_t extra)
 		while (extra && 2 * (t->alias.n + extra) > acap)
 			acap *= 2;
 		bytes += cap * ops[i].size + acap * sizeof(*t->alias.slots) +
-			 (extra || t->ix.cap ? index_cap(t->ix.cap, n - 1) : 0) * sizeof(uint32_t);
+			 (extra || t->ix.cap ? index_cap(t->ix.cap, n + t->ad.n - 1) : 0) *
+				 sizeof(uint32_t);
+		/* adopted entries: what they hold now (a call adds to one table or the other) */
+		bytes += t->ad.cap * (ops[i].size + 2 * sizeof(uint32_t)) +
+			 t->ad.map_cap * sizeof(*t->ad.map);
 	}
 	return bytes + sizeof(*d);
 }

@@ -41,7 +41,12 @@
 #define ZSTD_LEVEL_SECOND 3  /* written each second */
 #define ZSTD_LEVEL_MERGED 9  /* merged windows: written once, kept long */
 #define MERGE_BATCH 32	     /* windows merged per round */
-#define DEFAULT_DICT_MAX_BYTES (4ull << 20)
+/* per epoch: the current one and the one before it are in memory */
+#define DEFAULT_DICT_MAX_BYTES (2ull << 20)
+/* An entry used again is adopted by the next epoch under its id (its row stays where it is)
+ * while the epoch that wrote its row is at most this many epochs old; past it, it is copied
+ * once (a new id): a long-lived entry does not keep old epochs' rows in the file forever. */
+#define DEFAULT_ADOPT_EPOCHS 16
 /* Entries one ingest call may add to each table (a stack of an older epoch is translated
  * with its ancestors): a new epoch begins before they could pass dict_max_bytes. */
 #define DICT_MARGIN (HC_STORE_MAX_DEPTH + 2)
@@ -344,6 +349,74 @@ static int64_t row_intern(struct hc_dict *dict, enum hc_dict_table t, const stru
 
 /* The current epoch's rows of table t, into dict: dense ids from its base, each entry once
  * (anything else is damage). */
+static int old_row(struct hc_disk *d, enum hc_dict_table t, uint32_t id, struct dict_row *r);
+
+/* The epoch of the file whose rows hold id of table t, -EBADMSG for none. */
+static int64_t file_epoch_of(struct hc_disk *d, enum hc_dict_table t, uint32_t id)
+{
+	static const char *const sql[HC_DICT_TABLES] = {
+		"SELECT max(id) FROM epoch WHERE frame_base < ?",
+		"SELECT max(id) FROM epoch WHERE task_base < ?",
+		"SELECT max(id) FROM epoch WHERE stack_base < ?",
+	};
+	sqlite3_stmt *st;
+	int64_t e = -EBADMSG;
+
+	if (sqlite3_prepare_v2(d->db, sql[t], -1, &st, NULL) != SQLITE_OK)
+		return -EBADMSG;
+	sqlite3_bind_int64(st, 1, id);
+	if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL)
+		e = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	return e;
+}
+
+/*
+ * Entry id of an older epoch of the file adopted by dict under its id, what it names first:
+ * the loaded epoch's rows name the entries it had adopted. 0, -EBADMSG (not in the file),
+ * -errno.
+ */
+static int adopt_row(struct hc_disk *d, struct hc_dict *dict, enum hc_dict_table t, uint32_t id,
+		     int depth)
+{
+	struct dict_row r;
+	int64_t origin, got;
+	int err;
+
+	if (!id || hc_dict__has(dict, t, id))
+		return 0;
+	if (depth > HC_STORE_MAX_DEPTH + 2)
+		return -EBADMSG;
+	err = old_row(d, t, id, &r);
+	if (err)
+		return err == -ESTALE ? -EBADMSG : err;
+	origin = file_epoch_of(d, t, id);
+	if (origin < 0)
+		return (int)origin;
+	if (t == HC_DICT_FRAMES) {
+		struct hc_dict_frame f = {.name = r.frame.name,
+					  .module = r.frame.module,
+					  .id = r.frame.id,
+					  .offset = r.frame.offset,
+					  .kind = (uint8_t)r.frame.kind,
+					  .inlined = r.frame.inlined};
+
+		got = hc_dict__adopt(dict, t, &f, id, (uint64_t)origin);
+	} else if (t == HC_DICT_TASKS) {
+		got = hc_dict__adopt(dict, t, &r.task, id, (uint64_t)origin);
+	} else {
+		struct hc_dict_stack s = r.stack;
+
+		err = adopt_row(d, dict, HC_DICT_STACKS, s.parent, depth + 1);
+		if (!err)
+			err = adopt_row(d, dict, HC_DICT_FRAMES, s.frame, depth + 1);
+		if (err)
+			return err;
+		got = hc_dict__adopt(dict, t, &s, id, (uint64_t)origin);
+	}
+	return got < 0 ? (int)got : 0;
+}
+
 static int load_table(struct hc_disk *d, struct hc_dict *dict, enum hc_dict_table t)
 {
 	int64_t want = (int64_t)dict->t[t].base + 1;
@@ -357,10 +430,19 @@ static int load_table(struct hc_disk *d, struct hc_dict *dict, enum hc_dict_tabl
 		struct dict_row r;
 
 		hc__disk_row_read(t, st, 1, &r);
-		if (sqlite3_column_int64(st, 0) != want++ || row_intern(dict, t, &r) != want - 1)
+		if (t == HC_DICT_STACKS) {
+			err = adopt_row(d, dict, HC_DICT_STACKS, r.stack.parent, 0);
+			if (!err)
+				err = adopt_row(d, dict, HC_DICT_FRAMES, r.stack.frame, 0);
+		}
+		if (!err &&
+		    (sqlite3_column_int64(st, 0) != want++ || row_intern(dict, t, &r) != want - 1))
 			err = -EBADMSG;
 	}
 	sqlite3_finalize(st);
+	for (int i = 0; i < HC_DICT_TABLES; i++)
+		if (d->ingest_get[i])
+			sqlite3_reset(d->ingest_get[i]);
 	return err ? err : rc == SQLITE_DONE ? 0 : -EBADMSG;
 }
 
@@ -482,6 +564,10 @@ static void disk_free(struct hc_disk *d)
 		sqlite3_finalize(d->ingest_get[t]);
 	sqlite3_close(d->ingest_db);
 	hc_dict__free(d->dict);
+	for (struct hc_dict *x = d->retired; d->prev && x; x = x->next)
+		if (x == d->prev)
+			d->prev = NULL; /* freed below */
+	hc_dict__free(d->prev);
 	while (d->retired) {
 		struct hc_dict *next = d->retired->next;
 
@@ -529,6 +615,7 @@ struct hc_disk *hc_disk__open(const struct hc_disk_opts *o, char *why, size_t wl
 	d->period_ns = o->period_ns;
 	d->compact_every_s = o->compact_every_s ? o->compact_every_s : 10;
 	d->dict_max_bytes = o->dict_max_bytes ? o->dict_max_bytes : DEFAULT_DICT_MAX_BYTES;
+	d->adopt_epochs = o->adopt_epochs ? o->adopt_epochs : DEFAULT_ADOPT_EPOCHS;
 	d->dir = strdup(o->dir);
 	if (d->dir && asprintf(&d->path, "%s/%s", o->dir, HC_DISK_FILE) < 0)
 		d->path = NULL;
@@ -623,7 +710,7 @@ static void carry_aliases(struct hc_disk *d, const struct hc_dict *old)
  * the old epoch stays in memory, retired, until the writer has written it. */
 static int new_epoch(struct hc_disk *d)
 {
-	struct hc_dict *old = d->dict, *next, **tail;
+	struct hc_dict *old = d->dict, *next, **tail, *gone;
 	uint32_t base[HC_DICT_TABLES];
 	int err = enqueue_pending(d);
 
@@ -639,9 +726,14 @@ static int new_epoch(struct hc_disk *d)
 		;
 	pthread_mutex_lock(&d->mu);
 	*tail = old;
+	old->refs++;
+	gone = d->prev;
+	d->prev = old;
 	d->dict = next;
 	d->st.dict_epoch = next->epoch;
 	pthread_mutex_unlock(&d->mu);
+	if (gone)
+		hc__disk_dict_put(d, gone);
 	carry_aliases(d, old);
 	return 0;
 }
@@ -731,8 +823,41 @@ static int old_row(struct hc_disk *d, enum hc_dict_table t, uint32_t id, struct 
 	return 0;
 }
 
-/* Id of an older epoch into the current one: its content interned here (a stack's ancestors
- * first) and noted. */
+/*
+ * Entry id of the previous epoch taken into the current one under the same id (its row stays
+ * where it is in the file), with what it names (a stack's parent and frame, first): id, 0 when
+ * it cannot be (not the previous epoch's, its row's epoch adopt_epochs old, or what it names
+ * had to be copied: then it is copied too), -errno.
+ */
+static int64_t adopt(struct hc_disk *d, enum hc_dict_table t, uint32_t id)
+{
+	struct hc_dict *prev = d->prev;
+	const void *e;
+	uint64_t origin;
+
+	if (!prev || !hc_dict__has(prev, t, id))
+		return 0;
+	origin = hc_dict__origin(prev, t, id);
+	if (origin + d->adopt_epochs < d->dict->epoch)
+		return 0;
+	e = hc_dict__entry(prev, t, id);
+	if (t == HC_DICT_STACKS) {
+		struct hc_dict_stack s = *(const struct hc_dict_stack *)e;
+		int64_t p = current_id(d, HC_DICT_STACKS, s.parent);
+		int64_t f = p < 0 ? p : current_id(d, HC_DICT_FRAMES, s.frame);
+
+		if (f < 0)
+			return f;
+		if ((uint32_t)p != s.parent || (uint32_t)f != s.frame)
+			return 0;
+		if (hc_dict__has(d->dict, t, id)) /* adopted on the way (a cycle cannot be) */
+			return id;
+	}
+	return hc_dict__adopt(d->dict, t, e, id, origin);
+}
+
+/* Id of an older epoch into the current one: adopted, or its content interned here (a
+ * stack's ancestors first) and noted. */
 static int64_t translate(struct hc_disk *d, enum hc_dict_table t, uint32_t id)
 {
 	struct hc_dict *cur = d->dict;
@@ -744,6 +869,9 @@ static int64_t translate(struct hc_disk *d, enum hc_dict_table t, uint32_t id)
 	a = hc_dict__alias(cur, t, id);
 	if (a)
 		return a;
+	nid = adopt(d, t, id);
+	if (nid)
+		return nid;
 	err = old_row(d, t, id, &r);
 	if (err)
 		return err;
@@ -782,22 +910,40 @@ static int64_t current_id(struct hc_disk *d, enum hc_dict_table t, uint32_t id)
 	return nid;
 }
 
+/* Content the current epoch lacks and the previous one has (its id there, or 0): adopted. */
+static int64_t adopt_found(struct hc_disk *d, enum hc_dict_table t, uint32_t prev_id)
+{
+	return prev_id ? adopt(d, t, prev_id) : 0;
+}
+
 int64_t hc_disk__frame(struct hc_disk *d, const struct hc_path_elem *e)
 {
 	int err = epoch_room(d);
+	int64_t id;
 
-	return err ? err : hc_dict__frame(d->dict, e);
+	if (err)
+		return err;
+	id = hc_dict__find_frame(d->dict, e);
+	if (!id && d->prev)
+		id = adopt_found(d, HC_DICT_FRAMES, hc_dict__find_frame(d->prev, e));
+	return id ? id : hc_dict__frame(d->dict, e);
 }
 
 int64_t hc_disk__task(struct hc_disk *d, const struct hc_path_elem *process,
 		      const struct hc_path_elem *thread)
 {
+	uint32_t pid = (uint32_t)process->id, tid = (uint32_t)thread->id;
 	int err = epoch_room(d);
+	int64_t id;
 
 	if (err)
 		return err;
-	return hc_dict__task(d->dict, (uint32_t)process->id, (uint32_t)thread->id, process->name,
-			     thread->name);
+	id = hc_dict__find_task(d->dict, pid, tid, process->name, thread->name);
+	if (!id && d->prev)
+		id = adopt_found(
+			d, HC_DICT_TASKS,
+			hc_dict__find_task(d->prev, pid, tid, process->name, thread->name));
+	return id ? id : hc_dict__task(d->dict, pid, tid, process->name, thread->name);
 }
 
 int hc_disk__elem(struct hc_disk *d, uint32_t frame, struct hc_path_elem *out)
@@ -813,7 +959,7 @@ int hc_disk__elem(struct hc_disk *d, uint32_t frame, struct hc_path_elem *out)
 
 int64_t hc_disk__stack(struct hc_disk *d, uint32_t parent, uint32_t frame)
 {
-	int64_t p, f;
+	int64_t p, f, id;
 	int err = epoch_room(d);
 
 	if (err)
@@ -822,7 +968,11 @@ int64_t hc_disk__stack(struct hc_disk *d, uint32_t parent, uint32_t frame)
 	f = p < 0 ? p : current_id(d, HC_DICT_FRAMES, frame);
 	if (f < 0)
 		return f;
-	return hc_dict__stack(d->dict, (uint32_t)p, (uint32_t)f);
+	id = hc_dict__find_stack(d->dict, (uint32_t)p, (uint32_t)f);
+	if (!id && d->prev)
+		id = adopt_found(d, HC_DICT_STACKS,
+				 hc_dict__find_stack(d->prev, (uint32_t)p, (uint32_t)f));
+	return id ? id : hc_dict__stack(d->dict, (uint32_t)p, (uint32_t)f);
 }
 
 static struct hc_blob *pending(struct hc_disk *d, enum hc_disk_store s, int64_t sec)
@@ -915,7 +1065,10 @@ static int enqueue_pending(struct hc_disk *d)
 		}
 		return -ENOMEM;
 	}
-	b->epoch = d->dict->epoch;
+	/* the oldest epoch whose rows its ids are: adopted entries' too */
+	pthread_rwlock_rdlock(&d->dict->lock);
+	b->epoch = d->dict->oldest_origin;
+	pthread_rwlock_unlock(&d->dict->lock);
 	for (size_t i = 0; i < d->n_pend; i++) {
 		b->blobs[b->n] = d->pend[i].blob;
 		b->stores[b->n++] = d->pend[i].store;
@@ -1577,10 +1730,20 @@ static void drop_epochs(struct hc_disk *d)
 	int err;
 
 	pthread_mutex_lock(&d->mu);
-	if (d->head && (int64_t)d->head->epoch < keep)
-		keep = (int64_t)d->head->epoch;
-	if ((int64_t)d->dict->epoch < keep)
-		keep = (int64_t)d->dict->epoch;
+	for (struct batch *b = d->head; b; b = b->next)
+		if ((int64_t)b->epoch < keep)
+			keep = (int64_t)b->epoch;
+	/* what the current epoch adopted, and what it may still adopt from the previous one */
+	for (int i = 0; i < 2; i++) {
+		struct hc_dict *x = i ? d->prev : d->dict;
+
+		if (!x)
+			continue;
+		pthread_rwlock_rdlock(&x->lock);
+		if ((int64_t)x->oldest_origin < keep)
+			keep = (int64_t)x->oldest_origin;
+		pthread_rwlock_unlock(&x->lock);
+	}
 	pthread_mutex_unlock(&d->mu);
 	if (query_int(d->db, "SELECT min(id) FROM epoch", INT64_MAX) >= keep)
 		return;

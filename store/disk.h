@@ -59,8 +59,11 @@ struct hc_disk_opts {
 	uint64_t period_ns; /* the on-CPU weight of one sample, for the encoding */
 	/* Writer pacing (tests shorten it): compaction at most this often; 0: 10 s. */
 	uint64_t compact_every_s;
-	/* The dictionary's memory: a new epoch begins before it would pass this; 0: 4 MiB. */
+	/* The dictionary's memory per epoch (the current one and the one before it are in
+	 * memory): a new epoch begins before it would pass this; 0: 2 MiB. */
 	uint64_t dict_max_bytes;
+	/* tests: epochs an entry used again is adopted for (0: the default, 16) */
+	uint64_t adopt_epochs;
 };
 
 /* Resolution of tier t in seconds: 1, 10, 60. */

@@ -41,11 +41,15 @@ struct hc_disk {
 	uint64_t compact_every_s;
 	sqlite3 *db; /* the writer's connection */
 	uint64_t dict_max_bytes;
+	uint64_t adopt_epochs;
 	/* The dictionary: the current epoch (the ingest thread interns into it) and the retired
 	 * ones still in memory, oldest first, until the writer has written them. Pointers and
 	 * `refs` under mu; only the ingest thread changes them. */
 	struct hc_dict *dict;
 	struct hc_dict *retired;
+	/* the epoch before the current one, referenced until the next begins: what the
+	 * current one adopts from */
+	struct hc_dict *prev;
 
 	/* ingest thread only */
 	sqlite3 *ingest_db;  /* reads rows of older epochs (ids a caller kept) */

@@ -105,7 +105,14 @@ static void test_intern_identity(void **state)
 	assert_string_equal(d, "");
 	assert_ptr_equal(d, hc_interner__add(&in, "", 0));
 	assert_int_equal(in.nr, 3);
+	/* find adds nothing */
+	assert_ptr_equal(hc_interner__find_str(&in, "main"), a);
+	assert_ptr_equal(hc_interner__find_str(&in, ""), d);
+	assert_null(hc_interner__find_str(&in, "ma"));
+	assert_null(hc_interner__find_str(&in, "mainly"));
+	assert_int_equal(in.nr, 3);
 	hc_interner__release(&in);
+	assert_null(hc_interner__find_str(&in, "main"));
 	assert_int_equal(in.nr, 0);
 	assert_null(in.slots);
 	hc_interner__release(&in); /* released twice: a no-op */
