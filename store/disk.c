@@ -45,8 +45,10 @@
 #define DEFAULT_DICT_MAX_BYTES (2ull << 20)
 /* An entry used again is adopted by the next epoch under its id (its row stays where it is)
  * while the epoch that wrote its row is at most this many epochs old; past it, it is copied
- * once (a new id): a long-lived entry does not keep old epochs' rows in the file forever. */
-#define DEFAULT_ADOPT_EPOCHS 16
+ * once (a new id), so that a long-lived entry does not keep an old epoch's rows (most of them
+ * dead) in the file forever. An epoch lasts 20 s to minutes under load: 256 of them are
+ * hours, against days of retention. */
+#define DEFAULT_ADOPT_EPOCHS 256
 /* Entries one ingest call may add to each table (a stack of an older epoch is translated
  * with its ancestors): a new epoch begins before they could pass dict_max_bytes. */
 #define DICT_MARGIN (HC_STORE_MAX_DEPTH + 2)
@@ -2018,17 +2020,23 @@ static void *writer_main(void *arg)
 
 void hc_disk__stats(struct hc_disk *d, struct hc_disk_stats *out)
 {
+	bool prev_retired = false;
+
 	/* the ingest thread changes the epochs' list and pointer under mu; their entries under
 	 * each epoch's lock */
 	pthread_mutex_lock(&d->mu);
 	*out = d->st;
 	pthread_rwlock_rdlock(&d->dict->lock);
-	out->frames = d->dict->t[HC_DICT_FRAMES].n;
-	out->tasks = d->dict->t[HC_DICT_TASKS].n;
-	out->stacks = d->dict->t[HC_DICT_STACKS].n;
+	out->frames = d->dict->t[HC_DICT_FRAMES].n + d->dict->t[HC_DICT_FRAMES].ad.n;
+	out->tasks = d->dict->t[HC_DICT_TASKS].n + d->dict->t[HC_DICT_TASKS].ad.n;
+	out->stacks = d->dict->t[HC_DICT_STACKS].n + d->dict->t[HC_DICT_STACKS].ad.n;
 	out->dict_bytes = hc_dict__bytes(d->dict);
 	pthread_rwlock_unlock(&d->dict->lock);
-	for (const struct hc_dict *x = d->retired; x; x = x->next)
+	for (const struct hc_dict *x = d->retired; x; x = x->next) {
 		out->dict_bytes += hc_dict__bytes(x);
+		prev_retired |= x == d->prev;
+	}
+	if (d->prev && !prev_retired)
+		out->dict_bytes += hc_dict__bytes(d->prev);
 	pthread_mutex_unlock(&d->mu);
 }

@@ -62,7 +62,7 @@ struct hc_disk_opts {
 	/* The dictionary's memory per epoch (the current one and the one before it are in
 	 * memory): a new epoch begins before it would pass this; 0: 2 MiB. */
 	uint64_t dict_max_bytes;
-	/* tests: epochs an entry used again is adopted for (0: the default, 16) */
+	/* tests: epochs an entry used again is adopted for (0: the default, 256) */
 	uint64_t adopt_epochs;
 };
 
