@@ -946,7 +946,11 @@ static int frame_cache__get(struct frame_cache *fc, struct hc_capture *cap, bool
 		el->inlined = false;
 	} else if (a == HC_OBJ_UNKNOWN) {
 		/* An address in no mapping (put_user_frames() ended the stack there): one frame
-		 * for all of them, without an offset. */
+		 * for all of them, without an offset; counted in user_unresolved like any
+		 * distinct frame left [unknown]. */
+		struct hc_uloc loc = {.obj = HC_OBJ_UNKNOWN};
+
+		hc_symbolizer__resolve_user(cap->sym, &loc, &fi[0]);
 		el = fc_elems(fc, 1);
 		if (!el)
 			return -ENOMEM;

@@ -482,6 +482,7 @@ static void test_unmapped_cuts_stack(void **state)
 	struct fixture *f = *state;
 	struct hc_tree *tree = hc_tree__new();
 	const struct hc_node *thr, *n;
+	struct hc_symbolizer_stats ss;
 	struct hc_capture_stats st;
 	struct hc_offcpu_event oe;
 	struct hc_sample_event e;
@@ -515,6 +516,9 @@ static void test_unmapped_cuts_stack(void **state)
 	assert_int_equal(hc_node__weights(n)->samples, 2);
 	assert_int_equal(hc_node__child_count(n), 0);
 	hc_tree__free(tree);
+	/* one distinct frame left [unknown] */
+	hc_symbolizer__stats(f->sym, &ss);
+	assert_int_equal(ss.user_unresolved, 1);
 
 	/* an off-CPU flush builds its stack twice (run queue, blocked): counted once */
 	offcpu_event(&oe, 1000, 2000, 500, 300);
