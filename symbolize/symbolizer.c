@@ -1171,12 +1171,15 @@ out_budget:
 static void load_fstarts(struct hc_symbolizer *sym, struct symtab *st, int fd)
 {
 	const unsigned int full = HC_ELFSYM_SYMTAB | HC_ELFSYM_DEBUGDATA | HC_ELFSYM_DEBUGINFO;
-	size_t left = HC_SYM_FSTARTS_MAX_BYTES - sym->fstarts_bytes;
+	size_t max_fdes;
 
 	if ((hc_elfsym__sources(st->es) & full) || sym->fstarts_bytes >= HC_SYM_FSTARTS_MAX_BYTES)
 		return;
-	/* 16 bytes a function; a table that would not fit is not built at all */
-	st->fs = hc_fstarts__from_fd(fd, left / 16 ? left / 16 : 1);
+	/* 16 bytes a function; a table that would not fit is not built at all (E2BIG) */
+	max_fdes = (HC_SYM_FSTARTS_MAX_BYTES - sym->fstarts_bytes) / 16;
+	if (!max_fdes)
+		return;
+	st->fs = hc_fstarts__from_fd(fd, max_fdes);
 	sym->fstarts_bytes += hc_fstarts__bytes(st->fs);
 }
 
