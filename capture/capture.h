@@ -42,6 +42,9 @@ struct hc_capture_stats {
 	uint64_t user_samples;	    /* arg1 != 0 */
 	uint64_t ingest_errors;	    /* samples dropped in user space (out of memory) */
 	uint64_t truncated_ustacks; /* user stacks that hit HC_MAX_STACK_DEPTH */
+	/* records whose user stack reached an address in no mapping: cut there, at one
+	 * "[unknown]" frame (samples, off-CPU flushes, lock waits and waker stacks) */
+	uint64_t ustacks_unmapped;
 	uint64_t truncated_kstacks;
 	uint64_t hist_errors; /* observations a sink could not store (out of memory, limits) */
 	/* Off-CPU flushes */

@@ -63,6 +63,7 @@ static void fill_agg(uint64_t *v, const struct hc_capture_stats *as)
 	v[HC_C_SCHED_BEFORE_RETENTION_NS] = as->expired_ns;
 	v[HC_C_SCHED_UNCLAIMED_NS] = as->unclaimed_ns;
 	v[HC_C_SYM_TRUNCATED_USER_STACKS] = as->truncated_ustacks;
+	v[HC_C_SYM_UNMAPPED_USER_STACKS] = as->ustacks_unmapped;
 	v[HC_C_SYM_TRUNCATED_KERNEL_STACKS] = as->truncated_kstacks;
 	v[HC_C_SYM_INLINE_DROPPED] = as->inline_dropped;
 	v[HC_C_UNW_USTACKS_DWARF] = as->ustacks_dwarf;
@@ -81,6 +82,7 @@ static void fill_sym(uint64_t *v, const struct hc_symbolizer_stats *ss)
 	v[HC_C_SYM_ELF_ERR] = ss->elf_err;
 	v[HC_C_SYM_NO_SYMBOLS] = ss->no_symbols;
 	v[HC_C_SYM_USER_UNRESOLVED] = ss->user_unresolved;
+	v[HC_C_SYM_FSTART_FRAMES] = ss->fstart_frames;
 	v[HC_C_SYM_KERNEL_UNRESOLVED] = ss->kernel_unresolved;
 	v[HC_C_SYM_DWARF_OBJECTS] = ss->dwarf_objects;
 	v[HC_C_SYM_DWARF_OVER_BUDGET] = ss->dwarf_over_budget;

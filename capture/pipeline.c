@@ -230,6 +230,7 @@ struct rec_proc {
 	uint64_t start_ns;
 	bool looked_up;
 	struct hc_sym_proc *p; /* NULL: could not be made (out of memory) */
+	bool unmapped;	       /* its user stack was cut at an address in no mapping */
 };
 
 static struct hc_sym_proc *rec_proc(struct hc_capture *cap, struct rec_proc *rp)
@@ -250,24 +251,26 @@ struct ustack {
 	bool truncated;
 };
 
-/* Normalize a user stack (leaf first) to {object, offset} pairs at key[*n...]. */
+/*
+ * Normalize a user stack (leaf first) to {object, offset} pairs at key[*n...], and their count
+ * (a "[truncated]" marker included) to *count. An address in no mapping is one frame,
+ * {HC_OBJ_UNKNOWN, 0}, and the last: a frame-pointer walk that reached a garbage return
+ * address (code built without frame pointers) reads garbage past it, and each such address
+ * would be a frame of its own.
+ */
 static int put_user_frames(struct hc_capture *cap, struct rec_proc *rp, const struct ustack *us,
-			   uint64_t *key, size_t *n)
+			   uint64_t *key, size_t *n, uint64_t *count)
 {
 	const __u64 *ustack = us->pcs;
-	size_t nu = us->n;
-	struct hc_sym_proc *p;
+	struct hc_sym_proc *p = NULL;
+	size_t first = *n;
 
-	if (us->truncated) {
-		key[*n + 2 * nu] = HC_OBJ_TRUNCATED;
-		key[*n + 2 * nu + 1] = 0;
+	if (us->n) {
+		p = rec_proc(cap, rp);
+		if (!p)
+			return -ENOMEM;
 	}
-	if (!nu)
-		goto out;
-	p = rec_proc(cap, rp);
-	if (!p)
-		return -ENOMEM;
-	for (size_t i = 0; i < nu; i++) {
+	for (size_t i = 0; i < us->n; i++) {
 		struct hc_uloc loc;
 		/* Callers' frames hold return addresses: step back into the call. */
 		uint64_t ip = i == 0 ? ustack[i] : ustack[i] - 1;
@@ -275,11 +278,23 @@ static int put_user_frames(struct hc_capture *cap, struct rec_proc *rp, const st
 		if (hc_symbolizer__normalize_proc(cap->sym, p, ip, &loc))
 			return -ENOMEM;
 		key[(*n)++] = loc.obj;
-		key[(*n)++] = loc.off;
+		key[(*n)++] = loc.obj == HC_OBJ_UNKNOWN ? 0 : loc.off;
+		if (loc.obj == HC_OBJ_UNKNOWN) {
+			/* Once per record (an off-CPU flush builds its stack twice), and only
+			 * where the maps were read: a process gone before its first record is
+			 * counted in symbolize.process_gone. */
+			if (!rp->unmapped && hc_sym_proc__has_maps(p))
+				cap->stats.ustacks_unmapped++;
+			rp->unmapped = true;
+			goto out;
+		}
+	}
+	if (us->truncated) {
+		key[(*n)++] = HC_OBJ_TRUNCATED;
+		key[(*n)++] = 0;
 	}
 out:
-	if (us->truncated)
-		*n += 2;
+	*count = (*n - first) / 2;
 	return 0;
 }
 
@@ -305,11 +320,10 @@ static int64_t build_key(struct hc_capture *cap, struct rec_proc *rp, uint32_t t
 	key[1] = tid;
 	key[2] = (uint64_t)pc;
 	key[3] = (uint64_t)tc;
-	key[4] = us->n + us->truncated;
 	key[5] = nk;
 	key[6] = ext;
 	key[7] = cap->o.per_second ? (uint64_t)sec : 0;
-	if (put_user_frames(cap, rp, us, key, &n))
+	if (put_user_frames(cap, rp, us, key, &n, &key[4]))
 		return -ENOMEM;
 	put_kernel_frames(kstack, nk, key, &n);
 	return (int64_t)n;
@@ -633,9 +647,8 @@ int hc_capture__waker(struct hc_capture *cap, const struct hc_waker_event *e, si
 	(void)size;
 	if (nu > HC_MAX_STACK_DEPTH || nk > HC_MAX_STACK_DEPTH)
 		return -EINVAL;
-	key[0] = nu;
 	key[1] = nk;
-	if (put_user_frames(cap, &rp, &us, key, &n))
+	if (put_user_frames(cap, &rp, &us, key, &n, &key[0]))
 		goto err_nomem;
 	put_kernel_frames(e->stacks + nu, nk, key, &n);
 	wi = hc_stacktab__intern(cap->t.wstacks, key, n);
@@ -931,6 +944,20 @@ static int frame_cache__get(struct frame_cache *fc, struct hc_capture *cap, bool
 		el->id = 0;
 		el->offset = -1; /* never a raw kernel address */
 		el->inlined = false;
+	} else if (a == HC_OBJ_UNKNOWN) {
+		/* An address in no mapping (put_user_frames() ended the stack there): one frame
+		 * for all of them, without an offset; counted in user_unresolved like any
+		 * distinct frame left [unknown]. */
+		struct hc_uloc loc = {.obj = HC_OBJ_UNKNOWN};
+
+		hc_symbolizer__resolve_user(cap->sym, &loc, &fi[0]);
+		el = fc_elems(fc, 1);
+		if (!el)
+			return -ENOMEM;
+		*el = (struct hc_path_elem){.kind = HC_NODE_USER,
+					    .name = "[unknown]",
+					    .module = "[unknown]",
+					    .offset = -1};
 	} else if (a == HC_OBJ_TRUNCATED) {
 		/* The unwinder stopped short of the outermost frame: callers are missing. */
 		el = fc_elems(fc, 1);
@@ -954,18 +981,18 @@ static int frame_cache__get(struct frame_cache *fc, struct hc_capture *cap, bool
 		if (r == 0 && fi[0].name) {
 			el->name = fi[0].name;
 			el->module = fi[0].module;
-			el->offset = -1;
+			/* named by its function's start: that start is the offset */
+			el->offset = fi[0].fstart ? (int64_t)fi[0].offset : -1;
 		} else {
 			/* Unresolved frames stay visible, named by module and offset. */
 			el->name = "[unknown]";
 			el->module = fi[0].module;
-			el->offset = loc.obj == HC_OBJ_UNKNOWN ? (int64_t)b : (int64_t)fi[0].offset;
-			/* An address in no mapping can be anything (a corrupt frame chain, an
-			 * emulator's stack): one above 2^63 has no offset JSON could print,
-			 * and two such would be distinct nodes that print the same. */
-			if (el->offset < 0)
-				el->offset = -1;
+			el->offset = (int64_t)fi[0].offset;
 		}
+		/* A file offset past 2^63 (a hostile mapping's pgoff) has none JSON could
+		 * print, and two such would be distinct nodes that print the same. */
+		if (el->offset < 0)
+			el->offset = -1;
 		/* What the compiler inlined there (DWARF), innermost last. */
 		for (size_t i = 1; i < n; i++)
 			el[i] = (struct hc_path_elem){.kind = HC_NODE_USER,

@@ -2,7 +2,8 @@
 /*
  * fuzz-elf: hc_elfsym__from_mem() on an arbitrary file image, then every query the symbolizer
  * makes of a parsed object. The image is also merged into itself as "debuginfo" (its build-id
- * matches its own), which walks the separate-debuginfo path over the same hostile bytes.
+ * matches its own), which walks the separate-debuginfo path over the same hostile bytes, and
+ * read for its function starts (hc_fstarts__from_mem(), the call frame information).
  */
 #include <errno.h>
 #include <stddef.h>
@@ -11,6 +12,7 @@
 #include <string.h>
 
 #include "symbolize/elfsym.h"
+#include "symbolize/fstarts.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -81,11 +83,31 @@ static void check_object(const struct hc_elfsym *es, size_t size)
 	}
 }
 
+/* A start found is at or below the address; a table is never empty. */
+static void check_fstarts(const uint8_t *data, size_t size)
+{
+	struct hc_fstarts *fs = hc_fstarts__from_mem(data, size, 1u << 16);
+	uint64_t start;
+
+	if (!fs) {
+		if (errno != ENOEXEC && errno != ENODATA && errno != E2BIG && errno != ENOMEM)
+			abort();
+		return;
+	}
+	if (!hc_fstarts__nr(fs))
+		abort();
+	for (uint64_t v = 0; v < 0x10000; v += 0x101)
+		if (!hc_fstarts__lookup(fs, v, &start) && start > v)
+			abort();
+	hc_fstarts__free(fs);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct hc_elfsym *es;
 	int err;
 
+	check_fstarts(data, size);
 	es = hc_elfsym__from_mem(data, size);
 	if (!es) {
 		if (errno != ENOEXEC && errno != ENOMEM)

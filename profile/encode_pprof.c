@@ -21,8 +21,9 @@
  * memory is bounded by the distinct names, not by the output.
  *
  * Function names are what hc_profile__write_folded() prints for the same frame (';', '\n'
- * and '\r' become '_', unresolved user frames are `[unknown MODULE+0xOFF]`), except that
- * kernel frames do not get folded's `_[k]` suffix: they live in the `[kernel.kallsyms]`
+ * and '\r' become '_', unresolved user frames are `[unknown MODULE+0xOFF]`, with OFF, a file
+ * offset, as the location's address, as is the start of a frame named `MODULE+0xSTART`), except
+ * that kernel frames do not get folded's `_[k]` suffix: they live in the `[kernel.kallsyms]`
  * mapping (or their module's) instead. Every string is also made valid UTF-8 (invalid bytes
  * become U+FFFD): profile.proto is proto3, whose `string` fields protobuf runtimes refuse
  * when they are not UTF-8. Functions have no source file name: we do not know one, and the
@@ -513,8 +514,12 @@ static int64_t frame_location(struct pprof *pp, const struct hc_node *n, uint64_
 				return map;
 			}
 		}
+		/* a frame named by its function's start (MODULE+0xSTART) has that start as its
+		 * address, as an unresolved one has its own */
 		if (!r)
-			return location_of(pp, intern_clean(pp, name), map, 0, 0);
+			return location_of(
+				pp, intern_clean(pp, name), map,
+				hc_node__offset(n) >= 0 ? (uint64_t)hc_node__offset(n) : 0, 0);
 		/* folded's name, and the offset as the address, so that a reader with the binary
 		 * can still symbolize it */
 		loc = location_of(pp, intern_clean(pp, unknown), map, (uint64_t)hc_node__offset(n),

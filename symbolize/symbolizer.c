@@ -13,6 +13,7 @@
 #include "symbolize/demangle.h"
 #include "symbolize/dwinline.h"
 #include "symbolize/elfsym.h"
+#include "symbolize/fstarts.h"
 #include "symbolize/kallsyms.h"
 #include "symbolize/perfmap.h"
 #include "symbolize/procmaps.h"
@@ -21,6 +22,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>
+#include <inttypes.h>
 #include <libelf.h>
 #include <limits.h>
 #include <stdio.h>
@@ -103,6 +105,7 @@ struct symtab {
 	uint8_t build_id[HC_BUILD_ID_MAX];
 	size_t build_id_len;
 	struct hc_dwinline *dw; /* inline chains, when the object has DWARF; NULL: none */
+	struct hc_fstarts *fs;	/* function starts, for an object without .symtab; NULL: none */
 };
 
 /* A cached inline chain: names[0] the subprogram's name from DWARF (NULL: none), then the
@@ -137,7 +140,8 @@ struct hc_symbolizer {
 	bool no_demangle;
 	bool no_inline;
 	size_t dwarf_max_bytes;
-	size_t dwarf_bytes; /* held by the symtabs' DWARF, bounded by dwarf_max_bytes */
+	size_t dwarf_bytes;   /* held by the symtabs' DWARF, bounded by dwarf_max_bytes */
+	size_t fstarts_bytes; /* held by the symtabs' function starts, HC_SYM_FSTARTS_MAX_BYTES */
 	struct inline_slot *inline_cache; /* INLINE_CACHE_SLOTS, allocated at first use */
 	uint8_t *inline_victim;		  /* per set: the way to replace next */
 	struct hc_symbolizer_io io;
@@ -247,6 +251,7 @@ void hc_symbolizer__free(struct hc_symbolizer *sym)
 	for (i = 0; i < sym->nr_symtabs; i++) {
 		hc_elfsym__free(sym->symtabs[i].es);
 		hc_dwinline__free(sym->symtabs[i].dw);
+		hc_fstarts__free(sym->symtabs[i].fs);
 		free(sym->symtabs[i].display);
 	}
 	free(sym->symtabs);
@@ -847,6 +852,11 @@ void hc_sym_proc__identity(const struct hc_sym_proc *p, uint32_t *tgid, uint64_t
 	*start_ns = p->start_ns;
 }
 
+bool hc_sym_proc__has_maps(const struct hc_sym_proc *p)
+{
+	return p && p->maps;
+}
+
 void hc_symbolizer__forget_process(struct hc_symbolizer *sym, uint32_t tgid)
 {
 	struct hc_sym_proc *p = find_proc(sym, tgid);
@@ -1152,6 +1162,27 @@ out_budget:
 		sym->stats.dwarf_over_budget++;
 }
 
+/*
+ * Function starts for st, read from fd, when its symbols are only the dynamic ones (a stripped
+ * object): an address without a symbol is then most likely in a local function, which the
+ * call frame information still delimits. Objects with a .symtab need none: an address there
+ * without a symbol is in code that has none (padding, hand-written stubs).
+ */
+static void load_fstarts(struct hc_symbolizer *sym, struct symtab *st, int fd)
+{
+	const unsigned int full = HC_ELFSYM_SYMTAB | HC_ELFSYM_DEBUGDATA | HC_ELFSYM_DEBUGINFO;
+	size_t max_fdes;
+
+	if ((hc_elfsym__sources(st->es) & full) || sym->fstarts_bytes >= HC_SYM_FSTARTS_MAX_BYTES)
+		return;
+	/* 16 bytes a function; a table that would not fit is not built at all (E2BIG) */
+	max_fdes = (HC_SYM_FSTARTS_MAX_BYTES - sym->fstarts_bytes) / 16;
+	if (!max_fdes)
+		return;
+	st->fs = hc_fstarts__from_fd(fd, max_fdes);
+	sym->fstarts_bytes += hc_fstarts__bytes(st->fs);
+}
+
 /* Sections larger than this are not read for unwinding (a hostile file may claim any size). */
 #define UNWIND_SECTION_MAX (64u << 20)
 
@@ -1245,6 +1276,7 @@ static int parse_object(struct hc_symbolizer *sym, struct object *o)
 	o->symtab = idx + 1;
 	o->state = OBJ_PARSED;
 	load_dwarf(sym, &sym->symtabs[idx], o->fd);
+	load_fstarts(sym, &sym->symtabs[idx], o->fd);
 
 out_close:
 	if (sym->keep_uelf && !o->uelf_tried) {
@@ -1358,6 +1390,7 @@ static int resolve_one(struct hc_symbolizer *sym, const struct hc_uloc *loc,
 	out->module = MODULE_UNKNOWN;
 	out->offset = loc->off;
 	out->inlined = false;
+	out->fstart = false;
 	if (!o)
 		return -ENOENT;
 	out->module = o->module;
@@ -1384,12 +1417,44 @@ static int resolve_one(struct hc_symbolizer *sym, const struct hc_uloc *loc,
 	return err;
 }
 
+/*
+ * No symbol at loc: name it by the start of the function its object's call frame information
+ * says holds it ("libfoo.so+0x1a40"), so that every address of one function is one frame.
+ * 0, -ENOENT (no table, or no FDE covers the address), -ENOMEM.
+ */
+static int resolve_fstart(struct hc_symbolizer *sym, const struct object *o,
+			  const struct hc_uloc *loc, struct hc_frame_info *out)
+{
+	const struct symtab *st;
+	uint64_t vaddr, start, off;
+	char buf[PATH_MAX + 32];
+
+	if (!o || o->kind != OBJ_FILE || !o->symtab)
+		return -ENOENT;
+	st = &sym->symtabs[o->symtab - 1];
+	if (!st->fs || hc_elfsym__off_to_vaddr(st->es, loc->off, &vaddr) ||
+	    hc_fstarts__lookup(st->fs, vaddr, &start) || vaddr - start > loc->off)
+		return -ENOENT;
+	/* the function does not cross its segment: its start's file offset is as far back */
+	off = loc->off - (vaddr - start);
+	snprintf(buf, sizeof(buf), "%s+0x%" PRIx64, o->module, off);
+	out->name = intern(sym, buf);
+	if (!out->name)
+		return -ENOMEM;
+	out->offset = off;
+	out->fstart = true;
+	sym->stats.fstart_frames++;
+	return 0;
+}
+
 int hc_symbolizer__resolve_user(struct hc_symbolizer *sym, const struct hc_uloc *loc,
 				struct hc_frame_info *out)
 {
 	struct object *o;
 	int err = resolve_one(sym, loc, out, &o);
 
+	if (err == -ENOENT)
+		err = resolve_fstart(sym, o, loc, out);
 	if (err == -ENOENT)
 		sym->stats.user_unresolved++;
 	return err;
@@ -1515,6 +1580,9 @@ int hc_symbolizer__resolve_user_inline(struct hc_symbolizer *sym, const struct h
 		return err;
 	*n = 1;
 	if (max > 1 && add_inlined(sym, loc, o, frames, max, n))
+		return -ENOMEM;
+	/* DWARF's name for the function, when it has one, before its start's */
+	if (!frames[0].name && resolve_fstart(sym, o, loc, &frames[0]) == -ENOMEM)
 		return -ENOMEM;
 	if (!frames[0].name) {
 		sym->stats.user_unresolved++;

@@ -84,8 +84,13 @@ struct hc_frame_info {
 	const char *module; /* user: basename of the object ("libc.so.6");
 			     * kernel: module name ("ext4"), NULL for vmlinux itself */
 	uint64_t offset;    /* resolved: offset into the function; unresolved: offset into module
-			     * (user frames only: never a raw kernel address); inlined: 0 */
+			     * (user frames only: never a raw kernel address); inlined: 0;
+			     * fstart: the function's start, as a file offset into module */
 	bool inlined;	    /* a function the compiler inlined into the frame before it */
+	/* No symbol, but the object's call frame information (symbolize/fstarts.h) knows the
+	 * function holding the address: name is "MODULE+0xSTART", START the function's start
+	 * as a file offset into the object (what unresolved frames' offsets are too). */
+	bool fstart;
 };
 
 /* Inlined functions resolve_user_inline() gives per address, at most. */
@@ -93,6 +98,10 @@ struct hc_frame_info {
 
 /* Default of hc_symbolizer_opts.dwarf_max_bytes. */
 #define HC_SYM_DWARF_MAX_BYTES (256u << 20)
+
+/* Bytes of function-start tables (16 per function of an object without a full symbol table)
+ * all objects together may hold; objects past it keep per-address [unknown] frames. */
+#define HC_SYM_FSTARTS_MAX_BYTES (64u << 20)
 
 struct hc_symbolizer_stats {
 	uint64_t processes;	  /* maps snapshots taken */
@@ -102,7 +111,8 @@ struct hc_symbolizer_stats {
 	uint64_t object_open_err; /* mapped file could not be opened */
 	uint64_t elf_err;	  /* object opened but not parseable as ELF */
 	uint64_t no_symbols;	  /* ELF without .symtab/.dynsym/.gnu_debugdata/debuginfo */
-	uint64_t user_unresolved; /* resolve_user calls that found no symbol */
+	uint64_t user_unresolved; /* resolve_user calls that found no symbol nor function start */
+	uint64_t fstart_frames;	  /* resolve_user calls answered by a function start (fstart) */
 	uint64_t kernel_unresolved;
 	uint64_t dwarf_objects;	    /* objects whose DWARF gives inline frames */
 	uint64_t dwarf_over_budget; /* objects with DWARF left unread: over dwarf_max_bytes */
@@ -132,6 +142,9 @@ int hc_symbolizer__process(struct hc_symbolizer *sym, uint32_t tgid, uint64_t st
 			   struct hc_sym_proc **out);
 /* The tgid and start time the handle stands for. */
 void hc_sym_proc__identity(const struct hc_sym_proc *p, uint32_t *tgid, uint64_t *start_ns);
+/* Whether p's mappings were ever read: without them (a process gone, or unreadable, before
+ * its first record) every address of it is in no known mapping. */
+bool hc_sym_proc__has_maps(const struct hc_sym_proc *p);
 
 /*
  * Snapshot tgid's mappings now. start_ns identifies the process behind a pid: the
@@ -164,8 +177,11 @@ int hc_symbolizer__normalize_proc(struct hc_symbolizer *sym, struct hc_sym_proc 
 int hc_symbolizer__normalize(struct hc_symbolizer *sym, uint32_t tgid, uint64_t start_ns,
 			     uint64_t ip, struct hc_uloc *out);
 
-/* Location -> frame. Returns 0 when resolved, -ENOENT when not (out->name NULL, module/offset
- * still filled in as far as known). */
+/* Location -> frame. Returns 0 when resolved (by a symbol, a perf map, DWARF, or by the start
+ * of the function holding the address: out->fstart), -ENOENT when not (out->name NULL,
+ * module/offset still filled in as far as known). Function starts are read, once per object,
+ * only for objects with no .symtab of their own, in .gnu_debugdata or in a debuginfo file
+ * (stripped distribution binaries): there a missing symbol is a local function. */
 int hc_symbolizer__resolve_user(struct hc_symbolizer *sym, const struct hc_uloc *loc,
 				struct hc_frame_info *out);
 /*

@@ -7,6 +7,7 @@
  * no BPF.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -14,6 +15,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -371,7 +373,7 @@ static void test_unknown_user_frame(void **state)
 	const struct hc_node *n;
 	size_t size = make_event(&e, "proc", "thr");
 
-	/* One user frame in no mapping at all: kept, as [unknown] with its address. */
+	/* One user frame in no mapping at all: kept, as [unknown] without an offset. */
 	e.stacks[0] = 0x10;
 	e.ustack_len = 8;
 	e.kstack_len = 0;
@@ -383,7 +385,8 @@ static void test_unknown_user_frame(void **state)
 	n = only_child(hc_tree__root(tree), HC_NODE_PROCESS, "proc");
 	n = only_child(n, HC_NODE_THREAD, "thr");
 	n = only_child(n, HC_NODE_USER, "[unknown]");
-	assert_int_equal(hc_node__offset(n), 0x10);
+	assert_string_equal(hc_node__module(n), "[unknown]");
+	assert_int_equal(hc_node__offset(n), -1);
 	hc_tree__free(tree);
 }
 
@@ -454,6 +457,196 @@ static void offcpu_event(struct hc_offcpu_event *e, uint64_t first_ns, uint64_t 
 	e->off_ns = off_ns;
 	e->rq_ns = rq_ns;
 	e->n_blocked = 1;
+}
+
+/* A user sample of the test itself, leaf first, without a kernel stack. */
+static size_t user_event(struct hc_sample_event *e, const uint64_t *ustack, size_t nu)
+{
+	make_event(e, "proc", "thr");
+	memcpy(e->stacks, ustack, nu * sizeof(*ustack));
+	e->ustack_len = (int32_t)(nu * sizeof(*ustack));
+	e->kstack_len = 0;
+	e->kernel_ip = 0;
+	e->user_ip = ustack[0];
+	return HC_SAMPLE_HDR_SIZE + nu * sizeof(*ustack);
+}
+
+/*
+ * A frame-pointer walk that reached an address in no mapping (a caller built without frame
+ * pointers) reads garbage past it: the user stack ends there, at one [unknown] frame without
+ * an offset, whatever the garbage was, and the stack is counted once per record.
+ */
+static void test_unmapped_cuts_stack(void **state)
+{
+	const uint64_t a[] = {(uintptr_t)hc_t_leaf, 0x10, (uintptr_t)hc_t_outer + 5};
+	const uint64_t b[] = {(uintptr_t)hc_t_leaf, 0x7777000, 0x12345, (uintptr_t)hc_t_mid + 5};
+	const uint64_t c[] = {0x20, (uintptr_t)hc_t_mid + 5};
+	struct fixture *f = *state;
+	struct hc_tree *tree = hc_tree__new();
+	const struct hc_node *thr, *n;
+	struct hc_symbolizer_stats ss;
+	struct hc_capture_stats st;
+	struct hc_offcpu_event oe;
+	struct hc_sample_event e;
+	size_t size;
+
+	assert_non_null(tree);
+	size = user_event(&e, a, 3);
+	assert_int_equal(hc_capture__sample(f->cap, &e, size), 0);
+	size = user_event(&e, b, 4);
+	assert_int_equal(hc_capture__sample(f->cap, &e, size), 0);
+	/* the two garbage tails are one stack */
+	assert_int_equal(hc_capture__stack_count(f->cap), 1);
+	/* the leaf itself in no mapping: that one frame is the stack */
+	size = user_event(&e, c, 2);
+	assert_int_equal(hc_capture__sample(f->cap, &e, size), 0);
+	assert_int_equal(hc_capture__stack_count(f->cap), 2);
+	hc_capture__stats(f->cap, &st);
+	assert_int_equal(st.ustacks_unmapped, 3);
+
+	assert_int_equal(build_tree(f, tree), 0);
+	n = only_child(hc_tree__root(tree), HC_NODE_PROCESS, "proc");
+	thr = only_child(n, HC_NODE_THREAD, "thr");
+	/* outermost first: the [unknown] frame, then what came before it */
+	n = only_child(thr, HC_NODE_USER, "[unknown]");
+	assert_string_equal(hc_node__module(n), "[unknown]");
+	assert_int_equal(hc_node__offset(n), -1);
+	assert_int_equal(hc_node__weights(n)->samples, 3);
+	assert_int_equal(hc_node__child_count(n), 1);
+	n = hc_node__child(n, 0);
+	assert_string_equal(hc_node__name(n), "hc_t_leaf");
+	assert_int_equal(hc_node__weights(n)->samples, 2);
+	assert_int_equal(hc_node__child_count(n), 0);
+	hc_tree__free(tree);
+	/* one distinct frame left [unknown] */
+	hc_symbolizer__stats(f->sym, &ss);
+	assert_int_equal(ss.user_unresolved, 1);
+
+	/* an off-CPU flush builds its stack twice (run queue, blocked): counted once */
+	offcpu_event(&oe, 1000, 2000, 500, 300);
+	oe.tgid = oe.tid = (uint32_t)getpid();
+	memcpy(oe.stacks, a, sizeof(a));
+	oe.ustack_len = sizeof(a);
+	assert_int_equal(hc_capture__offcpu(f->cap, &oe, sizeof(oe)), 0);
+	hc_capture__stats(f->cap, &st);
+	assert_int_equal(st.ustacks_unmapped, 4);
+}
+
+/* A running copy of the stripped fixture (tests/symbolize: fix_fstart) and where its local
+ * functions are: it prints "name address" lines, then "ready", and exits at EOF. */
+struct stripped_proc {
+	pid_t pid;
+	int in_fd;
+	FILE *out;
+	uint64_t one, four; /* hc_fs_one, hc_fs_four */
+};
+
+static void stripped_spawn(struct stripped_proc *sp)
+{
+	const char *path = getenv("HC_FIX_FSTART");
+	int in[2], out[2];
+	char line[256];
+
+	assert_non_null(path);
+	assert_int_equal(pipe(in), 0);
+	assert_int_equal(pipe(out), 0);
+	sp->pid = fork();
+	assert_true(sp->pid >= 0);
+	if (sp->pid == 0) {
+		dup2(in[0], 0);
+		dup2(out[1], 1);
+		close(in[1]);
+		close(out[0]);
+		execl(path, path, (char *)NULL);
+		_exit(127);
+	}
+	close(in[0]);
+	close(out[1]);
+	sp->in_fd = in[1];
+	sp->out = fdopen(out[0], "r");
+	assert_non_null(sp->out);
+	sp->one = sp->four = 0;
+	while (fgets(line, sizeof(line), sp->out) && strcmp(line, "ready\n")) {
+		unsigned long long a;
+		char name[64];
+
+		assert_int_equal(sscanf(line, "%63s %llx", name, &a), 2);
+		if (!strcmp(name, "hc_fs_one"))
+			sp->one = a;
+		if (!strcmp(name, "hc_fs_four"))
+			sp->four = a;
+	}
+	assert_true(sp->one && sp->four);
+}
+
+static void stripped_reap(struct stripped_proc *sp)
+{
+	int status;
+
+	close(sp->in_fd);
+	fclose(sp->out);
+	assert_int_equal(waitpid(sp->pid, &status, 0), sp->pid);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
+/*
+ * A stripped binary's local functions (no symbol) are named by their start, from .eh_frame:
+ * samples at different addresses of one function are one node, MODULE+0xSTART with the start
+ * as its offset, in the tree and in what the encoders write.
+ */
+static void test_fstart_frames(void **state)
+{
+	struct fixture *f = *state;
+	struct hc_uloc one, four;
+	struct stripped_proc sp;
+	struct hc_sample_event e;
+	struct hc_profile *p = hc_profile__new();
+	const struct hc_node *n;
+	char want[64], line[160], hex[32], *buf = NULL;
+	size_t len = 0;
+	FILE *out;
+
+	assert_non_null(p);
+	stripped_spawn(&sp);
+	assert_int_equal(hc_symbolizer__normalize(f->sym, (uint32_t)sp.pid, 0, sp.one, &one), 0);
+	assert_int_equal(hc_symbolizer__normalize(f->sym, (uint32_t)sp.pid, 0, sp.four, &four), 0);
+	for (int i = 0; i < 2; i++) {
+		/* leaf inside hc_fs_one, its caller's return address inside hc_fs_four */
+		const uint64_t us[] = {sp.one + 1 + 6 * (uint64_t)i,
+				       sp.four + 10 + 2 * (uint64_t)i};
+		size_t size = user_event(&e, us, 2);
+
+		e.tgid = e.tid = (uint32_t)sp.pid;
+		assert_int_equal(hc_capture__sample(f->cap, &e, size), 0);
+	}
+	assert_int_equal(hc_capture__stack_count(f->cap), 2); /* two addresses each */
+	assert_int_equal(build_tree(f, p->tree), 0);
+	stripped_reap(&sp);
+
+	n = only_child(hc_tree__root(p->tree), HC_NODE_PROCESS, "proc");
+	n = only_child(n, HC_NODE_THREAD, "thr");
+	snprintf(want, sizeof(want), "fix_fstart+0x%" PRIx64, four.off);
+	n = only_child(n, HC_NODE_USER, want);
+	assert_string_equal(hc_node__module(n), "fix_fstart");
+	assert_int_equal(hc_node__offset(n), (int64_t)four.off);
+	snprintf(want, sizeof(want), "fix_fstart+0x%" PRIx64, one.off);
+	n = only_child(n, HC_NODE_USER, want);
+	assert_int_equal(hc_node__offset(n), (int64_t)one.off);
+	assert_int_equal(hc_node__weights(n)->samples, 2);
+
+	out = open_memstream(&buf, &len);
+	assert_non_null(out);
+	assert_int_equal(hc_profile__write_json(p, out), 0);
+	assert_int_equal(hc_profile__write_folded(p, HC_W_ALL, out), 0);
+	fclose(out);
+	snprintf(hex, sizeof(hex), "\"offset\":\"0x%" PRIx64 "\"", one.off);
+	assert_non_null(strstr(buf, hex));
+	snprintf(line, sizeof(line),
+		 "\nproc;fix_fstart+0x%" PRIx64 ";fix_fstart+0x%" PRIx64 " %llu\n", four.off,
+		 one.off, 2 * PERIOD_NS);
+	assert_non_null(strstr(buf, line));
+	free(buf);
+	hc_profile__free(p);
 }
 
 /*
@@ -618,8 +811,9 @@ static void test_locks(void **state)
 	assert_int_equal(walk(f, NULL, collect_lock_leaf, &ll), 0);
 	assert_int_equal(ll.n, 2);
 	for (size_t i = 0; i < ll.n; i++) {
-		/* process, thread, 2 user frames, 1 kernel frame, the lock */
-		assert_int_equal(ll.l[i].depth, 6);
+		/* process, thread, 1 user frame (pid 4343 does not exist: its leaf is in no
+		 * mapping, and ends the user stack), 1 kernel frame, the lock */
+		assert_int_equal(ll.l[i].depth, 5);
 		assert_int_equal(ll.l[i].before, HC_NODE_KERNEL);
 		if (!strcmp(ll.l[i].name, "rwsem:W mmap_lock")) {
 			assert_int_equal(ll.l[i].w.off_cpu_ns, 4000);
@@ -1254,6 +1448,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_tree_order_and_names, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_identity_splits_stacks, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_unknown_user_frame, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_unmapped_cuts_stack, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_fstart_frames, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_histograms, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_offcpu_spread, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_lock_kinds_mutex_spin, setup, teardown),

@@ -28,6 +28,7 @@
 #include "symbolize/demangle.h"
 #include "symbolize/dwinline.h"
 #include "symbolize/elfsym.h"
+#include "symbolize/fstarts.h"
 #include "symbolize/kallsyms.h"
 #include "symbolize/perfmap.h"
 #include "symbolize/procmaps.h"
@@ -782,10 +783,16 @@ static void test_demangle(void **state)
 static void poke(const void *img, size_t len)
 {
 	struct hc_elfsym *es = hc_elfsym__from_mem(img, len);
+	struct hc_fstarts *fs = hc_fstarts__from_mem(img, len, 0);
 	uint64_t v, off, vaddr, size;
 	const char *name;
 	size_t i, idx;
 
+	/* whatever the table holds, a start found is at or below the address */
+	for (v = 0; fs && v < 0x4000; v += 0x10)
+		if (!hc_fstarts__lookup(fs, v, &off))
+			assert_true(off <= v);
+	hc_fstarts__free(fs);
 	if (!es) {
 		assert_true(errno == ENOEXEC);
 		return;
@@ -1063,18 +1070,25 @@ static void test_facade_debuginfo(void **state)
 	(void)state;
 	run_and_check("HC_FIX_DEBUGINFO", 5, env_path("HC_FIX_DEBUG_ROOT"));
 
-	/* Without the debug root the stripped executable's functions are unknown. */
+	/* Without the debug root the stripped executable's functions have no names: each is
+	 * named by its start (the fixture prints function + 4), from .eh_frame. */
 	spawn(&fp, exe);
 	assert_int_equal(hc_symbolizer__add_process(sym, (uint32_t)fp.pid, 0), 0);
 	for (i = 0; i < fp.nr; i++) {
+		char want[64];
+
 		assert_int_equal(
 			hc_symbolizer__normalize(sym, (uint32_t)fp.pid, 0, fp.addrs[i], &loc), 0);
-		assert_int_equal(hc_symbolizer__resolve_user(sym, &loc, &fi), -ENOENT);
+		assert_int_equal(hc_symbolizer__resolve_user(sym, &loc, &fi), 0);
+		assert_true(fi.fstart);
 		assert_string_equal(fi.module, "fix_debuginfo");
-		assert_int_equal(fi.offset, loc.off);
+		assert_int_equal(fi.offset, loc.off - 4);
+		snprintf(want, sizeof(want), "fix_debuginfo+0x%" PRIx64, loc.off - 4);
+		assert_string_equal(fi.name, want);
 	}
 	hc_symbolizer__stats(sym, &st);
-	assert_int_equal(st.user_unresolved, fp.nr);
+	assert_int_equal(st.user_unresolved, 0);
+	assert_int_equal(st.fstart_frames, fp.nr);
 	/* Its .dynsym only imports: no function symbols at all, and stats say so. */
 	assert_int_equal(st.no_symbols, 1);
 	reap(&fp);
@@ -1629,6 +1643,7 @@ static void test_inline_debuginfo(void **state)
 	struct fixture_proc fp;
 	struct hc_uloc loc;
 	size_t n;
+	char want[64];
 
 	(void)state;
 	spawn(&fp, exe);
@@ -1639,15 +1654,19 @@ static void test_inline_debuginfo(void **state)
 	sym = new_sym(false);
 	assert_int_equal(hc_symbolizer__add_process(sym, (uint32_t)fp.pid, 0), 0);
 	assert_int_equal(hc_symbolizer__normalize(sym, (uint32_t)fp.pid, 0, fp.addrs[0], &loc), 0);
-	assert_int_equal(hc_symbolizer__resolve_user_inline(sym, &loc, fr, 8, &n), -ENOENT);
+	/* no DWARF, no symbol: named by its function's start, from .eh_frame */
+	assert_int_equal(hc_symbolizer__resolve_user_inline(sym, &loc, fr, 8, &n), 0);
 	assert_int_equal(n, 1);
-	assert_null(fr[0].name);
+	assert_true(fr[0].fstart);
 	assert_false(fr[0].inlined);
-	assert_int_equal(fr[0].offset, loc.off);
+	assert_true(fr[0].offset <= loc.off);
+	snprintf(want, sizeof(want), "fix_inline_debuginfo+0x%" PRIx64, fr[0].offset);
+	assert_string_equal(fr[0].name, want);
 	hc_symbolizer__stats(sym, &st);
 	assert_int_equal(st.dwarf_objects, 0);
 	assert_int_equal(st.inline_frames, 0);
-	assert_int_equal(st.user_unresolved, 1);
+	assert_int_equal(st.user_unresolved, 0);
+	assert_int_equal(st.fstart_frames, 1);
 	reap(&fp);
 	hc_symbolizer__free(sym);
 }
@@ -2152,6 +2171,215 @@ static void test_inline_differential(void **state)
 	}
 }
 
+/* ---- function starts ---- */
+
+/* The unstripped copy's symbol for a function of the stripped one, by its file offset:
+ * its vaddr, which must be the function's first byte, and its size. */
+static void full_symbol(const struct hc_elfsym *full, uint64_t file_off, const char *want,
+			uint64_t *vaddr, uint64_t *size)
+{
+	const char *name;
+	uint64_t v, off;
+	size_t idx;
+
+	assert_int_equal(hc_elfsym__off_to_vaddr(full, file_off, &v), 0);
+	assert_int_equal(hc_elfsym__lookup(full, v, &idx, &off), 0);
+	assert_int_equal(off, 0);
+	assert_int_equal(hc_elfsym__symbol(full, idx, &name, vaddr, size), 0);
+	assert_string_equal(name, want);
+	assert_true(*size > 1);
+}
+
+/*
+ * A stripped -O2 binary: no symbol for its local functions, yet every address inside each is
+ * named by the function's start, read from .eh_frame: one frame per function, whose start is
+ * the unstripped copy's symbol (what nm prints). An address no FDE covers (code without CFI)
+ * keeps today's frame per address.
+ */
+static void test_facade_fstart(void **state)
+{
+	const char *exe = env_path("HC_FIX_FSTART");
+	struct hc_elfsym *full = elf_from_path(env_path("HC_FIX_FSTART_FULL"));
+	struct hc_symbolizer *sym = new_sym(false);
+	struct hc_frame_info fi, chain[4];
+	struct hc_symbolizer_stats st;
+	const char *fns[MAX_FNS];
+	size_t n_fns = 0, named = 0, nocfi = 0, n;
+	struct fixture_proc fp;
+	char want[128];
+
+	(void)state;
+	assert_non_null(full);
+	spawn(&fp, exe);
+	assert_int_equal(fp.nr, 5);
+	for (size_t i = 0; i < fp.nr; i++) {
+		bool cfi = strcmp(fp.names[i], "hc_fs_nocfi") != 0;
+		const char *first = NULL;
+		uint64_t vaddr, size;
+		struct hc_uloc at, loc;
+
+		assert_int_equal(
+			hc_symbolizer__normalize(sym, (uint32_t)fp.pid, 0, fp.addrs[i], &at), 0);
+		assert_int_not_equal(at.obj, HC_OBJ_UNKNOWN);
+		full_symbol(full, at.off, fp.names[i], &vaddr, &size);
+		snprintf(want, sizeof(want), "fix_fstart+0x%" PRIx64, at.off);
+		/* every byte of the function */
+		for (uint64_t k = 0; k < size; k++) {
+			int r;
+
+			assert_int_equal(hc_symbolizer__normalize(sym, (uint32_t)fp.pid, 0,
+								  fp.addrs[i] + k, &loc),
+					 0);
+			r = hc_symbolizer__resolve_user(sym, &loc, &fi);
+			assert_string_equal(fi.module, "fix_fstart");
+			if (!cfi) {
+				assert_int_equal(r, -ENOENT);
+				assert_null(fi.name);
+				assert_false(fi.fstart);
+				assert_int_equal(fi.offset, loc.off);
+				nocfi++;
+				continue;
+			}
+			assert_int_equal(r, 0);
+			assert_true(fi.fstart);
+			assert_string_equal(fi.name, want);
+			assert_int_equal(fi.offset, at.off);
+			if (first)
+				assert_ptr_equal(fi.name, first); /* one interned name a function */
+			first = fi.name;
+			named++;
+		}
+		if (!cfi)
+			continue;
+		/* the pipeline's entry point names it the same way */
+		assert_int_equal(hc_symbolizer__resolve_user_inline(sym, &loc, chain, 4, &n), 0);
+		assert_int_equal(n, 1);
+		assert_true(chain[0].fstart);
+		assert_ptr_equal(chain[0].name, first);
+		assert_int_equal(chain[0].offset, at.off);
+		named++;
+		fns[n_fns++] = first;
+	}
+	assert_int_equal(n_fns, 4);
+	for (size_t a = 0; a < n_fns; a++)
+		for (size_t b = a + 1; b < n_fns; b++)
+			assert_string_not_equal(fns[a], fns[b]);
+	hc_symbolizer__stats(sym, &st);
+	assert_int_equal(st.fstart_frames, named);
+	assert_int_equal(st.user_unresolved, nocfi);
+	assert_true(nocfi > 1);
+	print_message("fstart: %zu addresses in %zu functions: %zu distinct frames per address, "
+		      "%zu by function start; %zu addresses without an FDE stay one frame each\n",
+		      named - n_fns, n_fns, named - n_fns, n_fns, nocfi);
+	reap(&fp);
+	hc_symbolizer__free(sym);
+	hc_elfsym__free(full);
+}
+
+static struct hc_fstarts *fstarts_from_path(const char *path)
+{
+	struct hc_fstarts *fs;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	assert_true(fd >= 0);
+	fs = hc_fstarts__from_fd(fd, 0);
+	close(fd);
+	return fs;
+}
+
+/* The symbol of name in es: vaddr and size. */
+static void symbol_named(const struct hc_elfsym *es, const char *want, uint64_t *vaddr,
+			 uint64_t *size)
+{
+	const char *name;
+
+	for (size_t i = 0; i < hc_elfsym__nr(es); i++) {
+		assert_int_equal(hc_elfsym__symbol(es, i, &name, vaddr, size), 0);
+		if (!strcmp(name, want))
+			return;
+	}
+	fail_msg("no symbol %s", want);
+}
+
+/* The table itself: each local function's FDE starts at its symbol and covers its bytes. */
+static void test_elf_fstarts(void **state)
+{
+	static const char *const fns[] = {"hc_fs_one", "hc_fs_two", "hc_fs_three", "hc_fs_four"};
+	struct hc_elfsym *full = elf_from_path(env_path("HC_FIX_FSTART_FULL"));
+	struct hc_fstarts *fs = fstarts_from_path(env_path("HC_FIX_FSTART"));
+	static const char text[] = "not an elf";
+	uint64_t vaddr, size, start;
+
+	(void)state;
+	assert_non_null(full);
+	assert_non_null(fs);
+	assert_true(hc_fstarts__nr(fs) >= 5); /* the four, main, _start, ... */
+	assert_int_equal(hc_fstarts__bytes(fs) >= 16 * hc_fstarts__nr(fs), true);
+	for (size_t i = 0; i < 4; i++) {
+		symbol_named(full, fns[i], &vaddr, &size);
+		assert_int_equal(hc_fstarts__lookup(fs, vaddr, &start), 0);
+		assert_int_equal(start, vaddr);
+		assert_int_equal(hc_fstarts__lookup(fs, vaddr + size - 1, &start), 0);
+		assert_int_equal(start, vaddr);
+	}
+	symbol_named(full, "hc_fs_nocfi", &vaddr, &size);
+	for (uint64_t k = 0; k < size; k++)
+		assert_int_equal(hc_fstarts__lookup(fs, vaddr + k, &start), -ENOENT);
+	assert_int_equal(hc_fstarts__lookup(fs, 0, &start), -ENOENT);
+	/* more FDEs than allowed: no table at all */
+	hc_fstarts__free(fs);
+	{
+		int fd = open(env_path("HC_FIX_FSTART"), O_RDONLY | O_CLOEXEC);
+
+		assert_true(fd >= 0);
+		errno = 0;
+		assert_null(hc_fstarts__from_fd(fd, 2));
+		assert_int_equal(errno, E2BIG);
+		close(fd);
+	}
+	errno = 0;
+	assert_null(hc_fstarts__from_mem(text, sizeof(text), 0));
+	assert_int_equal(errno, ENOEXEC);
+	hc_fstarts__free(NULL);
+	hc_elfsym__free(full);
+}
+
+/* Random bytes of .eh_frame flipped: the table stays in bounds and consistent. */
+static void test_hostile_eh_frame(void **state)
+{
+	size_t len, off, size;
+	uint8_t *img = read_all(env_path("HC_FIX_FSTART"), &len);
+	uint8_t *copy = malloc(len);
+	uint32_t seed = 4242;
+
+	(void)state;
+	assert_non_null(copy);
+	section_span(img, len, ".eh_frame", &off, &size);
+	for (int round = 0; round < 500; round++) {
+		struct hc_fstarts *fs;
+		uint64_t start;
+
+		memcpy(copy, img, len);
+		for (int k = 0; k < 1 + round % 4; k++) {
+			seed = seed * 1103515245u + 12345u;
+			copy[off + (seed >> 8) % size] ^= (uint8_t)(seed >> 3) | 1;
+		}
+		fs = hc_fstarts__from_mem(copy, len, 0);
+		for (uint64_t v = 0; fs && v < 0x3000; v += 3)
+			if (!hc_fstarts__lookup(fs, v, &start))
+				assert_true(start <= v);
+		hc_fstarts__free(fs);
+	}
+	/* cut short inside the section */
+	for (size_t cut = off; cut < off + size; cut += 7) {
+		memcpy(copy, img, len);
+		memset(copy + cut, 0, off + size - cut);
+		hc_fstarts__free(hc_fstarts__from_mem(copy, len, 0));
+	}
+	free(copy);
+	free(img);
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest kallsyms[] = {
@@ -2173,12 +2401,13 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_elf_pie),	      cmocka_unit_test(test_elf_nopie),
 		cmocka_unit_test(test_elf_shlib),     cmocka_unit_test(test_elf_debugdata),
 		cmocka_unit_test(test_elf_debuginfo), cmocka_unit_test(test_elf_mem),
-		cmocka_unit_test(test_demangle),
+		cmocka_unit_test(test_demangle),      cmocka_unit_test(test_elf_fstarts),
 	};
 	const struct CMUnitTest hostile[] = {
 		cmocka_unit_test(test_hostile_elf_truncated),
 		cmocka_unit_test(test_hostile_elf_corrupt),
 		cmocka_unit_test(test_hostile_not_elf),
+		cmocka_unit_test(test_hostile_eh_frame),
 	};
 	const struct CMUnitTest facade[] = {
 		cmocka_unit_test(test_facade_pie),
@@ -2195,6 +2424,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_facade_jit_namespaced),
 		cmocka_unit_test(test_facade_unreadable),
 		cmocka_unit_test(test_facade_kernel),
+		cmocka_unit_test(test_facade_fstart),
 	};
 	const struct CMUnitTest inline_[] = {
 		cmocka_unit_test(test_inline_chains),	 cmocka_unit_test(test_inline_debuginfo),
