@@ -301,22 +301,23 @@ uint32_t hc_dict__find_stack(const struct hc_dict *d, uint32_t parent, uint32_t 
 	return find(d, HC_DICT_STACKS, &s);
 }
 
-static int adopted_map_put(struct hc_dict_adopted *a, uint32_t id, size_t idx)
+/* v into slots holding n values, grown first to stay at most half full. */
+static int map_put(uint64_t **slots, size_t *cap, size_t n, uint64_t v)
 {
-	if (2 * (a->n + 1) > a->map_cap) {
-		size_t cap = a->map_cap ? 2 * a->map_cap : 256;
-		uint64_t *map = calloc(cap, sizeof(*map));
+	if (2 * (n + 1) > *cap) {
+		size_t ncap = *cap ? 2 * *cap : 256;
+		uint64_t *s = calloc(ncap, sizeof(*s));
 
-		if (!map)
+		if (!s)
 			return -ENOMEM;
-		for (size_t i = 0; i < a->map_cap; i++)
-			if (a->map[i])
-				alias_put(map, cap, a->map[i]);
-		free(a->map);
-		a->map = map;
-		a->map_cap = cap;
+		for (size_t i = 0; i < *cap; i++)
+			if ((*slots)[i])
+				alias_put(s, ncap, (*slots)[i]);
+		free(*slots);
+		*slots = s;
+		*cap = ncap;
 	}
-	alias_put(a->map, a->map_cap, (uint64_t)id << 32 | (idx + 1));
+	alias_put(*slots, *cap, v);
 	return 0;
 }
 
@@ -375,7 +376,7 @@ int64_t hc_dict__adopt(struct hc_dict *d, enum hc_dict_table t, const void *e, u
 		}
 	}
 	if (!err)
-		err = adopted_map_put(a, id, a->n);
+		err = map_put(&a->map, &a->map_cap, a->n, (uint64_t)id << 32 | (a->n + 1));
 	if (!err) {
 		memcpy((char *)a->v + a->n * o->size, &c, o->size);
 		a->ids[a->n] = id;
@@ -471,20 +472,8 @@ int hc_dict__alias_add(struct hc_dict *d, enum hc_dict_table t, uint32_t old, ui
 	v = id > tab->base && id - tab->base <= tab->n
 		    ? id - tab->base
 		    : ADOPTED | (uint32_t)(adopted_find(tab, id) + 1);
-	if (2 * (a->n + 1) > a->cap) {
-		size_t cap = a->cap ? 2 * a->cap : 256;
-		uint64_t *slots = calloc(cap, sizeof(*slots));
-
-		if (!slots)
-			return -ENOMEM;
-		for (size_t i = 0; i < a->cap; i++)
-			if (a->slots[i])
-				alias_put(slots, cap, a->slots[i]);
-		free(a->slots);
-		a->slots = slots;
-		a->cap = cap;
-	}
-	alias_put(a->slots, a->cap, (uint64_t)old << 32 | v);
+	if (map_put(&a->slots, &a->cap, a->n, (uint64_t)old << 32 | v))
+		return -ENOMEM;
 	a->n++;
 	return 0;
 }

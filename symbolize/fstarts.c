@@ -14,6 +14,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "base/array.h"
+
 /* DW_EH_PE_*: the .eh_frame pointer encodings. */
 #define PE_OMIT 0xff
 #define PE_ABSPTR 0x00
@@ -55,24 +57,6 @@ struct walk {
 	struct range *r;
 	size_t n, cap;
 };
-
-static int grow(void **arr, size_t *cap, size_t need, size_t elem)
-{
-	size_t ncap;
-	void *p;
-
-	if (need <= *cap)
-		return 0;
-	ncap = *cap ? *cap * 2 : 256;
-	if (ncap < need)
-		ncap = need;
-	p = realloc(*arr, ncap * elem);
-	if (!p)
-		return -ENOMEM;
-	*arr = p;
-	*cap = ncap;
-	return 0;
-}
 
 /* Bytes a pointer of encoding enc takes; 0: not understood. */
 static unsigned ptr_size(const struct walk *w, uint8_t enc)
@@ -174,7 +158,7 @@ static int add_cie(struct walk *w, uint64_t off, const Dwarf_CIE *ce)
 
 	if (w->n_cies >= w->max_fdes)
 		return -E2BIG; /* linkers share CIEs: more than FDEs is a hostile section */
-	if (grow((void **)&w->cies, &w->cap_cies, w->n_cies + 1, sizeof(*w->cies)))
+	if (hc_array_grow(w->cies, w->cap_cies, w->n_cies + 1, 256))
 		return -ENOMEM;
 	c = &w->cies[w->n_cies++];
 	c->off = off;
@@ -218,7 +202,7 @@ static int add_fde(struct walk *w, const Dwarf_FDE *fde)
 		return 0;
 	if (w->n >= w->max_fdes)
 		return -E2BIG;
-	if (grow((void **)&w->r, &w->cap, w->n + 1, sizeof(*w->r)))
+	if (hc_array_grow(w->r, w->cap, w->n + 1, 256))
 		return -ENOMEM;
 	w->r[w->n++] = (struct range){lo, lo + range};
 	return 0;

@@ -20,6 +20,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "base/array.h"
+
 #define DEF_MAX_FDES (1u << 20)
 /* gcc 12's lto-dump has a 122 KB function of ~6 600 distinct rows; the work per FDE is
  * bounded by its instructions anyway (a row needs an advance) */
@@ -277,24 +279,6 @@ static int decode_ptr(const struct compiler *c, const uint8_t **pp, const uint8_
 
 /* ---- pass 1: frame the entries ---- */
 
-static int grow(void **arr, size_t *cap, size_t need, size_t elem)
-{
-	size_t ncap;
-	void *p;
-
-	if (need <= *cap)
-		return 0;
-	ncap = *cap ? *cap * 2 : 64;
-	if (ncap < need)
-		ncap = need;
-	p = realloc(*arr, ncap * elem);
-	if (!p)
-		return -ENOMEM;
-	*arr = p;
-	*cap = ncap;
-	return 0;
-}
-
 /* The CIE's augmentation: only "" and z-strings of R, P, L, S are understood. */
 static int parse_augmentation(const struct compiler *c, const Dwarf_CIE *ce, struct cie *out)
 {
@@ -356,7 +340,7 @@ static int add_cie(struct compiler *c, uint64_t off, const Dwarf_CIE *ce)
 	struct cie *k;
 	int err;
 
-	if (grow((void **)&c->cies, &c->cap_cies, c->nr_cies + 1, sizeof(*c->cies)))
+	if (hc_array_grow(c->cies, c->cap_cies, c->nr_cies + 1, 64))
 		return -ENOMEM;
 	k = &c->cies[c->nr_cies];
 	memset(k, 0, sizeof(*k));
@@ -418,7 +402,7 @@ static int frame_entries(struct compiler *c)
 		} else {
 			if (c->nr_raw >= c->lim.max_fdes)
 				return -E2BIG;
-			if (grow((void **)&c->raw, &c->cap_raw, c->nr_raw + 1, sizeof(*c->raw)))
+			if (hc_array_grow(c->raw, c->cap_raw, c->nr_raw + 1, 64))
 				return -ENOMEM;
 			c->raw[c->nr_raw++] =
 				(struct raw_fde){e.fde.CIE_pointer, e.fde.start, e.fde.end};
@@ -625,7 +609,7 @@ static int emit(struct compiler *c, uint64_t pc, struct hc_urow r)
 	}
 	if (c->nr_rows >= c->lim.max_rows)
 		return -E2BIG;
-	if (grow((void **)&c->rows, &c->cap_rows, c->nr_rows + 1, sizeof(*c->rows)))
+	if (hc_array_grow(c->rows, c->cap_rows, c->nr_rows + 1, 64))
 		return -ENOMEM;
 	r.pc = (uint32_t)pc; /* every text range ends below 2^32 (checked) */
 	c->rows[c->nr_rows++] = r;
