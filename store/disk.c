@@ -1339,11 +1339,6 @@ static int insert_row(sqlite3_stmt *ins, int store, int tier, int64_t t, int64_t
 
 static const char insert_sql[] = "INSERT INTO bucket VALUES(?,?,?,?,?,?,?,?,?,?,?)";
 
-static int64_t floor_to(int64_t v, int64_t step)
-{
-	return v >= 0 ? v / step * step : -((-v + step - 1) / step) * step;
-}
-
 /*
  * The oldest second tier keeps when newest is the newest sealed one: its horizon, but never
  * past what the next tier has been built from (the 1 h tier only speeds long ranges up: the
@@ -1392,7 +1387,7 @@ static int write_built(struct hc_disk *d, sqlite3_stmt *ins, const struct batch 
 
 	for (size_t i = 0; !err && i < b->n; i++) {
 		const struct hc_blob *bl = &b->blobs[i];
-		int64_t w = floor_to(bl->t, hc__disk_tier_step[k]);
+		int64_t w = hc__disk_floor(bl->t, hc__disk_tier_step[k]);
 		size_t j;
 
 		if (d->built[k] == INT64_MIN || bl->t >= d->built[k] || hc_blob__empty(bl) ||
@@ -1615,7 +1610,7 @@ static int build_tier(struct hc_disk *d, int k, int64_t limit, bool final)
 			sqlite3_reset(next);
 			break;
 		}
-		w = floor_to(sqlite3_column_int64(next, 0), step);
+		w = hc__disk_floor(sqlite3_column_int64(next, 0), step);
 		sqlite3_reset(next);
 		if (final ? w >= limit : w + step > limit)
 			break;

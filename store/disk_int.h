@@ -91,6 +91,12 @@ extern const int64_t hc__disk_tier_step[HC_DISK_TIERS];
  * hc__disk_row_read() takes. */
 extern const char *const hc__disk_row_sql[HC_DICT_TABLES];
 
+/* The start of the window of length step holding v (rounded down, negative v too). */
+static inline int64_t hc__disk_floor(int64_t v, int64_t step)
+{
+	return v >= 0 ? v / step * step : -((-v + step - 1) / step) * step;
+}
+
 /* SQLite's result code as an errno (0 for OK, DONE, ROW). */
 int hc__disk_sql_errno(int rc);
 int hc__disk_exec(sqlite3 *db, const char *sql);

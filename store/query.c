@@ -52,11 +52,6 @@ struct piece {
 	int64_t from_s, to_s;
 };
 
-static int64_t floor_to(int64_t v, int64_t step)
-{
-	return v >= 0 ? v / step * step : -((-v + step - 1) / step) * step;
-}
-
 /* Pieces a plan may need: each tier splits what it does not cover into two. */
 #define PLAN_PIECES ((1u << HC_DISK_TIERS) - 1)
 
@@ -82,8 +77,8 @@ static void plan(const struct hc_disk_stats *st, int j, int64_t lo, int64_t hi, 
 		if (j && b > st->tier[j].newest_s + 1)
 			b = st->tier[j].newest_s + 1;
 	}
-	a = floor_to(a + step - 1, step);
-	b = floor_to(b, step);
+	a = hc__disk_floor(a + step - 1, step);
+	b = hc__disk_floor(b, step);
 	if (a >= b || !st->tier[j].buckets) {
 		plan(st, j - 1, lo, hi, p, n);
 		return;
