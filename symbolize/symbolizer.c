@@ -941,6 +941,21 @@ int hc_symbolizer__normalize(struct hc_symbolizer *sym, uint32_t tgid, uint64_t 
 	return hc_symbolizer__normalize_proc(sym, p, ip, out);
 }
 
+/*
+ * The mapping containing ip, or NULL; memory that is not a file's must be executable. A
+ * frame-pointer walk through code built without frame pointers reads stack or heap words as
+ * return addresses: in [stack], [heap] or anonymous data each would be a "JIT" frame of its
+ * own address, so it is met as an address in no mapping (and ends the stack). A JIT runtime
+ * that made its memory executable after the snapshot is met as a miss: the maps are read
+ * again.
+ */
+static const struct hc_mapping *find_code(const struct hc_procmaps *pm, uint64_t ip)
+{
+	const struct hc_mapping *m = hc_procmaps__find(pm, ip);
+
+	return m && (hc_mapping__is_file(m) || (m->perms & HC_MAP_X)) ? m : NULL;
+}
+
 int hc_symbolizer__normalize_proc(struct hc_symbolizer *sym, struct hc_sym_proc *p, uint64_t ip,
 				  struct hc_uloc *out)
 {
@@ -974,7 +989,7 @@ int hc_symbolizer__normalize_proc(struct hc_symbolizer *sym, struct hc_sym_proc 
 		if (err == -ENOMEM || err == -E2BIG)
 			return err;
 	}
-	m = hc_procmaps__find(p->maps, ip);
+	m = find_code(p->maps, ip);
 	if (!m && !p->gone) {
 		uint64_t now = hc_mono_ns();
 
@@ -986,7 +1001,7 @@ int hc_symbolizer__normalize_proc(struct hc_symbolizer *sym, struct hc_sym_proc 
 			err = snapshot(sym, p);
 			if (err == -ENOMEM || err == -E2BIG)
 				return err;
-			m = hc_procmaps__find(p->maps, ip);
+			m = find_code(p->maps, ip);
 			p->reread_interval_ns = m ? 0
 						: wait * 2 < MAPS_REREAD_MAX_INTERVAL_NS
 							? wait * 2

@@ -1398,6 +1398,14 @@ static void test_facade_fake_proc(void **state)
 	assert_int_equal(loc.obj, HC_OBJ_UNKNOWN);
 	assert_int_equal(loc.off, 0x1000);
 	assert_int_equal(hc_symbolizer__resolve_user(sym, &loc, &fi), -ENOENT);
+	/* [heap], [stack] and [vvar] cannot hold code: as in no mapping, not a JIT frame each. */
+	assert_int_equal(hc_symbolizer__normalize(sym, 4242, 0, 0x55d0c9000100ull, &loc), 0);
+	assert_int_equal(loc.obj, HC_OBJ_UNKNOWN);
+	assert_int_equal(hc_symbolizer__normalize(sym, 4242, 0, 0x7ffd4e5a0100ull, &loc), 0);
+	assert_int_equal(loc.obj, HC_OBJ_UNKNOWN);
+	assert_int_equal(loc.off, 0x7ffd4e5a0100ull);
+	assert_int_equal(hc_symbolizer__normalize(sym, 4242, 0, 0x7ffd4e5fb010ull, &loc), 0);
+	assert_int_equal(loc.obj, HC_OBJ_UNKNOWN);
 	assert_null(fi.name);
 	assert_int_equal(fi.offset, 0x1000);
 	hc_symbolizer__stats(sym, &st);
