@@ -36,11 +36,13 @@
 #define COMPACT_LAG_S 3	     /* a window is merged once it ended this long before the newest */
 #define TIER0_MERGE_LAG_S 60 /* a second's late rows are merged once it is this old */
 #define BUILD_LAG_S 30	     /* a 10 s window is built once it ended this long before the newest */
-#define BUILD_MAX 256	     /* windows built per tier per round */
-#define BUILD_TXN 32	     /* windows built per transaction */
-#define ZSTD_LEVEL_SECOND 3  /* written each second */
-#define ZSTD_LEVEL_MERGED 9  /* merged windows: written once, kept long */
-#define MERGE_BATCH 32	     /* windows merged per round */
+/* a round's builds stop once they took this long (the writer goes back to its seconds), except
+ * when closing */
+#define BUILD_ROUND_NS (250 * 1000000ull)
+#define BUILD_TXN 32	    /* windows built per transaction */
+#define ZSTD_LEVEL_SECOND 3 /* written each second */
+#define ZSTD_LEVEL_MERGED 9 /* merged windows: written once, kept long */
+#define MERGE_BATCH 32	    /* windows merged per round */
 /* per epoch: the current one and the one before it are in memory */
 #define DEFAULT_DICT_MAX_BYTES (2ull << 20)
 /* An entry used again is adopted by the next epoch under its id (its row stays where it is)
@@ -1589,7 +1591,7 @@ static int build_window(struct hc_disk *d, sqlite3_stmt *sel, sqlite3_stmt *ins,
  * A window is built once: what comes for its seconds afterwards goes into it directly
  * (write_built). The 1 s tier is the only one written every second.
  */
-static int build_tier(struct hc_disk *d, int k, int64_t limit, bool final)
+static int build_tier(struct hc_disk *d, int k, int64_t limit, bool final, uint64_t deadline_ns)
 {
 	int64_t step = hc__disk_tier_step[k], done = d->built[k];
 	sqlite3_stmt *next = NULL, *sel = NULL, *ins = NULL;
@@ -1600,7 +1602,7 @@ static int build_tier(struct hc_disk *d, int k, int64_t limit, bool final)
 	    sqlite3_prepare_v2(d->db, gather_sql, -1, &sel, NULL) != SQLITE_OK ||
 	    sqlite3_prepare_v2(d->db, insert_sql, -1, &ins, NULL) != SQLITE_OK)
 		err = -hc__disk_sql_errno(sqlite3_errcode(d->db));
-	while (!err && n < BUILD_MAX) {
+	while (!err && (final || hc_mono_ns() < deadline_ns)) {
 		int64_t w;
 
 		sqlite3_bind_int(next, 1, k - 1);
@@ -1652,10 +1654,12 @@ static int build_tier(struct hc_disk *d, int k, int64_t limit, bool final)
  * tier below holds their whole window. */
 static void build_tiers(struct hc_disk *d, int64_t newest, bool final)
 {
+	uint64_t deadline_ns = hc_mono_ns() + BUILD_ROUND_NS;
+
 	for (int k = 1; k < HC_DISK_TIERS; k++) {
 		int64_t limit = k == 1 ? newest + 1 - (final ? 0 : BUILD_LAG_S) : d->built[k - 1];
 
-		if (limit == INT64_MIN || build_tier(d, k, limit, final))
+		if (limit == INT64_MIN || build_tier(d, k, limit, final, deadline_ns))
 			break;
 	}
 }

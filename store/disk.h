@@ -13,12 +13,13 @@
  * memory would pass dict_max_bytes, and an epoch no bucket references is deleted from the file.
  *
  * Tiers are rollups, not moves: tier 0 keeps 1 s buckets for the newest hour, tier 1 10 s
- * buckets for 24 h, tier 2 1 min buckets up to the retention, each over its own horizon, so a
- * range is answered whole from the finest tier that covers it. Each flush writes a second's data
- * into all three tiers (as an extra row of the window it falls in); the writer thread merges the
- * rows of a window once it is complete, expires what is past each horizon and drops the oldest
- * when the file would exceed max_bytes. Data for a second already written (off-CPU time is
- * reported when a block ends) is one more row of its windows: totals stay exact.
+ * buckets for 24 h, tier 2 1 min buckets up to the retention and tier 3 1 h buckets over the
+ * same, each over its own horizon, so a range is answered whole from the finest tier that covers
+ * it. Only tier 0 is written every second; the writer thread builds each coarser tier's windows
+ * from the tier below once they are complete, merges windows holding several rows, expires
+ * what is past each horizon and drops the oldest when the file would exceed max_bytes. Data
+ * for a second already written (off-CPU time is reported when a block ends) is one more row of
+ * its 1 s window and of each coarser window already built: totals stay exact.
  *
  * Threads: the ingest calls (dictionary, add, seal) come from one thread; the writer is a
  * thread of its own (it never blocks the ingest: a full queue drops and counts); queries may run
