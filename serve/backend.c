@@ -450,6 +450,7 @@ static char *encode_profile(struct hc_backend *b, const struct hc_api_query *q,
 			    struct hc_store_filter *f_out)
 {
 	struct hc_store_pruned pruned = {0};
+	struct hc_disk_view *view = NULL;
 	struct hc_store_filter f;
 	struct src src;
 	struct hc_profile *p = hc_profile__new();
@@ -477,8 +478,12 @@ static char *encode_profile(struct hc_backend *b, const struct hc_api_query *q,
 	/* The disk has locks of its own: ingest goes on while a long range is read. */
 	if (src.disk)
 		pthread_rwlock_unlock(&b->lock);
-	err = src.disk ? hc_disk__tree(b->disk, HC_DISK_MAIN, &src.r, &f, p->tree, &pruned)
-		       : hc_store__tree(b->store, &f, p->tree, &pruned);
+	/* the range read once for the tree and the scheduler's histograms */
+	if (src.disk && !(view = hc_disk__view(b->disk, HC_DISK_MAIN, &src.r, &f, true, true)))
+		err = -errno;
+	if (!err)
+		err = view ? hc_disk_view__tree(view, p->tree, &pruned)
+			   : hc_store__tree(b->store, &f, p->tree, &pruned);
 	/* the scheduler's five, and with --locks lock_wait_ns (record's histograms) */
 	for (int h = 0; h < HC_STORE_H_MAX && !err; h++) {
 		bool lock = h == HC_STORE_H_LOCK_WAIT_NS;
@@ -487,9 +492,11 @@ static char *encode_profile(struct hc_backend *b, const struct hc_api_query *q,
 
 		if (lock && !b->lstore)
 			continue;
-		if (src.disk)
-			hist = hc_disk__hist(b->disk, lock ? HC_DISK_LOCKS : HC_DISK_MAIN, &src.r,
-					     (enum hc_store_hist)h, &f);
+		if (src.disk && lock)
+			hist = hc_disk__hist(b->disk, HC_DISK_LOCKS, &src.r, (enum hc_store_hist)h,
+					     &f);
+		else if (src.disk)
+			hist = hc_disk_view__hist(view, (enum hc_store_hist)h);
 		else
 			hist = hc_store__hist(lock ? b->lstore : b->store, (enum hc_store_hist)h,
 					      &f);
@@ -499,6 +506,7 @@ static char *encode_profile(struct hc_backend *b, const struct hc_api_query *q,
 		if (!j || json_object_set_new(p->histograms, hc_store_hist__name(h), j))
 			err = -ENOMEM;
 	}
+	hc_disk_view__free(view);
 	if (src.disk)
 		pthread_rwlock_rdlock(&b->lock);
 	p->started_at_ns = f.from_s * NS;

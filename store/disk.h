@@ -81,6 +81,7 @@ const char *hc_disk__tier_name(int tier);
 int hc_disk__lock(const char *dir, int uid, int gid, char *why, size_t why_len);
 
 struct hc_disk;
+struct hc_disk_view;
 
 /*
  * Open (create) DIR/hotcold.db: the dictionary is loaded, the writer thread started. A file
@@ -146,6 +147,16 @@ int hc_disk__tree(struct hc_disk *d, enum hc_disk_store s, const struct hc_disk_
 struct hc_hist *hc_disk__hist(struct hc_disk *d, enum hc_disk_store s,
 			      const struct hc_disk_range *r, enum hc_store_hist h,
 			      const struct hc_store_filter *f);
+/*
+ * Range r of store s summed once, for several answers from it (a profile's tree and its
+ * histograms): with the tree's entries and/or the histograms' cells. NULL + errno.
+ */
+struct hc_disk_view *hc_disk__view(struct hc_disk *d, enum hc_disk_store s,
+				   const struct hc_disk_range *r, const struct hc_store_filter *f,
+				   bool tree, bool hists);
+int hc_disk_view__tree(struct hc_disk_view *v, struct hc_tree *out, struct hc_store_pruned *pruned);
+struct hc_hist *hc_disk_view__hist(struct hc_disk_view *v, enum hc_store_hist h);
+void hc_disk_view__free(struct hc_disk_view *v);
 int hc_disk__counter(struct hc_disk *d, enum hc_disk_store s, const struct hc_disk_range *r,
 		     enum hc_store_counter c, int (*fn)(void *ctx, const char *key, uint64_t value),
 		     void *ctx);

@@ -574,18 +574,59 @@ static struct hc_store_filter scratch_filter(const struct hc_store_filter *f)
 	return g;
 }
 
+struct hc_disk_view {
+	struct hydrate h;
+	struct hc_store_filter g;
+};
+
+struct hc_disk_view *hc_disk__view(struct hc_disk *d, enum hc_disk_store s,
+				   const struct hc_disk_range *r, const struct hc_store_filter *f,
+				   bool tree, bool hists)
+{
+	struct hc_disk_view *v = calloc(1, sizeof(*v));
+	int err;
+
+	if (!v)
+		return NULL;
+	err = hydrate(d, s, r, f, tree, hists, &v->h);
+	if (err) {
+		free(v);
+		errno = -err;
+		return NULL;
+	}
+	v->g = scratch_filter(f);
+	return v;
+}
+
+int hc_disk_view__tree(struct hc_disk_view *v, struct hc_tree *out, struct hc_store_pruned *pruned)
+{
+	return hc_store__tree(v->h.st, &v->g, out, pruned);
+}
+
+struct hc_hist *hc_disk_view__hist(struct hc_disk_view *v, enum hc_store_hist hist)
+{
+	return hc_store__hist(v->h.st, hist, &v->g);
+}
+
+void hc_disk_view__free(struct hc_disk_view *v)
+{
+	if (!v)
+		return;
+	hydrate_free(&v->h);
+	free(v);
+}
+
 int hc_disk__tree(struct hc_disk *d, enum hc_disk_store s, const struct hc_disk_range *r,
 		  const struct hc_store_filter *f, struct hc_tree *out,
 		  struct hc_store_pruned *pruned)
 {
-	struct hc_store_filter g = scratch_filter(f);
-	struct hydrate h;
-	int err = hydrate(d, s, r, f, true, false, &h);
+	struct hc_disk_view *v = hc_disk__view(d, s, r, f, true, false);
+	int err;
 
-	if (err)
-		return err;
-	err = hc_store__tree(h.st, &g, out, pruned);
-	hydrate_free(&h);
+	if (!v)
+		return -errno;
+	err = hc_disk_view__tree(v, out, pruned);
+	hc_disk_view__free(v);
 	return err;
 }
 
@@ -593,17 +634,13 @@ struct hc_hist *hc_disk__hist(struct hc_disk *d, enum hc_disk_store s,
 			      const struct hc_disk_range *r, enum hc_store_hist hist,
 			      const struct hc_store_filter *f)
 {
-	struct hc_store_filter g = scratch_filter(f);
+	struct hc_disk_view *v = hc_disk__view(d, s, r, f, false, true);
 	struct hc_hist *out;
-	struct hydrate h;
-	int err = hydrate(d, s, r, f, false, true, &h);
 
-	if (err) {
-		errno = -err;
+	if (!v)
 		return NULL;
-	}
-	out = hc_store__hist(h.st, hist, &g);
-	hydrate_free(&h);
+	out = hc_disk_view__hist(v, hist);
+	hc_disk_view__free(v);
 	return out;
 }
 
