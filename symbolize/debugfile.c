@@ -15,7 +15,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -82,15 +81,9 @@ static int debuglink_of(Elf *elf, char name[HC_DEBUGLINK_NAME_MAX], uint32_t *cr
 
 int hc_debuglink__read_fd(int fd, char name[HC_DEBUGLINK_NAME_MAX], uint32_t *crc)
 {
-	struct stat st;
-	Elf *elf;
+	Elf *elf = hc_elf_open_fd(fd);
 	int err;
 
-	if (fd < 0 || fstat(fd, &st) || !S_ISREG(st.st_mode))
-		return -ENOEXEC;
-	elf_version(EV_CURRENT);
-	/* ELF_C_READ: headers and the one section read with pread(), never mapped */
-	elf = elf_begin(fd, ELF_C_READ, NULL);
 	if (!elf)
 		return -ENOEXEC;
 	err = debuglink_of(elf, name, crc);
@@ -160,11 +153,11 @@ static int check(struct search *s, int fd, enum hc_debugfile_how how)
 {
 	const struct hc_debugfile_query *q = s->q;
 	uint8_t id[HC_BUILD_ID_MAX];
-	struct stat st;
 	size_t len = 0;
 	uint32_t crc;
 
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || hc_elfsym__read_build_id_fd(fd, id, &len)) {
+	/* a FIFO, a directory or a device is no ELF file (hc_elf_open_fd) */
+	if (hc_elfsym__read_build_id_fd(fd, id, &len)) {
 		refuse(s, HC_DEBUG_REF_CORRUPT);
 		return -EBADMSG;
 	}

@@ -437,14 +437,15 @@ static void finalize(struct hc_elfsym *es)
 	}
 }
 
-static Elf *open_elf_fd(int fd)
+Elf *hc_elf_open_fd(int fd)
 {
 	struct stat st;
 	Elf *elf;
 
 	/* A mapped character device (/dev/zero, DRM) is no ELF and may never hit EOF. */
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode))
+	if (fd < 0 || fstat(fd, &st) || !S_ISREG(st.st_mode))
 		return NULL;
+	elf_version(EV_CURRENT);
 	/*
 	 * ELF_C_READ, not _MMAP: libelf then pread()s headers and the sections we ask for, and a
 	 * file truncated under us (its owner may do that on purpose) gives a short read, not a
@@ -520,7 +521,7 @@ err_out:
 struct hc_elfsym *hc_elfsym__from_fd(int fd)
 {
 	elf_version(EV_CURRENT);
-	return from_elf(open_elf_fd(fd), NULL);
+	return from_elf(hc_elf_open_fd(fd), NULL);
 }
 
 struct hc_elfsym *hc_elfsym__from_mem(const void *buf, size_t len)
@@ -575,7 +576,7 @@ int hc_elfsym__read_build_id_fd(int fd, uint8_t id[HC_BUILD_ID_MAX], size_t *len
 	Elf *elf;
 
 	elf_version(EV_CURRENT);
-	elf = open_elf_fd(fd);
+	elf = hc_elf_open_fd(fd);
 	if (!elf)
 		return -ENOEXEC;
 	*len = 0;
@@ -591,7 +592,7 @@ int hc_elfsym__read_build_id_fd(int fd, uint8_t id[HC_BUILD_ID_MAX], size_t *len
 int hc_elfsym__add_debuginfo_fd(struct hc_elfsym *es, int fd)
 {
 	elf_version(EV_CURRENT);
-	return add_debuginfo(es, open_elf_fd(fd), NULL);
+	return add_debuginfo(es, hc_elf_open_fd(fd), NULL);
 }
 
 int hc_elfsym__add_debuginfo_mem(struct hc_elfsym *es, const void *buf, size_t len)

@@ -15,6 +15,7 @@
 #ifndef HOTCOLD_SYMBOLIZE_ELFSYM_H
 #define HOTCOLD_SYMBOLIZE_ELFSYM_H
 
+#include <libelf.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -29,6 +30,13 @@ enum hc_elfsym_source {
 #define HC_BUILD_ID_MAX 64
 
 struct hc_elfsym;
+
+/*
+ * A read-only ELF handle on fd, which must be a regular file: headers and sections read with
+ * pread() as asked for (ELF_C_READ), never mapped. NULL when fd is not a regular ELF file.
+ * The caller keeps fd open while it uses the handle, and elf_end()s it.
+ */
+Elf *hc_elf_open_fd(int fd);
 
 /*
  * Parse an ELF object: program headers, build-id, .symtab, .dynsym and .gnu_debugdata.

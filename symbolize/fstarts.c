@@ -11,10 +11,10 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "base/array.h"
 #include "symbolize/cfi.h"
+#include "symbolize/elfsym.h"
 
 struct range {
 	uint64_t lo, hi;
@@ -153,18 +153,9 @@ err_free:
 
 struct hc_fstarts *hc_fstarts__from_fd(int fd, size_t max_fdes)
 {
+	Elf *elf = hc_elf_open_fd(fd);
 	struct hc_fstarts *fs;
-	struct stat st;
-	Elf *elf;
 
-	if (fd < 0 || fstat(fd, &st) || !S_ISREG(st.st_mode)) {
-		errno = ENOEXEC;
-		return NULL;
-	}
-	elf_version(EV_CURRENT);
-	/* ELF_C_READ: sections read with pread() as asked for, never mapped (a file truncated
-	 * under us is a short read, not a SIGBUS) */
-	elf = elf_begin(fd, ELF_C_READ, NULL);
 	if (!elf) {
 		errno = ENOEXEC;
 		return NULL;

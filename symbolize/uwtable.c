@@ -18,10 +18,10 @@
 #include <gelf.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "base/array.h"
 #include "symbolize/cfi.h"
+#include "symbolize/elfsym.h"
 
 #define DEF_MAX_FDES (1u << 20)
 /* gcc 12's lto-dump has a 122 KB function of ~6 600 distinct rows; the work per FDE is
@@ -803,19 +803,13 @@ int hc_uwtable__compile_elf(Elf *elf, const struct hc_uwtable_limits *lim, struc
 int hc_uwtable__compile_fd(int fd, const struct hc_uwtable_limits *lim, struct hc_uwtable **out,
 			   struct hc_uwtable_stats *acc)
 {
-	struct stat st;
-	Elf *elf;
+	Elf *elf = hc_elf_open_fd(fd);
 	int err;
 
 	*out = NULL;
-	/* a mapped character device (/dev/zero) is no ELF and may never hit EOF */
-	if (fd < 0 || fstat(fd, &st) || !S_ISREG(st.st_mode))
-		return -ENOEXEC;
-	elf_version(EV_CURRENT);
-	elf = elf_begin(fd, ELF_C_READ, NULL);
 	if (!elf)
 		return -ENOEXEC;
-	err = elf_kind(elf) == ELF_K_ELF ? hc_uwtable__compile_elf(elf, lim, out, acc) : -ENOEXEC;
+	err = hc_uwtable__compile_elf(elf, lim, out, acc);
 	elf_end(elf);
 	return err;
 }
