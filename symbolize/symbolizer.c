@@ -425,8 +425,12 @@ static int file_object(struct hc_symbolizer *sym, uint32_t tgid, const struct hc
 		/* The process that first mapped it may have died before we could open it. */
 		if (o->fd < 0 && o->state == OBJ_UNPARSED && o->open_err) {
 			fd = open_mapping(sym, tgid, m);
-			if (fd >= 0)
+			if (fd >= 0) {
+				/* its debug file is looked for where this process sees it */
 				o->fd = fd;
+				o->tgid = tgid;
+				o->path = intern(sym, m->path);
+			}
 		}
 		return 0;
 	}
