@@ -49,7 +49,7 @@ int hc_debuglink__parse(const void *sec, size_t len, bool msb, char name[HC_DEBU
 	return 0;
 }
 
-static int debuglink_of(Elf *elf, char name[HC_DEBUGLINK_NAME_MAX], uint32_t *crc)
+int hc_debuglink__from_elf(Elf *elf, char name[HC_DEBUGLINK_NAME_MAX], uint32_t *crc)
 {
 	Elf_Scn *scn = NULL;
 	size_t shstrndx;
@@ -86,7 +86,7 @@ int hc_debuglink__read_fd(int fd, char name[HC_DEBUGLINK_NAME_MAX], uint32_t *cr
 
 	if (!elf)
 		return -ENOEXEC;
-	err = debuglink_of(elf, name, crc);
+	err = hc_debuglink__from_elf(elf, name, crc);
 	elf_end(elf);
 	return err;
 }

@@ -16,6 +16,7 @@
 #ifndef HOTCOLD_SYMBOLIZE_DEBUGFILE_H
 #define HOTCOLD_SYMBOLIZE_DEBUGFILE_H
 
+#include <libelf.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -70,8 +71,9 @@ int hc_debugfile__find(const struct hc_debugfile_query *q, struct hc_debugfile_s
  */
 int hc_debuglink__parse(const void *sec, size_t len, bool msb, char name[HC_DEBUGLINK_NAME_MAX],
 			uint32_t *crc);
-/* The same from the ELF file behind fd (only read; not closed). 0, -ENOENT (no section),
- * -EBADMSG, -ENOEXEC (not ELF). */
+/* The same from an ELF handle (only read), or from the ELF file behind fd (not closed).
+ * 0, -ENOENT (no section), -EBADMSG, -ENOEXEC (not ELF). */
+int hc_debuglink__from_elf(Elf *elf, char name[HC_DEBUGLINK_NAME_MAX], uint32_t *crc);
 int hc_debuglink__read_fd(int fd, char name[HC_DEBUGLINK_NAME_MAX], uint32_t *crc);
 
 /* The CRC32 (zlib's, which is .gnu_debuglink's) of the whole regular file fd. 0 or -errno. */

@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 #include "symbolize/elfsym.h"
+
+#include "symbolize/debugfile.h"
 #include "symbolize/util.h"
 
 #include <elfutils/libdwelf.h>
@@ -54,6 +56,9 @@ struct hc_elfsym {
 	size_t build_id_len;
 	unsigned int sources;
 	struct hc_strpool pool;
+	bool has_debuglink;
+	uint32_t debuglink_name; /* offset in pool */
+	uint32_t debuglink_crc;
 };
 
 void hc_elfsym__free(struct hc_elfsym *es)
@@ -480,6 +485,21 @@ static Elf *open_elf_mem(const void *buf, size_t len, void **copy)
 }
 
 /* Consumes elf (elf_end) and then image (free; NULL when elf reads from an fd). */
+/* .gnu_debuglink, kept for the debug file search (debugfile.h); a bad one is no link. */
+static int load_debuglink(struct hc_elfsym *es, Elf *elf)
+{
+	char name[HC_DEBUGLINK_NAME_MAX];
+	int err;
+
+	if (hc_debuglink__from_elf(elf, name, &es->debuglink_crc))
+		return 0;
+	err = hc_strpool__add(&es->pool, name, strlen(name), &es->debuglink_name);
+	if (err == -ENOMEM)
+		return err;
+	es->has_debuglink = !err;
+	return 0;
+}
+
 static struct hc_elfsym *from_elf(Elf *elf, void *image)
 {
 	struct hc_elfsym *es;
@@ -496,6 +516,9 @@ static struct hc_elfsym *from_elf(Elf *elf, void *image)
 	if (err)
 		goto err_free;
 	load_build_id(es, elf);
+	err = load_debuglink(es, elf);
+	if (err)
+		goto err_free;
 	err = load_symbols(es, elf, true, HC_ELFSYM_SYMTAB);
 	if (err)
 		goto err_free;
@@ -636,6 +659,15 @@ int hc_elfsym__debuginfo_path(const struct hc_elfsym *es, const char *debug_root
 			      size_t size)
 {
 	return hc_build_id_path(debug_root, es->build_id, es->build_id_len, buf, size);
+}
+
+int hc_elfsym__debuglink(const struct hc_elfsym *es, const char **name, uint32_t *crc)
+{
+	if (!es->has_debuglink)
+		return -ENOENT;
+	*name = hc_strpool__get(&es->pool, es->debuglink_name);
+	*crc = es->debuglink_crc;
+	return 0;
 }
 
 unsigned int hc_elfsym__sources(const struct hc_elfsym *es)

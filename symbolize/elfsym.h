@@ -69,6 +69,9 @@ int hc_build_id_path(const char *debug_root, const uint8_t *id, size_t len, char
 int hc_elfsym__debuginfo_path(const struct hc_elfsym *es, const char *debug_root, char *buf,
 			      size_t size);
 
+/* The object's own .gnu_debuglink (debugfile.h): 0 with the file name (borrowed until the next
+ * add_debuginfo or free) and CRC32, or -ENOENT (none, or malformed). */
+int hc_elfsym__debuglink(const struct hc_elfsym *es, const char **name, uint32_t *crc);
 unsigned int hc_elfsym__sources(const struct hc_elfsym *es); /* enum hc_elfsym_source bits */
 size_t hc_elfsym__nr(const struct hc_elfsym *es);	     /* function symbols kept */
 

@@ -1117,11 +1117,10 @@ static int process_root(struct hc_symbolizer *sym, uint32_t tgid)
 	return fd;
 }
 
-/* The separate debug file of the object being parsed (fd at o->fd, es parsed): fd or -ENOENT. */
+/* The separate debug file of the object being parsed (es, before any merge): fd or -ENOENT. */
 static int debug_fd(struct hc_symbolizer *sym, struct debug_lookup *lk, const struct hc_elfsym *es)
 {
 	struct hc_debugfile_query q = {.debug_root = sym->debug_root, .root_fd = -1};
-	char link[HC_DEBUGLINK_NAME_MAX];
 	enum hc_debugfile_how how;
 
 	if (lk->tried)
@@ -1129,8 +1128,8 @@ static int debug_fd(struct hc_symbolizer *sym, struct debug_lookup *lk, const st
 	lk->tried = true;
 	q.build_id_len = hc_elfsym__build_id(es, &q.build_id);
 	q.path = lk->o->path;
-	if (!hc_debuglink__read_fd(lk->o->fd, link, &q.link_crc))
-		q.link = link;
+	if (hc_elfsym__debuglink(es, &q.link, &q.link_crc))
+		q.link = NULL;
 	q.root_fd = process_root(sym, lk->o->tgid);
 	lk->fd = hc_debugfile__find(&q, &sym->stats.debug, &how);
 	if (q.root_fd >= 0)

@@ -2479,6 +2479,8 @@ static void test_debuglink_parse(void **state)
 static void test_debuglink_crc(void **state)
 {
 	char path[4200], name[HC_DEBUGLINK_NAME_MAX];
+	struct hc_elfsym *es;
+	const char *link;
 	uint32_t want, got;
 	int fd;
 
@@ -2488,6 +2490,12 @@ static void test_debuglink_crc(void **state)
 	assert_true(fd >= 0);
 	assert_int_equal(hc_debuglink__read_fd(fd, name, &want), 0);
 	assert_string_equal(name, "prog.debug");
+	es = hc_elfsym__from_fd(fd);
+	assert_non_null(es);
+	assert_int_equal(hc_elfsym__debuglink(es, &link, &got), 0);
+	assert_string_equal(link, "prog.debug");
+	assert_int_equal(got, want);
+	hc_elfsym__free(es);
 	close(fd);
 	snprintf(path, sizeof(path), "%s/prog.debug", dbg_dir);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -2499,6 +2507,10 @@ static void test_debuglink_crc(void **state)
 	snprintf(path, sizeof(path), "%s/d/prog", dbg_dir);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	assert_int_equal(hc_debuglink__read_fd(fd, name, &want), -ENOENT);
+	es = hc_elfsym__from_fd(fd);
+	assert_non_null(es);
+	assert_int_equal(hc_elfsym__debuglink(es, &link, &got), -ENOENT);
+	hc_elfsym__free(es);
 	close(fd);
 	fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	assert_int_equal(hc_debuglink__read_fd(fd, name, &want), -ENOEXEC);
