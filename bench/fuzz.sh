@@ -27,7 +27,7 @@ secs=${1:-60}
 shift || true
 build=${HC_FUZZ_BUILD:-build-fuzz}
 case $build in /*) ;; *) build=$top/$build ;; esac
-all_targets=(elf dwarf kallsyms procmaps perfmap timespec params profile wire broker uwtable)
+all_targets=(elf dwarf kallsyms procmaps perfmap timespec params profile wire broker uwtable debuglink)
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=("${all_targets[@]}")
 

@@ -89,6 +89,12 @@ static void fill_sym(uint64_t *v, const struct hc_symbolizer_stats *ss)
 	v[HC_C_SYM_DWARF_ERR] = ss->dwarf_err;
 	v[HC_C_SYM_INLINE_FRAMES] = ss->inline_frames;
 	v[HC_C_SYM_INLINE_TRUNCATED] = ss->inline_truncated;
+	v[HC_C_SYM_DEBUG_FOUND_BUILD_ID] = ss->debug.found[HC_DEBUG_BUILD_ID];
+	v[HC_C_SYM_DEBUG_FOUND_DEBUGLINK] = ss->debug.found[HC_DEBUG_DEBUGLINK];
+	v[HC_C_SYM_DEBUG_FOUND_PATH] = ss->debug.found[HC_DEBUG_PATH];
+	v[HC_C_SYM_DEBUG_REFUSED_BUILD_ID] = ss->debug.refused[HC_DEBUG_REF_BUILD_ID];
+	v[HC_C_SYM_DEBUG_REFUSED_CRC] = ss->debug.refused[HC_DEBUG_REF_CRC];
+	v[HC_C_SYM_DEBUG_REFUSED_CORRUPT] = ss->debug.refused[HC_DEBUG_REF_CORRUPT];
 }
 
 static void fill_unwinder(uint64_t *v, const struct hc_unwind_stats *us)

@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 #include "symbolize/elfsym.h"
+
+#include "symbolize/debugfile.h"
 #include "symbolize/util.h"
 
 #include <elfutils/libdwelf.h>
@@ -54,6 +56,9 @@ struct hc_elfsym {
 	size_t build_id_len;
 	unsigned int sources;
 	struct hc_strpool pool;
+	bool has_debuglink;
+	uint32_t debuglink_name; /* offset in pool */
+	uint32_t debuglink_crc;
 };
 
 void hc_elfsym__free(struct hc_elfsym *es)
@@ -437,14 +442,15 @@ static void finalize(struct hc_elfsym *es)
 	}
 }
 
-static Elf *open_elf_fd(int fd)
+Elf *hc_elf_open_fd(int fd)
 {
 	struct stat st;
 	Elf *elf;
 
 	/* A mapped character device (/dev/zero, DRM) is no ELF and may never hit EOF. */
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode))
+	if (fd < 0 || fstat(fd, &st) || !S_ISREG(st.st_mode))
 		return NULL;
+	elf_version(EV_CURRENT);
 	/*
 	 * ELF_C_READ, not _MMAP: libelf then pread()s headers and the sections we ask for, and a
 	 * file truncated under us (its owner may do that on purpose) gives a short read, not a
@@ -479,6 +485,21 @@ static Elf *open_elf_mem(const void *buf, size_t len, void **copy)
 }
 
 /* Consumes elf (elf_end) and then image (free; NULL when elf reads from an fd). */
+/* .gnu_debuglink, kept for the debug file search (debugfile.h); a bad one is no link. */
+static int load_debuglink(struct hc_elfsym *es, Elf *elf)
+{
+	char name[HC_DEBUGLINK_NAME_MAX];
+	int err;
+
+	if (hc_debuglink__from_elf(elf, name, &es->debuglink_crc))
+		return 0;
+	err = hc_strpool__add(&es->pool, name, strlen(name), &es->debuglink_name);
+	if (err == -ENOMEM)
+		return err;
+	es->has_debuglink = !err;
+	return 0;
+}
+
 static struct hc_elfsym *from_elf(Elf *elf, void *image)
 {
 	struct hc_elfsym *es;
@@ -495,6 +516,9 @@ static struct hc_elfsym *from_elf(Elf *elf, void *image)
 	if (err)
 		goto err_free;
 	load_build_id(es, elf);
+	err = load_debuglink(es, elf);
+	if (err)
+		goto err_free;
 	err = load_symbols(es, elf, true, HC_ELFSYM_SYMTAB);
 	if (err)
 		goto err_free;
@@ -520,7 +544,7 @@ err_out:
 struct hc_elfsym *hc_elfsym__from_fd(int fd)
 {
 	elf_version(EV_CURRENT);
-	return from_elf(open_elf_fd(fd), NULL);
+	return from_elf(hc_elf_open_fd(fd), NULL);
 }
 
 struct hc_elfsym *hc_elfsym__from_mem(const void *buf, size_t len)
@@ -575,7 +599,7 @@ int hc_elfsym__read_build_id_fd(int fd, uint8_t id[HC_BUILD_ID_MAX], size_t *len
 	Elf *elf;
 
 	elf_version(EV_CURRENT);
-	elf = open_elf_fd(fd);
+	elf = hc_elf_open_fd(fd);
 	if (!elf)
 		return -ENOEXEC;
 	*len = 0;
@@ -591,7 +615,7 @@ int hc_elfsym__read_build_id_fd(int fd, uint8_t id[HC_BUILD_ID_MAX], size_t *len
 int hc_elfsym__add_debuginfo_fd(struct hc_elfsym *es, int fd)
 {
 	elf_version(EV_CURRENT);
-	return add_debuginfo(es, open_elf_fd(fd), NULL);
+	return add_debuginfo(es, hc_elf_open_fd(fd), NULL);
 }
 
 int hc_elfsym__add_debuginfo_mem(struct hc_elfsym *es, const void *buf, size_t len)
@@ -635,6 +659,15 @@ int hc_elfsym__debuginfo_path(const struct hc_elfsym *es, const char *debug_root
 			      size_t size)
 {
 	return hc_build_id_path(debug_root, es->build_id, es->build_id_len, buf, size);
+}
+
+int hc_elfsym__debuglink(const struct hc_elfsym *es, const char **name, uint32_t *crc)
+{
+	if (!es->has_debuglink)
+		return -ENOENT;
+	*name = hc_strpool__get(&es->pool, es->debuglink_name);
+	*crc = es->debuglink_crc;
+	return 0;
 }
 
 unsigned int hc_elfsym__sources(const struct hc_elfsym *es)

@@ -15,6 +15,7 @@
 #ifndef HOTCOLD_SYMBOLIZE_ELFSYM_H
 #define HOTCOLD_SYMBOLIZE_ELFSYM_H
 
+#include <libelf.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -29,6 +30,13 @@ enum hc_elfsym_source {
 #define HC_BUILD_ID_MAX 64
 
 struct hc_elfsym;
+
+/*
+ * A read-only ELF handle on fd, which must be a regular file: headers and sections read with
+ * pread() as asked for (ELF_C_READ), never mapped. NULL when fd is not a regular ELF file.
+ * The caller keeps fd open while it uses the handle, and elf_end()s it.
+ */
+Elf *hc_elf_open_fd(int fd);
 
 /*
  * Parse an ELF object: program headers, build-id, .symtab, .dynsym and .gnu_debugdata.
@@ -61,6 +69,9 @@ int hc_build_id_path(const char *debug_root, const uint8_t *id, size_t len, char
 int hc_elfsym__debuginfo_path(const struct hc_elfsym *es, const char *debug_root, char *buf,
 			      size_t size);
 
+/* The object's own .gnu_debuglink (debugfile.h): 0 with the file name (borrowed until the next
+ * add_debuginfo or free) and CRC32, or -ENOENT (none, or malformed). */
+int hc_elfsym__debuglink(const struct hc_elfsym *es, const char **name, uint32_t *crc);
 unsigned int hc_elfsym__sources(const struct hc_elfsym *es); /* enum hc_elfsym_source bits */
 size_t hc_elfsym__nr(const struct hc_elfsym *es);	     /* function symbols kept */
 

@@ -8,12 +8,11 @@
  * without a symbol is then named by the start of the FDE that covers it: one frame per
  * function instead of one per sampled address.
  *
- * The table is built once per object from .eh_frame (else an uncompressed .debug_frame): every
- * entry framed by libdw's dwarf_next_cfi(), each FDE's range decoded here with its CIE's
- * pointer encoding. The input is untrusted: an entry that cannot be framed ends the walk (the
- * FDEs before it are kept), an FDE whose CIE or encoding is not understood is skipped, and at
- * most max_fdes are kept. Lookups take ELF virtual addresses (st_value space), like
- * symbolize/elfsym.h's.
+ * The table is built once per object from .eh_frame (else an uncompressed .debug_frame) by the
+ * shared call frame walker (symbolize/cfi.h), in its lenient mode. The input is untrusted: an entry
+ * that cannot be framed ends the walk (the FDEs before it are kept), an FDE whose CIE or encoding
+ * is not understood is skipped, and at most max_fdes are kept. Lookups take ELF virtual addresses
+ * (st_value space), like symbolize/elfsym.h's.
  *
  * Memory: 16 bytes per FDE kept (hc_fstarts__bytes()). Tables are immutable once built.
  */

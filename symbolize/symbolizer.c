@@ -87,8 +87,10 @@ struct object {
 	const char *module; /* interned: basename, "[jit]", "[vdso]" */
 	uint32_t symtab;    /* index + 1 into symtabs[], 0: none */
 	uint64_t size;	    /* OBJ_SPECIAL: mapping size */
-	/* OBJ_JIT: */
+	/* OBJ_FILE: the first process that mapped it, and its path there (interned): where its
+	 * debug file is looked for. OBJ_JIT: the process. */
 	uint32_t tgid;
+	const char *path;
 	uint32_t nspid; /* tgid in the process's own pid namespace: its perf map's name */
 	struct hc_perfmap *perfmap;
 	struct stat perfmap_st; /* of the file perfmap was read from, to notice rewrites */
@@ -423,8 +425,12 @@ static int file_object(struct hc_symbolizer *sym, uint32_t tgid, const struct hc
 		/* The process that first mapped it may have died before we could open it. */
 		if (o->fd < 0 && o->state == OBJ_UNPARSED && o->open_err) {
 			fd = open_mapping(sym, tgid, m);
-			if (fd >= 0)
+			if (fd >= 0) {
+				/* its debug file is looked for where this process sees it */
 				o->fd = fd;
+				o->tgid = tgid;
+				o->path = intern(sym, m->path);
+			}
 		}
 		return 0;
 	}
@@ -438,6 +444,8 @@ static int file_object(struct hc_symbolizer *sym, uint32_t tgid, const struct hc
 	}
 	o = get_object(sym, *id);
 	sym->stats.objects++;
+	o->tgid = tgid;
+	o->path = intern(sym, m->path); /* NULL (no memory): no search by path */
 	fd = open_mapping(sym, tgid, m);
 	if (fd >= 0) {
 		o->fd = fd;
@@ -1091,37 +1099,78 @@ err_free:
 	return -ENOMEM;
 }
 
-/* The separate debuginfo file of es, <debug_root>/.build-id/xx/yyyy.debug: fd or -errno. */
-static int open_debuginfo(struct hc_symbolizer *sym, const struct hc_elfsym *es)
-{
-	char path[PATH_MAX];
-	int fd;
+/* An object's separate debug file, looked for once, when first needed. */
+struct debug_lookup {
+	const struct object *o;
+	int fd; /* -ENOENT: none */
+	bool tried;
+};
 
-	if (hc_elfsym__debuginfo_path(es, sym->debug_root, path, sizeof(path)))
-		return -ENOENT;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	return fd < 0 ? -errno : fd;
+/*
+ * The process's root when it is not ours (a container's), as an O_PATH descriptor; -1 when it
+ * is ours, unknown, or sandboxed: the worker (another uid, under seccomp) can neither enter
+ * another user's /proc/PID/root nor call openat2.
+ */
+static int process_root(struct hc_symbolizer *sym, uint32_t tgid)
+{
+	struct stat ours, theirs;
+	char path[PATH_MAX];
+	int fd, n;
+
+	if (sym->has_io || !tgid || stat("/", &ours))
+		return -1;
+	n = snprintf(path, sizeof(path), "%s/%u/root", sym->proc_root, tgid);
+	if (n < 0 || (size_t)n >= sizeof(path))
+		return -1;
+	fd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	if (fstat(fd, &theirs) || (theirs.st_dev == ours.st_dev && theirs.st_ino == ours.st_ino)) {
+		close(fd);
+		return -1;
+	}
+	return fd;
 }
 
-/* A stripped object's .symtab may live in <debug_root>/.build-id/xx/yyyy.debug. */
-static void add_debuginfo(struct hc_symbolizer *sym, struct hc_elfsym *es)
+/* The separate debug file of the object being parsed (es, before any merge): fd or -ENOENT. */
+static int debug_fd(struct hc_symbolizer *sym, struct debug_lookup *lk, const struct hc_elfsym *es)
 {
-	int fd = open_debuginfo(sym, es);
+	struct hc_debugfile_query q = {.debug_root = sym->debug_root, .root_fd = -1};
+	enum hc_debugfile_how how;
+
+	if (lk->tried)
+		return lk->fd;
+	lk->tried = true;
+	q.build_id_len = hc_elfsym__build_id(es, &q.build_id);
+	q.path = lk->o->path;
+	if (hc_elfsym__debuglink(es, &q.link, &q.link_crc))
+		q.link = NULL;
+	q.root_fd = process_root(sym, lk->o->tgid);
+	lk->fd = hc_debugfile__find(&q, &sym->stats.debug, &how);
+	if (q.root_fd >= 0)
+		close(q.root_fd);
+	return lk->fd;
+}
+
+/* A stripped object's .symtab may live in its separate debug file. */
+static void add_debuginfo(struct hc_symbolizer *sym, struct debug_lookup *lk, struct hc_elfsym *es)
+{
+	int fd = debug_fd(sym, lk, es);
 
 	if (fd < 0)
 		return;
-	/* Not there, not ELF, or another build: the object's own symbols are all we have. */
+	/* Not ELF enough, or another build: the object's own symbols are all we have. */
 	hc_elfsym__add_debuginfo_fd(es, fd);
-	close(fd);
 }
 
 /*
- * The DWARF for st's inline chains: the object's own (fd), else its separate debuginfo
- * file's; with the supplementary file of a dwz-compressed one from the same debug root. The
+ * The DWARF for st's inline chains: the object's own (fd), else its separate debug file's
+ * (lk); with the supplementary file of a dwz-compressed one from the same debug root. The
  * sections read to build the index, and the index kept, each within what is left of
  * dwarf_max_bytes. Without any, st->dw stays NULL: one frame per address, as before.
  */
-static void load_dwarf(struct hc_symbolizer *sym, struct symtab *st, int fd)
+static void load_dwarf(struct hc_symbolizer *sym, struct symtab *st, int fd,
+		       struct debug_lookup *lk)
 {
 	size_t left = sym->dwarf_max_bytes - sym->dwarf_bytes, id_len;
 	struct hc_dwinline *d, *alt;
@@ -1133,11 +1182,10 @@ static void load_dwarf(struct hc_symbolizer *sym, struct symtab *st, int fd)
 		goto out_budget;
 	d = hc_dwinline__from_fd(fd, left);
 	if (!d && errno == ENODATA) {
-		dfd = open_debuginfo(sym, st->es);
+		dfd = debug_fd(sym, lk, st->es);
 		if (dfd < 0)
 			return;
 		d = hc_dwinline__from_fd(dfd, left);
-		close(dfd);
 	}
 	if (!d)
 		goto out_err;
@@ -1253,6 +1301,7 @@ err:
 /* Parse o's ELF file once; afterwards o->state is PARSED or FAILED and its fd is closed. */
 static int parse_object(struct hc_symbolizer *sym, struct object *o)
 {
+	struct debug_lookup lk = {.o = o, .fd = -ENOENT};
 	uint8_t id[HC_BUILD_ID_MAX];
 	struct hc_elfsym *es;
 	size_t id_len = 0;
@@ -1282,7 +1331,7 @@ static int parse_object(struct hc_symbolizer *sym, struct object *o)
 		goto out_close;
 	}
 	if (!(hc_elfsym__sources(es) & HC_ELFSYM_SYMTAB))
-		add_debuginfo(sym, es);
+		add_debuginfo(sym, &lk, es);
 	if (!hc_elfsym__nr(es))
 		sym->stats.no_symbols++;
 	err = add_symtab(sym, es, &idx);
@@ -1290,10 +1339,12 @@ static int parse_object(struct hc_symbolizer *sym, struct object *o)
 		goto out_close;
 	o->symtab = idx + 1;
 	o->state = OBJ_PARSED;
-	load_dwarf(sym, &sym->symtabs[idx], o->fd);
+	load_dwarf(sym, &sym->symtabs[idx], o->fd, &lk);
 	load_fstarts(sym, &sym->symtabs[idx], o->fd);
 
 out_close:
+	if (lk.fd >= 0)
+		close(lk.fd);
 	if (sym->keep_uelf && !o->uelf_tried) {
 		o->uelf_tried = true;
 		o->uelf = unwind_elf(o->fd);

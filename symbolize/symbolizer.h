@@ -24,6 +24,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "symbolize/debugfile.h"
+
 /*
  * Where the symbolizer's files come from. Without it (opts.io NULL) they are opened directly
  * under proc_root. `hotcold` itself symbolizes in a sandbox with no privileges, and gets the
@@ -47,9 +49,11 @@ struct hc_symbolizer_io {
 };
 
 struct hc_symbolizer_opts {
-	const char *proc_root;	/* "/proc" when NULL */
-	const char *kallsyms;	/* "/proc/kallsyms" when NULL */
-	const char *debug_root; /* "/usr/lib/debug" when NULL: .build-id/xx/yyyy.debug lives here */
+	const char *proc_root; /* "/proc" when NULL */
+	const char *kallsyms;  /* "/proc/kallsyms" when NULL */
+	/* "/usr/lib/debug" when NULL: where separate debug files are looked for (debugfile.h),
+	 * on the host and inside a containerised process's root. Must be absolute. */
+	const char *debug_root;
 	/* Where JIT maps perf-PID.map are. NULL: in the process's own /tmp, as the runtime wrote
 	 * it: PROC_ROOT/PID/root/tmp/perf-NSPID.map, NSPID its pid in its own pid namespace
 	 * (containers, systemd's PrivateTmp). Given: DIR/perf-PID.map. */
@@ -114,11 +118,12 @@ struct hc_symbolizer_stats {
 	uint64_t user_unresolved; /* resolve_user calls that found no symbol nor function start */
 	uint64_t fstart_frames;	  /* resolve_user calls answered by a function start (fstart) */
 	uint64_t kernel_unresolved;
-	uint64_t dwarf_objects;	    /* objects whose DWARF gives inline frames */
-	uint64_t dwarf_over_budget; /* objects with DWARF left unread: over dwarf_max_bytes */
-	uint64_t dwarf_err;	    /* DWARF there but unusable (corrupt, dwz file missing) */
-	uint64_t inline_frames;	    /* inlined frames handed out by resolve_user_inline */
-	uint64_t inline_truncated;  /* inline chains cut to the caller's max */
+	uint64_t dwarf_objects;		 /* objects whose DWARF gives inline frames */
+	uint64_t dwarf_over_budget;	 /* objects with DWARF left unread: over dwarf_max_bytes */
+	uint64_t dwarf_err;		 /* DWARF there but unusable (corrupt, dwz file missing) */
+	uint64_t inline_frames;		 /* inlined frames handed out by resolve_user_inline */
+	uint64_t inline_truncated;	 /* inline chains cut to the caller's max */
+	struct hc_debugfile_stats debug; /* separate debug files found and candidates refused */
 };
 
 struct hc_symbolizer;

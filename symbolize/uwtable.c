@@ -2,10 +2,10 @@
 /*
  * Unwind tables: call frame information compiled into bpf/unwind.h rows (uwtable.h).
  *
- * Two passes. The first frames every entry with dwarf_next_cfi() (lengths, CIE ids, versions,
- * augmentation strings and alignment factors, all bounded to the section) and decodes each
- * FDE's range with the CIE's pointer encoding. The second sorts the FDEs, refuses overlaps,
- * and interprets each FDE's instructions once, in order, after its CIE's initial ones,
+ * Two passes. The first frames every entry with the shared walker (cfi.h, strict: lengths, CIE
+ * ids, versions, augmentation strings and alignment factors, all bounded to the section) and
+ * decodes each FDE's range with the CIE's pointer encoding. The second sorts the FDEs, refuses
+ * overlaps, and interprets each FDE's instructions once, in order, after its CIE's initial ones,
  * emitting a row at every advance of the location: linear in the instructions, where asking
  * libdw for the frame at every row (dwarf_cfi_addrframe) would re-run the FDE each time.
  * libdw's per-pc evaluation is the test oracle instead (tests/symbolize/test_uwtable.c).
@@ -18,9 +18,10 @@
 #include <gelf.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "base/array.h"
+#include "symbolize/cfi.h"
+#include "symbolize/elfsym.h"
 
 #define DEF_MAX_FDES (1u << 20)
 /* gcc 12's lto-dump has a 122 KB function of ~6 600 distinct rows; the work per FDE is
@@ -39,19 +40,7 @@
 #define REG_BP 6
 #define REG_SP 7
 
-/* DW_EH_PE_* (the .eh_frame pointer encodings; not in dwarf.h under these names everywhere). */
-#define PE_OMIT 0xff
-#define PE_ABSPTR 0x00
-#define PE_UDATA2 0x02
-#define PE_UDATA4 0x03
-#define PE_UDATA8 0x04
-#define PE_SDATA2 0x0a
-#define PE_SDATA4 0x0b
-#define PE_SDATA8 0x0c
-#define PE_PCREL 0x10
-#define PE_APP_MASK 0x70
-#define PE_FMT_MASK 0x0f
-#define PE_INDIRECT 0x80
+#define PE_ABSPTR 0x00 /* DW_EH_PE_absptr */
 
 struct hc_uwtable {
 	struct hc_urow *rows;
@@ -59,26 +48,10 @@ struct hc_uwtable {
 	struct hc_uwtable_stats stats;
 };
 
-struct cie {
-	uint64_t off; /* section offset */
-	const uint8_t *insns, *insns_end;
-	uint64_t caf;
-	int64_t daf;
-	uint64_t ra_reg;
-	uint8_t ptr_enc; /* 'R' */
-	bool has_z;
-	bool signal; /* 'S' */
-};
-
-struct raw_fde {
-	uint64_t cie_off;
-	const uint8_t *start, *end;
-};
-
 struct fde {
 	uint64_t lo, hi;
 	const uint8_t *insns, *insns_end;
-	const struct cie *cie;
+	const struct hc_cfi_cie *cie;
 };
 
 enum rule_kind {
@@ -112,16 +85,11 @@ struct text_range {
 };
 
 struct compiler {
-	const uint8_t *sec;
-	size_t len;
-	uint64_t sec_vaddr;
-	bool eh;
+	struct hc_cfi cfi;	       /* CIEs, stable once pass 1 is done */
 	const struct text_range *text; /* every FDE lies inside one of these */
 	size_t nr_text;
 	struct hc_uwtable_limits lim;
-	struct cie *cies;
-	size_t nr_cies, cap_cies;
-	struct raw_fde *raw;
+	struct hc_cfi_raw_fde *raw;
 	size_t nr_raw, cap_raw;
 	struct fde *fdes;
 	size_t nr_fdes;
@@ -133,7 +101,7 @@ struct compiler {
 /* One FDE's interpretation. */
 struct interp {
 	struct compiler *c;
-	const struct cie *cie;
+	const struct hc_cfi_cie *cie;
 	struct state st, init;
 	struct state stack[REMEMBER_MAX];
 	unsigned depth;
@@ -171,262 +139,21 @@ const char *hc_urow_unsupp_name(unsigned reason)
 	return reason < HC_URU_MAX ? unsupp_names[reason] : "?";
 }
 
-/* ---- little readers, all bounded by end ---- */
-
-static int read_uleb(const uint8_t **pp, const uint8_t *end, uint64_t *out)
-{
-	uint64_t v = 0;
-
-	for (unsigned shift = 0; *pp < end; shift += 7) {
-		uint8_t b = *(*pp)++;
-
-		if (shift >= 64 || (shift == 63 && (b & 0x7e)))
-			return -EBADMSG;
-		v |= (uint64_t)(b & 0x7f) << shift;
-		if (!(b & 0x80)) {
-			*out = v;
-			return 0;
-		}
-	}
-	return -EBADMSG;
-}
-
-static int read_sleb(const uint8_t **pp, const uint8_t *end, int64_t *out)
-{
-	uint64_t v = 0;
-
-	for (unsigned shift = 0; *pp < end; shift += 7) {
-		uint8_t b = *(*pp)++;
-
-		if (shift >= 64)
-			return -EBADMSG;
-		v |= (uint64_t)(b & 0x7f) << shift;
-		if (!(b & 0x80)) {
-			if (shift + 7 < 64 && (b & 0x40))
-				v |= ~0ull << (shift + 7);
-			*out = (int64_t)v;
-			return 0;
-		}
-	}
-	return -EBADMSG;
-}
-
-static int read_le(const uint8_t **pp, const uint8_t *end, unsigned size, uint64_t *out)
-{
-	uint64_t v = 0;
-
-	if ((size_t)(end - *pp) < size)
-		return -EBADMSG;
-	for (unsigned i = 0; i < size; i++)
-		v |= (uint64_t)(*pp)[i] << (8 * i);
-	*pp += size;
-	*out = v;
-	return 0;
-}
-
-/*
- * A pointer in the encoding enc (formats absptr, udata2/4/8, sdata2/4/8; applications
- * absolute and pcrel): gcc and clang write pcrel|sdata4. Anything else is refused.
- */
-static int decode_ptr(const struct compiler *c, const uint8_t **pp, const uint8_t *end, uint8_t enc,
-		      uint64_t *out)
-{
-	uint64_t field = c->sec_vaddr + (uint64_t)(*pp - c->sec), v;
-	unsigned size;
-	bool sign = false;
-	int err;
-
-	if (enc == PE_OMIT || (enc & PE_INDIRECT))
-		return -EBADMSG;
-	switch (enc & PE_FMT_MASK) {
-	case PE_ABSPTR:
-	case PE_UDATA8:
-	case PE_SDATA8:
-		size = 8;
-		break;
-	case PE_UDATA4:
-		size = 4;
-		break;
-	case PE_SDATA4:
-		size = 4, sign = true;
-		break;
-	case PE_UDATA2:
-		size = 2;
-		break;
-	case PE_SDATA2:
-		size = 2, sign = true;
-		break;
-	default:
-		return -EBADMSG;
-	}
-	err = read_le(pp, end, size, &v);
-	if (err)
-		return err;
-	if (sign && size < 8 && (v >> (8 * size - 1)))
-		v |= ~0ull << (8 * size);
-	switch (enc & PE_APP_MASK) {
-	case 0:
-		break;
-	case PE_PCREL:
-		v += field;
-		break;
-	default:
-		return -EBADMSG;
-	}
-	*out = v;
-	return 0;
-}
-
-/* ---- pass 1: frame the entries ---- */
-
-/* The CIE's augmentation: only "" and z-strings of R, P, L, S are understood. */
-static int parse_augmentation(const struct compiler *c, const Dwarf_CIE *ce, struct cie *out)
-{
-	const uint8_t *p = ce->augmentation_data, *end;
-	const char *a = ce->augmentation;
-	uint64_t skip;
-
-	out->ptr_enc = PE_ABSPTR;
-	if (!a || !a[0])
-		return 0;
-	if (a[0] != 'z') {
-		/* without 'z' the augmentation data cannot be sized: only the data-less 'S' (gas
-		 * writes "S" into .debug_frame for .cfi_signal_frame) is understood */
-		for (; *a; a++)
-			if (*a != 'S')
-				return -EBADMSG;
-		out->signal = true;
-		return 0;
-	}
-	if (!p)
-		return -EBADMSG;
-	out->has_z = true;
-	end = p + ce->augmentation_data_size;
-	for (a++; *a; a++) {
-		switch (*a) {
-		case 'R':
-			if (p >= end)
-				return -EBADMSG;
-			out->ptr_enc = *p++;
-			break;
-		case 'L':
-			if (p >= end)
-				return -EBADMSG;
-			p++;
-			break;
-		case 'P': {
-			uint8_t enc;
-
-			if (p >= end)
-				return -EBADMSG;
-			enc = *p++;
-			/* the personality routine is not used; its pointer only skipped */
-			if (decode_ptr(c, &p, end, enc & ~PE_INDIRECT, &skip))
-				return -EBADMSG;
-			break;
-		}
-		case 'S':
-			out->signal = true;
-			break;
-		default:
-			return -EBADMSG;
-		}
-	}
-	return 0;
-}
-
-static int add_cie(struct compiler *c, uint64_t off, const Dwarf_CIE *ce)
-{
-	struct cie *k;
-	int err;
-
-	if (hc_array_grow(c->cies, c->cap_cies, c->nr_cies + 1, 64))
-		return -ENOMEM;
-	k = &c->cies[c->nr_cies];
-	memset(k, 0, sizeof(*k));
-	k->off = off;
-	k->insns = ce->initial_instructions;
-	k->insns_end = ce->initial_instructions_end;
-	k->caf = ce->code_alignment_factor;
-	k->daf = ce->data_alignment_factor;
-	k->ra_reg = ce->return_address_register;
-	if (!k->insns || k->insns_end < k->insns)
-		return -EBADMSG;
-	err = parse_augmentation(c, ce, k);
-	if (err)
-		return err;
-	c->nr_cies++;
-	return 0;
-}
-
-/*
- * dwarf_next_cfi() reports the end of the section when fewer than a whole length field and
- * its entry remain, so a section cut inside an entry's first bytes would read as complete.
- * Only a zero terminator or zero padding may follow the last entry.
- */
-static int tail_is_zero(const struct compiler *c, uint64_t off)
-{
-	for (size_t i = off; i < c->len; i++)
-		if (c->sec[i])
-			return -EBADMSG;
-	return 0;
-}
+/* ---- pass 1: frame the entries (the shared walker, strict) ---- */
 
 static int frame_entries(struct compiler *c)
 {
-	unsigned char ident[EI_NIDENT] = {ELFMAG0,    ELFMAG1,	   ELFMAG2,   ELFMAG3,
-					  ELFCLASS64, ELFDATA2LSB, EV_CURRENT};
-	Elf_Data data = {
-		.d_buf = (void *)c->sec,
-		.d_type = ELF_T_BYTE,
-		.d_size = c->len,
-		.d_version = EV_CURRENT,
-	};
-	Dwarf_Off off = 0, next;
+	struct hc_cfi_raw_fde raw;
+	int r;
 
-	for (;;) {
-		Dwarf_CFI_Entry e;
-		int r = dwarf_next_cfi(ident, &data, c->eh, off, &next, &e);
-
-		if (r == 1)
-			return tail_is_zero(c, off);
-		if (r < 0 || next <= off || next > c->len)
-			return -EBADMSG;
-		if (dwarf_cfi_cie_p(&e)) {
-			/* linkers share CIEs: more CIEs than allowed FDEs is a hostile section */
-			if (c->nr_cies >= c->lim.max_fdes)
-				return -E2BIG;
-			r = add_cie(c, off, &e.cie);
-			if (r)
-				return r;
-		} else {
-			if (c->nr_raw >= c->lim.max_fdes)
-				return -E2BIG;
-			if (hc_array_grow(c->raw, c->cap_raw, c->nr_raw + 1, 64))
-				return -ENOMEM;
-			c->raw[c->nr_raw++] =
-				(struct raw_fde){e.fde.CIE_pointer, e.fde.start, e.fde.end};
-		}
-		off = next;
+	while (!(r = hc_cfi__next_fde(&c->cfi, &raw))) {
+		if (c->nr_raw >= c->lim.max_fdes)
+			return -E2BIG;
+		if (hc_array_grow(c->raw, c->cap_raw, c->nr_raw + 1, 64))
+			return -ENOMEM;
+		c->raw[c->nr_raw++] = raw;
 	}
-}
-
-static const struct cie *find_cie(const struct compiler *c, uint64_t off)
-{
-	size_t lo = 0, hi = c->nr_cies;
-
-	/* the walk appends CIEs in section order */
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (c->cies[mid].off == off)
-			return &c->cies[mid];
-		if (c->cies[mid].off < off)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return NULL;
+	return r == 1 ? 0 : r;
 }
 
 static bool in_text(const struct compiler *c, uint64_t lo, uint64_t hi)
@@ -438,31 +165,17 @@ static bool in_text(const struct compiler *c, uint64_t lo, uint64_t hi)
 }
 
 /* initial_location and address_range with the CIE's encoding; empty ranges are dropped. */
-static int decode_fde(struct compiler *c, const struct raw_fde *r)
+static int decode_fde(struct compiler *c, const struct hc_cfi_raw_fde *r)
 {
-	const struct cie *k = find_cie(c, r->cie_off);
-	const uint8_t *p = r->start;
-	uint64_t lo, range, aug;
-	uint8_t enc;
-	struct fde *f;
+	struct hc_cfi_fde f;
 
-	if (!k || !p || r->end < p)
+	if (hc_cfi__decode_fde(&c->cfi, r, &f) || !f.insns)
 		return -EBADMSG;
-	enc = c->eh ? k->ptr_enc : PE_ABSPTR;
-	if (decode_ptr(c, &p, r->end, enc, &lo) ||
-	    decode_ptr(c, &p, r->end, enc & PE_FMT_MASK, &range))
-		return -EBADMSG;
-	if (k->has_z) {
-		if (read_uleb(&p, r->end, &aug) || aug > (uint64_t)(r->end - p))
-			return -EBADMSG;
-		p += aug;
-	}
-	if (!range)
+	if (f.lo == f.hi)
 		return 0;
-	if (lo + range < lo || !in_text(c, lo, lo + range))
+	if (!in_text(c, f.lo, f.hi))
 		return -EBADMSG;
-	f = &c->fdes[c->nr_fdes++];
-	*f = (struct fde){lo, lo + range, p, r->end, k};
+	c->fdes[c->nr_fdes++] = (struct fde){f.lo, f.hi, f.insns, f.insns_end, f.cie};
 	return 0;
 }
 
@@ -530,7 +243,7 @@ static bool match_deref(const uint8_t *e, size_t n, uint8_t *kind, int64_t *off)
 
 	if (n < 3 || (e[0] != DW_OP_breg6 && e[0] != DW_OP_breg7))
 		return false;
-	if (read_sleb(&p, end, off) || p + 1 != end || *p != DW_OP_deref)
+	if (hc_cfi__read_sleb(&p, end, off) || p + 1 != end || *p != DW_OP_deref)
 		return false;
 	*kind = e[0] == DW_OP_breg6 ? HC_UR_DEREF_BP : HC_UR_DEREF_SP;
 	return true;
@@ -678,7 +391,7 @@ static int read_block(const uint8_t **pp, const uint8_t *end, const uint8_t **bl
 {
 	uint64_t len;
 
-	if (read_uleb(pp, end, &len) || len > (uint64_t)(end - *pp))
+	if (hc_cfi__read_uleb(pp, end, &len) || len > (uint64_t)(end - *pp))
 		return -EBADMSG;
 	*blk = *pp;
 	*n = (size_t)len;
@@ -699,7 +412,7 @@ static int cfa_reg_only(struct interp *in)
 static int extended_op(struct interp *in, uint8_t op, const uint8_t **pp, const uint8_t *end,
 		       bool in_cie)
 {
-	const struct cie *k = in->cie;
+	const struct hc_cfi_cie *k = in->cie;
 	uint64_t reg, u, v;
 	int64_t s;
 
@@ -707,34 +420,35 @@ static int extended_op(struct interp *in, uint8_t op, const uint8_t **pp, const 
 	case DW_CFA_nop:
 		return 0;
 	case DW_CFA_set_loc:
-		if (in_cie || decode_ptr(in->c, pp, end, in->c->eh ? k->ptr_enc : PE_ABSPTR, &u))
+		if (in_cie || hc_cfi__read_ptr(&in->c->cfi, pp, end,
+					       in->c->cfi.eh ? k->ptr_enc : PE_ABSPTR, &u))
 			return -EBADMSG;
 		return move_to(in, u);
 	case DW_CFA_advance_loc1:
 	case DW_CFA_advance_loc2:
 	case DW_CFA_advance_loc4:
 		/* a 1-, 2- or 4-byte delta */
-		if (in_cie || read_le(pp, end, 1u << (op - DW_CFA_advance_loc1), &u))
+		if (in_cie || hc_cfi__read_le(pp, end, 1u << (op - DW_CFA_advance_loc1), &u))
 			return -EBADMSG;
 		return advance(in, u);
 	case DW_CFA_offset_extended:
-		if (read_uleb(pp, end, &reg) || read_uleb(pp, end, &u))
+		if (hc_cfi__read_uleb(pp, end, &reg) || hc_cfi__read_uleb(pp, end, &u))
 			return -EBADMSG;
 		set_rule(in, reg, R_OFFSET, uscale(u, k->daf));
 		return 0;
 	case DW_CFA_restore_extended:
-		if (read_uleb(pp, end, &reg))
+		if (hc_cfi__read_uleb(pp, end, &reg))
 			return -EBADMSG;
 		restore_reg(in, reg);
 		return 0;
 	case DW_CFA_undefined:
 	case DW_CFA_same_value:
-		if (read_uleb(pp, end, &reg))
+		if (hc_cfi__read_uleb(pp, end, &reg))
 			return -EBADMSG;
 		set_rule(in, reg, op == DW_CFA_undefined ? R_UNDEF : R_SAME, 0);
 		return 0;
 	case DW_CFA_register:
-		if (read_uleb(pp, end, &reg) || read_uleb(pp, end, &v))
+		if (hc_cfi__read_uleb(pp, end, &reg) || hc_cfi__read_uleb(pp, end, &v))
 			return -EBADMSG;
 		set_rule(in, reg, R_REG, (int64_t)v);
 		return 0;
@@ -750,9 +464,10 @@ static int extended_op(struct interp *in, uint8_t op, const uint8_t **pp, const 
 		return 0;
 	case DW_CFA_def_cfa:
 	case DW_CFA_def_cfa_sf:
-		if (read_uleb(pp, end, &reg))
+		if (hc_cfi__read_uleb(pp, end, &reg))
 			return -EBADMSG;
-		if (op == DW_CFA_def_cfa ? read_uleb(pp, end, &u) : read_sleb(pp, end, &s))
+		if (op == DW_CFA_def_cfa ? hc_cfi__read_uleb(pp, end, &u)
+					 : hc_cfi__read_sleb(pp, end, &s))
 			return -EBADMSG;
 		in->st.cfa_kind = CFA_REG;
 		in->st.cfa_reg = reg;
@@ -760,19 +475,19 @@ static int extended_op(struct interp *in, uint8_t op, const uint8_t **pp, const 
 						      : scale(s, k->daf);
 		return 0;
 	case DW_CFA_def_cfa_register:
-		if (read_uleb(pp, end, &reg))
+		if (hc_cfi__read_uleb(pp, end, &reg))
 			return -EBADMSG;
 		if (cfa_reg_only(in))
 			in->st.cfa_reg = reg;
 		return 0;
 	case DW_CFA_def_cfa_offset:
-		if (read_uleb(pp, end, &u))
+		if (hc_cfi__read_uleb(pp, end, &u))
 			return -EBADMSG;
 		if (cfa_reg_only(in))
 			in->st.cfa_off = u > INT64_MAX ? INT64_MAX : (int64_t)u;
 		return 0;
 	case DW_CFA_def_cfa_offset_sf:
-		if (read_sleb(pp, end, &s))
+		if (hc_cfi__read_sleb(pp, end, &s))
 			return -EBADMSG;
 		if (cfa_reg_only(in))
 			in->st.cfa_off = scale(s, k->daf);
@@ -787,27 +502,27 @@ static int extended_op(struct interp *in, uint8_t op, const uint8_t **pp, const 
 		const uint8_t *blk;
 		size_t n;
 
-		if (read_uleb(pp, end, &reg) || read_block(pp, end, &blk, &n))
+		if (hc_cfi__read_uleb(pp, end, &reg) || read_block(pp, end, &blk, &n))
 			return -EBADMSG;
 		set_rule(in, reg, op == DW_CFA_expression ? R_EXPR : R_VAL_EXPR, 0);
 		return 0;
 	}
 	case DW_CFA_offset_extended_sf:
 	case DW_CFA_val_offset_sf:
-		if (read_uleb(pp, end, &reg) || read_sleb(pp, end, &s))
+		if (hc_cfi__read_uleb(pp, end, &reg) || hc_cfi__read_sleb(pp, end, &s))
 			return -EBADMSG;
 		set_rule(in, reg, op == DW_CFA_offset_extended_sf ? R_OFFSET : R_VAL_OFFSET,
 			 scale(s, k->daf));
 		return 0;
 	case DW_CFA_val_offset:
-		if (read_uleb(pp, end, &reg) || read_uleb(pp, end, &u))
+		if (hc_cfi__read_uleb(pp, end, &reg) || hc_cfi__read_uleb(pp, end, &u))
 			return -EBADMSG;
 		set_rule(in, reg, R_VAL_OFFSET, uscale(u, k->daf));
 		return 0;
 	case DW_CFA_GNU_args_size:
-		return read_uleb(pp, end, &u) ? -EBADMSG : 0;
+		return hc_cfi__read_uleb(pp, end, &u) ? -EBADMSG : 0;
 	case DW_CFA_GNU_negative_offset_extended:
-		if (read_uleb(pp, end, &reg) || read_uleb(pp, end, &u))
+		if (hc_cfi__read_uleb(pp, end, &reg) || hc_cfi__read_uleb(pp, end, &u))
 			return -EBADMSG;
 		s = uscale(u, k->daf);
 		set_rule(in, reg, R_OFFSET, s == INT64_MIN ? INT64_MAX : -s);
@@ -834,7 +549,7 @@ static int run(struct interp *in, const uint8_t *p, const uint8_t *end, bool in_
 			err = in_cie ? -EBADMSG : advance(in, op & 0x3f);
 			break;
 		case DW_CFA_offset:
-			err = read_uleb(&p, end, &u) ? -EBADMSG : 0;
+			err = hc_cfi__read_uleb(&p, end, &u) ? -EBADMSG : 0;
 			if (!err)
 				set_rule(in, op & 0x3f, R_OFFSET, uscale(u, in->cie->daf));
 			break;
@@ -978,10 +693,6 @@ static int compile(const void *sec, size_t len, uint64_t sec_vaddr, bool eh_fram
 		   struct hc_uwtable_stats *acc)
 {
 	struct compiler c = {
-		.sec = sec,
-		.len = len,
-		.sec_vaddr = sec_vaddr,
-		.eh = eh_frame,
 		.text = text,
 		.nr_text = nr_text,
 	};
@@ -999,6 +710,8 @@ static int compile(const void *sec, size_t len, uint64_t sec_vaddr, bool eh_fram
 			return count_refused(-EBADMSG, acc);
 	}
 	set_limits(&c.lim, lim);
+	/* linkers share CIEs: more CIEs than allowed FDEs is a hostile section */
+	hc_cfi__init(&c.cfi, sec, len, sec_vaddr, eh_frame, NULL, c.lim.max_fdes, true);
 	err = frame_entries(&c);
 	if (!err)
 		err = decode_fdes(&c);
@@ -1009,7 +722,7 @@ static int compile(const void *sec, size_t len, uint64_t sec_vaddr, bool eh_fram
 	free(c.rows);
 	free(c.fdes);
 	free(c.raw);
-	free(c.cies);
+	hc_cfi__fini(&c.cfi);
 	return count_refused(err, acc);
 }
 
@@ -1049,28 +762,12 @@ static int text_ranges(Elf *elf, struct text_range *text, size_t *nr)
 /* .eh_frame, else .debug_frame (which only a few hand-built objects carry alone). */
 static Elf_Scn *cfi_section(Elf *elf, bool *eh)
 {
-	Elf_Scn *scn = NULL, *df = NULL;
-	size_t shstrndx;
+	Elf_Scn *eh_frame, *debug_frame;
 
-	if (elf_getshdrstrndx(elf, &shstrndx))
+	if (hc_cfi__sections(elf, &eh_frame, &debug_frame))
 		return NULL;
-	while ((scn = elf_nextscn(elf, scn))) {
-		const char *name;
-		GElf_Shdr sh;
-
-		/* ld leaves an empty .eh_frame in objects whose CFI is all in .debug_frame */
-		if (!gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS || !sh.sh_size)
-			continue;
-		name = elf_strptr(elf, shstrndx, sh.sh_name);
-		if (name && !strcmp(name, ".eh_frame")) {
-			*eh = true;
-			return scn;
-		}
-		if (name && !strcmp(name, ".debug_frame"))
-			df = scn;
-	}
-	*eh = false;
-	return df;
+	*eh = eh_frame != NULL;
+	return eh_frame ? eh_frame : debug_frame;
 }
 
 int hc_uwtable__compile_elf(Elf *elf, const struct hc_uwtable_limits *lim, struct hc_uwtable **out,
@@ -1106,19 +803,13 @@ int hc_uwtable__compile_elf(Elf *elf, const struct hc_uwtable_limits *lim, struc
 int hc_uwtable__compile_fd(int fd, const struct hc_uwtable_limits *lim, struct hc_uwtable **out,
 			   struct hc_uwtable_stats *acc)
 {
-	struct stat st;
-	Elf *elf;
+	Elf *elf = hc_elf_open_fd(fd);
 	int err;
 
 	*out = NULL;
-	/* a mapped character device (/dev/zero) is no ELF and may never hit EOF */
-	if (fd < 0 || fstat(fd, &st) || !S_ISREG(st.st_mode))
-		return -ENOEXEC;
-	elf_version(EV_CURRENT);
-	elf = elf_begin(fd, ELF_C_READ, NULL);
 	if (!elf)
 		return -ENOEXEC;
-	err = elf_kind(elf) == ELF_K_ELF ? hc_uwtable__compile_elf(elf, lim, out, acc) : -ENOEXEC;
+	err = hc_uwtable__compile_elf(elf, lim, out, acc);
 	elf_end(elf);
 	return err;
 }

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
  * symbolize/ unit tests. One binary, one group per concern, chosen by argv[1]:
- *   kallsyms procmaps perfmap elf hostile facade inline
+ *   kallsyms procmaps perfmap elf hostile facade inline debugfile
  * Inputs: text fixtures in $HC_FIXTURES, ELF fixtures built by meson ($HC_FIX_*), and live
  * fixture processes we spawn (our own, so no root is needed).
  */
@@ -25,6 +25,7 @@
 #include <gelf.h>
 #include <libelf.h>
 
+#include "symbolize/debugfile.h"
 #include "symbolize/demangle.h"
 #include "symbolize/dwinline.h"
 #include "symbolize/elfsym.h"
@@ -2388,6 +2389,317 @@ static void test_hostile_eh_frame(void **state)
 	free(img);
 }
 
+/* ---- separate debug files (debugfile.h) ---- */
+
+/* The layouts of fixtures/symbolize/make-debuglink.sh, made once for the group. */
+static char dbg_dir[] = "/tmp/hc-dbg-XXXXXX";
+
+static int debugfile_setup(void **state)
+{
+	char cmd[8192];
+
+	(void)state;
+	if (!mkdtemp(dbg_dir))
+		return -1;
+	snprintf(cmd, sizeof(cmd), "'%s/make-debuglink.sh' '%s' '%s' '%s'", env_path("HC_FIXTURES"),
+		 dbg_dir, env_path("HC_FIX_INLINE"), env_path("HC_FIX_FULL"));
+	return system(cmd) ? -1 : 0;
+}
+
+static int debugfile_teardown(void **state)
+{
+	char cmd[4200];
+
+	(void)state;
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dbg_dir);
+	return system(cmd) ? -1 : 0;
+}
+
+/* Look for the debug file of DIR/sub/prog with debug_root (relative: under DIR). */
+static int dbg_find(const char *sub, const char *debug_root, int root_fd,
+		    struct hc_debugfile_stats *st, enum hc_debugfile_how *how)
+{
+	char obj[4200], root[4200], link[HC_DEBUGLINK_NAME_MAX];
+	struct hc_debugfile_query q = {.debug_root = root, .root_fd = root_fd, .path = obj};
+	uint8_t id[HC_BUILD_ID_MAX];
+	int fd, err;
+
+	snprintf(obj, sizeof(obj), "%s/%s/prog", dbg_dir, sub);
+	if (debug_root[0] == '/')
+		snprintf(root, sizeof(root), "%s", debug_root);
+	else
+		snprintf(root, sizeof(root), "%s/%s", dbg_dir, debug_root);
+	fd = open(obj, O_RDONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	assert_int_equal(hc_elfsym__read_build_id_fd(fd, id, &q.build_id_len), 0);
+	assert_int_equal(q.build_id_len, 20);
+	q.build_id = id;
+	err = hc_debuglink__read_fd(fd, link, &q.link_crc);
+	assert_true(!err || err == -ENOENT);
+	if (!err)
+		q.link = link;
+	close(fd);
+	memset(st, 0, sizeof(*st));
+	return hc_debugfile__find(&q, st, how);
+}
+
+/* fd is the file at DIR/rel. */
+static void assert_same_file(int fd, const char *rel)
+{
+	char path[8400];
+	struct stat a, b;
+
+	snprintf(path, sizeof(path), "%s/%s", dbg_dir, rel);
+	assert_int_equal(fstat(fd, &a), 0);
+	assert_int_equal(stat(path, &b), 0);
+	assert_true(a.st_dev == b.st_dev && a.st_ino == b.st_ino);
+	close(fd);
+}
+
+static void test_debuglink_parse(void **state)
+{
+	char name[HC_DEBUGLINK_NAME_MAX], big[300];
+	uint32_t crc;
+
+	(void)state;
+	/* name, NUL, padding to 4, CRC */
+	assert_int_equal(
+		hc_debuglink__parse("ab.debug\0\0\0\0\x78\x56\x34\x12", 16, false, name, &crc), 0);
+	assert_string_equal(name, "ab.debug");
+	assert_int_equal(crc, 0x12345678);
+	assert_int_equal(hc_debuglink__parse("abc\0\x12\x34\x56\x78", 8, true, name, &crc), 0);
+	assert_string_equal(name, "abc");
+	assert_int_equal(crc, 0x12345678);
+	/* no room for the CRC, no NUL, empty, a path, dot names */
+	assert_int_equal(hc_debuglink__parse("abc\0\x12\x34\x56", 7, false, name, &crc), -EBADMSG);
+	assert_int_equal(hc_debuglink__parse("abcdefgh", 8, false, name, &crc), -EBADMSG);
+	assert_int_equal(hc_debuglink__parse("", 0, false, name, &crc), -EBADMSG);
+	assert_int_equal(hc_debuglink__parse("\0\0\0\0\1\2\3\4", 8, false, name, &crc), -EBADMSG);
+	assert_int_equal(hc_debuglink__parse("../x\0\0\0\0\1\2\3\4", 12, false, name, &crc),
+			 -EBADMSG);
+	assert_int_equal(hc_debuglink__parse("..\0\0\1\2\3\4", 8, false, name, &crc), -EBADMSG);
+	memset(big, 'a', sizeof(big));
+	big[sizeof(big) - 5] = '\0';
+	assert_int_equal(hc_debuglink__parse(big, sizeof(big), false, name, &crc), -EBADMSG);
+}
+
+/* The link objcopy wrote carries the CRC32 zlib computes over the debug file. */
+static void test_debuglink_crc(void **state)
+{
+	char path[4200], name[HC_DEBUGLINK_NAME_MAX];
+	struct hc_elfsym *es;
+	const char *link;
+	uint32_t want, got;
+	int fd;
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/a/prog", dbg_dir);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	assert_int_equal(hc_debuglink__read_fd(fd, name, &want), 0);
+	assert_string_equal(name, "prog.debug");
+	es = hc_elfsym__from_fd(fd);
+	assert_non_null(es);
+	assert_int_equal(hc_elfsym__debuglink(es, &link, &got), 0);
+	assert_string_equal(link, "prog.debug");
+	assert_int_equal(got, want);
+	hc_elfsym__free(es);
+	close(fd);
+	snprintf(path, sizeof(path), "%s/prog.debug", dbg_dir);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	assert_int_equal(hc_debugfile__crc32_fd(fd, &got), 0);
+	assert_int_equal(got, want);
+	close(fd);
+	/* no link in a stripped copy without one; not ELF */
+	snprintf(path, sizeof(path), "%s/d/prog", dbg_dir);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	assert_int_equal(hc_debuglink__read_fd(fd, name, &want), -ENOENT);
+	es = hc_elfsym__from_fd(fd);
+	assert_non_null(es);
+	assert_int_equal(hc_elfsym__debuglink(es, &link, &got), -ENOENT);
+	hc_elfsym__free(es);
+	close(fd);
+	fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	assert_int_equal(hc_debuglink__read_fd(fd, name, &want), -ENOEXEC);
+	close(fd);
+}
+
+/* Each way, in the order documented in sampling.md; each found and counted once. */
+static void test_debugfile_found(void **state)
+{
+	const struct {
+		const char *sub, *debug_root, *want;
+		enum hc_debugfile_how how;
+	} cases[] = {
+		{"a", "none", "a/prog.debug", HC_DEBUG_DEBUGLINK},
+		{"b", "none", "b/.debug/prog.debug", HC_DEBUG_DEBUGLINK},
+		{"c", "root", NULL, HC_DEBUG_DEBUGLINK}, /* root/DIR/c/prog.debug */
+		{"d", "root", NULL, HC_DEBUG_PATH},	 /* root/DIR/d/prog.debug */
+		{"e", "bid", NULL, HC_DEBUG_BUILD_ID},
+		{"a", "bid", NULL, HC_DEBUG_BUILD_ID}, /* the build-id first */
+	};
+	struct hc_debugfile_stats st;
+	enum hc_debugfile_how how;
+	char want[4200];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		int fd = dbg_find(cases[i].sub, cases[i].debug_root, -1, &st, &how);
+
+		if (fd < 0)
+			fail_msg("%s with %s: %d", cases[i].sub, cases[i].debug_root, fd);
+		assert_int_equal(how, cases[i].how);
+		assert_int_equal(st.found[how], 1);
+		assert_int_equal(st.refused[HC_DEBUG_REF_BUILD_ID] + st.refused[HC_DEBUG_REF_CRC] +
+					 st.refused[HC_DEBUG_REF_CORRUPT],
+				 0);
+		if (cases[i].want)
+			snprintf(want, sizeof(want), "%s", cases[i].want);
+		else if (how == HC_DEBUG_BUILD_ID)
+			snprintf(want, sizeof(want), "prog.debug"); /* a copy: compare below */
+		else
+			snprintf(want, sizeof(want), "%s%s/%s/prog.debug", cases[i].debug_root,
+				 dbg_dir, cases[i].sub);
+		if (how == HC_DEBUG_BUILD_ID)
+			close(fd);
+		else
+			assert_same_file(fd, want);
+	}
+}
+
+/* A wrong CRC, a wrong build-id, a corrupt file, a FIFO: refused, counted, never fatal. */
+static void test_debugfile_refused(void **state)
+{
+	struct hc_debugfile_stats st;
+	enum hc_debugfile_how how;
+
+	(void)state;
+	assert_int_equal(dbg_find("f", "none", -1, &st, &how), -ENOENT);
+	assert_int_equal(st.refused[HC_DEBUG_REF_CRC], 1);
+	assert_int_equal(st.found[HC_DEBUG_DEBUGLINK], 0);
+	/* the build-id path and <root><path>.debug both hold another build's debug file */
+	assert_int_equal(dbg_find("g", "gbid", -1, &st, &how), -ENOENT);
+	assert_int_equal(st.refused[HC_DEBUG_REF_BUILD_ID], 2);
+	assert_int_equal(dbg_find("j", "jroot", -1, &st, &how), -ENOENT);
+	assert_int_equal(st.refused[HC_DEBUG_REF_CORRUPT], 1);
+	assert_int_equal(dbg_find("i", "none", -1, &st, &how), -ENOENT);
+	assert_int_equal(st.refused[HC_DEBUG_REF_CORRUPT], 1);
+}
+
+/* Inside a process's root: its own debug root; a symlink there does not lead out of it. */
+static void test_debugfile_in_root(void **state)
+{
+	struct hc_debugfile_stats st;
+	enum hc_debugfile_how how;
+	char path[4200];
+	int root, fd;
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/ctr", dbg_dir);
+	root = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	assert_true(root >= 0);
+	fd = dbg_find("k", "/usr/lib/debug", root, &st, &how);
+	assert_true(fd >= 0);
+	assert_int_equal(how, HC_DEBUG_BUILD_ID);
+	close(fd);
+	close(root);
+	/* ctr2's build-id file is a symlink to DIR/prog.debug, which exists on the host */
+	snprintf(path, sizeof(path), "%s/ctr2", dbg_dir);
+	root = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	assert_true(root >= 0);
+	assert_int_equal(dbg_find("k", "/usr/lib/debug", root, &st, &how), -ENOENT);
+	assert_int_equal(st.found[HC_DEBUG_BUILD_ID], 0);
+	close(root);
+}
+
+/* Through the symbolizer: symbols and inline chains from a debuglink'd file; a CRC
+ * mismatch leaves the function starts only. */
+static void test_debugfile_facade(void **state)
+{
+	struct hc_symbolizer *sym = new_sym(false);
+	struct hc_symbolizer_stats st;
+	struct hc_frame_info fr[8];
+	struct fixture_proc fp;
+	struct hc_uloc loc;
+	char exe[4200];
+	size_t n;
+
+	(void)state;
+	snprintf(exe, sizeof(exe), "%s/a/prog", dbg_dir);
+	spawn(&fp, exe);
+	assert_int_equal(hc_symbolizer__add_process(sym, (uint32_t)fp.pid, 0), 0);
+	assert_int_equal(check_chains(sym, &fp, "prog"), 4);
+	hc_symbolizer__stats(sym, &st);
+	assert_int_equal(st.debug.found[HC_DEBUG_DEBUGLINK], 1);
+	assert_int_equal(st.dwarf_objects >= 1, true);
+	reap(&fp);
+	hc_symbolizer__free(sym);
+
+	sym = new_sym(false);
+	snprintf(exe, sizeof(exe), "%s/f/prog", dbg_dir);
+	spawn(&fp, exe);
+	assert_int_equal(hc_symbolizer__add_process(sym, (uint32_t)fp.pid, 0), 0);
+	assert_int_equal(hc_symbolizer__normalize(sym, (uint32_t)fp.pid, 0, fp.addrs[0], &loc), 0);
+	assert_int_equal(hc_symbolizer__resolve_user_inline(sym, &loc, fr, 8, &n), 0);
+	assert_int_equal(n, 1);
+	assert_true(fr[0].fstart);
+	hc_symbolizer__stats(sym, &st);
+	assert_int_equal(st.debug.refused[HC_DEBUG_REF_CRC], 1);
+	assert_int_equal(st.debug.found[HC_DEBUG_DEBUGLINK], 0);
+	reap(&fp);
+	hc_symbolizer__free(sym);
+
+	/* a corrupt debug file whose CRC matches is taken, and fails without harm: no symbols
+	 * nor DWARF from it, the function starts still name the frames */
+	sym = new_sym(false);
+	snprintf(exe, sizeof(exe), "%s/h/prog", dbg_dir);
+	spawn(&fp, exe);
+	assert_int_equal(hc_symbolizer__add_process(sym, (uint32_t)fp.pid, 0), 0);
+	for (size_t i = 0; i < fp.nr; i++) {
+		assert_int_equal(
+			hc_symbolizer__normalize(sym, (uint32_t)fp.pid, 0, fp.addrs[i], &loc), 0);
+		assert_int_equal(hc_symbolizer__resolve_user_inline(sym, &loc, fr, 8, &n), 0);
+		assert_true(n >= 1);
+	}
+	hc_symbolizer__stats(sym, &st);
+	assert_int_equal(st.user_unresolved, 0);
+	assert_int_equal(
+		st.debug.found[HC_DEBUG_DEBUGLINK] + st.debug.refused[HC_DEBUG_REF_CORRUPT], 1);
+	reap(&fp);
+	hc_symbolizer__free(sym);
+}
+
+/* A containerised process (a fake /proc whose PID/root is DIR/ctr): its object is opened, and
+ * its debug file found, inside that root. */
+static void test_debugfile_container(void **state)
+{
+	struct hc_symbolizer_opts opts = {.debug_root = "/usr/lib/debug"};
+	char exe[4200], proc[4200], cmd[16384];
+	struct hc_symbolizer_stats st;
+	struct hc_symbolizer *sym;
+	struct fixture_proc fp;
+
+	(void)state;
+	snprintf(exe, sizeof(exe), "%s/k/prog", dbg_dir);
+	snprintf(proc, sizeof(proc), "%s/proc", dbg_dir);
+	spawn(&fp, exe);
+	snprintf(cmd, sizeof(cmd),
+		 "set -e; mkdir -p '%s/%d'; cp /proc/%d/maps /proc/%d/stat '%s/%d/';"
+		 "ln -sfn '%s/ctr' '%s/%d/root'",
+		 proc, fp.pid, fp.pid, fp.pid, proc, fp.pid, dbg_dir, proc, fp.pid);
+	assert_int_equal(system(cmd), 0);
+	opts.proc_root = proc;
+	sym = hc_symbolizer__new(&opts);
+	assert_non_null(sym);
+	assert_int_equal(hc_symbolizer__add_process(sym, (uint32_t)fp.pid, 0), 0);
+	assert_int_equal(check_chains(sym, &fp, "prog"), 4);
+	hc_symbolizer__stats(sym, &st);
+	assert_int_equal(st.debug.found[HC_DEBUG_BUILD_ID], 1);
+	reap(&fp);
+	hc_symbolizer__free(sym);
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest kallsyms[] = {
@@ -2440,8 +2752,18 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_inline_dwinline),	 cmocka_unit_test(test_inline_altlink),
 		cmocka_unit_test(test_inline_hostile),	 cmocka_unit_test(test_inline_differential),
 	};
+	const struct CMUnitTest debugfile[] = {
+		cmocka_unit_test(test_debuglink_parse),
+		cmocka_unit_test(test_debuglink_crc),
+		cmocka_unit_test(test_debugfile_found),
+		cmocka_unit_test(test_debugfile_refused),
+		cmocka_unit_test(test_debugfile_in_root),
+		cmocka_unit_test(test_debugfile_facade),
+		cmocka_unit_test(test_debugfile_container),
+	};
 	static const char *const groups[] = {
-		"all", "kallsyms", "procmaps", "perfmap", "elf", "hostile", "facade", "inline",
+		"all",	   "kallsyms", "procmaps", "perfmap",	"elf",
+		"hostile", "facade",   "inline",   "debugfile",
 	};
 	const char *group = argc > 1 ? argv[1] : "all";
 	int fails = 0;
@@ -2467,6 +2789,9 @@ int main(int argc, char **argv)
 		fails += cmocka_run_group_tests_name("perfmap", perfmap, NULL, NULL);
 	if (all || !strcmp(group, "elf"))
 		fails += cmocka_run_group_tests_name("elf", elf, NULL, NULL);
+	if (all || !strcmp(group, "debugfile"))
+		fails += cmocka_run_group_tests_name("debugfile", debugfile, debugfile_setup,
+						     debugfile_teardown);
 	if (all || !strcmp(group, "hostile"))
 		fails += cmocka_run_group_tests_name("hostile", hostile, NULL, NULL);
 	if (all || !strcmp(group, "facade"))
