@@ -833,6 +833,11 @@ const ZONE = 'Asia/Kolkata';
 const ZONE_OFF_MS = 5.5 * 3600e3;
 /** A unix-ms instant as a datetime-local value in ZONE. */
 const localIn = (ms) => new Date(ms + ZONE_OFF_MS).toISOString().slice(0, 19);
+/** A datetime-local field's value read back: HTML normalises away ":00" seconds, so add it back. */
+const fieldIn = async (page, sel) => {
+	const v = await page.inputValue(sel);
+	return /T\d\d:\d\d$/.test(v) ? `${v}:00` : v;
+};
 /** "1 min resolution, from disk" as docs/viewer.md says it; absent fields: 1 s from memory. */
 const resText = (res, src) => {
 	const r = Number(res) > 0 ? Number(res) : 1;
@@ -896,8 +901,9 @@ async function rangeSteps(browser, watch, noProblems, setReloading) {
 			await Promise.all(reqs);
 			await page.waitForFunction(() => window.__hotcold?.ready, null, { timeout: T });
 			setReloading(false);
-			ok((await page.inputValue('#abs-from')) === localIn(abs.from) && (await page.inputValue('#abs-to')) === localIn(abs.to),
-				`fields ${await page.inputValue('#abs-from')} / ${await page.inputValue('#abs-to')}, expected ${localIn(abs.from)} / ${localIn(abs.to)}`);
+			const got = [await fieldIn(page, '#abs-from'), await fieldIn(page, '#abs-to')];
+			ok(got[0] === localIn(abs.from) && got[1] === localIn(abs.to),
+				`fields ${got[0]} / ${got[1]}, expected ${localIn(abs.from)} / ${localIn(abs.to)}`);
 			ok((await page.inputValue('#range')) === `${abs.from}..${abs.to}`, 'the range menu does not show the absolute range');
 		});
 
