@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "profile/profile_internal.h"
+#include "profile/qtree.h"
 #include "profile/store_int.h"
 
 /* ---- queries: the tree ---- */
@@ -17,38 +18,11 @@
 struct query {
 	const struct hc_store *st;
 	const struct hc_store_filter *f;
-	const char *comm; /* pool pointer, or NULL (no comm filter, or no such name) */
-	bool comm_absent; /* a comm filter naming a string never seen: nothing matches */
-	uint32_t *map;	  /* trie node -> local + 1, LOCAL_FAIL (filtered out), 0 (unseen) */
-	uint32_t *node;	  /* local -> trie node */
-	uint32_t *parent; /* local -> local */
-	struct hc_weights *w;
-	uint32_t n, cap;
+	const char *comm;  /* pool pointer, or NULL (no comm filter, or no such name) */
+	bool comm_absent;  /* a comm filter naming a string never seen: nothing matches */
+	uint32_t *map;	   /* trie node -> local + 1, LOCAL_FAIL (filtered out), 0 (unseen) */
+	struct hc_qtree t; /* local nodes, keyed by trie node */
 };
-
-static int query_grow(struct query *q)
-{
-	uint32_t cap = q->cap ? q->cap * 2 : 4096;
-	uint32_t *node, *parent;
-	struct hc_weights *w;
-
-	if (q->cap >= (1u << 31))
-		return -ENOMEM;
-	node = realloc(q->node, cap * sizeof(*node));
-	if (!node)
-		return -ENOMEM;
-	q->node = node;
-	parent = realloc(q->parent, cap * sizeof(*parent));
-	if (!parent)
-		return -ENOMEM;
-	q->parent = parent;
-	w = realloc(q->w, cap * sizeof(*w));
-	if (!w)
-		return -ENOMEM;
-	q->w = w;
-	q->cap = cap;
-	return 0;
-}
 
 static bool query_pass(const struct query *q, uint32_t parent_local, uint32_t trie_node)
 {
@@ -61,7 +35,7 @@ static bool query_pass(const struct query *q, uint32_t parent_local, uint32_t tr
 			return false;
 		return true;
 	}
-	if (q->parent[parent_local] == 0) /* a thread */
+	if (q->t.parent[parent_local] == 0) /* a thread */
 		return !q->f->has_tid || fr->id == q->f->tid;
 	return true;
 }
@@ -73,7 +47,7 @@ static int64_t query_resolve(struct query *q, uint32_t node)
 	uint32_t stack[HC_STORE_MAX_DEPTH + 1];
 	const struct trie *t = &q->st->trie;
 	uint32_t k = 0, anc, p = node;
-	int err;
+	int64_t li;
 
 	while (p && !q->map[p]) {
 		stack[k++] = p;
@@ -88,16 +62,11 @@ static int64_t query_resolve(struct query *q, uint32_t node)
 			anc = LOCAL_FAIL;
 			continue;
 		}
-		if (q->n == q->cap) {
-			err = query_grow(q);
-			if (err)
-				return err;
-		}
-		q->node[q->n] = id;
-		q->parent[q->n] = anc;
-		memset(&q->w[q->n], 0, sizeof(q->w[q->n]));
-		q->map[id] = q->n + 1;
-		anc = q->n++;
+		li = hc_qtree__add(&q->t, anc, id);
+		if (li < 0)
+			return li;
+		q->map[id] = (uint32_t)li + 1;
+		anc = (uint32_t)li;
 	}
 	return anc;
 }
@@ -130,7 +99,7 @@ static inline int query_add(struct query *q, uint32_t node, const struct hc_weig
 		if (li == LOCAL_FAIL)
 			return 0;
 	}
-	hc_weights__add(&q->w[li], &x);
+	hc_weights__add(&q->t.w[li], &x);
 	return 0;
 }
 
@@ -160,145 +129,18 @@ static int query_bucket(struct query *q, const struct bucket *b)
 	return 0;
 }
 
-struct rank {
-	uint64_t v;
-	uint32_t node; /* trie id: tie-break, lower first (a parent before its children) */
-	uint32_t li;
-};
-
-static inline bool rank_better(const struct rank *a, const struct rank *b)
+static void query_elem(const void *ctx, uint32_t li, uint32_t node, struct hc_path_elem *e)
 {
-	return a->v > b->v || (a->v == b->v && a->node < b->node);
-}
+	const struct hc_store *st = ctx;
+	const struct frame *fr = &st->frames[trie_frame(&st->trie, node) - 1];
 
-static inline void rank_swap(struct rank *r, ptrdiff_t i, ptrdiff_t j)
-{
-	struct rank t = r[i];
-
-	r[i] = r[j];
-	r[j] = t;
-}
-
-/* Reorder r[0, n) so that r[0, k] are the k + 1 best (quickselect, median of three). */
-static void rank_select(struct rank *r, ptrdiff_t n, ptrdiff_t k)
-{
-	ptrdiff_t lo = 0, hi = n - 1;
-
-	while (hi > lo) {
-		ptrdiff_t mid = lo + (hi - lo) / 2, i = lo, j = hi;
-		struct rank p;
-
-		if (rank_better(&r[hi], &r[lo]))
-			rank_swap(r, lo, hi);
-		if (rank_better(&r[mid], &r[lo]))
-			rank_swap(r, mid, lo);
-		if (rank_better(&r[hi], &r[mid]))
-			rank_swap(r, mid, hi);
-		p = r[mid];
-		while (i <= j) {
-			while (rank_better(&r[i], &p))
-				i++;
-			while (rank_better(&p, &r[j]))
-				j--;
-			if (i <= j) {
-				rank_swap(r, i, j);
-				i++;
-				j--;
-			}
-		}
-		if (k <= j)
-			hi = j;
-		else if (k >= i)
-			lo = i;
-		else
-			return;
-	}
-}
-
-static int query_build(struct query *q, struct hc_tree *out, struct hc_store_pruned *pruned)
-{
-	const struct hc_store_filter *f = q->f;
-	uint8_t *keep = NULL;
-	uint32_t *out_idx = NULL;
-	struct rank *r = NULL;
-	size_t cand = 0;
-	int err = -ENOMEM;
-
-	/* inclusive values: children have higher local indices than their parents */
-	for (uint32_t i = q->n; i-- > 1;)
-		hc_weights__add(&q->w[q->parent[i]], &q->w[i]);
-
-	keep = calloc(q->n, 1);
-	out_idx = malloc((size_t)q->n * sizeof(*out_idx));
-	if (!keep || !out_idx)
-		goto out;
-	for (uint32_t i = 1; i < q->n; i++)
-		cand += !weights_zero(&q->w[i]);
-	keep[0] = 1;
-	if (!f->max_nodes || cand + 1 <= f->max_nodes) {
-		for (uint32_t i = 1; i < q->n; i++)
-			keep[i] = !weights_zero(&q->w[i]);
-	} else if (f->max_nodes > 1) {
-		size_t k = 0;
-
-		r = malloc(cand * sizeof(*r));
-		if (!r)
-			goto out;
-		for (uint32_t i = 1; i < q->n; i++) {
-			if (weights_zero(&q->w[i]))
-				continue;
-			r[k].v = hc_weights__value(&q->w[i]);
-			r[k].node = q->node[i];
-			r[k].li = i;
-			k++;
-		}
-		rank_select(r, (ptrdiff_t)cand, (ptrdiff_t)f->max_nodes - 2);
-		for (k = 0; k + 1 < f->max_nodes; k++)
-			keep[r[k].li] = 1;
-	}
-
-	if (pruned) {
-		pruned->nodes = 0;
-		pruned->value_ns = 0;
-		for (uint32_t i = 1; i < q->n; i++) {
-			if (keep[i] || weights_zero(&q->w[i]))
-				continue;
-			pruned->nodes++;
-			if (keep[q->parent[i]])
-				pruned->value_ns += hc_weights__value(&q->w[i]);
-		}
-	}
-
-	/* kept nodes carry their inclusive weights: what was folded stays in them as self */
-	hc__tree_add_weights(out, 0, &q->w[0]);
-	out_idx[0] = 0;
-	for (uint32_t i = 1; i < q->n; i++) {
-		const struct frame *fr;
-		struct hc_path_elem e;
-		int64_t idx;
-
-		if (!keep[i])
-			continue;
-		fr = &q->st->frames[trie_frame(&q->st->trie, q->node[i]) - 1];
-		e.kind = (enum hc_node_kind)fr->kind;
-		e.name = fr->name;
-		e.module = fr->module;
-		e.id = fr->id;
-		e.offset = fr->offset;
-		e.inlined = fr->inlined;
-		idx = hc__tree_add_child(out, out_idx[q->parent[i]], &e, &q->w[i]);
-		if (idx < 0) {
-			err = (int)idx;
-			goto out;
-		}
-		out_idx[i] = (uint32_t)idx;
-	}
-	err = 0;
-out:
-	free(keep);
-	free(out_idx);
-	free(r);
-	return err;
+	(void)li;
+	e->kind = (enum hc_node_kind)fr->kind;
+	e->name = fr->name;
+	e->module = fr->module;
+	e->id = fr->id;
+	e->offset = fr->offset;
+	e->inlined = fr->inlined;
 }
 
 int hc_store__tree(const struct hc_store *st, const struct hc_store_filter *f, struct hc_tree *out,
@@ -322,14 +164,9 @@ int hc_store__tree(const struct hc_store *st, const struct hc_store_filter *f, s
 	q.map = calloc(st->trie.n, sizeof(*q.map));
 	if (!q.map)
 		return -ENOMEM;
-	err = query_grow(&q);
+	err = hc_qtree__init(&q.t);
 	if (err)
 		goto out;
-	/* local 0 is the root */
-	q.node[0] = 0;
-	q.parent[0] = 0;
-	memset(&q.w[0], 0, sizeof(q.w[0]));
-	q.n = 1;
 
 	if (f->from_s < f->to_s) {
 		for (size_t i = hc__store_bk_lower(st, f->from_s);
@@ -339,12 +176,10 @@ int hc_store__tree(const struct hc_store *st, const struct hc_store_filter *f, s
 				goto out;
 		}
 	}
-	err = query_build(&q, out, pruned);
+	err = hc_qtree__emit(&q.t, f->max_nodes, query_elem, st, out, pruned);
 out:
 	free(q.map);
-	free(q.node);
-	free(q.parent);
-	free(q.w);
+	hc_qtree__release(&q.t);
 	return err;
 }
 

@@ -20,7 +20,13 @@ static inline uint64_t hc_weights__value(const struct hc_weights *w)
 	return w->on_cpu_ns + w->off_cpu_ns + w->runqueue_ns;
 }
 
-void hc_weights__add(struct hc_weights *dst, const struct hc_weights *src);
+static inline void hc_weights__add(struct hc_weights *dst, const struct hc_weights *src)
+{
+	dst->on_cpu_ns += src->on_cpu_ns;
+	dst->off_cpu_ns += src->off_cpu_ns;
+	dst->runqueue_ns += src->runqueue_ns;
+	dst->samples += src->samples;
+}
 
 /* Which weights an export carries (a bit set; HC_W_ALL: the merged on/off-CPU view). */
 enum hc_weight_bits {

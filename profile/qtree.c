@@ -1,0 +1,207 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * A query's flame graph before pruning (profile/qtree.h): inclusive values, the max_nodes
+ * heaviest kept (quickselect), written into an hc_tree.
+ */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "profile/profile_internal.h"
+#include "profile/qtree.h"
+
+static bool weights_none(const struct hc_weights *w)
+{
+	return !w->on_cpu_ns && !w->off_cpu_ns && !w->runqueue_ns && !w->samples;
+}
+
+static int qtree_grow(struct hc_qtree *q)
+{
+	uint32_t cap = q->cap ? q->cap * 2 : 4096;
+	struct hc_weights *w;
+	uint32_t *k, *p;
+
+	if (q->cap >= (1u << 31))
+		return -ENOMEM;
+	k = realloc(q->key, cap * sizeof(*k));
+	if (!k)
+		return -ENOMEM;
+	q->key = k;
+	p = realloc(q->parent, cap * sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	q->parent = p;
+	w = realloc(q->w, cap * sizeof(*w));
+	if (!w)
+		return -ENOMEM;
+	q->w = w;
+	q->cap = cap;
+	return 0;
+}
+
+int hc_qtree__init(struct hc_qtree *q)
+{
+	memset(q, 0, sizeof(*q));
+	if (qtree_grow(q))
+		return -ENOMEM;
+	q->key[0] = 0;
+	q->parent[0] = 0;
+	memset(&q->w[0], 0, sizeof(q->w[0]));
+	q->n = 1;
+	return 0;
+}
+
+void hc_qtree__release(struct hc_qtree *q)
+{
+	free(q->key);
+	free(q->parent);
+	free(q->w);
+	memset(q, 0, sizeof(*q));
+}
+
+int64_t hc_qtree__add(struct hc_qtree *q, uint32_t parent, uint32_t key)
+{
+	if (parent >= q->n)
+		return -EINVAL;
+	if (q->n == q->cap && qtree_grow(q))
+		return -ENOMEM;
+	q->key[q->n] = key;
+	q->parent[q->n] = parent;
+	memset(&q->w[q->n], 0, sizeof(q->w[q->n]));
+	return q->n++;
+}
+
+struct rank {
+	uint64_t v;
+	uint32_t li; /* the tie-break, lower first: a parent before its children */
+};
+
+static inline bool rank_better(const struct rank *a, const struct rank *b)
+{
+	return a->v > b->v || (a->v == b->v && a->li < b->li);
+}
+
+static inline void rank_swap(struct rank *r, ptrdiff_t i, ptrdiff_t j)
+{
+	struct rank t = r[i];
+
+	r[i] = r[j];
+	r[j] = t;
+}
+
+/* Reorder r[0, n) so that r[0, k] are the k + 1 best (quickselect, median of three). */
+static void rank_select(struct rank *r, ptrdiff_t n, ptrdiff_t k)
+{
+	ptrdiff_t lo = 0, hi = n - 1;
+
+	while (hi > lo) {
+		ptrdiff_t mid = lo + (hi - lo) / 2, i = lo, j = hi;
+		struct rank p;
+
+		if (rank_better(&r[hi], &r[lo]))
+			rank_swap(r, lo, hi);
+		if (rank_better(&r[mid], &r[lo]))
+			rank_swap(r, mid, lo);
+		if (rank_better(&r[hi], &r[mid]))
+			rank_swap(r, mid, hi);
+		p = r[mid];
+		while (i <= j) {
+			while (rank_better(&r[i], &p))
+				i++;
+			while (rank_better(&p, &r[j]))
+				j--;
+			if (i <= j) {
+				rank_swap(r, i, j);
+				i++;
+				j--;
+			}
+		}
+		if (k <= j)
+			hi = j;
+		else if (k >= i)
+			lo = i;
+		else
+			return;
+	}
+}
+
+/* keep[]: the nodes to write, the root always. */
+static int qtree_keep(const struct hc_qtree *q, size_t max_nodes, uint8_t *keep)
+{
+	size_t cand = 0, k = 0;
+	struct rank *r;
+
+	for (uint32_t i = 1; i < q->n; i++)
+		cand += !weights_none(&q->w[i]);
+	keep[0] = 1;
+	if (!max_nodes || cand + 1 <= max_nodes) {
+		for (uint32_t i = 1; i < q->n; i++)
+			keep[i] = !weights_none(&q->w[i]);
+		return 0;
+	}
+	if (max_nodes < 2)
+		return 0;
+	r = malloc(cand * sizeof(*r));
+	if (!r)
+		return -ENOMEM;
+	for (uint32_t i = 1; i < q->n; i++) {
+		if (weights_none(&q->w[i]))
+			continue;
+		r[k++] = (struct rank){.v = hc_weights__value(&q->w[i]), .li = i};
+	}
+	rank_select(r, (ptrdiff_t)cand, (ptrdiff_t)max_nodes - 2);
+	for (k = 0; k + 1 < max_nodes; k++)
+		keep[r[k].li] = 1;
+	free(r);
+	return 0;
+}
+
+int hc_qtree__emit(struct hc_qtree *q, size_t max_nodes, hc_qtree_elem_fn elem, const void *ctx,
+		   struct hc_tree *out, struct hc_store_pruned *pruned)
+{
+	uint32_t *out_idx = NULL;
+	uint8_t *keep = NULL;
+	int err = -ENOMEM;
+
+	/* inclusive values: children have higher indices than their parents */
+	for (uint32_t i = q->n; i-- > 1;)
+		hc_weights__add(&q->w[q->parent[i]], &q->w[i]);
+	keep = calloc(q->n, 1);
+	out_idx = malloc((size_t)q->n * sizeof(*out_idx));
+	if (!keep || !out_idx || (err = qtree_keep(q, max_nodes, keep)))
+		goto out;
+	if (pruned) {
+		pruned->nodes = 0;
+		pruned->value_ns = 0;
+		for (uint32_t i = 1; i < q->n; i++) {
+			if (keep[i] || weights_none(&q->w[i]))
+				continue;
+			pruned->nodes++;
+			if (keep[q->parent[i]])
+				pruned->value_ns += hc_weights__value(&q->w[i]);
+		}
+	}
+	/* kept nodes carry their inclusive weights: what was folded stays in them as self */
+	hc__tree_add_weights(out, 0, &q->w[0]);
+	out_idx[0] = 0;
+	for (uint32_t i = 1; i < q->n; i++) {
+		struct hc_path_elem e;
+		int64_t idx;
+
+		if (!keep[i])
+			continue;
+		elem(ctx, i, q->key[i], &e);
+		idx = hc__tree_add_child(out, out_idx[q->parent[i]], &e, &q->w[i]);
+		if (idx < 0) {
+			err = (int)idx;
+			goto out;
+		}
+		out_idx[i] = (uint32_t)idx;
+	}
+	err = 0;
+out:
+	free(keep);
+	free(out_idx);
+	return err;
+}
