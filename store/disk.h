@@ -149,7 +149,8 @@ struct hc_hist *hc_disk__hist(struct hc_disk *d, enum hc_disk_store s,
 			      const struct hc_store_filter *f);
 /*
  * Range r of store s summed once, for several answers from it (a profile's tree and its
- * histograms): with the tree's entries and/or the histograms' cells. NULL + errno.
+ * histograms): with the tree's entries (the weights f selects, its task filter applied) and/or
+ * the histograms' cells. NULL + errno. The tree can be taken once (then -EALREADY).
  */
 struct hc_disk_view *hc_disk__view(struct hc_disk *d, enum hc_disk_store s,
 				   const struct hc_disk_range *r, const struct hc_store_filter *f,

@@ -9,6 +9,7 @@
 
 #include "base/array.h"
 #include "base/hash.h"
+#include "profile/qtree.h"
 #include "store/disk_int.h"
 
 int hc_disk__pick(struct hc_disk *d, int64_t from_s, int64_t to_s, struct hc_disk_range *out)
@@ -186,11 +187,81 @@ static int idmap_put(struct idmap *m, uint32_t key, uint64_t val)
 	return 0;
 }
 
+/* A query's map of 64-bit keys to node indices; emptied in O(1) (a slot of another
+ * generation is empty), so that one table serves group after group. */
+struct nodemap_slot {
+	uint64_t key;
+	uint32_t val, gen;
+};
+
+struct nodemap {
+	struct nodemap_slot *s;
+	size_t cap, n; /* cap: a power of two, or 0 */
+	uint32_t gen;  /* of the slots in use; calloc'd slots are of generation 0 */
+};
+
+static void nodemap_clear(struct nodemap *m)
+{
+	m->n = 0;
+	if (++m->gen == 0) {
+		memset(m->s, 0, m->cap * sizeof(*m->s));
+		m->gen = 1;
+	}
+}
+
+static const uint32_t *nodemap_find(const struct nodemap *m, uint64_t key)
+{
+	size_t mask = m->cap - 1;
+
+	for (size_t i = m->cap ? hc_hash_mix(key) & mask : 0; m->cap && m->s[i].gen == m->gen;
+	     i = (i + 1) & mask)
+		if (m->s[i].key == key)
+			return &m->s[i].val;
+	return NULL;
+}
+
+static void nodemap_place(struct nodemap_slot *s, size_t cap, uint32_t gen, uint64_t key,
+			  uint32_t val)
+{
+	size_t i = hc_hash_mix(key) & (cap - 1);
+
+	while (s[i].gen == gen)
+		i = (i + 1) & (cap - 1);
+	s[i] = (struct nodemap_slot){.key = key, .val = val, .gen = gen};
+}
+
+/* A key not in m yet. */
+static int nodemap_put(struct nodemap *m, uint64_t key, uint32_t val)
+{
+	if (!m->gen)
+		m->gen = 1;
+	if (2 * (m->n + 1) > m->cap) {
+		size_t cap = m->cap ? 2 * m->cap : 256;
+		struct nodemap_slot *s = calloc(cap, sizeof(*s));
+
+		if (!s)
+			return -ENOMEM;
+		for (size_t i = 0; i < m->cap; i++)
+			if (m->s[i].gen == m->gen)
+				nodemap_place(s, cap, 1, m->s[i].key, m->s[i].val);
+		free(m->s);
+		m->s = s;
+		m->cap = cap;
+		m->gen = 1;
+	}
+	nodemap_place(m->s, m->cap, m->gen, key, val);
+	m->n++;
+	return 0;
+}
+
 /*
- * A scratch in-memory store holding a range summed into one second, so that the queries'
- * filters, pruning and histogram rules are the in-memory store's own. Ids of the current
- * epoch resolve from memory, older ones from the file, in the read transaction that read the
- * buckets (so their rows are there); each id once per query.
+ * A range summed into one flame graph (an hc_qtree whose keys are frame ids of the query's own
+ * dictionary, `ids`: an element every epoch repeats is one node, as in one epoch) and, for the
+ * histograms and counters, a scratch in-memory store holding the range's cells in one second
+ * (so that their rules are the in-memory store's own). Ids of the current epoch resolve from
+ * memory, older ones from the file, in the read transaction that read the buckets (so their
+ * rows are there); each id once per query, and each stack once per thread: an entry's node
+ * is its stack's parent's node extended by one frame. Entries are taken thread by thread.
  */
 struct hydrate {
 	struct hc_store *st;
@@ -198,15 +269,26 @@ struct hydrate {
 	sqlite3 *db;
 	sqlite3_stmt *get[HC_DICT_TABLES];
 	uint64_t lookups;
-	struct idmap frames; /* frame id -> scratch id */
-	struct idmap tasks;  /* task id -> scratch process id << 32 | thread id; 0: filtered out */
+	struct idmap frames; /* frame id -> ids' frame id */
+	struct idmap tasks;  /* task id -> ids' process id << 32 | thread id; 0: filtered out */
 	struct idmap stacks; /* stack id of an older epoch -> parent << 32 | frame */
-	/* scratch frame ids by content: an element every epoch repeats is one node, as in one
-	 * epoch */
+	/* the rows of older epochs read whole (prefetch), by id - lo - 1: ids' frame id, or a
+	 * stack's parent << 32 | frame; 0 where the file has no row */
+	struct span {
+		uint32_t lo, hi;
+		uint64_t *v;
+	} * spans[HC_DICT_TABLES];
+	size_t n_spans[HC_DICT_TABLES];
 	struct hc_dict *ids;
-	uint64_t defined; /* scratch ids 1..defined are defined in st */
-	uint32_t *path, *chain;
-	size_t cap_path, cap_chain;
+	struct hc_qtree qt;
+	struct nodemap top;   /* the process and thread levels: parent << 32 | element -> node */
+	struct idmap threads; /* task id -> its thread's node + 1; 1: filtered out */
+	/* one thread's entries at a time (small, so they stay in the cache): */
+	struct nodemap node;   /* stack id -> node */
+	struct nodemap child;  /* node << 32 | ids' frame id -> node */
+	struct hc_weights sel; /* the weights the tree takes: each field all ones or 0 */
+	uint32_t *chain;
+	size_t cap_chain;
 };
 
 #define SCRATCH_SEC 0
@@ -217,15 +299,8 @@ struct hydrate {
 static int64_t scratch_define(struct hydrate *h, const struct hc_path_elem *e)
 {
 	int64_t id = hc_dict__frame(h->ids, e);
-	int err;
 
-	if (id <= 0 || (uint64_t)id <= h->defined)
-		return id ? id : -EINVAL;
-	err = hc_store__define_frame(h->st, (uint32_t)id, e);
-	if (err)
-		return err;
-	h->defined = (uint64_t)id;
-	return id;
+	return id ? id : -EINVAL;
 }
 
 /* Row id of table t: from the current epoch, else from the file (strings valid until the
@@ -251,13 +326,28 @@ static int query_row(struct hydrate *h, enum hc_dict_table t, uint32_t id, struc
 	return 0;
 }
 
+/* What a prefetched span holds for id of table t (0: nothing), NULL: no span has it. */
+static const uint64_t *span_find(const struct hydrate *h, enum hc_dict_table t, uint32_t id)
+{
+	for (size_t i = 0; i < h->n_spans[t]; i++) {
+		const struct span *sp = &h->spans[t][i];
+
+		if (id > sp->lo && id <= sp->hi)
+			return &sp->v[id - sp->lo - 1];
+	}
+	return NULL;
+}
+
 static int64_t scratch_frame(struct hydrate *h, uint32_t f)
 {
-	const uint64_t *v = idmap_find(&h->frames, f);
+	const uint64_t *v = span_find(h, HC_DICT_FRAMES, f);
 	struct dict_row r;
 	int64_t id;
 	int err;
 
+	if (v && *v)
+		return (int64_t)*v;
+	v = idmap_find(&h->frames, f);
 	if (v)
 		return (int64_t)*v;
 	err = query_row(h, HC_DICT_FRAMES, f, &r);
@@ -279,7 +369,9 @@ static int stack_link(struct hydrate *h, uint32_t s, struct hc_dict_stack *out)
 		*out = *(const struct hc_dict_stack *)hc_dict__entry(h->cur, HC_DICT_STACKS, s);
 		return 0;
 	}
-	v = idmap_find(&h->stacks, s);
+	v = span_find(h, HC_DICT_STACKS, s);
+	if (!v || !*v)
+		v = idmap_find(&h->stacks, s);
 	if (v) {
 		*out = (struct hc_dict_stack){.parent = (uint32_t)(*v >> 32),
 					      .frame = (uint32_t)*v};
@@ -332,81 +424,163 @@ static int scratch_task(struct hydrate *h, uint32_t task, const struct hc_store_
 	return idmap_put(&h->tasks, task, *out);
 }
 
-static int scratch_entry(struct hydrate *h, const struct hc_store_filter *f,
-			 const struct hc_blob_entry *e)
+/* The node under parent for ids' element id in map m, added if new. */
+static int64_t child_node(struct hydrate *h, struct nodemap *m, uint32_t parent, uint32_t id)
+{
+	uint64_t key = (uint64_t)parent << 32 | id;
+	const uint32_t *v = nodemap_find(m, key);
+	int64_t li;
+	int err;
+
+	if (v)
+		return *v;
+	li = hc_qtree__add(&h->qt, parent, id);
+	if (li < 0)
+		return li;
+	err = nodemap_put(m, key, (uint32_t)li);
+	return err ? err : li;
+}
+
+/* The node of a task's thread, 0 when the filter leaves the task out. */
+static int64_t thread_node(struct hydrate *h, uint32_t task, const struct hc_store_filter *f)
+{
+	const uint64_t *v = idmap_find(&h->threads, task);
+	int64_t li = 0;
+	uint64_t pt;
+	int err;
+
+	if (v)
+		return (int64_t)*v - 1;
+	err = scratch_task(h, task, f, &pt);
+	if (err)
+		return err;
+	if (pt) {
+		li = child_node(h, &h->top, 0, (uint32_t)(pt >> 32));
+		if (li > 0)
+			li = child_node(h, &h->top, (uint32_t)li, (uint32_t)pt);
+		if (li < 0)
+			return li;
+	}
+	err = idmap_put(&h->threads, task, (uint64_t)li + 1);
+	return err ? err : li;
+}
+
+/*
+ * The node of a stack under thread node th (the thread's entries are taken together: h->node
+ * and h->child hold its nodes): the stack's links walked leaf first up to the first one met
+ * before (or up to the thread), then the nodes below it found or added top down.
+ */
+static int64_t stack_node(struct hydrate *h, uint32_t th, uint32_t stack)
 {
 	struct hc_dict_stack link;
-	size_t depth = 0;
-	uint64_t pt;
-	int err = scratch_task(h, e->task, f, &pt);
+	const uint32_t *v = NULL;
+	size_t depth = 0; /* links walked: (stack, frame) pairs in chain */
+	int64_t li;
+	int err;
 
-	if (err || !pt)
-		return err;
-	/* the stack's frames, leaf first */
-	for (uint32_t s = e->stack; s; s = link.parent) {
+	for (uint32_t s = stack; s && !(v = nodemap_find(&h->node, s)); s = link.parent) {
 		if (depth + 2 >= HC_STORE_MAX_DEPTH)
 			return -EINVAL;
 		err = stack_link(h, s, &link);
 		if (err)
 			return err;
-		if (depth == h->cap_chain && hc_array_grow(h->chain, h->cap_chain, depth + 1, 64))
+		if (2 * depth + 2 > h->cap_chain &&
+		    hc_array_grow(h->chain, h->cap_chain, 2 * depth + 2, 128))
 			return -ENOMEM;
-		h->chain[depth++] = link.frame;
+		h->chain[2 * depth] = s;
+		h->chain[2 * depth + 1] = link.frame;
+		depth++;
 	}
-	if (depth + 2 > h->cap_path && hc_array_grow(h->path, h->cap_path, depth + 2, 64))
-		return -ENOMEM;
-	h->path[0] = (uint32_t)(pt >> 32);
-	h->path[1] = (uint32_t)pt;
-	for (size_t i = 0; i < depth; i++) {
-		int64_t id = scratch_frame(h, h->chain[depth - 1 - i]);
+	li = v ? *v : th;
+	while (depth--) {
+		int64_t id = scratch_frame(h, h->chain[2 * depth + 1]);
 
 		if (id <= 0)
-			return id ? (int)id : -EINVAL;
-		h->path[2 + i] = (uint32_t)id;
+			return id ? id : -EINVAL;
+		li = child_node(h, &h->child, (uint32_t)li, (uint32_t)id);
+		if (li < 0)
+			return li;
+		err = nodemap_put(&h->node, h->chain[2 * depth], (uint32_t)li);
+		if (err)
+			return err;
 	}
-	return hc_store__add(h->st, SCRATCH_SEC, h->path, depth + 2, &e->w);
+	return li;
+}
+
+static void hydrate_maps_free(struct hydrate *h)
+{
+	free(h->frames.s);
+	free(h->tasks.s);
+	free(h->stacks.s);
+	free(h->threads.s);
+	free(h->top.s);
+	free(h->node.s);
+	free(h->child.s);
+	free(h->chain);
+	h->frames = h->tasks = h->stacks = h->threads = (struct idmap){0};
+	for (int t = 0; t < HC_DICT_TABLES; t++) {
+		for (size_t i = 0; i < h->n_spans[t]; i++)
+			free(h->spans[t][i].v);
+		free(h->spans[t]);
+		h->spans[t] = NULL;
+		h->n_spans[t] = 0;
+	}
+	h->top = h->node = h->child = (struct nodemap){0};
+	h->chain = NULL;
+	h->cap_chain = 0;
 }
 
 static void hydrate_free(struct hydrate *h)
 {
 	hc_store__free(h->st);
 	hc_dict__free(h->ids);
-	free(h->frames.s);
-	free(h->tasks.s);
-	free(h->stacks.s);
-	free(h->path);
-	free(h->chain);
+	hc_qtree__release(&h->qt);
+	hydrate_maps_free(h);
 }
 
-/* Rows of table t with ids in (lo, hi], into the query's maps (as the lookups would). */
-static int prefetch_rows(struct hydrate *h, enum hc_dict_table t, uint64_t lo, uint64_t hi)
+/* Rows of table t with ids in (lo, hi], into a new span (as the lookups would). */
+static int prefetch_rows(struct hydrate *h, enum hc_dict_table t, uint32_t lo, uint32_t hi)
 {
 	static const char *const sql[HC_DICT_TABLES] = {
 		[HC_DICT_FRAMES] = ("SELECT id, kind, name, module, fid, offset, inlined FROM frame"
 				    " WHERE id > ? AND id <= ?"),
 		[HC_DICT_STACKS] = "SELECT id, parent, frame FROM stack WHERE id > ? AND id <= ?",
 	};
+	struct span *sp;
 	sqlite3_stmt *st;
 	int rc, err = 0;
 
+	if (hi <= lo)
+		return 0;
+	sp = realloc(h->spans[t], (h->n_spans[t] + 1) * sizeof(*sp));
+	if (!sp)
+		return -ENOMEM;
+	h->spans[t] = sp;
+	sp = &sp[h->n_spans[t]];
+	*sp = (struct span){.lo = lo, .hi = hi, .v = calloc(hi - lo, sizeof(*sp->v))};
+	if (!sp->v)
+		return -ENOMEM;
+	h->n_spans[t]++;
 	if (sqlite3_prepare_v2(h->db, sql[t], -1, &st, NULL) != SQLITE_OK)
 		return -hc__disk_sql_errno(sqlite3_errcode(h->db));
-	sqlite3_bind_int64(st, 1, (int64_t)lo);
-	sqlite3_bind_int64(st, 2, (int64_t)hi);
+	sqlite3_bind_int64(st, 1, lo);
+	sqlite3_bind_int64(st, 2, hi);
 	while (!err && (rc = sqlite3_step(st)) == SQLITE_ROW) {
-		uint32_t id = (uint32_t)sqlite3_column_int64(st, 0);
+		int64_t id = sqlite3_column_int64(st, 0), sid;
 		struct dict_row r;
-		int64_t sid;
 
+		if (id <= lo || id > hi)
+			continue;
 		h->lookups++;
 		hc__disk_row_read(t, st, 1, &r);
 		if (t == HC_DICT_STACKS) {
-			if (!idmap_find(&h->stacks, id))
-				err = idmap_put(&h->stacks, id,
-						(uint64_t)r.stack.parent << 32 | r.stack.frame);
-		} else if (!idmap_find(&h->frames, id)) {
+			sp->v[id - lo - 1] = (uint64_t)r.stack.parent << 32 | r.stack.frame;
+		} else {
 			sid = scratch_define(h, &r.frame);
-			err = sid < 0 ? (int)sid : idmap_put(&h->frames, id, (uint64_t)sid);
+			if (sid < 0)
+				err = (int)sid;
+			else
+				sp->v[id - lo - 1] = (uint64_t)sid;
 		}
 	}
 	sqlite3_finalize(st);
@@ -476,32 +650,111 @@ static int prefetch(struct hydrate *h, const struct hc_blob *acc)
 		if (e[k].base[HC_DICT_STACKS] >= h->cur->t[HC_DICT_STACKS].base ||
 		    e[k].entries * PREFETCH_STACKS_PER_ENTRY < rows)
 			continue;
-		err = prefetch_rows(h, HC_DICT_STACKS, e[k].base[HC_DICT_STACKS],
-				    e[k + 1].base[HC_DICT_STACKS]);
+		err = prefetch_rows(h, HC_DICT_STACKS, (uint32_t)e[k].base[HC_DICT_STACKS],
+				    (uint32_t)e[k + 1].base[HC_DICT_STACKS]);
 		if (!err)
-			err = prefetch_rows(h, HC_DICT_FRAMES, e[k].base[HC_DICT_FRAMES],
-					    e[k + 1].base[HC_DICT_FRAMES]);
+			err = prefetch_rows(h, HC_DICT_FRAMES, (uint32_t)e[k].base[HC_DICT_FRAMES],
+					    (uint32_t)e[k + 1].base[HC_DICT_FRAMES]);
 	}
 	free(e);
 	return err;
 }
 
-/* The entries summed into the scratch store; entries naming ids the file does not have
- * (not this writer's) are skipped. */
+/* An entry the tree takes: its thread's node, its index and its weights as the tree takes
+ * them. */
+struct pick {
+	uint32_t th, i;
+	struct hc_weights w;
+};
+
+/* The entries the tree takes (the weights and tasks the filter selects), sorted by thread
+ * (counting sort: thread nodes are all below h->qt.n). */
+static int pick_entries(struct hydrate *h, const struct hc_blob *acc,
+			const struct hc_store_filter *f, struct pick **out, size_t *n)
+{
+	const struct hc_weights *m = &h->sel;
+	struct pick *p = NULL, *sorted = NULL;
+	size_t k = 0, *count = NULL;
+	int err = 0;
+
+	*out = NULL;
+	*n = 0;
+	p = malloc((acc->n ? acc->n : 1) * sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	for (size_t i = 0; !err && i < acc->n; i++) {
+		const struct hc_blob_entry *e = &acc->e[i];
+		struct hc_weights x = {.on_cpu_ns = e->w.on_cpu_ns & m->on_cpu_ns,
+				       .off_cpu_ns = e->w.off_cpu_ns & m->off_cpu_ns,
+				       .runqueue_ns = e->w.runqueue_ns & m->runqueue_ns,
+				       .samples = e->w.samples & m->samples};
+		int64_t th;
+
+		if (!x.on_cpu_ns && !x.off_cpu_ns && !x.runqueue_ns && !x.samples)
+			continue;
+		pthread_rwlock_rdlock(&h->cur->lock);
+		th = thread_node(h, e->task, f);
+		pthread_rwlock_unlock(&h->cur->lock);
+		if (th > 0)
+			p[k++] = (struct pick){.th = (uint32_t)th, .i = (uint32_t)i, .w = x};
+		else if (th != -ENOENT)
+			err = (int)th;
+	}
+	if (!err && k) {
+		count = calloc((size_t)h->qt.n + 1, sizeof(*count));
+		sorted = malloc(k * sizeof(*sorted));
+		if (!count || !sorted)
+			err = -ENOMEM;
+	}
+	if (!err && k) {
+		for (size_t i = 0; i < k; i++)
+			count[p[i].th + 1]++;
+		for (size_t t = 1; t <= h->qt.n; t++)
+			count[t] += count[t - 1];
+		for (size_t i = 0; i < k; i++)
+			sorted[count[p[i].th]++] = p[i];
+		free(p);
+		p = sorted;
+		sorted = NULL;
+	}
+	free(count);
+	free(sorted);
+	if (err) {
+		free(p);
+		return err;
+	}
+	*out = p;
+	*n = k;
+	return 0;
+}
+
+/* The entries summed into the tree, thread by thread; entries naming ids the file does not
+ * have (not this writer's) are skipped. */
 static int hydrate_entries(struct hydrate *h, const struct hc_blob *acc,
 			   const struct hc_store_filter *f)
 {
-	int err = 0;
+	struct pick *p;
+	size_t n;
+	int err = pick_entries(h, acc, f, &p, &n);
 
 	/* the lock per entry, not around the loop: the ingest thread appends to the current
 	 * epoch meanwhile (what an entry keeps of it, strings and copies, stays valid) */
-	for (size_t i = 0; !err && i < acc->n; i++) {
+	for (size_t i = 0; !err && i < n; i++) {
+		int64_t li;
+
+		if (!i || p[i].th != p[i - 1].th) {
+			nodemap_clear(&h->node);
+			nodemap_clear(&h->child);
+		}
 		pthread_rwlock_rdlock(&h->cur->lock);
-		err = scratch_entry(h, f, &acc->e[i]);
+		li = stack_node(h, p[i].th, acc->e[p[i].i].stack);
 		pthread_rwlock_unlock(&h->cur->lock);
-		if (err == -ENOENT)
-			err = 0;
+		if (li > 0)
+			hc_weights__add(&h->qt.w[li], &p[i].w);
+		else if (li != -ENOENT)
+			err = (int)li;
 	}
+	free(p);
 	return err;
 }
 
@@ -535,11 +788,18 @@ static int hydrate(struct hc_disk *d, enum hc_disk_store s, const struct hc_disk
 		h->ids = hc_dict__new(0, zero);
 		if (!h->st || !h->ids)
 			err = -ENOMEM;
+		if (!err)
+			err = hc_qtree__init(&h->qt);
 	}
+	h->sel = (struct hc_weights){.on_cpu_ns = f->on ? UINT64_MAX : 0,
+				     .samples = f->on ? UINT64_MAX : 0,
+				     .off_cpu_ns = f->off ? UINT64_MAX : 0,
+				     .runqueue_ns = f->runqueue ? UINT64_MAX : 0};
 	if (!err && acc.n)
 		err = prefetch(h, &acc);
 	if (!err)
 		err = hydrate_entries(h, &acc, f);
+	hydrate_maps_free(h); /* the tree and ids stay: the nodes' elements */
 	for (size_t i = 0; !err && i < acc.nc; i++) {
 		const struct hc_blob_cell *c = &acc.c[i];
 
@@ -577,6 +837,7 @@ static struct hc_store_filter scratch_filter(const struct hc_store_filter *f)
 struct hc_disk_view {
 	struct hydrate h;
 	struct hc_store_filter g;
+	bool tree_taken; /* the tree's weights are inclusive once written */
 };
 
 struct hc_disk_view *hc_disk__view(struct hc_disk *d, enum hc_disk_store s,
@@ -598,9 +859,18 @@ struct hc_disk_view *hc_disk__view(struct hc_disk *d, enum hc_disk_store s,
 	return v;
 }
 
+static void view_elem(const void *ctx, uint32_t li, uint32_t id, struct hc_path_elem *out)
+{
+	(void)li;
+	hc_dict__elem(ctx, id, out);
+}
+
 int hc_disk_view__tree(struct hc_disk_view *v, struct hc_tree *out, struct hc_store_pruned *pruned)
 {
-	return hc_store__tree(v->h.st, &v->g, out, pruned);
+	if (v->tree_taken)
+		return -EALREADY;
+	v->tree_taken = true;
+	return hc_qtree__emit(&v->h.qt, v->g.max_nodes, view_elem, v->h.ids, out, pruned);
 }
 
 struct hc_hist *hc_disk_view__hist(struct hc_disk_view *v, enum hc_store_hist hist)

@@ -54,6 +54,7 @@ struct fixture {
 	struct hc_weights want[SECONDS];
 	uint64_t hist_count[SECONDS];
 	uint64_t lock_count[SECONDS], lock_max[SECONDS];
+	struct hc_store *mem; /* when set, every add also goes into its second 0 */
 };
 
 /* A store in dir: tier horizons, retention, max_bytes and dict_max_bytes (0: defaults). */
@@ -118,11 +119,50 @@ static int teardown(void **state)
 }
 
 /* The dictionary: TASKS threads of two processes, a small tree of user frames. */
+static const char *const names[FRAMES] = {"main", "serve", "parse", "io_wait", "compute", "hash"};
+static const uint32_t parent[FRAMES] = {0, 0, 1, 1, 0, 4}; /* index + 1, 0: root */
+
+/* The same in an in-memory store: ids 1, 2 the processes, 3.. the threads, then the frames. */
+static void mem_dictionary(struct hc_store *m)
+{
+	for (int i = 0; i < 2; i++) {
+		struct hc_path_elem p = {.kind = HC_NODE_PROCESS,
+					 .name = i ? "db" : "web",
+					 .id = i ? 200 : 100,
+					 .offset = -1};
+
+		assert_int_equal(hc_store__define_frame(m, 1 + i, &p), 0);
+	}
+	for (int i = 0; i < TASKS; i++) {
+		struct hc_path_elem t = {
+			.kind = HC_NODE_THREAD, .name = "worker", .id = 1000 + i, .offset = -1};
+
+		assert_int_equal(hc_store__define_frame(m, 3 + i, &t), 0);
+	}
+	for (int i = 0; i < FRAMES; i++) {
+		struct hc_path_elem f = {
+			.kind = HC_NODE_USER, .name = names[i], .module = "app", .offset = -1};
+
+		assert_int_equal(hc_store__define_frame(m, 3 + TASKS + i, &f), 0);
+	}
+}
+
+static void mem_add(struct hc_store *m, int task, int stack, const struct hc_weights *w)
+{
+	uint32_t path[2 + FRAMES];
+	size_t n = 0;
+
+	for (int i = stack; i >= 0; i = (int)parent[i] - 1)
+		n++;
+	path[0] = task < 2 ? 1 : 2;
+	path[1] = 3 + (uint32_t)task;
+	for (int i = stack, k = (int)n; i >= 0; i = (int)parent[i] - 1)
+		path[1 + k--] = 3 + TASKS + (uint32_t)i;
+	assert_int_equal(hc_store__add(m, 0, path, n + 2, w), 0);
+}
+
 static void dictionary(struct fixture *fx)
 {
-	static const char *const names[FRAMES] = {"main",    "serve",	"parse",
-						  "io_wait", "compute", "hash"};
-	static const uint32_t parent[FRAMES] = {0, 0, 1, 1, 0, 4}; /* index + 1, 0: root */
 
 	for (int i = 0; i < TASKS; i++) {
 		struct hc_path_elem p = {.kind = HC_NODE_PROCESS,
@@ -170,6 +210,8 @@ static void add(struct fixture *fx, int s, int k, const struct hc_weights *w)
 				      fx->stack[k % FRAMES], w),
 			 0);
 	hc_weights__add(&fx->want[s], w);
+	if (fx->mem)
+		mem_add(fx->mem, k % TASKS, k % FRAMES, w);
 }
 
 /* Second s: entries, heat, a histogram, lock counters; then off-CPU time of a block that
@@ -1349,10 +1391,66 @@ static void test_epochs_migrate(void **state)
 	assert_int_equal(sql_int(fx->dir, "SELECT count(*) FROM bucket WHERE epoch != 0"), 0);
 }
 
+/* The disk's tree of a range is the in-memory store's tree of the same adds: every weight
+ * kind alone and together, the task filters, and pruned to a node budget (the same nodes
+ * kept, the same counted as folded). */
+static void test_tree_as_memory(void **state)
+{
+	struct hc_store_opts so = {.retention_s = 10, .max_bytes = 1 << 24, .period_ns = PERIOD_NS};
+	struct fixture *fx = *state;
+	struct hc_store_filter f[10];
+
+	fx->mem = hc_store__new(&so);
+	assert_non_null(fx->mem);
+	mem_dictionary(fx->mem);
+	fx->d = open_dir(fx->dir, 0, 0, 0, 0);
+	assert_non_null(fx->d);
+	fill(fx, SECONDS);
+	for (int i = 0; i < 10; i++)
+		f[i] = all();
+	f[1].off = f[1].runqueue = false;
+	f[2].on = f[2].runqueue = false;
+	f[3].on = f[3].off = false;
+	f[4].has_pid = true;
+	f[4].pid = 200;
+	f[5].has_tid = true;
+	f[5].tid = 1002;
+	f[6].comm = "web";
+	f[7].max_nodes = 6;
+	f[8].max_nodes = 2;
+	f[9].max_nodes = 9;
+	f[9].off = false;
+	for (int i = 0; i < 10; i++) {
+		struct hc_disk_range r = {.tier = 0, .from_s = T0, .to_s = T0 + SECONDS};
+		struct hc_store_pruned pd, pm;
+		struct hc_tree *td = hc_tree__new(), *tm = hc_tree__new();
+		struct hc_store_filter g = f[i];
+
+		assert_non_null(td);
+		assert_non_null(tm);
+		assert_int_equal(hc_disk__tree(fx->d, HC_DISK_MAIN, &r, &f[i], td, &pd), 0);
+		g.from_s = 0;
+		g.to_s = 1;
+		assert_int_equal(hc_store__tree(fx->mem, &g, tm, &pm), 0);
+		assert_true(hc_tree__node_count(td) > 1);
+		if (f[i].max_nodes)
+			assert_int_equal(hc_tree__node_count(td), f[i].max_nodes);
+		assert_nodes_equal(hc_tree__root(td), hc_tree__root(tm));
+		assert_int_equal(pd.nodes, pm.nodes);
+		assert_int_equal(pd.value_ns, pm.value_ns);
+		assert_true(!f[i].max_nodes || pd.nodes > 0);
+		hc_tree__free(td);
+		hc_tree__free(tm);
+	}
+	hc_store__free(fx->mem);
+	fx->mem = NULL;
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_tiers_agree, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_tree_as_memory, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_retention, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_max_bytes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_max_bytes_wal, setup, teardown),
