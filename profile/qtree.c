@@ -126,14 +126,29 @@ static void rank_select(struct rank *r, ptrdiff_t n, ptrdiff_t k)
 	}
 }
 
-/* keep[]: the nodes to write, the root always. */
+/* A value's bit length (0 for 0): values of a lower one are all smaller. */
+static unsigned int bit_length(uint64_t v)
+{
+	return v ? 64u - (unsigned int)__builtin_clzll(v) : 0;
+}
+
+/*
+ * keep[]: the nodes to write, the root always. Past the budget, the heaviest: only nodes of
+ * the bit lengths that hold the best max_nodes - 1 are ranked (a range's long tails of light
+ * nodes never are), then quickselect among them.
+ */
 static int qtree_keep(const struct hc_qtree *q, size_t max_nodes, uint8_t *keep)
 {
-	size_t cand = 0, k = 0;
+	size_t cand = 0, k = 0, by_len[65] = {0}, above = 0;
+	unsigned int min_len = 65;
 	struct rank *r;
 
-	for (uint32_t i = 1; i < q->n; i++)
-		cand += !weights_none(&q->w[i]);
+	for (uint32_t i = 1; i < q->n; i++) {
+		if (weights_none(&q->w[i]))
+			continue;
+		cand++;
+		by_len[bit_length(hc_weights__value(&q->w[i]))]++;
+	}
 	keep[0] = 1;
 	if (!max_nodes || cand + 1 <= max_nodes) {
 		for (uint32_t i = 1; i < q->n; i++)
@@ -142,15 +157,18 @@ static int qtree_keep(const struct hc_qtree *q, size_t max_nodes, uint8_t *keep)
 	}
 	if (max_nodes < 2)
 		return 0;
-	r = malloc(cand * sizeof(*r));
+	while (min_len > 0 && above < max_nodes - 1)
+		above += by_len[--min_len];
+	r = malloc(above * sizeof(*r));
 	if (!r)
 		return -ENOMEM;
 	for (uint32_t i = 1; i < q->n; i++) {
-		if (weights_none(&q->w[i]))
-			continue;
-		r[k++] = (struct rank){.v = hc_weights__value(&q->w[i]), .li = i};
+		uint64_t v = hc_weights__value(&q->w[i]);
+
+		if (!weights_none(&q->w[i]) && bit_length(v) >= min_len)
+			r[k++] = (struct rank){.v = v, .li = i};
 	}
-	rank_select(r, (ptrdiff_t)cand, (ptrdiff_t)max_nodes - 2);
+	rank_select(r, (ptrdiff_t)k, (ptrdiff_t)max_nodes - 2);
 	for (k = 0; k + 1 < max_nodes; k++)
 		keep[r[k].li] = 1;
 	free(r);
