@@ -660,19 +660,25 @@ static int prefetch(struct hydrate *h, const struct hc_blob *acc)
 	return err;
 }
 
-/* An entry the tree takes: its thread's node, its index and its weights as the tree takes
- * them. */
+/* An entry the tree takes: its thread's node and its index. */
 struct pick {
 	uint32_t th, i;
-	struct hc_weights w;
 };
+
+/* The part of w the tree takes (sel: each field all ones or 0). */
+static struct hc_weights selected(const struct hc_weights *w, const struct hc_weights *sel)
+{
+	return (struct hc_weights){.on_cpu_ns = w->on_cpu_ns & sel->on_cpu_ns,
+				   .off_cpu_ns = w->off_cpu_ns & sel->off_cpu_ns,
+				   .runqueue_ns = w->runqueue_ns & sel->runqueue_ns,
+				   .samples = w->samples & sel->samples};
+}
 
 /* The entries the tree takes (the weights and tasks the filter selects), sorted by thread
  * (counting sort: thread nodes are all below h->qt.n). */
 static int pick_entries(struct hydrate *h, const struct hc_blob *acc,
 			const struct hc_store_filter *f, struct pick **out, size_t *n)
 {
-	const struct hc_weights *m = &h->sel;
 	struct pick *p = NULL, *sorted = NULL;
 	size_t k = 0, *count = NULL;
 	int err = 0;
@@ -684,10 +690,7 @@ static int pick_entries(struct hydrate *h, const struct hc_blob *acc,
 		return -ENOMEM;
 	for (size_t i = 0; !err && i < acc->n; i++) {
 		const struct hc_blob_entry *e = &acc->e[i];
-		struct hc_weights x = {.on_cpu_ns = e->w.on_cpu_ns & m->on_cpu_ns,
-				       .off_cpu_ns = e->w.off_cpu_ns & m->off_cpu_ns,
-				       .runqueue_ns = e->w.runqueue_ns & m->runqueue_ns,
-				       .samples = e->w.samples & m->samples};
+		struct hc_weights x = selected(&e->w, &h->sel);
 		int64_t th;
 
 		if (!x.on_cpu_ns && !x.off_cpu_ns && !x.runqueue_ns && !x.samples)
@@ -696,7 +699,7 @@ static int pick_entries(struct hydrate *h, const struct hc_blob *acc,
 		th = thread_node(h, e->task, f);
 		pthread_rwlock_unlock(&h->cur->lock);
 		if (th > 0)
-			p[k++] = (struct pick){.th = (uint32_t)th, .i = (uint32_t)i, .w = x};
+			p[k++] = (struct pick){.th = (uint32_t)th, .i = (uint32_t)i};
 		else if (th != -ENOENT)
 			err = (int)th;
 	}
@@ -749,9 +752,11 @@ static int hydrate_entries(struct hydrate *h, const struct hc_blob *acc,
 		pthread_rwlock_rdlock(&h->cur->lock);
 		li = stack_node(h, p[i].th, acc->e[p[i].i].stack);
 		pthread_rwlock_unlock(&h->cur->lock);
-		if (li > 0)
-			hc_weights__add(&h->qt.w[li], &p[i].w);
-		else if (li != -ENOENT)
+		if (li > 0) {
+			struct hc_weights x = selected(&acc->e[p[i].i].w, &h->sel);
+
+			hc_weights__add(&h->qt.w[li], &x);
+		} else if (li != -ENOENT)
 			err = (int)li;
 	}
 	free(p);
