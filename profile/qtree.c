@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -24,10 +25,28 @@ static bool weights_none(const struct hc_weights *w)
  * a long range's tree is half a million nodes (20 MB), and a query that faulted them in 4 KiB
  * at a time spent a fifth of its time in page faults. Freed whole, back to the system.
  */
+/* A new mapping of bytes; from HUGE_BYTES up, aligned to them (huge pages need it). */
+static void *big_map(size_t bytes)
+{
+	size_t slack = bytes >= HUGE_BYTES ? HUGE_BYTES : 0, head;
+	uint8_t *m = mmap(NULL, bytes + slack, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+			  -1, 0);
+
+	if (m == MAP_FAILED)
+		return MAP_FAILED;
+	if (!slack)
+		return m;
+	head = (HUGE_BYTES - (uintptr_t)m % HUGE_BYTES) % HUGE_BYTES;
+	if (head)
+		munmap(m, head);
+	if (slack - head)
+		munmap(m + head + bytes, slack - head);
+	return m + head;
+}
+
 static void *big_grow(void *p, size_t old_bytes, size_t bytes)
 {
-	void *n = p ? mremap(p, old_bytes, bytes, MREMAP_MAYMOVE)
-		    : mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	void *n = p ? mremap(p, old_bytes, bytes, MREMAP_MAYMOVE) : big_map(bytes);
 
 	if (n == MAP_FAILED)
 		return NULL;
@@ -55,14 +74,12 @@ static void *shrink(void *p, size_t old_bytes, size_t bytes)
 	return n == MAP_FAILED ? p : n;
 }
 
-static int qtree_grow(struct hc_qtree *q)
+/* The arrays grown to cap nodes (> q->cap). */
+static int qtree_grow(struct hc_qtree *q, uint32_t cap)
 {
-	uint32_t cap = q->cap ? q->cap * 2 : 4096;
 	struct hc_weights *w;
 	uint32_t *k, *p;
 
-	if (q->cap >= (1u << 31))
-		return -ENOMEM;
 	k = big_grow(q->key, q->cap * sizeof(*k), cap * sizeof(*k));
 	if (!k)
 		return -ENOMEM;
@@ -86,10 +103,14 @@ undo_key:
 	return -ENOMEM;
 }
 
-int hc_qtree__init(struct hc_qtree *q)
+int hc_qtree__init(struct hc_qtree *q, size_t hint)
 {
+	uint32_t cap = 4096;
+
 	memset(q, 0, sizeof(*q));
-	if (qtree_grow(q))
+	while (cap < hint && cap < (1u << 30))
+		cap *= 2;
+	if (qtree_grow(q, cap))
 		return -ENOMEM;
 	q->key[0] = 0;
 	q->parent[0] = 0;
@@ -110,7 +131,7 @@ int64_t hc_qtree__add(struct hc_qtree *q, uint32_t parent, uint32_t key)
 {
 	if (parent >= q->n)
 		return -EINVAL;
-	if (q->n == q->cap && qtree_grow(q))
+	if (q->n == q->cap && (q->cap >= (1u << 31) || qtree_grow(q, q->cap * 2)))
 		return -ENOMEM;
 	q->key[q->n] = key;
 	q->parent[q->n] = parent;

@@ -23,8 +23,9 @@ struct hc_qtree {
 	uint32_t n, cap;
 };
 
-/* An empty tree holding the root (node 0, key 0): 0 or -ENOMEM. */
-int hc_qtree__init(struct hc_qtree *q);
+/* An empty tree holding the root (node 0, key 0), with room for about hint nodes (0: a
+ * few thousand; a guess: the room is address space until used): 0 or -ENOMEM. */
+int hc_qtree__init(struct hc_qtree *q, size_t hint);
 void hc_qtree__release(struct hc_qtree *q);
 /* A new node under parent (< q->n) with zero weights: its index, or -ENOMEM. */
 int64_t hc_qtree__add(struct hc_qtree *q, uint32_t parent, uint32_t key);

@@ -164,7 +164,7 @@ int hc_store__tree(const struct hc_store *st, const struct hc_store_filter *f, s
 	q.map = calloc(st->trie.n, sizeof(*q.map));
 	if (!q.map)
 		return -ENOMEM;
-	err = hc_qtree__init(&q.t);
+	err = hc_qtree__init(&q.t, 0);
 	if (err)
 		goto out;
 

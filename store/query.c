@@ -292,6 +292,7 @@ struct hydrate {
 };
 
 #define SCRATCH_SEC 0
+#define QTREE_NODES_PER_ENTRY 8
 /* An older epoch is read whole when the range names at least one of its stacks per this
  * many of its stacks (an entry's path holds several). */
 #define PREFETCH_STACKS_PER_ENTRY 16
@@ -793,8 +794,9 @@ static int hydrate(struct hc_disk *d, enum hc_disk_store s, const struct hc_disk
 		h->ids = hc_dict__new(0, zero);
 		if (!h->st || !h->ids)
 			err = -ENOMEM;
+		/* a long range's tree has some five nodes per entry */
 		if (!err)
-			err = hc_qtree__init(&h->qt);
+			err = hc_qtree__init(&h->qt, acc.n * QTREE_NODES_PER_ENTRY);
 	}
 	h->sel = (struct hc_weights){.on_cpu_ns = f->on ? UINT64_MAX : 0,
 				     .samples = f->on ? UINT64_MAX : 0,
