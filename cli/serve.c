@@ -36,6 +36,7 @@
 #include "serve/collector.h"
 #include "privsep/broker.h"
 #include "privsep/run.h"
+#include "serve/curl_dl.h"
 #include "serve/push.h"
 #include "store/disk.h"
 #include "web/server.h"
@@ -414,9 +415,16 @@ static int run_server(const struct serve_cfg *cfg, int sock, struct hc_listen *l
 
 		push = hc_push__new(&popts, push_fetch, b);
 		if (!push) {
+			char why[256] = "";
+
 			err = errno;
-			hc_err("server: --push %s: %s", cfg->push_url,
-			       err == EINVAL ? "not a URL curl can use" : strerror(err));
+			if (err == ELIBACC)
+				hc_curl__get(why, sizeof(why));
+			hc_err("server: --push %s: %s%s%s", cfg->push_url,
+			       err == EINVAL	? "not a URL curl can use"
+			       : err == ELIBACC ? "libcurl (Debian's libcurl4) cannot be loaded: "
+						: strerror(err),
+			       why, "");
 			hc_listen__close(l);
 			hc_backend__free(b);
 			return err == EINVAL ? EX_USAGE : EX_OSERR;

@@ -12,13 +12,12 @@
 #include <string.h>
 #include <time.h>
 
-#include <curl/curl.h>
-
 #include "base/time.h"
 #include "profile/weights.h"
 #include "profile/encode.h"
 #include "profile/jstream.h"
 #include "profile/counters.h"
+#include "serve/curl_dl.h"
 
 #define NS ((int64_t)1000000000)
 #define MS ((int64_t)1000000)
@@ -27,7 +26,7 @@
 #define DEFAULT_TIMEOUT_NS (10 * NS)
 #define CONNECT_TIMEOUT_NS (5 * NS) /* a receiver that takes longer to accept is down */
 #define BACKOFF_MAX_NS (60 * NS)
-#define POLL_MS 250   /* curl_multi_poll() slice: how often the stop flag is looked at */
+#define POLL_MS 250   /* p->cu->multi_poll() slice: how often the stop flag is looked at */
 #define REPLY_MAX 512 /* response bytes kept for last_error */
 #define ERROR_MAX 256
 
@@ -54,6 +53,7 @@ struct reply {
 
 struct hc_push {
 	/* Set once by hc_push__new(), read-only afterwards. */
+	const struct hc_curl *cu; /* libcurl, loaded on the first --push */
 	hc_push_fetch_fn fetch;
 	void *ctx;
 	char *ingest_url; /* scheme://[user:pass@]host[:port]/path/ingest */
@@ -83,16 +83,6 @@ struct hc_push {
 	int64_t last_success_ns, last_error_ns; /* CLOCK_REALTIME, 0: never */
 	char last_error[ERROR_MAX];
 };
-
-static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
-static CURLcode curl_init_rc;
-
-/* curl_global_init() is not thread-safe before 7.84 and the server already runs threads;
- * curl_global_cleanup() is never called for the same reason (the process exits instead). */
-static void curl_init(void)
-{
-	curl_init_rc = curl_global_init(CURL_GLOBAL_DEFAULT);
-}
 
 /* ---- options -> what every request needs ---- */
 
@@ -177,21 +167,21 @@ static char *build_type_config(unsigned int weights)
 /* The URL parser: http(s)://[user:pass@]host[:port][/path] -> .../path/ingest. -EINVAL. */
 static int parse_url(struct hc_push *p, const char *url)
 {
-	CURLU *u = curl_url();
+	CURLU *u = p->cu->url();
 	char *scheme = NULL, *host = NULL, *path = NULL, *ingest = NULL;
 	size_t n;
 	int err = -EINVAL;
 
 	if (!u)
 		return -ENOMEM;
-	if (!url || !*url || curl_url_set(u, CURLUPART_URL, url, 0) != CURLUE_OK)
+	if (!url || !*url || p->cu->url_set(u, CURLUPART_URL, url, 0) != CURLUE_OK)
 		goto out;
-	if (curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) != CURLUE_OK ||
+	if (p->cu->url_get(u, CURLUPART_SCHEME, &scheme, 0) != CURLUE_OK ||
 	    (strcmp(scheme, "http") && strcmp(scheme, "https")))
 		goto out;
-	if (curl_url_get(u, CURLUPART_HOST, &host, 0) != CURLUE_OK || !*host)
+	if (p->cu->url_get(u, CURLUPART_HOST, &host, 0) != CURLUE_OK || !*host)
 		goto out;
-	if (curl_url_get(u, CURLUPART_PATH, &path, 0) != CURLUE_OK)
+	if (p->cu->url_get(u, CURLUPART_PATH, &path, 0) != CURLUE_OK)
 		goto out;
 	n = strlen(path);
 	while (n && path[n - 1] == '/')
@@ -202,22 +192,22 @@ static int parse_url(struct hc_push *p, const char *url)
 		goto out;
 	}
 	/* Our query replaces any the user gave; a fragment is never sent. */
-	if (curl_url_set(u, CURLUPART_PATH, ingest, 0) != CURLUE_OK ||
-	    curl_url_set(u, CURLUPART_QUERY, NULL, 0) != CURLUE_OK ||
-	    curl_url_set(u, CURLUPART_FRAGMENT, NULL, 0) != CURLUE_OK ||
-	    curl_url_get(u, CURLUPART_URL, &p->ingest_url, 0) != CURLUE_OK)
+	if (p->cu->url_set(u, CURLUPART_PATH, ingest, 0) != CURLUE_OK ||
+	    p->cu->url_set(u, CURLUPART_QUERY, NULL, 0) != CURLUE_OK ||
+	    p->cu->url_set(u, CURLUPART_FRAGMENT, NULL, 0) != CURLUE_OK ||
+	    p->cu->url_get(u, CURLUPART_URL, &p->ingest_url, 0) != CURLUE_OK)
 		goto out;
-	if (curl_url_set(u, CURLUPART_USER, NULL, 0) != CURLUE_OK ||
-	    curl_url_set(u, CURLUPART_PASSWORD, NULL, 0) != CURLUE_OK ||
-	    curl_url_get(u, CURLUPART_URL, &p->shown_url, 0) != CURLUE_OK)
+	if (p->cu->url_set(u, CURLUPART_USER, NULL, 0) != CURLUE_OK ||
+	    p->cu->url_set(u, CURLUPART_PASSWORD, NULL, 0) != CURLUE_OK ||
+	    p->cu->url_get(u, CURLUPART_URL, &p->shown_url, 0) != CURLUE_OK)
 		goto out;
 	err = 0;
 out:
 	free(ingest);
-	curl_free(path);
-	curl_free(host);
-	curl_free(scheme);
-	curl_url_cleanup(u);
+	p->cu->free(path);
+	p->cu->free(host);
+	p->cu->free(scheme);
+	p->cu->url_cleanup(u);
 	return err;
 }
 
@@ -339,7 +329,7 @@ static int on_progress(void *arg, curl_off_t dltotal, curl_off_t dlnow, curl_off
 
 static char *build_url(const struct hc_push *p, const struct item *it)
 {
-	char *name = curl_easy_escape(p->easy, p->name, 0), *url = NULL;
+	char *name = p->cu->easy_escape(p->easy, p->name, 0), *url = NULL;
 	char rate[32] = "";
 	int n;
 
@@ -351,7 +341,7 @@ static char *build_url(const struct hc_push *p, const struct item *it)
 	 * window is [from, until) in whole seconds. */
 	n = asprintf(&url, "%s?name=%s&from=%" PRId64 "&until=%" PRId64 "&spyName=hotcold%s",
 		     p->ingest_url, name, it->from_ns / NS, (it->until_ns + NS - 1) / NS, rate);
-	curl_free(name);
+	p->cu->free(name);
 	return n < 0 ? NULL : url;
 }
 
@@ -366,17 +356,17 @@ static const char *reply_line(struct reply *r)
 }
 
 /* Runs the transfer on the multi handle so that hc_push__free() can interrupt it at once
- * with curl_multi_wakeup(), whatever state it is in (resolving, connecting, waiting). */
+ * with p->cu->multi_wakeup(), whatever state it is in (resolving, connecting, waiting). */
 static CURLcode perform(struct hc_push *p)
 {
 	CURLcode rc = CURLE_OK;
 	CURLMsg *msg;
 	int running = 1, left;
 
-	if (curl_multi_add_handle(p->multi, p->easy) != CURLM_OK)
+	if (p->cu->multi_add_handle(p->multi, p->easy) != CURLM_OK)
 		return CURLE_OUT_OF_MEMORY;
 	while (running) {
-		if (curl_multi_perform(p->multi, &running) != CURLM_OK) {
+		if (p->cu->multi_perform(p->multi, &running) != CURLM_OK) {
 			rc = CURLE_RECV_ERROR;
 			break;
 		}
@@ -386,17 +376,17 @@ static CURLcode perform(struct hc_push *p)
 			rc = CURLE_ABORTED_BY_CALLBACK;
 			break;
 		}
-		if (curl_multi_poll(p->multi, NULL, 0, POLL_MS, NULL) != CURLM_OK) {
+		if (p->cu->multi_poll(p->multi, NULL, 0, POLL_MS, NULL) != CURLM_OK) {
 			rc = CURLE_RECV_ERROR;
 			break;
 		}
 	}
 	if (!running) {
-		while ((msg = curl_multi_info_read(p->multi, &left)))
+		while ((msg = p->cu->multi_info_read(p->multi, &left)))
 			if (msg->msg == CURLMSG_DONE && msg->easy_handle == p->easy)
 				rc = msg->data.result;
 	}
-	curl_multi_remove_handle(p->multi, p->easy);
+	p->cu->multi_remove_handle(p->multi, p->easy);
 	return rc;
 }
 
@@ -413,47 +403,48 @@ static enum outcome post(struct hc_push *p, const struct item *it, char *why, si
 	CURLcode rc;
 
 	url = build_url(p, it);
-	mime = curl_mime_init(p->easy);
+	mime = p->cu->mime_init(p->easy);
 	/* Without this header curl waits up to a second for "100 Continue" on large bodies. */
-	hdrs = curl_slist_append(NULL, "Expect:");
+	hdrs = p->cu->slist_append(NULL, "Expect:");
 	if (!url || !mime || !hdrs) {
 		snprintf(why, why_len, "out of memory");
 		goto out;
 	}
-	part = curl_mime_addpart(mime);
-	if (!part || curl_mime_name(part, "profile") || curl_mime_filename(part, "profile.pprof") ||
-	    curl_mime_type(part, "application/octet-stream") ||
-	    curl_mime_data(part, it->buf, it->len)) {
+	part = p->cu->mime_addpart(mime);
+	if (!part || p->cu->mime_name(part, "profile") ||
+	    p->cu->mime_filename(part, "profile.pprof") ||
+	    p->cu->mime_type(part, "application/octet-stream") ||
+	    p->cu->mime_data(part, it->buf, it->len)) {
 		snprintf(why, why_len, "out of memory");
 		goto out;
 	}
-	part = curl_mime_addpart(mime);
-	if (!part || curl_mime_name(part, "sample_type_config") ||
-	    curl_mime_filename(part, "sample_type_config.json") ||
-	    curl_mime_type(part, "application/json") ||
-	    curl_mime_data(part, p->type_config, CURL_ZERO_TERMINATED)) {
+	part = p->cu->mime_addpart(mime);
+	if (!part || p->cu->mime_name(part, "sample_type_config") ||
+	    p->cu->mime_filename(part, "sample_type_config.json") ||
+	    p->cu->mime_type(part, "application/json") ||
+	    p->cu->mime_data(part, p->type_config, CURL_ZERO_TERMINATED)) {
 		snprintf(why, why_len, "out of memory");
 		goto out;
 	}
 
-	curl_easy_setopt(p->easy, CURLOPT_URL, url);
-	curl_easy_setopt(p->easy, CURLOPT_MIMEPOST, mime);
-	curl_easy_setopt(p->easy, CURLOPT_HTTPHEADER, hdrs);
-	curl_easy_setopt(p->easy, CURLOPT_WRITEFUNCTION, on_reply);
-	curl_easy_setopt(p->easy, CURLOPT_WRITEDATA, &reply);
-	curl_easy_setopt(p->easy, CURLOPT_ERRORBUFFER, errbuf);
+	p->cu->easy_setopt(p->easy, CURLOPT_URL, url);
+	p->cu->easy_setopt(p->easy, CURLOPT_MIMEPOST, mime);
+	p->cu->easy_setopt(p->easy, CURLOPT_HTTPHEADER, hdrs);
+	p->cu->easy_setopt(p->easy, CURLOPT_WRITEFUNCTION, on_reply);
+	p->cu->easy_setopt(p->easy, CURLOPT_WRITEDATA, &reply);
+	p->cu->easy_setopt(p->easy, CURLOPT_ERRORBUFFER, errbuf);
 	rc = perform(p);
-	curl_easy_setopt(p->easy, CURLOPT_ERRORBUFFER, NULL);
+	p->cu->easy_setopt(p->easy, CURLOPT_ERRORBUFFER, NULL);
 
 	if (rc == CURLE_ABORTED_BY_CALLBACK && atomic_load(&p->stop)) {
 		out = OUT_STOPPED;
 		goto out;
 	}
 	if (rc != CURLE_OK) {
-		snprintf(why, why_len, "%.200s", *errbuf ? errbuf : curl_easy_strerror(rc));
+		snprintf(why, why_len, "%.200s", *errbuf ? errbuf : p->cu->easy_strerror(rc));
 		goto out;
 	}
-	curl_easy_getinfo(p->easy, CURLINFO_RESPONSE_CODE, &code);
+	p->cu->easy_getinfo(p->easy, CURLINFO_RESPONSE_CODE, &code);
 	if (code >= 200 && code < 300)
 		out = OUT_SENT;
 	else if (code == 408 || code == 429 || code >= 500)
@@ -464,11 +455,11 @@ static enum outcome post(struct hc_push *p, const struct item *it, char *why, si
 		snprintf(why, why_len, "HTTP %ld: %.160s", code, reply_line(&reply));
 out:
 	/* The handle keeps pointers to these until they are replaced or cleared. */
-	curl_easy_setopt(p->easy, CURLOPT_MIMEPOST, NULL);
-	curl_easy_setopt(p->easy, CURLOPT_HTTPHEADER, NULL);
-	curl_easy_setopt(p->easy, CURLOPT_WRITEDATA, NULL);
-	curl_slist_free_all(hdrs);
-	curl_mime_free(mime);
+	p->cu->easy_setopt(p->easy, CURLOPT_MIMEPOST, NULL);
+	p->cu->easy_setopt(p->easy, CURLOPT_HTTPHEADER, NULL);
+	p->cu->easy_setopt(p->easy, CURLOPT_WRITEDATA, NULL);
+	p->cu->slist_free_all(hdrs);
+	p->cu->mime_free(mime);
 	free(url);
 	return out;
 }
@@ -578,11 +569,11 @@ static void push_destroy(struct hc_push *p)
 			free(p->q[(p->head + i) % p->queue_max].buf);
 	free(p->q);
 	if (p->multi)
-		curl_multi_cleanup(p->multi);
+		p->cu->multi_cleanup(p->multi);
 	if (p->easy)
-		curl_easy_cleanup(p->easy);
-	curl_free(p->ingest_url);
-	curl_free(p->shown_url);
+		p->cu->easy_cleanup(p->easy);
+	p->cu->free(p->ingest_url);
+	p->cu->free(p->shown_url);
 	free(p->name);
 	free(p->user_agent);
 	free(p->type_config);
@@ -597,31 +588,32 @@ static int setup_easy(struct hc_push *p)
 	if (timeout_ms < 1)
 		timeout_ms = 1;
 	connect_ms = timeout_ms < CONNECT_TIMEOUT_NS / MS ? timeout_ms : CONNECT_TIMEOUT_NS / MS;
-	p->easy = curl_easy_init();
-	p->multi = curl_multi_init();
+	p->easy = p->cu->easy_init();
+	p->multi = p->cu->multi_init();
 	if (!p->easy || !p->multi)
 		return -ENOMEM;
 	/* Threads: never let curl raise SIGALRM/SIGPIPE for timeouts and broken sockets. */
-	err |= curl_easy_setopt(p->easy, CURLOPT_NOSIGNAL, 1L);
-	err |= curl_easy_setopt(p->easy, CURLOPT_TIMEOUT_MS, timeout_ms);
-	err |= curl_easy_setopt(p->easy, CURLOPT_CONNECTTIMEOUT_MS, connect_ms);
-	err |= curl_easy_setopt(p->easy, CURLOPT_USERAGENT, p->user_agent);
+	err |= p->cu->easy_setopt(p->easy, CURLOPT_NOSIGNAL, 1L);
+	err |= p->cu->easy_setopt(p->easy, CURLOPT_TIMEOUT_MS, timeout_ms);
+	err |= p->cu->easy_setopt(p->easy, CURLOPT_CONNECTTIMEOUT_MS, connect_ms);
+	err |= p->cu->easy_setopt(p->easy, CURLOPT_USERAGENT, p->user_agent);
 	/* A redirect could carry the profile (and basic-auth credentials) elsewhere. */
-	err |= curl_easy_setopt(p->easy, CURLOPT_FOLLOWLOCATION, 0L);
+	err |= p->cu->easy_setopt(p->easy, CURLOPT_FOLLOWLOCATION, 0L);
 #if LIBCURL_VERSION_NUM >= 0x075500
-	err |= curl_easy_setopt(p->easy, CURLOPT_PROTOCOLS_STR, "http,https");
+	err |= p->cu->easy_setopt(p->easy, CURLOPT_PROTOCOLS_STR, "http,https");
 #else
-	err |= curl_easy_setopt(p->easy, CURLOPT_PROTOCOLS, CURLPROTO_HTTP | CURLPROTO_HTTPS);
+	err |= p->cu->easy_setopt(p->easy, CURLOPT_PROTOCOLS, CURLPROTO_HTTP | CURLPROTO_HTTPS);
 #endif
-	err |= curl_easy_setopt(p->easy, CURLOPT_NOPROGRESS, 0L);
-	err |= curl_easy_setopt(p->easy, CURLOPT_XFERINFOFUNCTION, on_progress);
-	err |= curl_easy_setopt(p->easy, CURLOPT_XFERINFODATA, p);
-	err |= curl_easy_setopt(p->easy, CURLOPT_TCP_KEEPALIVE, 1L);
+	err |= p->cu->easy_setopt(p->easy, CURLOPT_NOPROGRESS, 0L);
+	err |= p->cu->easy_setopt(p->easy, CURLOPT_XFERINFOFUNCTION, on_progress);
+	err |= p->cu->easy_setopt(p->easy, CURLOPT_XFERINFODATA, p);
+	err |= p->cu->easy_setopt(p->easy, CURLOPT_TCP_KEEPALIVE, 1L);
 	return err ? -EINVAL : 0;
 }
 
 struct hc_push *hc_push__new(const struct hc_push_opts *o, hc_push_fetch_fn fetch, void *ctx)
 {
+	const struct hc_curl *cu;
 	struct hc_push *p;
 	pthread_condattr_t ca;
 	int err;
@@ -631,14 +623,13 @@ struct hc_push *hc_push__new(const struct hc_push_opts *o, hc_push_fetch_fn fetc
 		errno = EINVAL;
 		return NULL;
 	}
-	pthread_once(&curl_once, curl_init);
-	if (curl_init_rc != CURLE_OK) {
-		errno = ENOMEM;
+	cu = hc_curl__get(NULL, 0);
+	if (!cu)
 		return NULL;
-	}
 	p = calloc(1, sizeof(*p));
 	if (!p)
 		return NULL;
+	p->cu = cu;
 	p->fetch = fetch;
 	p->ctx = ctx;
 	p->weights = o->weights ? o->weights : HC_W_ALL;
@@ -702,7 +693,7 @@ void hc_push__free(struct hc_push *p)
 	atomic_store(&p->stop, true);
 	pthread_cond_broadcast(&p->wake);
 	pthread_mutex_unlock(&p->lock);
-	curl_multi_wakeup(p->multi); /* interrupts a transfer in progress */
+	p->cu->multi_wakeup(p->multi); /* interrupts a transfer in progress */
 	pthread_join(p->thread, NULL);
 	pthread_cond_destroy(&p->wake);
 	pthread_mutex_destroy(&p->lock);

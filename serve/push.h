@@ -58,7 +58,8 @@ struct hc_push;
  * Validates the options and the URL, copies what it needs (o's strings need not outlive the
  * call) and starts the thread. fetch and ctx must stay valid until hc_push__free() returns.
  * NULL + errno: EINVAL (URL not http(s)://host..., interval < 1 s, no service, unknown weight
- * bits), ENOMEM, or the error of pthread_create.
+ * bits), ELIBACC (libcurl cannot be loaded: hc_curl__get() says why), ENOMEM, or the error of
+ * pthread_create.
  */
 struct hc_push *hc_push__new(const struct hc_push_opts *o, hc_push_fetch_fn fetch, void *ctx);
 /* Stops the thread at once, even while a request hangs (the transfer is aborted through
