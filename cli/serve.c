@@ -38,6 +38,7 @@
 #include "privsep/run.h"
 #include "serve/curl_dl.h"
 #include "serve/push.h"
+#include "web/mhd_dl.h"
 #include "store/disk.h"
 #include "web/server.h"
 
@@ -434,7 +435,13 @@ static int run_server(const struct serve_cfg *cfg, int sock, struct hc_listen *l
 	hc_backend__api(b, &api);
 	srv = hc_server__new(&sopts, &api);
 	if (!srv) {
-		hc_err("server: starting the HTTP server: %s", strerror(errno));
+		char why[256] = "";
+
+		err = errno;
+		if (err == ELIBACC)
+			hc_mhd__load(why, sizeof(why));
+		hc_err("server: starting the HTTP server: %s%s%s", strerror(err), *why ? ": " : "",
+		       why);
 		hc_listen__close(l);
 		hc_push__free(push);
 		hc_backend__free(b);

@@ -22,6 +22,7 @@
 #include "base/time.h"
 #include "profile/jstream.h"
 #include "web/assets.h"
+#include "web/mhd_dl.h"
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 #define MAX_QUERY_PARAMS 16 /* more than any route takes; more is an error, not a truncation */
@@ -159,7 +160,7 @@ void hc_listen__close(struct hc_listen *l)
 static struct watched *watched_of(struct MHD_Connection *c)
 {
 	const union MHD_ConnectionInfo *ci =
-		MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+		hc_mhd.get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
 
 	return ci ? ci->socket_context : NULL;
 }
@@ -173,7 +174,7 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
 	const union MHD_ConnectionInfo *ci;
 
 	if (code == MHD_CONNECTION_NOTIFY_STARTED) {
-		ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+		ci = hc_mhd.get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
 		if (!ci)
 			return;
 		w = calloc(1, sizeof(*w));
@@ -294,29 +295,29 @@ static enum MHD_Result queue(struct MHD_Connection *c, unsigned int status, void
 	struct MHD_Response *r;
 	enum MHD_Result ret;
 
-	r = MHD_create_response_from_buffer(len, body, mode);
+	r = hc_mhd.create_response_from_buffer(len, body, mode);
 	if (!r) {
 		if (mode == MHD_RESPMEM_MUST_FREE)
 			free(body);
 		return MHD_NO; /* libmicrohttpd closes the connection */
 	}
-	if (MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type) != MHD_YES ||
-	    MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store") != MHD_YES ||
-	    MHD_add_response_header(r, "X-Content-Type-Options", "nosniff") != MHD_YES ||
-	    MHD_add_response_header(r, "X-Frame-Options", "DENY") != MHD_YES ||
-	    MHD_add_response_header(r, "Referrer-Policy", "no-referrer") != MHD_YES ||
-	    MHD_add_response_header(r, "Content-Security-Policy", viewer ? CSP_VIEWER : CSP_API) !=
-		    MHD_YES ||
+	if (hc_mhd.add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type) != MHD_YES ||
+	    hc_mhd.add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store") != MHD_YES ||
+	    hc_mhd.add_response_header(r, "X-Content-Type-Options", "nosniff") != MHD_YES ||
+	    hc_mhd.add_response_header(r, "X-Frame-Options", "DENY") != MHD_YES ||
+	    hc_mhd.add_response_header(r, "Referrer-Policy", "no-referrer") != MHD_YES ||
+	    hc_mhd.add_response_header(r, "Content-Security-Policy",
+				       viewer ? CSP_VIEWER : CSP_API) != MHD_YES ||
 	    (!strcmp(type, CT_PPROF) &&
-	     MHD_add_response_header(r, "Content-Disposition",
-				     "attachment; filename=\"hotcold.pb.gz\"") != MHD_YES) ||
+	     hc_mhd.add_response_header(r, "Content-Disposition",
+					"attachment; filename=\"hotcold.pb.gz\"") != MHD_YES) ||
 	    (status == MHD_HTTP_METHOD_NOT_ALLOWED &&
-	     MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, "GET, HEAD") != MHD_YES)) {
-		MHD_destroy_response(r);
+	     hc_mhd.add_response_header(r, MHD_HTTP_HEADER_ALLOW, "GET, HEAD") != MHD_YES)) {
+		hc_mhd.destroy_response(r);
 		return MHD_NO;
 	}
-	ret = MHD_queue_response(c, status, r);
-	MHD_destroy_response(r);
+	ret = hc_mhd.queue_response(c, status, r);
+	hc_mhd.destroy_response(r);
 	/* refusals are queued before the request is in whole (a body is never read) */
 	if (ret == MHD_YES)
 		mark_arrived(c);
@@ -587,8 +588,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	if (!*con_cls) {
 		size_t url_bytes = strlen(url);
 
-		MHD_get_connection_values(c, MHD_HEADER_KIND, scan_header, &head);
-		MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, count_arg, &url_bytes);
+		hc_mhd.get_connection_values(c, MHD_HEADER_KIND, scan_header, &head);
+		hc_mhd.get_connection_values(c, MHD_GET_ARGUMENT_KIND, count_arg, &url_bytes);
 		/* DNS rebinding: only names that can only mean this machine (docs/api.md). */
 		if (head.hosts != 1 || !hc_host__allowed(head.host, s->listen_addr))
 			return queue_error(c, MHD_HTTP_MISDIRECTED_REQUEST,
@@ -613,7 +614,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 
 	/* The request's arrival, for relative times: the headers are all in, nothing slow ran. */
 	now_ns = s->now_ns(s->now_ctx);
-	MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, collect_arg, &args);
+	hc_mhd.get_connection_values(c, MHD_GET_ARGUMENT_KIND, collect_arg, &args);
 
 	for (size_t i = 0; i < ARRAY_SIZE(routes); i++) {
 		if (!strcmp(url, routes[i].path)) {
@@ -704,6 +705,10 @@ struct hc_server *hc_server__new(const struct hc_server_opts *o,
 		errno = EINVAL;
 		return NULL;
 	}
+	if (hc_mhd__load(NULL, 0)) {
+		errno = ELIBACC;
+		return NULL;
+	}
 
 	s = calloc(1, sizeof(*s));
 	if (!s)
@@ -747,7 +752,7 @@ struct hc_server *hc_server__new(const struct hc_server_opts *o,
 	 * answered 421 like a wrong one. The connection timeout is an idle timeout; the
 	 * watchdog bounds each request as a whole (struct watched).
 	 */
-	s->mhd = MHD_start_daemon(
+	s->mhd = hc_mhd.start_daemon(
 		MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL, 0, NULL, NULL, on_request, s,
 		MHD_OPTION_LISTEN_SOCKET, (MHD_socket)fd, MHD_OPTION_THREAD_POOL_SIZE, threads,
 		MHD_OPTION_CONNECTION_LIMIT, max_conn, MHD_OPTION_CONNECTION_TIMEOUT, timeout_s,
@@ -779,7 +784,7 @@ void hc_server__free(struct hc_server *s)
 		return;
 	/* Joins the pool threads and closes the listen socket and every connection (each
 	 * closing connection leaves the watchdog's list). */
-	MHD_stop_daemon(s->mhd);
+	hc_mhd.stop_daemon(s->mhd);
 	watchdog_stop(s);
 	pthread_mutex_destroy(&s->watch_lock);
 	pthread_cond_destroy(&s->watch_wake);

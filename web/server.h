@@ -69,7 +69,8 @@ struct hc_server;
 /*
  * Start serving on opts->listen_fd in the background. The backend vtable is copied; its ctx is
  * borrowed and must outlive the server. On success the server owns listen_fd (closed by
- * hc_server__free); on failure NULL with errno set and the caller still owns listen_fd.
+ * hc_server__free); on failure NULL with errno set (ELIBACC: libmicrohttpd cannot be loaded,
+ * web/mhd_dl.h) and the caller still owns listen_fd.
  */
 struct hc_server *hc_server__new(const struct hc_server_opts *opts,
 				 const struct hc_api_backend *backend);
