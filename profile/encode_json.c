@@ -242,9 +242,9 @@ static void jstream_node(struct jstream *js, const struct hc_node *n, unsigned i
 	}
 	/* Same keys, same order as node_fields_to_json(). */
 	JSTREAM_LIT(js, "{\"name\":");
-	jstream_value(js, jstr(hc_node__name(n)));
+	jstream_str(js, hc_node__name(n));
 	JSTREAM_LIT(js, ",\"kind\":");
-	jstream_value(js, json_string(hc_node_kind__name(hc_node__kind(n))));
+	jstream_str(js, hc_node_kind__name(hc_node__kind(n)));
 	switch (hc_node__kind(n)) {
 	case HC_NODE_PROCESS:
 		JSTREAM_LIT(js, ",\"pid\":");
@@ -266,12 +266,12 @@ static void jstream_node(struct jstream *js, const struct hc_node *n, unsigned i
 	case HC_NODE_KERNEL:
 		if (hc_node__module(n)) {
 			JSTREAM_LIT(js, ",\"module\":");
-			jstream_value(js, jstr(hc_node__module(n)));
+			jstream_str(js, hc_node__module(n));
 		}
 		if (hc_node__offset(n) >= 0) {
 			snprintf(hex, sizeof(hex), "0x%" PRIx64, (uint64_t)hc_node__offset(n));
 			JSTREAM_LIT(js, ",\"offset\":");
-			jstream_value(js, json_string(hex));
+			jstream_str(js, hex);
 		}
 		if (hc_node__inlined(n))
 			JSTREAM_LIT(js, ",\"inlined\":true");

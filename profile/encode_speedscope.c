@@ -484,7 +484,7 @@ static void write_profile(struct jstream *js, const struct speedscope *ss,
 	const uint32_t *s = order + p->first;
 
 	JSTREAM_LIT(js, "{\"type\":\"sampled\",\"name\":");
-	jstream_value(js, jstr(p->name));
+	jstream_str(js, p->name);
 	JSTREAM_LIT(js, ",\"unit\":\"nanoseconds\",\"startValue\":0,\"endValue\":");
 	jstream_u64(js, p->total_ns);
 	JSTREAM_LIT(js, ",\"samples\":[");

@@ -545,7 +545,10 @@ static uint64_t rng(void)
 
 static void test_json_random_tree(void **state)
 {
-	static const char *const names[] = {"a", "b", "c", "d", "e"};
+	/* plain names (written directly) and names that need escaping or repair (through
+	 * jansson): quote, backslash, a control character, UTF-8, invalid UTF-8 */
+	static const char *const names[] = {"a",	 "say \"hi\"",	      "c:\\x",
+					    "tab\there", "\xc3\xa9t\xc3\xa9", "bad\xff\xfe"};
 	static const char *const modules[] = {"/bin/x", "/lib/y.so", NULL};
 	struct hc_profile *p = hc_profile__new();
 	json_t *doc, *root;
@@ -570,8 +573,8 @@ static void test_json_random_tree(void **state)
 		for (size_t d = 2; d < n; d++) {
 			bool kernel = d > 6 && rng() % 2;
 
-			path[d] = kernel ? (struct hc_path_elem)KRN(names[rng() % 5])
-					 : (struct hc_path_elem)USR(names[rng() % 5],
+			path[d] = kernel ? (struct hc_path_elem)KRN(names[rng() % 6])
+					 : (struct hc_path_elem)USR(names[rng() % 6],
 								    modules[rng() % 3]);
 		}
 		assert_int_equal(hc_tree__add_path(p->tree, path, n, &w), 0);
