@@ -14,6 +14,9 @@
 #include "profile/qtree.h"
 
 #define HUGE_BYTES (2u << 20)
+/* A hint asks for room for at most this many nodes at once (160 MB of address space); a
+ * larger tree grows from there. */
+#define QTREE_HINT_MAX (1u << 22)
 
 static bool weights_none(const struct hc_weights *w)
 {
@@ -108,7 +111,7 @@ int hc_qtree__init(struct hc_qtree *q, size_t hint)
 	uint32_t cap = 4096;
 
 	memset(q, 0, sizeof(*q));
-	while (cap < hint && cap < (1u << 30))
+	while (cap < hint && cap < QTREE_HINT_MAX)
 		cap *= 2;
 	if (qtree_grow(q, cap))
 		return -ENOMEM;
