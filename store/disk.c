@@ -198,6 +198,9 @@ static const char schema[] =
 	" entries INTEGER, data BLOB, epoch INTEGER NOT NULL DEFAULT 0);"
 	"CREATE INDEX IF NOT EXISTS bucket_at ON bucket(tier, t, store, span);"
 	"CREATE INDEX IF NOT EXISTS bucket_epoch ON bucket(epoch);"
+	/* content, for recall(): an entry of an older epoch met again is adopted, not written */
+	"CREATE INDEX IF NOT EXISTS frame_content ON frame(name, fid, offset);"
+	"CREATE INDEX IF NOT EXISTS stack_content ON stack(parent, frame);"
 	"CREATE TABLE IF NOT EXISTS epoch(id INTEGER PRIMARY KEY, frame_base INTEGER,"
 	" task_base INTEGER, stack_base INTEGER);"
 	"INSERT OR IGNORE INTO epoch VALUES(0, 0, 0, 0);";
@@ -564,8 +567,10 @@ static void disk_free(struct hc_disk *d)
 {
 	if (d->db)
 		sqlite3_close(d->db);
-	for (int t = 0; t < HC_DICT_TABLES; t++)
+	for (int t = 0; t < HC_DICT_TABLES; t++) {
 		sqlite3_finalize(d->ingest_get[t]);
+		sqlite3_finalize(d->ingest_recall[t]);
+	}
 	sqlite3_close(d->ingest_db);
 	hc_dict__free(d->dict);
 	for (struct hc_dict *x = d->retired; d->prev && x; x = x->next)
@@ -914,6 +919,96 @@ static int64_t current_id(struct hc_disk *d, enum hc_dict_table t, uint32_t id)
 	return nid;
 }
 
+/*
+ * The newest row of the file with the content r (a stack's parent and frame being ids the
+ * current epoch has), and the epoch that holds it: columns 0 and 1. The content indexes make
+ * each one lookup.
+ */
+static const char *const recall_sql[HC_DICT_TABLES] = {
+	[HC_DICT_FRAMES] = ("SELECT f.id, (SELECT e.id FROM epoch e WHERE e.frame_base < f.id"
+			    " ORDER BY e.id DESC LIMIT 1) FROM frame f WHERE f.name = ?1"
+			    " AND f.fid = ?2 AND f.offset = ?3 AND f.kind = ?4"
+			    " AND f.module IS ?5 AND f.inlined = ?6 ORDER BY f.id DESC LIMIT 1"),
+	[HC_DICT_STACKS] = ("SELECT s.id, (SELECT e.id FROM epoch e WHERE e.stack_base < s.id"
+			    " ORDER BY e.id DESC LIMIT 1) FROM stack s WHERE s.parent = ?1"
+			    " AND s.frame = ?2 ORDER BY s.id DESC LIMIT 1"),
+};
+
+/*
+ * Content neither epoch in memory has, met again from an older epoch of the file (a stack
+ * seen 5 minutes ago, not in the last 2): adopted under its id rather than written again.
+ * Under a steady load most of what an epoch would write is such content (measured in
+ * docs/store.md). Not from an epoch adopt_epochs old, nor from one the writer may be deleting
+ * (below recall_floor): the check and the adoption are one step under mu, as the writer's
+ * reading of the epochs' oldest origins is. Id, 0 (not found: intern it), -errno.
+ */
+static int64_t recall(struct hc_disk *d, enum hc_dict_table t, const struct hc_path_elem *e,
+		      uint32_t parent, uint32_t frame)
+{
+	sqlite3_stmt **st = &d->ingest_recall[t];
+	int64_t id = 0, origin;
+	int rc;
+
+	if (!d->ingest_db) {
+		int err = hc__disk_open_db(d->path, SQLITE_OPEN_READONLY, &d->ingest_db);
+
+		if (err)
+			return err;
+	}
+	if (!*st &&
+	    sqlite3_prepare_v2(d->ingest_db, recall_sql[t], -1, st, NULL) != SQLITE_OK)
+		return -hc__disk_sql_errno(sqlite3_errcode(d->ingest_db));
+	if (t == HC_DICT_FRAMES) {
+		sqlite3_bind_text(*st, 1, e->name, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(*st, 2, (int64_t)e->id);
+		sqlite3_bind_int64(*st, 3, e->offset);
+		sqlite3_bind_int(*st, 4, (int)e->kind);
+		if (e->module)
+			sqlite3_bind_text(*st, 5, e->module, -1, SQLITE_STATIC);
+		else
+			sqlite3_bind_null(*st, 5);
+		sqlite3_bind_int(*st, 6, e->inlined);
+	} else {
+		sqlite3_bind_int64(*st, 1, parent);
+		sqlite3_bind_int64(*st, 2, frame);
+	}
+	rc = sqlite3_step(*st);
+	if (rc == SQLITE_ROW && sqlite3_column_type(*st, 1) != SQLITE_NULL) {
+		id = sqlite3_column_int64(*st, 0);
+		origin = sqlite3_column_int64(*st, 1);
+	}
+	/* left stepped, the statement would hold a read transaction open */
+	sqlite3_reset(*st);
+	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+		return -hc__disk_sql_errno(rc);
+	if (!id || id > d->dict->t[t].base || origin < 0 ||
+	    (uint64_t)origin + d->adopt_epochs < d->dict->epoch)
+		return 0;
+	pthread_mutex_lock(&d->mu);
+	if (origin >= d->recall_floor) {
+		if (t == HC_DICT_FRAMES) {
+			struct hc_dict_frame f = {.name = e->name,
+						  .module = e->module,
+						  .id = e->id,
+						  .offset = e->offset,
+						  .kind = (uint8_t)e->kind,
+						  .inlined = e->inlined};
+
+			id = hc_dict__adopt(d->dict, t, &f, (uint32_t)id, (uint64_t)origin);
+		} else {
+			struct hc_dict_stack s = {.parent = parent, .frame = frame};
+
+			id = hc_dict__adopt(d->dict, t, &s, (uint32_t)id, (uint64_t)origin);
+		}
+		if (id > 0)
+			d->st.dict_recalled++;
+	} else {
+		id = 0;
+	}
+	pthread_mutex_unlock(&d->mu);
+	return id;
+}
+
 /* Content the current epoch lacks and the previous one has (its id there, or 0): adopted. */
 static int64_t adopt_found(struct hc_disk *d, enum hc_dict_table t, uint32_t prev_id)
 {
@@ -930,6 +1025,8 @@ int64_t hc_disk__frame(struct hc_disk *d, const struct hc_path_elem *e)
 	id = hc_dict__find_frame(d->dict, e);
 	if (!id && d->prev)
 		id = adopt_found(d, HC_DICT_FRAMES, hc_dict__find_frame(d->prev, e));
+	if (!id && e->name && e->kind <= HC_NODE_KIND_MAX)
+		id = recall(d, HC_DICT_FRAMES, e, 0, 0);
 	return id ? id : hc_dict__frame(d->dict, e);
 }
 
@@ -976,6 +1073,8 @@ int64_t hc_disk__stack(struct hc_disk *d, uint32_t parent, uint32_t frame)
 	if (!id && d->prev)
 		id = adopt_found(d, HC_DICT_STACKS,
 				 hc_dict__find_stack(d->prev, (uint32_t)p, (uint32_t)f));
+	if (!id)
+		id = recall(d, HC_DICT_STACKS, NULL, (uint32_t)p, (uint32_t)f);
 	return id ? id : hc_dict__stack(d->dict, (uint32_t)p, (uint32_t)f);
 }
 
@@ -1745,6 +1844,9 @@ static void drop_epochs(struct hc_disk *d)
 			keep = (int64_t)x->oldest_origin;
 		pthread_rwlock_unlock(&x->lock);
 	}
+	/* from now on the ingest adopts nothing below keep (recall()) */
+	if (keep > d->recall_floor)
+		d->recall_floor = keep;
 	pthread_mutex_unlock(&d->mu);
 	if (query_int(d->db, "SELECT min(id) FROM epoch", INT64_MAX) >= keep)
 		return;

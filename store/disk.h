@@ -193,6 +193,7 @@ struct hc_disk_stats {
 	uint64_t dict_epochs;	    /* epochs in the file */
 	uint64_t dict_rows_deleted; /* rows of epochs no bucket references, deleted */
 	uint64_t dict_file_lookups; /* ids of older epochs read from the file */
+	uint64_t dict_recalled;	    /* entries of older epochs met again, adopted from the file */
 	int64_t oldest_s, newest_s; /* the whole disk's range; 0, 0: empty */
 };
 

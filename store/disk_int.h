@@ -56,6 +56,7 @@ struct hc_disk {
 	uint64_t room_epoch; /* the epoch that had room at room_entries entries */
 	size_t room_entries;
 	sqlite3_stmt *ingest_get[HC_DICT_TABLES];
+	sqlite3_stmt *ingest_recall[HC_DICT_TABLES]; /* by content: frames, stacks */
 	struct pending *pend;
 	size_t n_pend, cap_pend;
 	int64_t newest_data_s; /* the newest second any record was for */
@@ -69,6 +70,9 @@ struct hc_disk {
 	size_t queued_s;
 	int64_t newest_sealed_s;
 	int64_t first_s; /* the first second ever written (meta first_s); 0: unknown */
+	/* the oldest epoch whose rows the writer keeps: what it deletes is below, and the
+	 * ingest recalls nothing from there */
+	int64_t recall_floor;
 	uint64_t last_compact_ns;
 	struct hc_disk_stats st;
 

@@ -1350,6 +1350,114 @@ static void test_epochs_writer_behind(void **state)
 	hc_disk__close(b.d);
 }
 
+/* Second s of both stores: the rare path (its own process, two frames below the root). The
+ * ids it got, for the caller to compare. */
+static void rare_second(struct churn *c, int s, uint32_t frame[2], uint32_t *stack)
+{
+	static const char *const names[2] = {"rare_a", "rare_b"};
+	struct hc_path_elem p = {.kind = HC_NODE_PROCESS, .name = "rareproc", .id = 900,
+				 .offset = -1};
+	struct hc_path_elem t = p;
+	struct hc_weights w = {.samples = 3, .on_cpu_ns = 3 * PERIOD_NS, .off_cpu_ns = 777};
+	int64_t task, sid = 0;
+
+	t.kind = HC_NODE_THREAD;
+	task = hc_disk__task(c->d, &p, &t);
+	assert_true(task > 0);
+	for (int i = 0; i < 2; i++) {
+		struct hc_path_elem f = {
+			.kind = HC_NODE_USER, .name = names[i], .module = "app", .offset = -1};
+		int64_t fid = hc_disk__frame(c->d, &f);
+
+		assert_true(fid > 0);
+		frame[i] = (uint32_t)fid;
+		sid = hc_disk__stack(c->d, (uint32_t)sid, (uint32_t)fid);
+		assert_true(sid > 0);
+	}
+	*stack = (uint32_t)sid;
+	assert_int_equal(hc_disk__add(c->d, HC_DISK_MAIN, c->t0 + s, (uint32_t)task, *stack, &w),
+			 0);
+	hc_weights__add(&c->want[s], &w);
+}
+
+/* Content neither epoch in memory has, met again from an older epoch of the file, is adopted
+ * under its ids (its rows are not written again) until its epoch is adopt_epochs old; the
+ * answers stay one epoch's, across a restart. */
+static void test_epochs_recall(void **state)
+{
+	struct fixture *fx = *state;
+	static struct churn a, b;
+	char da[PATH_MAX + 16], db[PATH_MAX + 16], sql[160];
+	uint32_t f0[2], s0, f1[2], s1, fb[2], sb;
+	uint64_t max_a = 0, e0;
+	struct hc_disk_stats st;
+	int s = 1, again;
+
+	memset(&a, 0, sizeof(a));
+	memset(&b, 0, sizeof(b));
+	snprintf(da, sizeof(da), "%s/bounded", fx->dir);
+	snprintf(db, sizeof(db), "%s/whole", fx->dir);
+	assert_int_equal(mkdir(da, 0700), 0);
+	assert_int_equal(mkdir(db, 0700), 0);
+	a.t0 = b.t0 = T0;
+	a.d = open_epochs(da, CH_BOUND, 0, 0, 0);
+	b.d = open_epochs(db, 1ull << 40, 0, 0, 0);
+	assert_non_null(a.d);
+	assert_non_null(b.d);
+	churn_trunk(&a);
+	churn_trunk(&b);
+	rare_second(&a, 0, f0, &s0);
+	rare_second(&b, 0, fb, &sb);
+	churn_run(&a, 0, 1, CH_BOUND, &max_a);
+	e0 = a.epoch_at[0];
+	/* unused for two whole epochs: neither in the current one nor the one before */
+	while (a.epoch_at[s - 1] < e0 + 3)
+		churn_run(&a, s, s + 1, CH_BOUND, &max_a), s++;
+	again = s;
+	hc_disk__stats(a.d, &st);
+	rare_second(&a, again, f1, &s1);
+	hc_disk__stats(a.d, &st);
+	print_message("recall: epoch %" PRIu64 " -> %" PRIu64 ", %" PRIu64 " entries recalled\n",
+		      e0, a.epoch_at[again - 1], st.dict_recalled);
+	assert_int_equal(f1[0], f0[0]);
+	assert_int_equal(f1[1], f0[1]);
+	assert_int_equal(s1, s0);
+	assert_true(st.dict_recalled >= 4); /* two frames, two stacks */
+	churn_run(&a, again, again + 1, CH_BOUND, &max_a);
+	assert_int_equal(sql_int(da, "SELECT count(*) FROM frame WHERE name = 'rare_b'"), 1);
+	snprintf(sql, sizeof(sql), "SELECT count(*) FROM stack WHERE frame = %u", f0[1]);
+	assert_int_equal(sql_int(da, sql), 1);
+	/* the second that names them names their epoch: expiry keeps its rows */
+	snprintf(sql, sizeof(sql), "SELECT epoch FROM bucket WHERE tier = 0 AND t = %" PRId64,
+		 T0 + again);
+	assert_true(sql_int(da, sql) <= (int64_t)e0);
+
+	/* past adopt_epochs, the content is written again under new ids */
+	s = again + 1;
+	while (a.epoch_at[s - 1] < e0 + CH_ADOPT_EPOCHS + 3)
+		churn_run(&a, s, s + 1, CH_BOUND, &max_a), s++;
+	rare_second(&a, s, f1, &s1);
+	assert_true(f1[1] != f0[1] && s1 != s0);
+	churn_run(&a, s, s + 1, CH_BOUND, &max_a);
+	assert_int_equal(sql_int(da, "SELECT count(*) FROM frame WHERE name = 'rare_b'"), 2);
+
+	/* the same stream into the store that never rolls over: the same answers */
+	for (int i = 0; i <= s; i++) {
+		if (i == again || i == s)
+			rare_second(&b, i, fb, &sb);
+		churn_second(&b, i);
+	}
+	hc_disk__sync(b.d);
+	memcpy(b.want, a.want, sizeof(a.want));
+	assert_same_answers(a.d, b.d, &a, T0, T0 + s + 1);
+	hc_disk__close(a.d);
+	a.d = open_epochs(da, CH_BOUND, 0, 0, 0);
+	assert_non_null(a.d);
+	assert_same_answers(a.d, b.d, &a, T0, T0 + s + 1);
+	hc_disk__close(a.d);
+	hc_disk__close(b.d);
+}
+
 /* A file of the first layout (a1c3d56: no epochs) opens, is migrated, and answers as it did. */
 static void test_epochs_migrate(void **state)
 {
@@ -1460,6 +1568,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_epochs_agree, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_epochs_expire, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_epochs_writer_behind, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_epochs_recall, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_epochs_migrate, setup, teardown),
 	};
 
