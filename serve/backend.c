@@ -1104,6 +1104,7 @@ static void server_counters(struct hc_backend *b, struct hc_counters *c, struct 
 		v[HC_C_DISK_TASKS] = ds.tasks;
 		v[HC_C_DISK_STACKS] = ds.stacks;
 		v[HC_C_DISK_DICT_BYTES] = ds.dict_bytes;
+		v[HC_C_DISK_SQLITE_BYTES] = ds.sqlite_bytes;
 		v[HC_C_DISK_DICT_EPOCH] = ds.dict_epoch;
 		v[HC_C_DISK_DICT_EPOCHS] = ds.dict_epochs;
 		v[HC_C_DISK_DICT_ROWS_DELETED] = ds.dict_rows_deleted;

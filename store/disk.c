@@ -797,6 +797,18 @@ static void free_written(struct hc_disk *d)
 	}
 }
 
+/* The ingest thread's read connection. Its reads are single rows (older epochs' ids, content
+ * lookups through the indexes): a small page cache (256 KiB against SQLite's 2 MB default)
+ * keeps the indexes' upper levels; their leaves come from the kernel's page cache. */
+static int ingest_open(struct hc_disk *d)
+{
+	int err = hc__disk_open_db(d->path, SQLITE_OPEN_READONLY, &d->ingest_db);
+
+	if (!err)
+		err = hc__disk_exec(d->ingest_db, "PRAGMA cache_size=-256");
+	return err;
+}
+
 /* Row id of table t of an older epoch: from a retired epoch still in memory, else from the
  * file (strings valid until the next lookup of t). */
 static int old_row(struct hc_disk *d, enum hc_dict_table t, uint32_t id, struct dict_row *r)
@@ -810,7 +822,7 @@ static int old_row(struct hc_disk *d, enum hc_dict_table t, uint32_t id, struct 
 			return 0;
 		}
 	if (!d->ingest_db) {
-		int err = hc__disk_open_db(d->path, SQLITE_OPEN_READONLY, &d->ingest_db);
+		int err = ingest_open(d);
 
 		if (err)
 			return err;
@@ -865,60 +877,6 @@ static int64_t adopt(struct hc_disk *d, enum hc_dict_table t, uint32_t id)
 	return hc_dict__adopt(d->dict, t, e, id, origin);
 }
 
-/* Id of an older epoch into the current one: adopted, or its content interned here (a
- * stack's ancestors first) and noted. */
-static int64_t translate(struct hc_disk *d, enum hc_dict_table t, uint32_t id)
-{
-	struct hc_dict *cur = d->dict;
-	int64_t nid;
-	struct dict_row r;
-	uint32_t a;
-	int err;
-
-	a = hc_dict__alias(cur, t, id);
-	if (a)
-		return a;
-	nid = adopt(d, t, id);
-	if (nid)
-		return nid;
-	err = old_row(d, t, id, &r);
-	if (err)
-		return err;
-	if (t == HC_DICT_STACKS) {
-		int64_t parent = current_id(d, HC_DICT_STACKS, r.stack.parent);
-		int64_t frame = parent < 0 ? parent : current_id(d, HC_DICT_FRAMES, r.stack.frame);
-
-		if (frame < 0)
-			return frame;
-		r.stack = (struct hc_dict_stack){.parent = (uint32_t)parent,
-						 .frame = (uint32_t)frame};
-	}
-	nid = row_intern(cur, t, &r);
-	if (nid > 0)
-		err = hc_dict__alias_add(cur, t, id, (uint32_t)nid);
-	return err ? err : nid;
-}
-
-/* The current epoch's id for id of table t, which a caller may have kept from an older
- * epoch. */
-static int64_t current_id(struct hc_disk *d, enum hc_dict_table t, uint32_t id)
-{
-	int64_t nid;
-
-	if (t == HC_DICT_STACKS && !id)
-		return 0;
-	if (hc_dict__has(d->dict, t, id))
-		return id;
-	if (!id || id > d->dict->t[t].base)
-		return -EINVAL;
-	nid = translate(d, t, id);
-	/* a statement left stepped would hold a read transaction open (and the writer's
-	 * checkpoints waiting) */
-	if (d->ingest_get[t])
-		sqlite3_reset(d->ingest_get[t]);
-	return nid;
-}
-
 /*
  * The newest row of the file with the content r (a stack's parent and frame being ids the
  * current epoch has), and the epoch that holds it: columns 0 and 1. The content indexes make
@@ -950,7 +908,7 @@ static int64_t recall(struct hc_disk *d, enum hc_dict_table t, const struct hc_p
 	int rc;
 
 	if (!d->ingest_db) {
-		int err = hc__disk_open_db(d->path, SQLITE_OPEN_READONLY, &d->ingest_db);
+		int err = ingest_open(d);
 
 		if (err)
 			return err;
@@ -984,6 +942,9 @@ static int64_t recall(struct hc_disk *d, enum hc_dict_table t, const struct hc_p
 	if (!id || id > d->dict->t[t].base || origin < 0 ||
 	    (uint64_t)origin + d->adopt_epochs < d->dict->epoch)
 		return 0;
+	/* adopted already (translate() asks by content without looking here first) */
+	if (hc_dict__has(d->dict, t, (uint32_t)id))
+		return id;
 	pthread_mutex_lock(&d->mu);
 	if (origin >= d->recall_floor) {
 		if (t == HC_DICT_FRAMES) {
@@ -1007,6 +968,64 @@ static int64_t recall(struct hc_disk *d, enum hc_dict_table t, const struct hc_p
 	}
 	pthread_mutex_unlock(&d->mu);
 	return id;
+}
+
+/* Id of an older epoch into the current one: adopted, or its content interned here (a
+ * stack's ancestors first) and noted. */
+static int64_t translate(struct hc_disk *d, enum hc_dict_table t, uint32_t id)
+{
+	struct hc_dict *cur = d->dict;
+	int64_t nid;
+	struct dict_row r;
+	uint32_t a;
+	int err;
+
+	a = hc_dict__alias(cur, t, id);
+	if (a)
+		return a;
+	nid = adopt(d, t, id);
+	if (nid)
+		return nid;
+	err = old_row(d, t, id, &r);
+	if (err)
+		return err;
+	if (t == HC_DICT_STACKS) {
+		int64_t parent = current_id(d, HC_DICT_STACKS, r.stack.parent);
+		int64_t frame = parent < 0 ? parent : current_id(d, HC_DICT_FRAMES, r.stack.frame);
+
+		if (frame < 0)
+			return frame;
+		r.stack = (struct hc_dict_stack){.parent = (uint32_t)parent,
+						 .frame = (uint32_t)frame};
+	}
+	/* its content's newest row, when that may still be adopted (often id itself: serve
+	 * keeps the collector's frames' ids across epochs); else a copy */
+	nid = t == HC_DICT_TASKS ? 0 : recall(d, t, &r.frame, r.stack.parent, r.stack.frame);
+	if (!nid)
+		nid = row_intern(cur, t, &r);
+	if (nid > 0 && (uint32_t)nid != id)
+		err = hc_dict__alias_add(cur, t, id, (uint32_t)nid);
+	return err ? err : nid;
+}
+
+/* The current epoch's id for id of table t, which a caller may have kept from an older
+ * epoch. */
+static int64_t current_id(struct hc_disk *d, enum hc_dict_table t, uint32_t id)
+{
+	int64_t nid;
+
+	if (t == HC_DICT_STACKS && !id)
+		return 0;
+	if (hc_dict__has(d->dict, t, id))
+		return id;
+	if (!id || id > d->dict->t[t].base)
+		return -EINVAL;
+	nid = translate(d, t, id);
+	/* a statement left stepped would hold a read transaction open (and the writer's
+	 * checkpoints waiting) */
+	if (d->ingest_get[t])
+		sqlite3_reset(d->ingest_get[t]);
+	return nid;
 }
 
 /* Content the current epoch lacks and the previous one has (its id there, or 0): adopted. */
@@ -2140,4 +2159,6 @@ void hc_disk__stats(struct hc_disk *d, struct hc_disk_stats *out)
 	if (d->prev && !prev_retired)
 		out->dict_bytes += hc_dict__bytes(d->prev);
 	pthread_mutex_unlock(&d->mu);
+	/* all connections' page caches and statements, the queries' included */
+	out->sqlite_bytes = (uint64_t)sqlite3_memory_used();
 }

@@ -189,6 +189,7 @@ struct hc_disk_stats {
 	uint64_t quarantined;		/* store files moved aside at open */
 	uint64_t frames, tasks, stacks; /* dictionary entries in memory (the current epoch) */
 	uint64_t dict_bytes;	    /* memory the dictionary takes (epochs not yet written too) */
+	uint64_t sqlite_bytes;	    /* memory SQLite holds (the process's, page caches above all) */
 	uint64_t dict_epoch;	    /* the current epoch */
 	uint64_t dict_epochs;	    /* epochs in the file */
 	uint64_t dict_rows_deleted; /* rows of epochs no bucket references, deleted */

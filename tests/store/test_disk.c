@@ -1391,6 +1391,8 @@ static void test_epochs_recall(void **state)
 	uint32_t f0[2], s0, f1[2], s1, fb[2], sb;
 	uint64_t max_a = 0, e0;
 	struct hc_disk_stats st;
+	int64_t kept_stack;
+	uint32_t kept;
 	int s = 1, again;
 
 	memset(&a, 0, sizeof(a));
@@ -1408,6 +1410,17 @@ static void test_epochs_recall(void **state)
 	churn_trunk(&b);
 	rare_second(&a, 0, f0, &s0);
 	rare_second(&b, 0, fb, &sb);
+	/* a frame whose id the caller keeps (serve keeps the collector's frames' ids) */
+	{
+		struct hc_path_elem f = {
+			.kind = HC_NODE_USER, .name = "rare_kept", .module = "app", .offset = -1};
+		int64_t fid = hc_disk__frame(a.d, &f);
+
+		assert_true(fid > 0);
+		kept = (uint32_t)fid;
+		kept_stack = hc_disk__stack(a.d, s0, kept);
+		assert_true(kept_stack > 0);
+	}
 	churn_run(&a, 0, 1, CH_BOUND, &max_a);
 	e0 = a.epoch_at[0];
 	/* unused for two whole epochs: neither in the current one nor the one before */
@@ -1423,8 +1436,11 @@ static void test_epochs_recall(void **state)
 	assert_int_equal(f1[1], f0[1]);
 	assert_int_equal(s1, s0);
 	assert_true(st.dict_recalled >= 4); /* two frames, two stacks */
+	/* presented by its kept id, from an epoch neither in memory: its row is adopted too */
+	assert_int_equal(hc_disk__stack(a.d, s1, kept), kept_stack);
 	churn_run(&a, again, again + 1, CH_BOUND, &max_a);
 	assert_int_equal(sql_int(da, "SELECT count(*) FROM frame WHERE name = 'rare_b'"), 1);
+	assert_int_equal(sql_int(da, "SELECT count(*) FROM frame WHERE name = 'rare_kept'"), 1);
 	snprintf(sql, sizeof(sql), "SELECT count(*) FROM stack WHERE frame = %u", f0[1]);
 	assert_int_equal(sql_int(da, sql), 1);
 	/* the second that names them names their epoch: expiry keeps its rows */
