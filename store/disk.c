@@ -879,18 +879,27 @@ static int64_t adopt(struct hc_disk *d, enum hc_dict_table t, uint32_t id)
 
 /*
  * The newest row of the file with the content r (a stack's parent and frame being ids the
- * current epoch has), and the epoch that holds it: columns 0 and 1. The content indexes make
- * each one lookup.
+ * current epoch has), and the epoch that holds it if that one may still be adopted from (at
+ * most adopt_epochs old; NULL otherwise): columns 0 and 1. The content indexes make each one
+ * lookup; the epoch's is bounded to the epochs it may be.
  */
 static const char *const recall_sql[HC_DICT_TABLES] = {
 	[HC_DICT_FRAMES] = ("SELECT f.id, (SELECT e.id FROM epoch e WHERE e.frame_base < f.id"
-			    " ORDER BY e.id DESC LIMIT 1) FROM frame f WHERE f.name = ?1"
+			    " AND e.id >= ?7 ORDER BY e.id DESC LIMIT 1) FROM frame f WHERE f.name = ?1"
 			    " AND f.fid = ?2 AND f.offset = ?3 AND f.kind = ?4"
 			    " AND f.module IS ?5 AND f.inlined = ?6 ORDER BY f.id DESC LIMIT 1"),
 	[HC_DICT_STACKS] = ("SELECT s.id, (SELECT e.id FROM epoch e WHERE e.stack_base < s.id"
-			    " ORDER BY e.id DESC LIMIT 1) FROM stack s WHERE s.parent = ?1"
+			    " AND e.id >= ?3 ORDER BY e.id DESC LIMIT 1) FROM stack s WHERE s.parent = ?1"
 			    " AND s.frame = ?2 ORDER BY s.id DESC LIMIT 1"),
 };
+
+static int64_t recall_failed(struct hc_disk *d)
+{
+	pthread_mutex_lock(&d->mu);
+	d->st.dict_recall_errors++;
+	pthread_mutex_unlock(&d->mu);
+	return 0;
+}
 
 /*
  * Content neither epoch in memory has, met again from an older epoch of the file (a stack
@@ -898,24 +907,22 @@ static const char *const recall_sql[HC_DICT_TABLES] = {
  * Under a steady load most of what an epoch would write is such content (measured in
  * docs/store.md). Not from an epoch adopt_epochs old, nor from one the writer may be deleting
  * (below recall_floor): the check and the adoption are one step under mu, as the writer's
- * reading of the epochs' oldest origins is. Id, 0 (not found: intern it), -errno.
+ * reading of the epochs' oldest origins is. Id, 0 (not found, or the file could not be read:
+ * intern it), -ENOMEM. Recall only spares rows: a failed lookup is counted
+ * (store.disk.dictionary.recall_errors) and the content written as before.
  */
 static int64_t recall(struct hc_disk *d, enum hc_dict_table t, const struct hc_path_elem *e,
 		      uint32_t parent, uint32_t frame)
 {
 	sqlite3_stmt **st = &d->ingest_recall[t];
-	int64_t id = 0, origin;
+	int64_t id = 0, origin = -1, found;
+	uint64_t oldest = d->dict->epoch > d->adopt_epochs ? d->dict->epoch - d->adopt_epochs : 0;
 	int rc;
 
-	if (!d->ingest_db) {
-		int err = ingest_open(d);
-
-		if (err)
-			return err;
-	}
-	if (!*st &&
-	    sqlite3_prepare_v2(d->ingest_db, recall_sql[t], -1, st, NULL) != SQLITE_OK)
-		return -hc__disk_sql_errno(sqlite3_errcode(d->ingest_db));
+	if ((!d->ingest_db && ingest_open(d)) ||
+	    (!*st &&
+	     sqlite3_prepare_v2(d->ingest_db, recall_sql[t], -1, st, NULL) != SQLITE_OK))
+		return recall_failed(d);
 	if (t == HC_DICT_FRAMES) {
 		sqlite3_bind_text(*st, 1, e->name, -1, SQLITE_STATIC);
 		sqlite3_bind_int64(*st, 2, (int64_t)e->id);
@@ -926,9 +933,11 @@ static int64_t recall(struct hc_disk *d, enum hc_dict_table t, const struct hc_p
 		else
 			sqlite3_bind_null(*st, 5);
 		sqlite3_bind_int(*st, 6, e->inlined);
+		sqlite3_bind_int64(*st, 7, (int64_t)oldest);
 	} else {
 		sqlite3_bind_int64(*st, 1, parent);
 		sqlite3_bind_int64(*st, 2, frame);
+		sqlite3_bind_int64(*st, 3, (int64_t)oldest);
 	}
 	rc = sqlite3_step(*st);
 	if (rc == SQLITE_ROW && sqlite3_column_type(*st, 1) != SQLITE_NULL) {
@@ -938,13 +947,13 @@ static int64_t recall(struct hc_disk *d, enum hc_dict_table t, const struct hc_p
 	/* left stepped, the statement would hold a read transaction open */
 	sqlite3_reset(*st);
 	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
-		return -hc__disk_sql_errno(rc);
-	if (!id || id > d->dict->t[t].base || origin < 0 ||
-	    (uint64_t)origin + d->adopt_epochs < d->dict->epoch)
+		return recall_failed(d);
+	if (!id || id > d->dict->t[t].base || origin < (int64_t)oldest)
 		return 0;
 	/* adopted already (translate() asks by content without looking here first) */
 	if (hc_dict__has(d->dict, t, (uint32_t)id))
 		return id;
+	found = id;
 	pthread_mutex_lock(&d->mu);
 	if (origin >= d->recall_floor) {
 		if (t == HC_DICT_FRAMES) {
@@ -961,7 +970,8 @@ static int64_t recall(struct hc_disk *d, enum hc_dict_table t, const struct hc_p
 
 			id = hc_dict__adopt(d->dict, t, &s, (uint32_t)id, (uint64_t)origin);
 		}
-		if (id > 0)
+		/* (an entry of this epoch with that content may answer instead) */
+		if (id == found)
 			d->st.dict_recalled++;
 	} else {
 		id = 0;

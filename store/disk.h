@@ -195,6 +195,7 @@ struct hc_disk_stats {
 	uint64_t dict_rows_deleted; /* rows of epochs no bucket references, deleted */
 	uint64_t dict_file_lookups; /* ids of older epochs read from the file */
 	uint64_t dict_recalled;	    /* entries of older epochs met again, adopted from the file */
+	uint64_t dict_recall_errors; /* content lookups in the file that failed (written anew) */
 	int64_t oldest_s, newest_s; /* the whole disk's range; 0, 0: empty */
 };
 
