@@ -1123,14 +1123,13 @@ static void sql_exec(const char *dir, const char *sql)
 	sqlite3_close(db);
 }
 
-/* Two stores in dir/bounded and dir/whole, fed the same stream: one with a dictionary bound
- * this stream passes several times, one with none. */
-static void churn_pair(struct fixture *fx, struct churn *a, struct churn *b, char *da, char *db,
+/* Two stores in dir/bounded and dir/whole, their trunks interned: one with a dictionary bound
+ * the stream passes several times, one with none. */
+static void churn_open(struct fixture *fx, struct churn *a, struct churn *b, char *da, char *db,
 		       size_t len, int64_t t0, uint64_t keep0, uint64_t keep1, uint64_t retention)
 {
-	uint64_t max_a = 0, max_b = 0;
-	struct hc_disk_stats sa, sb;
-
+	memset(a, 0, sizeof(*a));
+	memset(b, 0, sizeof(*b));
 	snprintf(da, len, "%s/bounded", fx->dir);
 	snprintf(db, len, "%s/whole", fx->dir);
 	assert_int_equal(mkdir(da, 0700), 0);
@@ -1142,6 +1141,17 @@ static void churn_pair(struct fixture *fx, struct churn *a, struct churn *b, cha
 	assert_non_null(b->d);
 	churn_trunk(a);
 	churn_trunk(b);
+}
+
+/* Two stores in dir/bounded and dir/whole, fed the same stream: one with a dictionary bound
+ * this stream passes several times, one with none. */
+static void churn_pair(struct fixture *fx, struct churn *a, struct churn *b, char *da, char *db,
+		       size_t len, int64_t t0, uint64_t keep0, uint64_t keep1, uint64_t retention)
+{
+	uint64_t max_a = 0, max_b = 0;
+	struct hc_disk_stats sa, sb;
+
+	churn_open(fx, a, b, da, db, len, t0, keep0, keep1, retention);
 	churn_run(a, 0, CH_SECONDS, CH_BOUND, &max_a);
 	churn_run(b, 0, CH_SECONDS, UINT64_MAX, &max_b);
 	memcpy(b->want, a->want, sizeof(a->want));
@@ -1321,19 +1331,7 @@ static void test_epochs_writer_behind(void **state)
 	struct hc_disk_stats st;
 	sqlite3 *lock = NULL;
 
-	memset(&a, 0, sizeof(a));
-	memset(&b, 0, sizeof(b));
-	snprintf(da, sizeof(da), "%s/bounded", fx->dir);
-	snprintf(db, sizeof(db), "%s/whole", fx->dir);
-	assert_int_equal(mkdir(da, 0700), 0);
-	assert_int_equal(mkdir(db, 0700), 0);
-	a.t0 = b.t0 = T0;
-	a.d = open_epochs(da, CH_BOUND, 0, 0, 0);
-	b.d = open_epochs(db, 1ull << 40, 0, 0, 0);
-	assert_non_null(a.d);
-	assert_non_null(b.d);
-	churn_trunk(&a);
-	churn_trunk(&b);
+	churn_open(fx, &a, &b, da, db, sizeof(da), T0, 0, 0, 0);
 	churn_run(&a, 0, 20, CH_BOUND, &max_a);
 	hc_disk__stats(a.d, &st);
 	epoch = st.dict_epoch;
@@ -1408,19 +1406,7 @@ static void test_epochs_recall(void **state)
 	uint32_t kept;
 	int s = 1, again;
 
-	memset(&a, 0, sizeof(a));
-	memset(&b, 0, sizeof(b));
-	snprintf(da, sizeof(da), "%s/bounded", fx->dir);
-	snprintf(db, sizeof(db), "%s/whole", fx->dir);
-	assert_int_equal(mkdir(da, 0700), 0);
-	assert_int_equal(mkdir(db, 0700), 0);
-	a.t0 = b.t0 = T0;
-	a.d = open_epochs(da, CH_BOUND, 0, 0, 0);
-	b.d = open_epochs(db, 1ull << 40, 0, 0, 0);
-	assert_non_null(a.d);
-	assert_non_null(b.d);
-	churn_trunk(&a);
-	churn_trunk(&b);
+	churn_open(fx, &a, &b, da, db, sizeof(da), T0, 0, 0, 0);
 	rare_second(&a, 0, f0, &s0);
 	rare_second(&b, 0, fb, &sb);
 	/* a frame whose id the caller keeps (serve keeps the collector's frames' ids) */
