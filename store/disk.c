@@ -884,13 +884,15 @@ static int64_t adopt(struct hc_disk *d, enum hc_dict_table t, uint32_t id)
  * lookup; the epoch's is bounded to the epochs it may be.
  */
 static const char *const recall_sql[HC_DICT_TABLES] = {
-	[HC_DICT_FRAMES] = ("SELECT f.id, (SELECT e.id FROM epoch e WHERE e.frame_base < f.id"
-			    " AND e.id >= ?7 ORDER BY e.id DESC LIMIT 1) FROM frame f WHERE f.name = ?1"
-			    " AND f.fid = ?2 AND f.offset = ?3 AND f.kind = ?4"
-			    " AND f.module IS ?5 AND f.inlined = ?6 ORDER BY f.id DESC LIMIT 1"),
-	[HC_DICT_STACKS] = ("SELECT s.id, (SELECT e.id FROM epoch e WHERE e.stack_base < s.id"
-			    " AND e.id >= ?3 ORDER BY e.id DESC LIMIT 1) FROM stack s WHERE s.parent = ?1"
-			    " AND s.frame = ?2 ORDER BY s.id DESC LIMIT 1"),
+	[HC_DICT_FRAMES] =
+		("SELECT f.id, (SELECT e.id FROM epoch e WHERE e.frame_base < f.id"
+		 " AND e.id >= ?7 ORDER BY e.id DESC LIMIT 1) FROM frame f WHERE f.name = ?1"
+		 " AND f.fid = ?2 AND f.offset = ?3 AND f.kind = ?4"
+		 " AND f.module IS ?5 AND f.inlined = ?6 ORDER BY f.id DESC LIMIT 1"),
+	[HC_DICT_STACKS] =
+		("SELECT s.id, (SELECT e.id FROM epoch e WHERE e.stack_base < s.id"
+		 " AND e.id >= ?3 ORDER BY e.id DESC LIMIT 1) FROM stack s WHERE s.parent = ?1"
+		 " AND s.frame = ?2 ORDER BY s.id DESC LIMIT 1"),
 };
 
 static int64_t recall_failed(struct hc_disk *d)
@@ -920,8 +922,7 @@ static int64_t recall(struct hc_disk *d, enum hc_dict_table t, const struct hc_p
 	int rc;
 
 	if ((!d->ingest_db && ingest_open(d)) ||
-	    (!*st &&
-	     sqlite3_prepare_v2(d->ingest_db, recall_sql[t], -1, st, NULL) != SQLITE_OK))
+	    (!*st && sqlite3_prepare_v2(d->ingest_db, recall_sql[t], -1, st, NULL) != SQLITE_OK))
 		return recall_failed(d);
 	if (t == HC_DICT_FRAMES) {
 		sqlite3_bind_text(*st, 1, e->name, -1, SQLITE_STATIC);

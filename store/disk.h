@@ -196,7 +196,7 @@ struct hc_disk_stats {
 	uint64_t dict_file_lookups; /* ids of older epochs read from the file */
 	uint64_t dict_recalled;	    /* entries of older epochs met again, adopted from the file */
 	uint64_t dict_recall_errors; /* content lookups in the file that failed (written anew) */
-	int64_t oldest_s, newest_s; /* the whole disk's range; 0, 0: empty */
+	int64_t oldest_s, newest_s;  /* the whole disk's range; 0, 0: empty */
 };
 
 void hc_disk__stats(struct hc_disk *d, struct hc_disk_stats *out);

@@ -1304,7 +1304,8 @@ static void test_epochs_expire(void **state)
 			int64_t fid;
 
 			assert_int_equal(
-				sql_int(da, "SELECT count(*) FROM frame WHERE name = 'fn_1_0_0'"), 0);
+				sql_int(da, "SELECT count(*) FROM frame WHERE name = 'fn_1_0_0'"),
+				0);
 			fid = hc_disk__frame(a.d, &f);
 			assert_true(fid > sql_int(da, "SELECT max(id) FROM frame"));
 		}
@@ -1366,8 +1367,8 @@ static void test_epochs_writer_behind(void **state)
 static void rare_second(struct churn *c, int s, uint32_t frame[2], uint32_t *stack)
 {
 	static const char *const names[2] = {"rare_a", "rare_b"};
-	struct hc_path_elem p = {.kind = HC_NODE_PROCESS, .name = "rareproc", .id = 900,
-				 .offset = -1};
+	struct hc_path_elem p = {
+		.kind = HC_NODE_PROCESS, .name = "rareproc", .id = 900, .offset = -1};
 	struct hc_path_elem t = p;
 	struct hc_weights w = {.samples = 3, .on_cpu_ns = 3 * PERIOD_NS, .off_cpu_ns = 777};
 	int64_t task, sid = 0;
