@@ -378,6 +378,17 @@ static int64_t file_epoch_of(struct hc_disk *d, enum hc_dict_table t, uint32_t i
 	return e;
 }
 
+/* A frame's path element as a dictionary entry (strings not interned). */
+static struct hc_dict_frame dict_frame(const struct hc_path_elem *e)
+{
+	return (struct hc_dict_frame){.name = e->name,
+				      .module = e->module,
+				      .id = e->id,
+				      .offset = e->offset,
+				      .kind = (uint8_t)e->kind,
+				      .inlined = e->inlined};
+}
+
 /*
  * Entry id of an older epoch of the file adopted by dict under its id, what it names first:
  * the loaded epoch's rows name the entries it had adopted. 0, -EBADMSG (not in the file),
@@ -401,12 +412,7 @@ static int adopt_row(struct hc_disk *d, struct hc_dict *dict, enum hc_dict_table
 	if (origin < 0)
 		return (int)origin;
 	if (t == HC_DICT_FRAMES) {
-		struct hc_dict_frame f = {.name = r.frame.name,
-					  .module = r.frame.module,
-					  .id = r.frame.id,
-					  .offset = r.frame.offset,
-					  .kind = (uint8_t)r.frame.kind,
-					  .inlined = r.frame.inlined};
+		struct hc_dict_frame f = dict_frame(&r.frame);
 
 		got = hc_dict__adopt(dict, t, &f, id, (uint64_t)origin);
 	} else if (t == HC_DICT_TASKS) {
@@ -797,12 +803,17 @@ static void free_written(struct hc_disk *d)
 	}
 }
 
-/* The ingest thread's read connection. Its reads are single rows (older epochs' ids, content
- * lookups through the indexes): a small page cache (256 KiB against SQLite's 2 MB default)
- * keeps the indexes' upper levels; their leaves come from the kernel's page cache. */
+/* The ingest thread's read connection, opened at its first use. Its reads are single rows
+ * (older epochs' ids, content lookups through the indexes): a small page cache (256 KiB
+ * against SQLite's 2 MB default) keeps the indexes' upper levels; their leaves come from the
+ * kernel's page cache. */
 static int ingest_open(struct hc_disk *d)
 {
-	int err = hc__disk_open_db(d->path, SQLITE_OPEN_READONLY, &d->ingest_db);
+	int err;
+
+	if (d->ingest_db)
+		return 0;
+	err = hc__disk_open_db(d->path, SQLITE_OPEN_READONLY, &d->ingest_db);
 
 	if (!err)
 		err = hc__disk_exec(d->ingest_db, "PRAGMA cache_size=-256");
@@ -821,12 +832,9 @@ static int old_row(struct hc_disk *d, enum hc_dict_table t, uint32_t id, struct 
 			hc__disk_row_from_dict(x, t, id, r);
 			return 0;
 		}
-	if (!d->ingest_db) {
-		int err = ingest_open(d);
-
-		if (err)
-			return err;
-	}
+	rc = ingest_open(d);
+	if (rc)
+		return rc;
 	if (!*st &&
 	    sqlite3_prepare_v2(d->ingest_db, hc__disk_row_sql[t], -1, st, NULL) != SQLITE_OK)
 		return -hc__disk_sql_errno(sqlite3_errcode(d->ingest_db));
@@ -907,11 +915,12 @@ static int64_t recall_failed(struct hc_disk *d)
  * Content neither epoch in memory has, met again from an older epoch of the file (a stack
  * seen 5 minutes ago, not in the last 2): adopted under its id rather than written again.
  * Under a steady load most of what an epoch would write is such content (measured in
- * docs/store.md). Not from an epoch adopt_epochs old, nor from one the writer may be deleting
- * (below recall_floor): the check and the adoption are one step under mu, as the writer's
- * reading of the epochs' oldest origins is. Id, 0 (not found, or the file could not be read:
- * intern it), -ENOMEM. Recall only spares rows: a failed lookup is counted
- * (store.disk.dictionary.recall_errors) and the content written as before.
+ * docs/benchmarks.md, "the dictionary's recall"). Not from an epoch adopt_epochs old, nor
+ * from one the writer may be deleting (below recall_floor): the check and the adoption are
+ * one step under mu, as the writer's reading of the epochs' oldest origins is. Id, 0 (not
+ * found, or the file could not be read: intern it), -ENOMEM. Recall only spares rows: a
+ * failed lookup is counted (store.disk.dictionary.recall_errors) and the content written as
+ * before.
  */
 static int64_t recall(struct hc_disk *d, enum hc_dict_table t, const struct hc_path_elem *e,
 		      uint32_t parent, uint32_t frame)
@@ -921,7 +930,7 @@ static int64_t recall(struct hc_disk *d, enum hc_dict_table t, const struct hc_p
 	uint64_t oldest = d->dict->epoch > d->adopt_epochs ? d->dict->epoch - d->adopt_epochs : 0;
 	int rc;
 
-	if ((!d->ingest_db && ingest_open(d)) ||
+	if (ingest_open(d) ||
 	    (!*st && sqlite3_prepare_v2(d->ingest_db, recall_sql[t], -1, st, NULL) != SQLITE_OK))
 		return recall_failed(d);
 	if (t == HC_DICT_FRAMES) {
@@ -958,12 +967,7 @@ static int64_t recall(struct hc_disk *d, enum hc_dict_table t, const struct hc_p
 	pthread_mutex_lock(&d->mu);
 	if (origin >= d->recall_floor) {
 		if (t == HC_DICT_FRAMES) {
-			struct hc_dict_frame f = {.name = e->name,
-						  .module = e->module,
-						  .id = e->id,
-						  .offset = e->offset,
-						  .kind = (uint8_t)e->kind,
-						  .inlined = e->inlined};
+			struct hc_dict_frame f = dict_frame(e);
 
 			id = hc_dict__adopt(d->dict, t, &f, (uint32_t)id, (uint64_t)origin);
 		} else {
@@ -1055,7 +1059,7 @@ int64_t hc_disk__frame(struct hc_disk *d, const struct hc_path_elem *e)
 	id = hc_dict__find_frame(d->dict, e);
 	if (!id && d->prev)
 		id = adopt_found(d, HC_DICT_FRAMES, hc_dict__find_frame(d->prev, e));
-	if (!id && e->name && e->kind <= HC_NODE_KIND_MAX)
+	if (!id)
 		id = recall(d, HC_DICT_FRAMES, e, 0, 0);
 	return id ? id : hc_dict__frame(d->dict, e);
 }

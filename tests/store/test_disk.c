@@ -1408,6 +1408,15 @@ static void test_epochs_recall(void **state)
 	int s = 1, again;
 
 	churn_open(fx, &a, &b, da, db, sizeof(da), T0, 0, 0, 0);
+	/* bad frames are refused before or after the file is asked, nothing interned */
+	{
+		struct hc_path_elem bad = {.kind = HC_NODE_USER, .module = "app", .offset = -1};
+
+		assert_int_equal(hc_disk__frame(a.d, &bad), -EINVAL);
+		bad.name = "rare_a";
+		bad.kind = (enum hc_node_kind)(HC_NODE_KIND_MAX + 1);
+		assert_int_equal(hc_disk__frame(a.d, &bad), -EINVAL);
+	}
 	rare_second(&a, 0, f0, &s0);
 	rare_second(&b, 0, fb, &sb);
 	/* a frame whose id the caller keeps (serve keeps the collector's frames' ids) */
