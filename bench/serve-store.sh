@@ -14,6 +14,7 @@
 #                 the binary's `serve --help` does not mention --data-dir)
 #   diskfp@RATE   the same with --unwind fp: what the rest costs without user-space unwinding
 #   base@RATE     the --base build (an older one, before/after), memory store
+#   diskbase@RATE the --base build with its disk store (named in --configs only)
 # RATE: `default` (no -F: serve's default rate) and any --rates given (e.g. "default 199").
 # The report gives medians over rounds; tps "kept" is the median of per-round ratios to `off`.
 #
@@ -30,9 +31,18 @@
 # child holding a BPF map fd (the ring buffer it drains: anon_inode:bpf-map in /proc/PID/fd),
 # which the server, forked before any BPF object existed, never has (docs/serve.md).
 #
+# --load synthetic replaces PostgreSQL with our own programs, for a machine without packages
+# (the lent 16-CPU machine: docs/benchmarks.md, "Scale"): bench/cpuwork -w 5 on --cpu-threads
+# threads (default one per CPU; spread over 32768 distinct stacks) beside bench/lockwork -m mmap
+# on --lock-threads threads (default half the CPUs; blocks and wakes on a shared mmap_lock,
+# for off-CPU and run-queue intervals). Its figures: cpuwork's units/s in the tps column and
+# lockwork's ops/s in lock_ops_per_s.
+#
 # Usage: bench/serve-store.sh [--rounds N] [--seconds T] [--warm W] [--rates "default 199"]
 #        [--configs "off memory disk"] [--hotcold PATH] [--base PATH] [--data-root DIR]
-#        [--keep-data] [--scale S] [--clients C] [--out DIR] [--no-install]     (as root)
+#        [--keep-data] [--scale S] [--clients C] [--out DIR] [--no-install]
+#        [--load pg|synthetic] [--cpuwork PATH] [--lockwork PATH] [--cpu-threads N]
+#        [--lock-threads N]                                                     (as root)
 # Defaults: 3 rounds, 60 s, warm 5 s, rates "default", configs "off memory disk" (plus base
 # with --base), data under /var/tmp (a real disk, not tmpfs), results in
 # bench/results/serve-store-<UTC stamp>/ (runs.csv, summary.md, logs/). --keep-data keeps
@@ -64,6 +74,12 @@ DATA_ROOT=/var/tmp
 KEEP_DATA=0
 OUT=""
 INSTALL=1
+LOAD=pg
+CPUWORK="$REPO/build/bench/cpuwork"
+LOCKWORK="$REPO/build/bench/lockwork"
+CPU_THREADS=$(nproc)
+LOCK_THREADS=$((($(nproc) + 1) / 2))
+LOCK_OPS=NA
 MAX_STORE_BYTES=$((10 << 20)) # serve's default --max-store (10M), for the implied seconds
 
 while [ $# -gt 0 ]; do
@@ -81,6 +97,11 @@ while [ $# -gt 0 ]; do
 	--clients) PG_CLIENTS=$2; shift 2 ;;
 	--out) OUT=$2; shift 2 ;;
 	--no-install) INSTALL=0; shift ;;
+	--load) LOAD=$2; shift 2 ;;
+	--cpuwork) CPUWORK=$2; shift 2 ;;
+	--lockwork) LOCKWORK=$2; shift 2 ;;
+	--cpu-threads) CPU_THREADS=$2; shift 2 ;;
+	--lock-threads) LOCK_THREADS=$2; shift 2 ;;
 	-h | --help) print_header; exit 0 ;;
 	*) die "unknown option $1" ;;
 	esac
@@ -88,9 +109,17 @@ done
 [ "$(id -u)" = 0 ] || die "run as root"
 install_missing curl:curl jq:jq
 [ -x "$HOTCOLD" ] || die "no hotcold binary at $HOTCOLD (meson compile -C build)"
+case "$LOAD" in
+pg) ;;
+synthetic)
+	[ -x "$CPUWORK" ] || die "no cpuwork at $CPUWORK (meson compile -C build)"
+	[ -x "$LOCKWORK" ] || die "no lockwork at $LOCKWORK (meson compile -C build)"
+	;;
+*) die "unknown --load $LOAD (pg or synthetic)" ;;
+esac
 if [ -n "$HOTCOLD_BASE" ]; then
 	[ -x "$HOTCOLD_BASE" ] || die "--base $HOTCOLD_BASE is not an executable"
-	case " $CONFIGS " in *" base "*) ;; *) CONFIGS+=" base" ;; esac
+	case " $CONFIGS " in *" base "* | *" diskbase "*) ;; *) CONFIGS+=" base" ;; esac
 fi
 
 has_data_dir() { "$1" serve --help 2>&1 | grep -q -- '--data-dir'; }
@@ -108,7 +137,11 @@ for cfg in $CONFIGS; do
 		fi
 		;;
 	base) [ -n "$HOTCOLD_BASE" ] || die "base needs --base PATH" ;;
-	*) die "unknown configuration $cfg (off, memory, disk, diskfp, base)" ;;
+	diskbase)
+		[ -n "$HOTCOLD_BASE" ] || die "diskbase needs --base PATH"
+		has_data_dir "$HOTCOLD_BASE" || die "diskbase: $HOTCOLD_BASE has no disk store"
+		;;
+	*) die "unknown configuration $cfg (off, memory, disk, diskfp, base, diskbase)" ;;
 	esac
 	for rate in $RATES; do
 		case "$rate" in
@@ -126,7 +159,7 @@ COLS="round,config,tps,ctxt_per_s,load_s,worker_cpu_pct,all_cpu_pct,status_colle
 COLS+=",rss_max_kb,rss_end_kb,worker_rss_kb,server_rss_kb,main_rss_kb,du_bytes_per_s"
 COLS+=",disk_status_bytes_per_s,disk_bytes_end,mem_store_bytes_per_s,mem_store_bytes_end"
 COLS+=",store_seconds,span_s,evicted_early_s,lost,lost_ringbuf,samples_per_s,processes,loadavg"
-COLS+=",pss_end_kb"
+COLS+=",pss_end_kb,lock_ops_per_s"
 echo "$COLS" >"$CSV"
 NCOLS=$(echo "$COLS" | tr , '\n' | wc -l)
 HZ=$(getconf CLK_TCK)
@@ -283,6 +316,34 @@ fig() { awk -v k="$1" '$1 == k { print $2 }' "$2"; }
 # b - a over s seconds, or NA.
 rate() { awk -v a="$1" -v b="$2" -v s="$3" 'BEGIN { if (a == "NA" || b == "NA" || a == "" || b == "") print "NA"; else printf "%.1f", (b - a) / s }'; }
 
+# The synthetic load for SECS s: sets PG_TPS (cpuwork's units/s), LOCK_OPS (lockwork's ops/s)
+# and PG_CTXT_PER_S, as pg_load does.
+synth_load() {
+	local secs=$1 c0 c1 t0 t1 cpid lpid clog llog
+	clog=$OUT/logs/cpuwork.last llog=$OUT/logs/lockwork.last
+	c0=$(ctxt_now)
+	t0=$(date +%s%N)
+	"$CPUWORK" -t "$CPU_THREADS" -w 5 "$secs" >"$clog" 2>&1 &
+	cpid=$!
+	"$LOCKWORK" -t "$LOCK_THREADS" -m mmap "$secs" >"$llog" 2>&1 &
+	lpid=$!
+	wait "$cpid" || { note "cpuwork failed: $(tail -3 "$clog")"; return 1; }
+	wait "$lpid" || { note "lockwork failed: $(tail -3 "$llog")"; return 1; }
+	t1=$(date +%s%N)
+	c1=$(ctxt_now)
+	PG_TPS=$(tr ' ' '\n' <"$clog" | sed -n 's/^units_per_wall_s=//p')
+	LOCK_OPS=$(tr ' ' '\n' <"$llog" | sed -n 's/^ops_per_s=//p')
+	PG_CTXT_PER_S=$(awk -v c=$((c1 - c0)) -v ns=$((t1 - t0)) 'BEGIN { printf "%.0f", c / (ns / 1e9) }')
+	if [ -z "$PG_TPS" ] || [ -z "$LOCK_OPS" ]; then
+		note "no figures from the synthetic load"
+		return 1
+	fi
+}
+
+load_run() {
+	if [ "$LOAD" = pg ]; then pg_load "$1" >/dev/null; else synth_load "$1"; fi
+}
+
 run_one() {
 	local round=$1 run=$2 cfg rate bin args=() log data="" worker server
 	local t0 t1 all0 all1 w0 w1 du0=NA du1=NA s0 s1 load_s samples
@@ -290,17 +351,17 @@ run_one() {
 	cfg=${run%@*} rate=${run#*@}
 	log="$OUT/logs/$round-$run.log"
 	if [ "$cfg" = off ]; then
-		pg_load "$SECS" >/dev/null || die "pgbench failed"
-		echo "$round,off,$PG_TPS,$PG_CTXT_PER_S,$SECS$(printf ',NA%.0s' $(seq $((NCOLS - 7)))),$(cut -d' ' -f1 /proc/loadavg),NA" >>"$CSV"
+		load_run "$SECS" || die "the load failed"
+		echo "$round,off,$PG_TPS,$PG_CTXT_PER_S,$SECS$(printf ',NA%.0s' $(seq $((NCOLS - 8)))),$(cut -d' ' -f1 /proc/loadavg),NA,$LOCK_OPS" >>"$CSV"
 		note "round $round off: $PG_TPS tps, $PG_CTXT_PER_S switches/s"
 		return 0
 	fi
 	bin=$HOTCOLD
-	[ "$cfg" = base ] && bin=$HOTCOLD_BASE
+	case "$cfg" in base | diskbase) bin=$HOTCOLD_BASE ;; esac
 	[ "$rate" = default ] || args+=(-F "$rate")
 	case "$cfg" in
 	memory | base) has_data_dir "$bin" && args+=(--data-dir none) ;;
-	disk | diskfp)
+	disk | diskfp | diskbase)
 		data="$DATA_PARENT/data-$rate"
 		rm -rf "$data"
 		args+=(--data-dir "$data")
@@ -321,7 +382,7 @@ run_one() {
 	t0=$(date +%s%N)
 	sampler "$samples" &
 	SAMPLER_PID=$!
-	pg_load "$SECS" >/dev/null || die "pgbench failed"
+	load_run "$SECS" || die "the load failed"
 	t1=$(date +%s%N)
 	# shellcheck disable=SC2046
 	all1=$(ticks $(serve_pids))
@@ -357,7 +418,7 @@ run_one() {
 	row+=",$(awk -v a="$(fig lost "$s0")" -v b="$(fig lost "$s1")" 'BEGIN { print b - a }')"
 	row+=",$(awk -v a="$(fig lost_ringbuf "$s0")" -v b="$(fig lost_ringbuf "$s1")" 'BEGIN { print b - a }')"
 	row+=",$(rate "$(fig samples "$s0")" "$(fig samples "$s1")" "$load_s")"
-	row+=",$(fig processes "$s1"),$(cut -d' ' -f1 /proc/loadavg),$pss"
+	row+=",$(fig processes "$s1"),$(cut -d' ' -f1 /proc/loadavg),$pss,$LOCK_OPS"
 	echo "$row" >>"$CSV"
 	rm -f "$s0" "$s1"
 	note "round $round $run: $PG_TPS tps, collector $(echo "$row" | cut -d, -f6) % of a core, RSS $((rss_max / 1024)) MiB"
@@ -375,11 +436,12 @@ med() {
 	}' "$CSV"
 }
 
-# Median over rounds of (CFG's tps / off's tps in the same round).
+# Median over rounds of (CFG's COL / off's COL in the same round); COL: tps unless given.
 kept() {
-	awk -F, -v cfg="$1" '
-	NR > 1 && $2 == "off" { off[$1] = $3 }
-	NR > 1 && $2 == cfg { v[$1] = $3 }
+	awk -F, -v cfg="$1" -v col="${2:-tps}" '
+	NR == 1 { for (i = 1; i <= NF; i++) if ($i == col) c = i; next }
+	$2 == "off" && $c != "NA" { off[$1] = $c }
+	$2 == cfg && $c != "NA" { v[$1] = $c }
 	END {
 		for (r in v) if (off[r] > 0) a[++n] = v[r] / off[r]
 		if (!n) { print "NA"; exit }
@@ -392,9 +454,19 @@ fmt() { awk -v v="$1" -v f="$2" -v d="${3:-1}" 'BEGIN { if (v == "NA") print "â€
 
 report() {
 	local run
-	echo "# serve under pgbench -S -c $PG_CLIENTS -j $PG_THREADS (scale $PG_SCALE): $ROUNDS rounds x ${SECS}s, interleaved, medians"
+	if [ "$LOAD" = pg ]; then
+		echo "# serve under pgbench -S -c $PG_CLIENTS -j $PG_THREADS (scale $PG_SCALE): $ROUNDS rounds x ${SECS}s, interleaved, medians"
+	else
+		echo "# serve under cpuwork -w 5 ($CPU_THREADS threads) beside lockwork -m mmap ($LOCK_THREADS threads): $ROUNDS rounds x ${SECS}s, interleaved, medians"
+		echo
+		echo "| configuration | cpuwork units/s | kept vs off | lockwork ops/s | kept vs off |"
+		echo "|---|---|---|---|---|"
+		for run in "${UNIQUE_RUNS[@]}"; do
+			echo "| $run | $(fmt "$(med "$run" tps)" %.0f) | $(kept "$run") | $(fmt "$(med "$run" lock_ops_per_s)" %.0f) | $(kept "$run" lock_ops_per_s) |"
+		done
+	fi
 	echo
-	echo "| configuration | pgbench tps | tps kept vs off | switches/s | load avg | collector CPU % | all serve CPU % | RSS all, max (MiB) | RSS all, end (MiB) | PSS all, end (MiB) | collector / server / main RSS (MiB) | ring-buffer losses | all losses |"
+	echo "| configuration | $([ "$LOAD" = pg ] && echo "pgbench tps" || echo "cpuwork units/s") | kept vs off | switches/s | load avg | collector CPU % | all serve CPU % | RSS all, max (MiB) | RSS all, end (MiB) | PSS all, end (MiB) | collector / server / main RSS (MiB) | ring-buffer losses | all losses |"
 	echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 	for run in "${UNIQUE_RUNS[@]}"; do
 		echo "| $run | $(fmt "$(med "$run" tps)" %.0f) | $(kept "$run") | $(fmt "$(med "$run" ctxt_per_s)" %.0f)" \
@@ -422,12 +494,12 @@ report() {
 	echo "Machine: $(nproc) CPUs, $(uname -r), $(date -u +%Y-%m-%d); hotcold $HOTCOLD${HOTCOLD_BASE:+, base $HOTCOLD_BASE}."
 	echo "Collector CPU: the worker's utime+stime over the load; all: main + worker + HTTP server."
 	echo "Load avg: /proc/loadavg's 1-min figure at each run's end (other work on the machine);"
-	echo "processes seen: symbolize.processes (pgbench's and postgres's, and whatever else ran)."
+	echo "processes seen: symbolize.processes (the load's, and whatever else ran)."
 	echo "Raw figures: runs.csv (one row per run), logs/ (serve's stderr, /api/status before and after each load, RSS and store.bytes every 2 s)."
 }
 
 UNIQUE_RUNS=("${RUNS[@]}")
-pg_start
+[ "$LOAD" = pg ] && pg_start
 note "runs per round: ${RUNS[*]}; $ROUNDS rounds x ${SECS}s (+${WARM}s warm-up each)"
 n=${#RUNS[@]}
 for ((r = 1; r <= ROUNDS; r++)); do

@@ -1107,6 +1107,8 @@ static void server_counters(struct hc_backend *b, struct hc_counters *c, struct 
 		v[HC_C_DISK_SQLITE_BYTES] = ds.sqlite_bytes;
 		v[HC_C_DISK_DICT_EPOCH] = ds.dict_epoch;
 		v[HC_C_DISK_DICT_EPOCHS] = ds.dict_epochs;
+		v[HC_C_DISK_DICT_BOUND_BYTES] = ds.dict_bound_bytes;
+		v[HC_C_DISK_DICT_BOUND_CHANGES] = ds.dict_bound_changes;
 		v[HC_C_DISK_DICT_ROWS_DELETED] = ds.dict_rows_deleted;
 		v[HC_C_DISK_DICT_FILE_LOOKUPS] = ds.dict_file_lookups;
 		v[HC_C_DISK_DICT_RECALLED] = ds.dict_recalled;

@@ -45,6 +45,13 @@
 #define MERGE_BATCH 32	    /* windows merged per round */
 /* per epoch: the current one and the one before it are in memory */
 #define DEFAULT_DICT_MAX_BYTES (2ull << 20)
+/* The bound grows while epochs last under EPOCH_SHORT_S seconds of data with over half of their
+ * entries adopted (a working set that does not fit: each epoch adopts it again, through the
+ * file, at tens of percent of a core: 16 CPUs at 999 Hz, docs/benchmarks.md "Scale"); up to
+ * DICT_CEILING_FACTOR times the floor; it halves back after an epoch of EPOCH_LONG_S. */
+#define EPOCH_SHORT_S 30
+#define EPOCH_LONG_S 600
+#define DICT_CEILING_FACTOR 8
 /* An entry used again is adopted by the next epoch under its id (its row stays where it is)
  * while the epoch that wrote its row is at most this many epochs old; past it, it is copied
  * once (a new id), so that a long-lived entry does not keep an old epoch's rows (most of them
@@ -52,7 +59,7 @@
  * hours, against days of retention. */
 #define DEFAULT_ADOPT_EPOCHS 256
 /* Entries one ingest call may add to each table (a stack of an older epoch is translated
- * with its ancestors): a new epoch begins before they could pass dict_max_bytes. */
+ * with its ancestors): a new epoch begins before they could pass the bound. */
 #define DICT_MARGIN (HC_STORE_MAX_DEPTH + 2)
 
 const int64_t hc__disk_tier_step[HC_DISK_TIERS] = {1, 10, 60, 3600};
@@ -630,6 +637,12 @@ struct hc_disk *hc_disk__open(const struct hc_disk_opts *o, char *why, size_t wl
 	d->period_ns = o->period_ns;
 	d->compact_every_s = o->compact_every_s ? o->compact_every_s : 10;
 	d->dict_max_bytes = o->dict_max_bytes ? o->dict_max_bytes : DEFAULT_DICT_MAX_BYTES;
+	d->dict_ceiling = o->dict_ceiling_bytes ? o->dict_ceiling_bytes
+						: DICT_CEILING_FACTOR * d->dict_max_bytes;
+	if (d->dict_ceiling < d->dict_max_bytes)
+		d->dict_ceiling = d->dict_max_bytes;
+	d->dict_bound = d->dict_max_bytes;
+	d->st.dict_bound_bytes = d->dict_bound;
 	d->adopt_epochs = o->adopt_epochs ? o->adopt_epochs : DEFAULT_ADOPT_EPOCHS;
 	d->dir = strdup(o->dir);
 	if (d->dir && asprintf(&d->path, "%s/%s", o->dir, HC_DISK_FILE) < 0)
@@ -710,7 +723,7 @@ static void carry_aliases(struct hc_disk *d, const struct hc_dict *old)
 		uint32_t stale, id;
 		size_t i = 0;
 
-		while (hc_dict__bytes(d->dict) < d->dict_max_bytes / 2 &&
+		while (hc_dict__bytes(d->dict) < d->dict_bound / 2 &&
 		       hc_dict__alias_next(old, (enum hc_dict_table)t, &i, &stale, &id)) {
 			int64_t nid = current_id(d, (enum hc_dict_table)t, id);
 
@@ -719,6 +732,33 @@ static void carry_aliases(struct hc_disk *d, const struct hc_dict *old)
 						   (uint32_t)nid);
 		}
 	}
+}
+
+/* The bound for the epoch that follows old (see EPOCH_SHORT_S): doubled when old lasted under
+ * EPOCH_SHORT_S seconds of data and adopted over half of its entries (a burst of new content, as
+ * at start, does not count: it fits the next epoch), halved after a long one. */
+static void adjust_bound(struct hc_disk *d, const struct hc_dict *old)
+{
+	int64_t span = d->newest_data_s - d->epoch_first_s;
+	size_t own = 0, adopted = 0;
+	uint64_t bound = d->dict_bound;
+
+	for (int t = 0; t < HC_DICT_TABLES; t++) {
+		own += old->t[t].n;
+		adopted += old->t[t].ad.n;
+	}
+	if (d->epoch_first_s && span < EPOCH_SHORT_S && adopted > own)
+		bound = bound * 2 < d->dict_ceiling ? bound * 2 : d->dict_ceiling;
+	else if (d->epoch_first_s && span > EPOCH_LONG_S)
+		bound = bound / 2 > d->dict_max_bytes ? bound / 2 : d->dict_max_bytes;
+	d->epoch_first_s = d->newest_data_s;
+	if (bound == d->dict_bound)
+		return;
+	d->dict_bound = bound;
+	pthread_mutex_lock(&d->mu);
+	d->st.dict_bound_bytes = bound;
+	d->st.dict_bound_changes++;
+	pthread_mutex_unlock(&d->mu);
 }
 
 /* Begin a new epoch: what is pending (its ids are the old one's) goes to the writer first;
@@ -736,6 +776,7 @@ static int new_epoch(struct hc_disk *d)
 	next = hc_dict__new(old->epoch + 1, base);
 	if (!next)
 		return -ENOMEM;
+	adjust_bound(d, old);
 	next->refs = 1;
 	for (tail = &d->retired; *tail; tail = &(*tail)->next)
 		;
@@ -762,7 +803,7 @@ static int epoch_room(struct hc_disk *d)
 	/* most calls find their entries interned already: nothing grew since the last look */
 	if (n == d->room_entries && d->room_epoch == d->dict->epoch)
 		return 0;
-	if (!n || hc_dict__bytes_after(d->dict, DICT_MARGIN) <= d->dict_max_bytes) {
+	if (!n || hc_dict__bytes_after(d->dict, DICT_MARGIN) <= d->dict_bound) {
 		d->room_entries = n;
 		d->room_epoch = d->dict->epoch;
 		return 0;

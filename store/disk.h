@@ -61,8 +61,14 @@ struct hc_disk_opts {
 	/* Writer pacing (tests shorten it): compaction at most this often; 0: 10 s. */
 	uint64_t compact_every_s;
 	/* The dictionary's memory per epoch (the current one and the one before it are in
-	 * memory): a new epoch begins before it would pass this; 0: 2 MiB. */
+	 * memory): a new epoch begins before it would pass the bound, which starts here; 0:
+	 * 2 MiB. */
 	uint64_t dict_max_bytes;
+	/* ... and doubles, up to this, while the working set does not fit it (epochs of under
+	 * 30 s of data, most of their entries adopted from older ones); it halves back towards
+	 * dict_max_bytes after an epoch of over 10 minutes. 0: 8 x dict_max_bytes (16 MiB by
+	 * default); dict_max_bytes or less: a fixed bound (tests). */
+	uint64_t dict_ceiling_bytes;
 	/* tests: epochs an entry used again is adopted for (0: the default, 256) */
 	uint64_t adopt_epochs;
 };
@@ -188,13 +194,15 @@ struct hc_disk_stats {
 	uint64_t corrupt_blobs;		/* buckets that did not decode (skipped) */
 	uint64_t quarantined;		/* store files moved aside at open */
 	uint64_t frames, tasks, stacks; /* dictionary entries in memory (the current epoch) */
-	uint64_t dict_bytes;	    /* memory the dictionary takes (epochs not yet written too) */
-	uint64_t sqlite_bytes;	    /* memory SQLite holds (the process's, page caches above all) */
-	uint64_t dict_epoch;	    /* the current epoch */
-	uint64_t dict_epochs;	    /* epochs in the file */
-	uint64_t dict_rows_deleted; /* rows of epochs no bucket references, deleted */
-	uint64_t dict_file_lookups; /* ids of older epochs read from the file */
-	uint64_t dict_recalled;	    /* entries of older epochs met again, adopted from the file */
+	uint64_t dict_bytes;	   /* memory the dictionary takes (epochs not yet written too) */
+	uint64_t sqlite_bytes;	   /* memory SQLite holds (the process's, page caches above all) */
+	uint64_t dict_epoch;	   /* the current epoch */
+	uint64_t dict_bound_bytes; /* the bound an epoch's memory stays under now */
+	uint64_t dict_bound_changes; /* times it doubled or halved */
+	uint64_t dict_epochs;	     /* epochs in the file */
+	uint64_t dict_rows_deleted;  /* rows of epochs no bucket references, deleted */
+	uint64_t dict_file_lookups;  /* ids of older epochs read from the file */
+	uint64_t dict_recalled;	     /* entries of older epochs met again, adopted from the file */
 	uint64_t dict_recall_errors; /* content lookups in the file that failed (written anew) */
 	int64_t oldest_s, newest_s;  /* the whole disk's range; 0, 0: empty */
 };

@@ -39,8 +39,9 @@ struct hc_disk {
 	uint64_t max_bytes;
 	uint64_t period_ns;
 	uint64_t compact_every_s;
-	sqlite3 *db; /* the writer's connection */
-	uint64_t dict_max_bytes;
+	sqlite3 *db;		 /* the writer's connection */
+	uint64_t dict_max_bytes; /* the floor of dict_bound */
+	uint64_t dict_ceiling;
 	uint64_t adopt_epochs;
 	/* The dictionary: the current epoch (the ingest thread interns into it) and the retired
 	 * ones still in memory, oldest first, until the writer has written them. Pointers and
@@ -52,8 +53,10 @@ struct hc_disk {
 	struct hc_dict *prev;
 
 	/* ingest thread only */
-	sqlite3 *ingest_db;  /* reads rows of older epochs (ids a caller kept) */
-	uint64_t room_epoch; /* the epoch that had room at room_entries entries */
+	sqlite3 *ingest_db;    /* reads rows of older epochs (ids a caller kept) */
+	uint64_t dict_bound;   /* an epoch's memory stays under it (doc of dict_ceiling_bytes) */
+	int64_t epoch_first_s; /* newest_data_s when the current epoch began; 0: no data yet */
+	uint64_t room_epoch;   /* the epoch that had room at room_entries entries */
 	size_t room_entries;
 	sqlite3_stmt *ingest_get[HC_DICT_TABLES];
 	sqlite3_stmt *ingest_recall[HC_DICT_TABLES]; /* by content: frames, stacks */

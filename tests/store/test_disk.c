@@ -853,6 +853,7 @@ static struct hc_disk *open_epochs(const char *dir, uint64_t dict_max, uint64_t 
 				 .period_ns = PERIOD_NS,
 				 .compact_every_s = 1,
 				 .dict_max_bytes = dict_max,
+				 .dict_ceiling_bytes = dict_max, /* a fixed bound */
 				 .adopt_epochs = CH_ADOPT_EPOCHS};
 	char why[512] = "";
 	struct hc_disk *d = hc_disk__open(&o, why, sizeof(why));
@@ -1489,6 +1490,116 @@ static void test_epochs_recall(void **state)
 }
 
 /* A file of the first layout (a1c3d56: no epochs) opens, is migrated, and answers as it did. */
+/* Second t of a steady load: the same n stacks (one leaf each below one trunk) every second,
+ * plus fresh ones new stacks never seen before; sealed. */
+static void steady_second(struct hc_disk *d, int64_t t, int n, int fresh)
+{
+	struct hc_path_elem p = {.kind = HC_NODE_PROCESS, .name = "db", .id = 42, .offset = -1};
+	struct hc_path_elem th = {.kind = HC_NODE_THREAD, .name = "db", .id = 42, .offset = -1};
+	struct hc_path_elem f = {.kind = HC_NODE_USER, .module = "db", .offset = -1};
+	struct hc_weights w = {.samples = 1, .on_cpu_ns = PERIOD_NS};
+	int64_t task = hc_disk__task(d, &p, &th), trunk, fid, sid;
+	char name[48];
+
+	assert_true(task > 0);
+	f.name = "main";
+	fid = hc_disk__frame(d, &f);
+	assert_true(fid > 0);
+	trunk = hc_disk__stack(d, 0, (uint32_t)fid);
+	assert_true(trunk > 0);
+	for (int k = 0; k < n + fresh; k++) {
+		if (k < n)
+			snprintf(name, sizeof(name), "steady_%d", k);
+		else
+			snprintf(name, sizeof(name), "fresh_%" PRId64 "_%d", t, k);
+		f.name = name;
+		fid = hc_disk__frame(d, &f);
+		assert_true(fid > 0);
+		sid = hc_disk__stack(d, (uint32_t)trunk, (uint32_t)fid);
+		assert_true(sid > 0);
+		assert_int_equal(
+			hc_disk__add(d, HC_DISK_MAIN, t, (uint32_t)task, (uint32_t)sid, &w), 0);
+	}
+	assert_int_equal(hc_disk__seal(d, t), 0);
+	hc_disk__sync(d);
+}
+
+/* A working set larger than the dictionary's bound: each epoch fills with what the one before
+ * held, adopted again, and rolls over within the second. The bound doubles until it fits (up to
+ * the ceiling), then epochs last; after an epoch of over 10 minutes of data it halves. With a
+ * fixed bound (ceiling = floor) the same load rolls over every second. */
+#define BOUND_FLOOR CH_BOUND
+#define BOUND_WS 4000 /* stacks of the working set: over a floor, under 8 */
+static void test_epochs_bound(void **state)
+{
+	struct fixture *fx = *state;
+	struct hc_disk_stats st, fixed;
+	char dg[PATH_MAX + 16], df[PATH_MAX + 16];
+	struct hc_disk *g, *f;
+	uint64_t epoch_at[60], grown;
+
+	snprintf(dg, sizeof(dg), "%s/grows", fx->dir);
+	snprintf(df, sizeof(df), "%s/fixed", fx->dir);
+	assert_int_equal(mkdir(dg, 0700), 0);
+	assert_int_equal(mkdir(df, 0700), 0);
+	{
+		struct hc_disk_opts o = {.dir = dg,
+					 .lock_fd = -1,
+					 .period_ns = PERIOD_NS,
+					 .compact_every_s = 1,
+					 .dict_max_bytes = BOUND_FLOOR,
+					 .dict_ceiling_bytes = 8 * BOUND_FLOOR};
+		char why[512] = "";
+
+		g = hc_disk__open(&o, why, sizeof(why));
+		assert_non_null(g);
+		o.dir = df;
+		o.dict_ceiling_bytes = BOUND_FLOOR;
+		f = hc_disk__open(&o, why, sizeof(why));
+		assert_non_null(f);
+	}
+	hc_disk__stats(g, &st);
+	assert_int_equal(st.dict_bound_bytes, BOUND_FLOOR);
+	for (int s = 0; s < 60; s++) {
+		steady_second(g, T0 + s, BOUND_WS, 0);
+		steady_second(f, T0 + s, BOUND_WS, 0);
+		hc_disk__stats(g, &st);
+		epoch_at[s] = st.dict_epoch;
+		assert_true(st.dict_bytes <= 2 * st.dict_bound_bytes); /* this epoch and the last */
+	}
+	hc_disk__stats(g, &st);
+	hc_disk__stats(f, &fixed);
+	print_message("bound: %" PRIu64 " -> %" PRIu64 " bytes in %" PRIu64
+		      " changes, epoch %" PRIu64 " at 30 s, %" PRIu64 " at 60 s, %" PRIu64
+		      " B in memory (fixed bound: epoch %" PRIu64 ")\n",
+		      (uint64_t)BOUND_FLOOR, st.dict_bound_bytes, st.dict_bound_changes,
+		      epoch_at[29], st.dict_epoch, st.dict_bytes, fixed.dict_epoch);
+	assert_true(st.dict_bound_changes >= 1);
+	assert_true(st.dict_bound_bytes > BOUND_FLOOR && st.dict_bound_bytes <= 8 * BOUND_FLOOR);
+	/* once it fits, no epoch begins: the last 30 seconds are one epoch */
+	assert_int_equal(epoch_at[59], epoch_at[29]);
+	/* the fixed bound rolled over at least once a second after its first epochs */
+	assert_true(fixed.dict_epoch >= 50);
+	assert_int_equal(fixed.dict_bound_changes, 0);
+	assert_int_equal(fixed.dict_bound_bytes, BOUND_FLOOR);
+
+	/* more than 10 minutes later, a smaller working set and new content fill the long epoch:
+	 * the bound halves, and the epoch after it, mostly new content, does not double it again */
+	grown = st.dict_bound_bytes;
+	for (int s = 700; st.dict_epoch == epoch_at[59]; s++) {
+		assert_true(s < 2000);
+		steady_second(g, T0 + s, 100, 200);
+		hc_disk__stats(g, &st);
+	}
+	assert_int_equal(st.dict_bound_bytes, grown / 2);
+	for (int s = 2000; s < 2010; s++)
+		steady_second(g, T0 + s, 100, 200);
+	hc_disk__stats(g, &st);
+	assert_int_equal(st.dict_bound_bytes, grown / 2);
+	hc_disk__close(g);
+	hc_disk__close(f);
+}
+
 static void test_epochs_migrate(void **state)
 {
 	struct fixture *fx = *state;
@@ -1599,6 +1710,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_epochs_expire, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_epochs_writer_behind, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_epochs_recall, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_epochs_bound, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_epochs_migrate, setup, teardown),
 	};
 
