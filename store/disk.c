@@ -50,7 +50,7 @@
  * file, at tens of percent of a core: 16 CPUs at 999 Hz, docs/benchmarks.md "Scale"); up to
  * DICT_CEILING_FACTOR times the floor; it halves back after an epoch of EPOCH_LONG_S. */
 #define EPOCH_SHORT_S 30
-#define EPOCH_LONG_S 600
+#define EPOCH_LONG_S 120
 #define DICT_CEILING_FACTOR 8
 /* An entry used again is adopted by the next epoch under its id (its row stays where it is)
  * while the epoch that wrote its row is at most this many epochs old; past it, it is copied

@@ -66,7 +66,7 @@ struct hc_disk_opts {
 	uint64_t dict_max_bytes;
 	/* ... and doubles, up to this, while the working set does not fit it (epochs of under
 	 * 30 s of data, most of their entries adopted from older ones); it halves back towards
-	 * dict_max_bytes after an epoch of over 10 minutes. 0: 8 x dict_max_bytes (16 MiB by
+	 * dict_max_bytes after an epoch of over 2 minutes. 0: 8 x dict_max_bytes (16 MiB by
 	 * default); dict_max_bytes or less: a fixed bound (tests). */
 	uint64_t dict_ceiling_bytes;
 	/* tests: epochs an entry used again is adopted for (0: the default, 256) */

@@ -1526,7 +1526,7 @@ static void steady_second(struct hc_disk *d, int64_t t, int n, int fresh)
 
 /* A working set larger than the dictionary's bound: each epoch fills with what the one before
  * held, adopted again, and rolls over within the second. The bound doubles until it fits (up to
- * the ceiling), then epochs last; after an epoch of over 10 minutes of data it halves. With a
+ * the ceiling), then epochs last; after an epoch of over 2 minutes of data it halves. With a
  * fixed bound (ceiling = floor) the same load rolls over every second. */
 #define BOUND_FLOOR CH_BOUND
 #define BOUND_WS 4000 /* stacks of the working set: over a floor, under 8 */
@@ -1583,7 +1583,7 @@ static void test_epochs_bound(void **state)
 	assert_int_equal(fixed.dict_bound_changes, 0);
 	assert_int_equal(fixed.dict_bound_bytes, BOUND_FLOOR);
 
-	/* more than 10 minutes later, a smaller working set and new content fill the long epoch:
+	/* minutes later, a smaller working set and new content fill the long epoch:
 	 * the bound halves, and the epoch after it, mostly new content, does not double it again */
 	grown = st.dict_bound_bytes;
 	for (int s = 700; st.dict_epoch == epoch_at[59]; s++) {
