@@ -800,6 +800,12 @@ static int epoch_room(struct hc_disk *d)
 {
 	size_t n = hc_dict__entries(d->dict);
 
+	/* A bound grown for a burst comes back down: an epoch that outlasts EPOCH_LONG_S under it
+	 * ends, and the next begins at half of it (adjust_bound). Under a working set that fits,
+	 * the epoch would otherwise never end, and keep what the burst put in it. */
+	if (d->dict_bound > d->dict_max_bytes && d->epoch_first_s && n &&
+	    d->newest_data_s - d->epoch_first_s > EPOCH_LONG_S)
+		return new_epoch(d);
 	/* most calls find their entries interned already: nothing grew since the last look */
 	if (n == d->room_entries && d->room_epoch == d->dict->epoch)
 		return 0;

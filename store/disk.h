@@ -65,9 +65,10 @@ struct hc_disk_opts {
 	 * 2 MiB. */
 	uint64_t dict_max_bytes;
 	/* ... and doubles, up to this, while the working set does not fit it (epochs of under
-	 * 30 s of data, most of their entries adopted from older ones); it halves back towards
-	 * dict_max_bytes after an epoch of over 2 minutes. 0: 8 x dict_max_bytes (16 MiB by
-	 * default); dict_max_bytes or less: a fixed bound (tests). */
+	 * 30 s of data, most of their entries adopted from older ones); an epoch that lasts
+	 * 2 minutes of data under a grown bound ends, and the next begins at half of it.
+	 * 0: 8 x dict_max_bytes (16 MiB by default); dict_max_bytes or less: a fixed bound
+	 * (tests). */
 	uint64_t dict_ceiling_bytes;
 	/* tests: epochs an entry used again is adopted for (0: the default, 256) */
 	uint64_t adopt_epochs;
