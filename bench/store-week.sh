@@ -153,7 +153,7 @@ selftest() {
 	     CREATE TABLE frame(id INTEGER PRIMARY KEY, kind INTEGER, name TEXT, module TEXT,
 	                        fid INTEGER, offset INTEGER, inlined INTEGER);
 	     CREATE TABLE task(id INTEGER PRIMARY KEY, pid INTEGER, tid INTEGER, process TEXT, thread TEXT);
-	     CREATE TABLE stack(id INTEGER PRIMARY KEY, parent INTEGER, frame INTEGER);
+	     CREATE TABLE stack_chunk(last INTEGER PRIMARY KEY, n INTEGER, data BLOB);
 	     CREATE TABLE bucket(store INTEGER, tier INTEGER, t INTEGER, span INTEGER, on_cpu_ns INTEGER,
 	                         off_cpu_ns INTEGER, runqueue_ns INTEGER, samples INTEGER, entries INTEGER,
 	                         data BLOB);

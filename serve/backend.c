@@ -1113,6 +1113,10 @@ static void server_counters(struct hc_backend *b, struct hc_counters *c, struct 
 		v[HC_C_DISK_DICT_FILE_LOOKUPS] = ds.dict_file_lookups;
 		v[HC_C_DISK_DICT_RECALLED] = ds.dict_recalled;
 		v[HC_C_DISK_DICT_RECALL_ERRORS] = ds.dict_recall_errors;
+		v[HC_C_DISK_STACK_KEYS_FRESH] = ds.stack_keys_fresh;
+		v[HC_C_DISK_STACK_KEYS_PACKED] = ds.stack_keys_packed;
+		v[HC_C_DISK_STACK_KEY_PASSES] = ds.stack_key_passes;
+		v[HC_C_DISK_STACK_CHUNKS_MERGED] = ds.stack_chunks_merged;
 		v[HC_C_MEM_STORE_BYTES] += ds.dict_bytes;
 		if (ds.oldest_s && (!st->oldest_s || ds.oldest_s < st->oldest_s))
 			v[HC_C_RET_SPAN_S] = (uint64_t)((st->newest_s > ds.newest_s ? st->newest_s

@@ -27,9 +27,12 @@
 #include "store/blob.h"
 #include "store/dict.h"
 #include "store/disk_int.h"
+#include "store/stackrows.h"
 
 #define APP_ID 0x68636f6c /* "hcol" */
-#define SCHEMA_VERSION 2  /* 2: dictionary epochs (a version 1 file is migrated at open) */
+/* 2: dictionary epochs; 3: stack rows in chunks, recall by key (store/stackrows.h). An older
+ * file is migrated at open. */
+#define SCHEMA_VERSION 3
 #define DEFAULT_RETENTION_S (7 * 86400ull)
 #define DEFAULT_MAX_BYTES (1ull << 30)
 #define QUEUE_MAX_S 120	     /* seconds waiting for the writer before the oldest are dropped */
@@ -43,6 +46,8 @@
 #define ZSTD_LEVEL_SECOND 3 /* written each second */
 #define ZSTD_LEVEL_MERGED 9 /* merged windows: written once, kept long */
 #define MERGE_BATCH 32	    /* windows merged per round */
+/* the stack rows' upkeep stops once a round's took this long */
+#define STACKROWS_ROUND_NS (100 * 1000000ull)
 /* per epoch: the current one and the one before it are in memory */
 #define DEFAULT_DICT_MAX_BYTES (2ull << 20)
 /* The bound grows while epochs last under EPOCH_SHORT_S seconds of data with over half of their
@@ -192,14 +197,14 @@ int hc_disk__lock(const char *dir, int uid, int gid, char *why, size_t wl)
 /* ---- opening ---- */
 
 /* Version 2 added bucket.epoch (appended: a migrated file has it in the same place), its
- * index, and the epoch table. */
+ * index, and the epoch table; version 3 replaced the table stack(id, parent, frame) and its
+ * content index with stackrows' tables. */
 static const char schema[] =
 	"CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value);"
 	"CREATE TABLE IF NOT EXISTS frame(id INTEGER PRIMARY KEY, kind INTEGER, name TEXT,"
 	" module TEXT, fid INTEGER, offset INTEGER, inlined INTEGER);"
 	"CREATE TABLE IF NOT EXISTS task(id INTEGER PRIMARY KEY, pid INTEGER, tid INTEGER,"
 	" process TEXT, thread TEXT);"
-	"CREATE TABLE IF NOT EXISTS stack(id INTEGER PRIMARY KEY, parent INTEGER, frame INTEGER);"
 	"CREATE TABLE IF NOT EXISTS bucket(store INTEGER, tier INTEGER, t INTEGER, span INTEGER,"
 	" on_cpu_ns INTEGER, off_cpu_ns INTEGER, runqueue_ns INTEGER, samples INTEGER,"
 	" entries INTEGER, data BLOB, epoch INTEGER NOT NULL DEFAULT 0);"
@@ -207,7 +212,6 @@ static const char schema[] =
 	"CREATE INDEX IF NOT EXISTS bucket_epoch ON bucket(epoch);"
 	/* content, for recall(): an entry of an older epoch met again is adopted, not written */
 	"CREATE INDEX IF NOT EXISTS frame_content ON frame(name, fid, offset);"
-	"CREATE INDEX IF NOT EXISTS stack_content ON stack(parent, frame);"
 	"CREATE TABLE IF NOT EXISTS epoch(id INTEGER PRIMARY KEY, frame_base INTEGER,"
 	" task_base INTEGER, stack_base INTEGER);"
 	"INSERT OR IGNORE INTO epoch VALUES(0, 0, 0, 0);";
@@ -299,11 +303,11 @@ static int quarantine(struct hc_disk *d, char *why, size_t wl)
 
 /* ---- dictionary rows ---- */
 
-/* A row of one of the dictionary's tables, by id: the columns hc__disk_row_read() takes. */
+/* A row of the dictionary's frames and tasks, by id: the columns hc__disk_row_read() takes
+ * (stacks are store/stackrows' chunks). */
 const char *const hc__disk_row_sql[HC_DICT_TABLES] = {
 	[HC_DICT_FRAMES] = "SELECT kind, name, module, fid, offset, inlined FROM frame WHERE id=?",
 	[HC_DICT_TASKS] = "SELECT pid, tid, process, thread FROM task WHERE id=?",
-	[HC_DICT_STACKS] = "SELECT parent, frame FROM stack WHERE id=?",
 };
 
 /* An epoch's rows, in id order: the id, then the same columns. */
@@ -311,7 +315,6 @@ static const char *const load_sql[HC_DICT_TABLES] = {
 	[HC_DICT_FRAMES] = ("SELECT id, kind, name, module, fid, offset, inlined FROM frame"
 			    " WHERE id > ? ORDER BY id"),
 	[HC_DICT_TASKS] = "SELECT id, pid, tid, process, thread FROM task WHERE id > ? ORDER BY id",
-	[HC_DICT_STACKS] = "SELECT id, parent, frame FROM stack WHERE id > ? ORDER BY id",
 };
 
 void hc__disk_row_read(enum hc_dict_table t, sqlite3_stmt *st, int col, struct dict_row *r)
@@ -437,12 +440,41 @@ static int adopt_row(struct hc_disk *d, struct hc_dict *dict, enum hc_dict_table
 	return got < 0 ? (int)got : 0;
 }
 
+struct load_stack {
+	struct hc_disk *d;
+	struct hc_dict *dict;
+	int64_t want;
+};
+
+/* A stack row of the current epoch, what it names adopted first. */
+static int load_stack(void *arg, uint32_t id, const struct hc_dict_stack *s)
+{
+	struct load_stack *l = arg;
+	int err = adopt_row(l->d, l->dict, HC_DICT_STACKS, s->parent, 0);
+
+	if (!err)
+		err = adopt_row(l->d, l->dict, HC_DICT_FRAMES, s->frame, 0);
+	if (!err && (id != l->want++ || hc_dict__stack(l->dict, s->parent, s->frame) != id))
+		err = -EBADMSG;
+	return err;
+}
+
 static int load_table(struct hc_disk *d, struct hc_dict *dict, enum hc_dict_table t)
 {
 	int64_t want = (int64_t)dict->t[t].base + 1;
 	sqlite3_stmt *st;
 	int rc, err = 0;
 
+	if (t == HC_DICT_STACKS) {
+		struct load_stack l = {.d = d, .dict = dict, .want = want};
+		struct hc_stackrows r;
+
+		hc__stackrows_init(&r, d->db);
+		err = hc__stackrows_scan(&r, dict->t[t].base, UINT32_MAX, load_stack, &l);
+		hc__stackrows_release(&r);
+		hc__stackrows_forget(&d->ingest_rows);
+		return err ? err : 0;
+	}
 	if (sqlite3_prepare_v2(d->db, load_sql[t], -1, &st, NULL) != SQLITE_OK)
 		return -EBADMSG;
 	sqlite3_bind_int64(st, 1, dict->t[t].base);
@@ -450,11 +482,6 @@ static int load_table(struct hc_disk *d, struct hc_dict *dict, enum hc_dict_tabl
 		struct dict_row r;
 
 		hc__disk_row_read(t, st, 1, &r);
-		if (t == HC_DICT_STACKS) {
-			err = adopt_row(d, dict, HC_DICT_STACKS, r.stack.parent, 0);
-			if (!err)
-				err = adopt_row(d, dict, HC_DICT_FRAMES, r.stack.frame, 0);
-		}
 		if (!err &&
 		    (sqlite3_column_int64(st, 0) != want++ || row_intern(dict, t, &r) != want - 1))
 			err = -EBADMSG;
@@ -497,20 +524,103 @@ static int load_dict(struct hc_disk *d)
 	return err;
 }
 
+static int create_schema(sqlite3 *db)
+{
+	int err = hc__disk_exec(db, schema);
+
+	return err ? err : hc__disk_exec(db, hc__stackrows_schema);
+}
+
+/* A run of consecutive stack rows of one epoch, written as chunks. */
+struct stack_run {
+	struct hc_dict_stack *v;
+	size_t n, cap;
+	uint32_t first; /* the id before v[0] */
+};
+
+static int run_flush(struct hc_disk *d, struct stack_run *r)
+{
+	int err = hc__stackrows_put(d->db, &d->cctx, r->first, r->v, r->n, true);
+
+	r->first += (uint32_t)r->n;
+	r->n = 0;
+	return err;
+}
+
+/* The stack rows of a version 2 file (table stack, index stack_content) into chunks and keys,
+ * each epoch's rows chunks of their own; the table and its index dropped. */
+static int migrate_stacks(struct hc_disk *d)
+{
+	struct stack_run run = {0};
+	sqlite3_stmt *st = NULL, *ep = NULL;
+	uint32_t next_base = 0; /* the next epoch's stack base above the run; 0: none */
+	int rc, err = 0;
+
+	if (sqlite3_prepare_v2(d->db, "SELECT id, parent, frame FROM stack ORDER BY id", -1, &st,
+			       NULL) != SQLITE_OK ||
+	    sqlite3_prepare_v2(d->db, "SELECT min(stack_base) FROM epoch WHERE stack_base >= ?", -1,
+			       &ep, NULL) != SQLITE_OK)
+		err = -hc__disk_sql_errno(sqlite3_errcode(d->db));
+	while (!err && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+		int64_t id = sqlite3_column_int64(st, 0);
+
+		if (id <= 0 || id > UINT32_MAX) {
+			err = -EBADMSG;
+			break;
+		}
+		/* a gap, the next epoch, or a full chunk: the run so far goes */
+		if (run.n &&
+		    ((uint32_t)id != run.first + run.n + 1 ||
+		     (next_base && (uint32_t)id > next_base) || run.n == HC_STACKROWS_CHUNK_MAX))
+			err = run_flush(d, &run);
+		if (!err && !run.n) {
+			run.first = (uint32_t)id - 1;
+			sqlite3_reset(ep);
+			sqlite3_bind_int64(ep, 1, id);
+			rc = sqlite3_step(ep);
+			next_base = rc == SQLITE_ROW && sqlite3_column_type(ep, 0) != SQLITE_NULL
+					    ? (uint32_t)sqlite3_column_int64(ep, 0)
+					    : 0;
+			sqlite3_reset(ep);
+		}
+		if (!err && run.n == run.cap && hc_array_grow(run.v, run.cap, run.n + 1, 1024))
+			err = -ENOMEM;
+		if (!err)
+			run.v[run.n++] = (struct hc_dict_stack){
+				.parent = (uint32_t)sqlite3_column_int64(st, 1),
+				.frame = (uint32_t)sqlite3_column_int64(st, 2)};
+	}
+	if (!err && rc != SQLITE_DONE)
+		err = -hc__disk_sql_errno(rc);
+	if (!err && run.n)
+		err = run_flush(d, &run);
+	sqlite3_finalize(st);
+	sqlite3_finalize(ep);
+	free(run.v);
+	if (!err)
+		err = hc__disk_exec(d->db, "DROP INDEX IF EXISTS stack_content; DROP TABLE stack");
+	return err;
+}
+
 /* Bring a file of an older schema up to this one, in one transaction. */
 static int migrate(struct hc_disk *d)
 {
+	bool v1 = query_int(d->db, "SELECT count(*) FROM sqlite_schema WHERE name='bucket'", 0) &&
+		  !query_int(d->db,
+			     "SELECT count(*) FROM pragma_table_info('bucket') WHERE name='epoch'",
+			     0);
+	bool v2 = query_int(d->db, "SELECT count(*) FROM sqlite_schema WHERE name='stack'", 0);
 	int err;
 
-	if (query_int(d->db, "SELECT count(*) FROM sqlite_schema WHERE name='bucket'", 0) == 0 ||
-	    query_int(d->db, "SELECT count(*) FROM pragma_table_info('bucket') WHERE name='epoch'",
-		      0) > 0)
+	if (!v1 && !v2)
 		return 0;
 	err = hc__disk_exec(d->db, "BEGIN IMMEDIATE");
-	if (!err)
+	if (!err && v1)
 		err = hc__disk_exec(d->db, migrate_v1);
 	if (!err)
-		err = hc__disk_exec(d->db, schema);
+		err = create_schema(d->db);
+	if (!err && v2)
+		err = migrate_stacks(d);
 	if (!err)
 		err = hc__disk_exec(d->db, "COMMIT");
 	else
@@ -542,7 +652,7 @@ static int open_store(struct hc_disk *d, char *why, size_t wl)
 			 APP_ID, SCHEMA_VERSION);
 		err = migrate(d);
 		if (!err)
-			err = hc__disk_exec(d->db, schema);
+			err = create_schema(d->db);
 		if (!err)
 			err = hc__disk_exec(d->db, sql);
 		if (err)
@@ -553,6 +663,11 @@ static int open_store(struct hc_disk *d, char *why, size_t wl)
 		err = load_dict(d);
 		if (err == -EBADMSG)
 			hc_why_set(why, wl, "damaged dictionary");
+	}
+	if (!err) {
+		err = hc__stackrows_pack_open(d->db, &d->packer);
+		d->st.stack_keys_fresh = d->packer.fresh;
+		d->st.stack_keys_packed = d->packer.packed;
 	}
 	if (err) {
 		sqlite3_close(d->db);
@@ -584,6 +699,7 @@ static void disk_free(struct hc_disk *d)
 		sqlite3_finalize(d->ingest_get[t]);
 		sqlite3_finalize(d->ingest_recall[t]);
 	}
+	hc__stackrows_release(&d->ingest_rows);
 	sqlite3_close(d->ingest_db);
 	hc_dict__free(d->dict);
 	for (struct hc_dict *x = d->retired; d->prev && x; x = x->next)
@@ -864,7 +980,24 @@ static int ingest_open(struct hc_disk *d)
 
 	if (!err)
 		err = hc__disk_exec(d->ingest_db, "PRAGMA cache_size=-256");
+	if (!err)
+		hc__stackrows_init(&d->ingest_rows, d->ingest_db);
 	return err;
+}
+
+/* The ingest's cached chunk of stack rows, forgotten once the writer has deleted rows since
+ * (a deleted row must read as gone). */
+static void ingest_rows_check(struct hc_disk *d)
+{
+	uint64_t gen;
+
+	pthread_mutex_lock(&d->mu);
+	gen = d->rows_gen;
+	pthread_mutex_unlock(&d->mu);
+	if (gen != d->ingest_rows_gen) {
+		hc__stackrows_forget(&d->ingest_rows);
+		d->ingest_rows_gen = gen;
+	}
 }
 
 /* Row id of table t of an older epoch: from a retired epoch still in memory, else from the
@@ -882,6 +1015,15 @@ static int old_row(struct hc_disk *d, enum hc_dict_table t, uint32_t id, struct 
 	rc = ingest_open(d);
 	if (rc)
 		return rc;
+	if (t == HC_DICT_STACKS) {
+		ingest_rows_check(d);
+		rc = hc__stackrows_get(&d->ingest_rows, id, &r->stack);
+		pthread_mutex_lock(&d->mu);
+		d->st.dict_file_lookups++;
+		pthread_mutex_unlock(&d->mu);
+		/* -ENOENT: its epoch was deleted, no bucket referenced it any more */
+		return rc == -ENOENT ? -ESTALE : rc;
+	}
 	if (!*st &&
 	    sqlite3_prepare_v2(d->ingest_db, hc__disk_row_sql[t], -1, st, NULL) != SQLITE_OK)
 		return -hc__disk_sql_errno(sqlite3_errcode(d->ingest_db));
@@ -933,10 +1075,10 @@ static int64_t adopt(struct hc_disk *d, enum hc_dict_table t, uint32_t id)
 }
 
 /*
- * The newest row of the file with the content r (a stack's parent and frame being ids the
- * current epoch has), and the epoch that holds it if that one may still be adopted from (at
- * most adopt_epochs old; NULL otherwise): columns 0 and 1. The content indexes make each one
- * lookup; the epoch's is bounded to the epochs it may be.
+ * Frames: the newest row of the file with the content r, and the epoch that holds it if that
+ * one may still be adopted from (at most adopt_epochs old; NULL otherwise): columns 0 and 1.
+ * The content index makes it one lookup; the epoch's is bounded to the epochs it may be.
+ * Stacks: the epoch of a row found by store/stackrows' keys, the same way.
  */
 static const char *const recall_sql[HC_DICT_TABLES] = {
 	[HC_DICT_FRAMES] =
@@ -944,10 +1086,8 @@ static const char *const recall_sql[HC_DICT_TABLES] = {
 		 " AND e.id >= ?7 ORDER BY e.id DESC LIMIT 1) FROM frame f WHERE f.name = ?1"
 		 " AND f.fid = ?2 AND f.offset = ?3 AND f.kind = ?4"
 		 " AND f.module IS ?5 AND f.inlined = ?6 ORDER BY f.id DESC LIMIT 1"),
-	[HC_DICT_STACKS] =
-		("SELECT s.id, (SELECT e.id FROM epoch e WHERE e.stack_base < s.id"
-		 " AND e.id >= ?3 ORDER BY e.id DESC LIMIT 1) FROM stack s WHERE s.parent = ?1"
-		 " AND s.frame = ?2 ORDER BY s.id DESC LIMIT 1"),
+	[HC_DICT_STACKS] = ("SELECT ?1, (SELECT e.id FROM epoch e WHERE e.stack_base < ?1"
+			    " AND e.id >= ?3 ORDER BY e.id DESC LIMIT 1)"),
 };
 
 static int64_t recall_failed(struct hc_disk *d)
@@ -992,8 +1132,15 @@ static int64_t recall(struct hc_disk *d, enum hc_dict_table t, const struct hc_p
 		sqlite3_bind_int(*st, 6, e->inlined);
 		sqlite3_bind_int64(*st, 7, (int64_t)oldest);
 	} else {
-		sqlite3_bind_int64(*st, 1, parent);
-		sqlite3_bind_int64(*st, 2, frame);
+		int64_t row;
+
+		ingest_rows_check(d);
+		row = hc__stackrows_find(&d->ingest_rows, parent, frame, 0);
+		if (row <= 0) {
+			sqlite3_reset(*st);
+			return row < 0 && row != -ENOMEM ? recall_failed(d) : row;
+		}
+		sqlite3_bind_int64(*st, 1, row);
 		sqlite3_bind_int64(*st, 3, (int64_t)oldest);
 	}
 	rc = sqlite3_step(*st);
@@ -1345,7 +1492,6 @@ void hc_disk__close(struct hc_disk *d)
 static const char *const insert_dict_sql[HC_DICT_TABLES] = {
 	[HC_DICT_FRAMES] = "INSERT INTO frame VALUES(?,?,?,?,?,?,?)",
 	[HC_DICT_TASKS] = "INSERT INTO task VALUES(?,?,?,?,?)",
-	[HC_DICT_STACKS] = "INSERT INTO stack VALUES(?,?,?)",
 };
 
 static void bind_text(sqlite3_stmt *st, int col, const char *s)
@@ -1407,6 +1553,21 @@ static int write_epoch(struct hc_disk *d, sqlite3_stmt *ep, sqlite3_stmt *const 
 		struct hc_dict_tab *tab = &x->t[t];
 
 		w->n[t] = tab->n;
+		if (t == HC_DICT_STACKS) {
+			int err = rc != SQLITE_OK
+					  ? 0
+					  : hc__stackrows_put(d->db, &d->cctx,
+							      tab->base + (uint32_t)tab->persisted,
+							      (const struct hc_dict_stack *)tab->v +
+								      tab->persisted,
+							      w->n[t] - tab->persisted, true);
+
+			if (err)
+				rc = err == -ENOSPC   ? SQLITE_FULL
+				     : err == -ENOMEM ? SQLITE_NOMEM
+						      : SQLITE_IOERR;
+			continue;
+		}
 		for (size_t i = tab->persisted; rc == SQLITE_OK && i < w->n[t]; i++) {
 			uint32_t id = tab->base + (uint32_t)i + 1;
 
@@ -1446,7 +1607,7 @@ static int write_dict(struct hc_disk *d, struct dict_write **w, size_t *nw)
 	if (sqlite3_prepare_v2(d->db, "INSERT OR IGNORE INTO epoch VALUES(?,?,?,?)", -1, &ep,
 			       NULL) != SQLITE_OK)
 		err = -hc__disk_sql_errno(sqlite3_errcode(d->db));
-	for (int t = 0; !err && t < HC_DICT_TABLES; t++)
+	for (int t = 0; !err && t < HC_DICT_STACKS; t++)
 		if (sqlite3_prepare_v2(d->db, insert_dict_sql[t], -1, &ins[t], NULL) != SQLITE_OK)
 			err = -hc__disk_sql_errno(sqlite3_errcode(d->db));
 	for (size_t i = 0; !err && i < n; i++)
@@ -1903,11 +2064,10 @@ static void drop_epochs(struct hc_disk *d)
 	static const char *const del[HC_DICT_TABLES] = {
 		"DELETE FROM frame WHERE id <= ?",
 		"DELETE FROM task WHERE id <= ?",
-		"DELETE FROM stack WHERE id <= ?",
 	};
 	int64_t keep = query_int(d->db, "SELECT min(epoch) FROM bucket", INT64_MAX);
 	sqlite3_stmt *st = NULL;
-	uint64_t deleted = 0;
+	uint64_t deleted = 0, stacks = 0;
 	int err;
 
 	pthread_mutex_lock(&d->mu);
@@ -1943,7 +2103,10 @@ static void drop_epochs(struct hc_disk *d)
 		if (sqlite3_step(st) != SQLITE_ROW)
 			err = -ENOENT; /* the epoch kept has no row yet: next round */
 	}
-	for (int t = 0; !err && t < HC_DICT_TABLES; t++) {
+	if (!err)
+		err = hc__stackrows_drop(d->db, (uint32_t)sqlite3_column_int64(st, HC_DICT_STACKS),
+					 &stacks);
+	for (int t = 0; !err && t < HC_DICT_STACKS; t++) {
 		sqlite3_stmt *dt;
 
 		if (sqlite3_prepare_v2(d->db, del[t], -1, &dt, NULL) != SQLITE_OK) {
@@ -1969,8 +2132,12 @@ static void drop_epochs(struct hc_disk *d)
 		hc__disk_exec(d->db, "ROLLBACK");
 		return;
 	}
+	/* their keys go as packing meets them */
+	d->packer.stale += stacks;
 	pthread_mutex_lock(&d->mu);
-	d->st.dict_rows_deleted += deleted;
+	d->st.dict_rows_deleted += deleted + stacks;
+	if (stacks)
+		d->rows_gen++;
 	pthread_mutex_unlock(&d->mu);
 }
 
@@ -2072,6 +2239,76 @@ static void refresh_tiers(struct hc_disk *d)
 	pthread_mutex_unlock(&d->mu);
 }
 
+/*
+ * The stack rows' upkeep (store/stackrows.h), one transaction, within STACKROWS_ROUND_NS: the
+ * fresh keys packed (a pass over the slots when due, some of it each round), then the chunks
+ * of the epochs written whole merged (each transaction wrote its new rows as a chunk).
+ */
+static void stackrows_upkeep(struct hc_disk *d)
+{
+	uint64_t t0 = hc_mono_ns(), merged = 0;
+	int64_t floor, limit;
+	sqlite3_stmt *st = NULL;
+	struct hc_stackrows_packer was = d->packer;
+	uint32_t compacted_was = d->compacted_to;
+	int err = hc__disk_exec(d->db, "BEGIN IMMEDIATE");
+
+	/* ids below the oldest epoch's base are deleted: their keys go */
+	floor = query_int(d->db, "SELECT min(stack_base) FROM epoch", 0);
+	while (!err && hc_mono_ns() - t0 < STACKROWS_ROUND_NS) {
+		uint64_t passes = d->packer.passes;
+
+		err = hc__stackrows_pack_step(d->db, &d->packer, (uint32_t)floor);
+		if (!d->packer.next || d->packer.passes != passes)
+			break;
+	}
+	/* the epochs below the current one and below any not yet written whole */
+	pthread_mutex_lock(&d->mu);
+	limit = d->dict->t[HC_DICT_STACKS].base;
+	for (const struct hc_dict *x = d->retired; x; x = x->next)
+		if (!x->written && x->t[HC_DICT_STACKS].base < limit)
+			limit = x->t[HC_DICT_STACKS].base;
+	pthread_mutex_unlock(&d->mu);
+	if (!err && sqlite3_prepare_v2(d->db,
+				       "SELECT stack_base FROM epoch WHERE stack_base >= ?"
+				       " ORDER BY stack_base",
+				       -1, &st, NULL) != SQLITE_OK)
+		err = -EIO;
+	if (!err && d->compacted_to < (uint32_t)floor)
+		d->compacted_to = (uint32_t)floor;
+	if (!err)
+		sqlite3_bind_int64(st, 1, d->compacted_to);
+	while (!err && sqlite3_step(st) == SQLITE_ROW && hc_mono_ns() - t0 < STACKROWS_ROUND_NS) {
+		int64_t hi = sqlite3_column_int64(st, 0);
+		uint64_t m = 0;
+
+		if (hi > limit)
+			break;
+		if (hi > d->compacted_to)
+			err = hc__stackrows_compact(d->db, &d->cctx, d->compacted_to, (uint32_t)hi,
+						    &m);
+		if (!err)
+			d->compacted_to = (uint32_t)hi;
+		merged += m;
+	}
+	sqlite3_finalize(st);
+	if (!err)
+		err = hc__disk_exec(d->db, "COMMIT");
+	if (err) {
+		/* nothing of it happened: the next round does it again */
+		hc__disk_exec(d->db, "ROLLBACK");
+		d->packer = was;
+		d->compacted_to = compacted_was;
+		return;
+	}
+	pthread_mutex_lock(&d->mu);
+	d->st.stack_keys_fresh = d->packer.fresh;
+	d->st.stack_keys_packed = d->packer.packed;
+	d->st.stack_key_passes = d->packer.passes;
+	d->st.stack_chunks_merged += merged;
+	pthread_mutex_unlock(&d->mu);
+}
+
 static void maintain(struct hc_disk *d, int64_t newest)
 {
 	uint64_t t0 = hc_mono_ns(), dt;
@@ -2081,6 +2318,7 @@ static void maintain(struct hc_disk *d, int64_t newest)
 	while (merge_windows(d, newest) == MERGE_BATCH && ++rounds < 16)
 		;
 	expire(d, newest);
+	stackrows_upkeep(d);
 	dt = hc_mono_ns() - t0;
 	pthread_mutex_lock(&d->mu);
 	d->st.maintain_ns_last = dt;

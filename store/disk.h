@@ -205,7 +205,10 @@ struct hc_disk_stats {
 	uint64_t dict_file_lookups;  /* ids of older epochs read from the file */
 	uint64_t dict_recalled;	     /* entries of older epochs met again, adopted from the file */
 	uint64_t dict_recall_errors; /* content lookups in the file that failed (written anew) */
-	int64_t oldest_s, newest_s;  /* the whole disk's range; 0, 0: empty */
+	/* stack rows (store/stackrows.h): content keys not packed yet, packed; passes of
+	 * packing; chunks merged into larger ones */
+	uint64_t stack_keys_fresh, stack_keys_packed, stack_key_passes, stack_chunks_merged;
+	int64_t oldest_s, newest_s; /* the whole disk's range; 0, 0: empty */
 };
 
 void hc_disk__stats(struct hc_disk *d, struct hc_disk_stats *out);

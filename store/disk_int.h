@@ -16,6 +16,7 @@
 #include "store/blob.h"
 #include "store/dict.h"
 #include "store/disk.h"
+#include "store/stackrows.h"
 
 /* Sealed buckets on their way to the writer. */
 struct batch {
@@ -59,7 +60,9 @@ struct hc_disk {
 	uint64_t room_epoch;   /* the epoch that had room at room_entries entries */
 	size_t room_entries;
 	sqlite3_stmt *ingest_get[HC_DICT_TABLES];
-	sqlite3_stmt *ingest_recall[HC_DICT_TABLES]; /* by content: frames, stacks */
+	sqlite3_stmt *ingest_recall[HC_DICT_TABLES]; /* by content: frames */
+	struct hc_stackrows ingest_rows;	     /* stack rows: by id, by content */
+	uint64_t ingest_rows_gen;		     /* rows_gen when its chunk was read */
 	struct pending *pend;
 	size_t n_pend, cap_pend;
 	int64_t newest_data_s; /* the newest second any record was for */
@@ -76,14 +79,17 @@ struct hc_disk {
 	/* the oldest epoch whose rows the writer keeps: what it deletes is below, and the
 	 * ingest recalls nothing from there */
 	int64_t recall_floor;
+	uint64_t rows_gen; /* stack rows deleted: a cached chunk may be stale */
 	uint64_t last_compact_ns;
 	struct hc_disk_stats st;
 
 	/* the writer thread only */
-	int64_t built[HC_DISK_TIERS]; /* tier k >= 1 holds its windows ending at or before
-				       * built[k], built from tier k - 1 (INT64_MIN: none) */
-	int64_t cut[HC_DISK_TIERS];   /* --max-disk took each tier's windows before it */
-	void *cctx;		      /* its zstd compression context */
+	int64_t built[HC_DISK_TIERS];	   /* tier k >= 1 holds its windows ending at or before
+					    * built[k], built from tier k - 1 (INT64_MIN: none) */
+	int64_t cut[HC_DISK_TIERS];	   /* --max-disk took each tier's windows before it */
+	void *cctx;			   /* its zstd compression context */
+	struct hc_stackrows_packer packer; /* the stack keys' packing */
+	uint32_t compacted_to;		   /* stack chunks merged up to this id */
 };
 
 /* A dictionary entry's content, strings not interned (valid while its source is). */

@@ -268,6 +268,7 @@ struct hydrate {
 	struct hc_dict *cur; /* the current epoch, referenced */
 	sqlite3 *db;
 	sqlite3_stmt *get[HC_DICT_TABLES];
+	struct hc_stackrows rows; /* stack rows by id */
 	uint64_t lookups;
 	struct idmap frames; /* frame id -> ids' frame id */
 	struct idmap tasks;  /* task id -> ids' process id << 32 | thread id; 0: filtered out */
@@ -313,6 +314,10 @@ static int query_row(struct hydrate *h, enum hc_dict_table t, uint32_t id, struc
 	if (hc_dict__has(h->cur, t, id)) {
 		hc__disk_row_from_dict(h->cur, t, id, r);
 		return 0;
+	}
+	if (t == HC_DICT_STACKS) {
+		h->lookups++;
+		return hc__stackrows_get(&h->rows, id, &r->stack);
 	}
 	if (!h->get[t] &&
 	    sqlite3_prepare_v2(h->db, hc__disk_row_sql[t], -1, &h->get[t], NULL) != SQLITE_OK)
@@ -539,13 +544,26 @@ static void hydrate_free(struct hydrate *h)
 	hydrate_maps_free(h);
 }
 
+struct span_fill {
+	struct span *sp;
+	uint64_t rows;
+};
+
+static int span_stack(void *arg, uint32_t id, const struct hc_dict_stack *s)
+{
+	struct span_fill *f = arg;
+
+	f->sp->v[id - f->sp->lo - 1] = (uint64_t)s->parent << 32 | s->frame;
+	f->rows++;
+	return 0;
+}
+
 /* Rows of table t with ids in (lo, hi], into a new span (as the lookups would). */
 static int prefetch_rows(struct hydrate *h, enum hc_dict_table t, uint32_t lo, uint32_t hi)
 {
 	static const char *const sql[HC_DICT_TABLES] = {
 		[HC_DICT_FRAMES] = ("SELECT id, kind, name, module, fid, offset, inlined FROM frame"
 				    " WHERE id > ? AND id <= ?"),
-		[HC_DICT_STACKS] = "SELECT id, parent, frame FROM stack WHERE id > ? AND id <= ?",
 	};
 	struct span *sp;
 	sqlite3_stmt *st;
@@ -562,6 +580,13 @@ static int prefetch_rows(struct hydrate *h, enum hc_dict_table t, uint32_t lo, u
 	if (!sp->v)
 		return -ENOMEM;
 	h->n_spans[t]++;
+	if (t == HC_DICT_STACKS) {
+		struct span_fill f = {.sp = sp};
+
+		err = hc__stackrows_scan(&h->rows, lo, hi, span_stack, &f);
+		h->lookups += f.rows;
+		return err;
+	}
 	if (sqlite3_prepare_v2(h->db, sql[t], -1, &st, NULL) != SQLITE_OK)
 		return -hc__disk_sql_errno(sqlite3_errcode(h->db));
 	sqlite3_bind_int64(st, 1, lo);
@@ -574,15 +599,11 @@ static int prefetch_rows(struct hydrate *h, enum hc_dict_table t, uint32_t lo, u
 			continue;
 		h->lookups++;
 		hc__disk_row_read(t, st, 1, &r);
-		if (t == HC_DICT_STACKS) {
-			sp->v[id - lo - 1] = (uint64_t)r.stack.parent << 32 | r.stack.frame;
-		} else {
-			sid = scratch_define(h, &r.frame);
-			if (sid < 0)
-				err = (int)sid;
-			else
-				sp->v[id - lo - 1] = (uint64_t)sid;
-		}
+		sid = scratch_define(h, &r.frame);
+		if (sid < 0)
+			err = (int)sid;
+		else
+			sp->v[id - lo - 1] = (uint64_t)sid;
 	}
 	sqlite3_finalize(st);
 	return err;
@@ -783,6 +804,7 @@ static int hydrate(struct hc_disk *d, enum hc_disk_store s, const struct hc_disk
 	h->cur->refs++;
 	pthread_mutex_unlock(&d->mu);
 	err = hc__disk_open_db(d->path, SQLITE_OPEN_READONLY, &h->db);
+	hc__stackrows_init(&h->rows, h->db);
 	if (!err)
 		err = hc__disk_exec(h->db, "BEGIN");
 	if (!err)
@@ -821,6 +843,7 @@ static int hydrate(struct hc_disk *d, enum hc_disk_store s, const struct hc_disk
 	}
 	for (int t = 0; t < HC_DICT_TABLES; t++)
 		sqlite3_finalize(h->get[t]);
+	hc__stackrows_release(&h->rows);
 	sqlite3_close(h->db); /* the read transaction ends with it */
 	hc__disk_dict_put(d, h->cur);
 	pthread_mutex_lock(&d->mu);

@@ -35,6 +35,7 @@
 #include "profile/store.h"
 #include "profile/tree.h"
 #include "store/disk.h"
+#include "store/stackrows.h"
 
 #define T0 ((int64_t)1700000040) /* a multiple of 60: every tier's windows start here */
 #define SECONDS 200
@@ -1124,6 +1125,64 @@ static void sql_exec(const char *dir, const char *sql)
 	sqlite3_close(db);
 }
 
+/* The stack rows of the file in dir (store/stackrows' chunks), read through its reader. */
+struct stack_rows {
+	uint32_t *id;
+	struct hc_dict_stack *v;
+	size_t n, cap;
+};
+
+static int stack_rows_add(void *arg, uint32_t id, const struct hc_dict_stack *s)
+{
+	struct stack_rows *r = arg;
+
+	if (r->n == r->cap) {
+		r->cap = r->cap ? 2 * r->cap : 1024;
+		r->id = realloc(r->id, r->cap * sizeof(*r->id));
+		r->v = realloc(r->v, r->cap * sizeof(*r->v));
+		assert_non_null(r->id);
+		assert_non_null(r->v);
+	}
+	r->id[r->n] = id;
+	r->v[r->n++] = *s;
+	return 0;
+}
+
+static struct stack_rows stack_rows(const char *dir)
+{
+	struct stack_rows r = {0};
+	struct hc_stackrows rd;
+	char path[PATH_MAX + 32];
+	sqlite3 *db = NULL;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, HC_DISK_FILE);
+	assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+	hc__stackrows_init(&rd, db);
+	assert_int_equal(hc__stackrows_scan(&rd, 0, UINT32_MAX, stack_rows_add, &r), 0);
+	hc__stackrows_release(&rd);
+	sqlite3_close(db);
+	return r;
+}
+
+static void stack_rows_free(struct stack_rows *r)
+{
+	free(r->id);
+	free(r->v);
+	*r = (struct stack_rows){0};
+}
+
+/* How many stack rows of the file name frame. */
+static int64_t stack_rows_with_frame(const char *dir, uint32_t frame)
+{
+	struct stack_rows r = stack_rows(dir);
+	int64_t n = 0;
+
+	for (size_t i = 0; i < r.n; i++)
+		n += r.v[i].frame == frame;
+	stack_rows_free(&r);
+	return n;
+}
+
 /* Two stores in dir/bounded and dir/whole, their trunks interned: one with a dictionary bound
  * the stream passes several times, one with none. */
 static void churn_open(struct fixture *fx, struct churn *a, struct churn *b, char *da, char *db,
@@ -1267,9 +1326,9 @@ static void test_epochs_expire(void **state)
 		      " stacks (whole: %" PRId64 ", %" PRId64 ")\n",
 		      st.dict_rows_deleted, st.dict_epochs, st.dict_epoch + 1,
 		      sql_int(da, "SELECT count(*) FROM frame"),
-		      sql_int(da, "SELECT count(*) FROM stack"),
+		      sql_int(da, "SELECT sum(n) FROM stack_chunk"),
 		      sql_int(db, "SELECT count(*) FROM frame"),
-		      sql_int(db, "SELECT count(*) FROM stack"));
+		      sql_int(db, "SELECT sum(n) FROM stack_chunk"));
 	assert_true(st.dict_rows_deleted > 0);
 	assert_true(st.dict_epochs < st.dict_epoch + 1);
 	assert_int_equal(st.dict_epochs, sql_int(da, "SELECT count(*) FROM epoch"));
@@ -1277,10 +1336,19 @@ static void test_epochs_expire(void **state)
 	kept = sql_int(da, "SELECT min(id) FROM epoch");
 	assert_true(kept > 0);
 	assert_true(sql_int(da, "SELECT min(epoch) FROM bucket") >= kept);
-	assert_true(sql_int(da, "SELECT min(id) FROM stack") >
+	assert_true(sql_int(da, "SELECT min(last - n + 1) FROM stack_chunk") >
 		    sql_int(da, "SELECT stack_base FROM epoch ORDER BY id LIMIT 1"));
-	assert_true(sql_int(da, "SELECT count(*) FROM stack") + (int64_t)st.dict_rows_deleted >
-		    sql_int(da, "SELECT count(*) FROM stack"));
+	assert_true(sql_int(da, "SELECT sum(n) FROM stack_chunk") <
+		    sql_int(db, "SELECT sum(n) FROM stack_chunk"));
+	{
+		/* the rows left are whole chunks of dense ids, each readable */
+		struct stack_rows r = stack_rows(da);
+
+		assert_int_equal((int64_t)r.n, sql_int(da, "SELECT sum(n) FROM stack_chunk"));
+		for (size_t i = 1; i < r.n; i++)
+			assert_true(r.id[i] > r.id[i - 1]);
+		stack_rows_free(&r);
+	}
 	assert_true(sql_int(da, "SELECT count(*) FROM frame") <
 		    sql_int(db, "SELECT count(*) FROM frame"));
 	/* what the tiers hold answers as before */
@@ -1454,8 +1522,7 @@ static void test_epochs_recall(void **state)
 	churn_run(&a, again, again + 1, CH_BOUND, &max_a);
 	assert_int_equal(sql_int(da, "SELECT count(*) FROM frame WHERE name = 'rare_b'"), 1);
 	assert_int_equal(sql_int(da, "SELECT count(*) FROM frame WHERE name = 'rare_kept'"), 1);
-	snprintf(sql, sizeof(sql), "SELECT count(*) FROM stack WHERE frame = %u", f0[1]);
-	assert_int_equal(sql_int(da, sql), 1);
+	assert_int_equal(stack_rows_with_frame(da, f0[1]), 1);
 	/* the second that names them names their epoch: expiry keeps its rows */
 	snprintf(sql, sizeof(sql), "SELECT min(epoch) FROM bucket WHERE tier = 0 AND t = %" PRId64,
 		 T0 + again);
@@ -1600,17 +1667,48 @@ static void test_epochs_bound(void **state)
 	hc_disk__close(f);
 }
 
+/* A version 3 file's stack rows back to version 2's table and index. */
+static void stacks_to_v2(const char *dir, const struct stack_rows *r)
+{
+	char path[PATH_MAX + 32];
+	sqlite3_stmt *ins;
+	sqlite3 *db = NULL;
+
+	sql_exec(dir, "DROP TABLE stack_chunk; DROP TABLE stack_key; DROP TABLE stack_keypack;"
+		      "CREATE TABLE stack(id INTEGER PRIMARY KEY, parent INTEGER, frame INTEGER);"
+		      "CREATE INDEX stack_content ON stack(parent, frame)");
+	snprintf(path, sizeof(path), "%s/%s", dir, HC_DISK_FILE);
+	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(db, "BEGIN", NULL, NULL, NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_prepare_v2(db, "INSERT INTO stack VALUES(?,?,?)", -1, &ins, NULL),
+			 SQLITE_OK);
+	for (size_t i = 0; i < r->n; i++) {
+		sqlite3_bind_int64(ins, 1, r->id[i]);
+		sqlite3_bind_int64(ins, 2, r->v[i].parent);
+		sqlite3_bind_int64(ins, 3, r->v[i].frame);
+		assert_int_equal(sqlite3_step(ins), SQLITE_DONE);
+		sqlite3_reset(ins);
+	}
+	sqlite3_finalize(ins);
+	assert_int_equal(sqlite3_exec(db, "COMMIT", NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_close(db);
+}
+
 static void test_epochs_migrate(void **state)
 {
 	struct fixture *fx = *state;
 	struct hc_disk_stats st;
+	struct stack_rows before, after;
 
 	fx->d = open_dir(fx->dir, 0, 0, 0, 0);
 	assert_non_null(fx->d);
 	fill(fx, 120);
 	hc_disk__close(fx->d);
 	fx->d = NULL;
-	/* back to version 1: no epoch table, no bucket.epoch */
+	/* back to version 1: no epoch table, no bucket.epoch, stack rows as SQL rows */
+	before = stack_rows(fx->dir);
+	assert_int_equal(before.n, FRAMES);
+	stacks_to_v2(fx->dir, &before);
 	sql_exec(fx->dir, "DROP INDEX bucket_epoch; ALTER TABLE bucket DROP COLUMN epoch;"
 			  "DROP TABLE epoch; PRAGMA user_version=1");
 	assert_int_equal(sql_int(fx->dir, "SELECT count(*) FROM pragma_table_info('bucket')"), 10);
@@ -1635,9 +1733,22 @@ static void test_epochs_migrate(void **state)
 	}
 	hc_disk__close(fx->d);
 	fx->d = NULL;
-	assert_int_equal(sql_int(fx->dir, "PRAGMA user_version"), 2);
+	assert_int_equal(sql_int(fx->dir, "PRAGMA user_version"), 3);
 	assert_int_equal(sql_int(fx->dir, "SELECT count(*) FROM epoch"), 1);
 	assert_int_equal(sql_int(fx->dir, "SELECT count(*) FROM bucket WHERE epoch != 0"), 0);
+	/* the stack rows, as chunks again, the same; their keys written; the table gone */
+	assert_int_equal(sql_int(fx->dir, "SELECT count(*) FROM sqlite_schema WHERE name = 'stack'"
+					  " OR name = 'stack_content'"),
+			 0);
+	after = stack_rows(fx->dir);
+	assert_int_equal(after.n, before.n);
+	assert_memory_equal(after.id, before.id, before.n * sizeof(*before.id));
+	assert_memory_equal(after.v, before.v, before.n * sizeof(*before.v));
+	assert_int_equal(sql_int(fx->dir, "SELECT count(*) FROM stack_key") +
+				 sql_int(fx->dir, "SELECT coalesce(sum(n), 0) FROM stack_keypack"),
+			 (int64_t)before.n);
+	stack_rows_free(&before);
+	stack_rows_free(&after);
 }
 
 /* The disk's tree of a range is the in-memory store's tree of the same adds: every weight
