@@ -332,16 +332,49 @@ static int query_row(struct hydrate *h, enum hc_dict_table t, uint32_t id, struc
 	return 0;
 }
 
-/* What a prefetched span holds for id of table t (0: nothing), NULL: no span has it. */
+/* What a prefetched span holds for id of table t (0: nothing), NULL: no span has it. Spans
+ * are kept in order of their ids and never overlap. */
 static const uint64_t *span_find(const struct hydrate *h, enum hc_dict_table t, uint32_t id)
 {
-	for (size_t i = 0; i < h->n_spans[t]; i++) {
-		const struct span *sp = &h->spans[t][i];
+	size_t lo = 0, hi = h->n_spans[t];
 
-		if (id > sp->lo && id <= sp->hi)
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		const struct span *sp = &h->spans[t][mid];
+
+		if (id <= sp->lo)
+			hi = mid;
+		else if (id > sp->hi)
+			lo = mid + 1;
+		else
 			return &sp->v[id - sp->lo - 1];
 	}
 	return NULL;
+}
+
+/* A new span of ids (lo, hi] of table t, zeroed, in its place among the others: NULL when it
+ * would overlap one (or out of memory). Valid until the next span is added. */
+static struct span *span_new(struct hydrate *h, enum hc_dict_table t, uint32_t lo, uint32_t hi)
+{
+	size_t n = h->n_spans[t], at = n;
+	struct span *sp;
+	uint64_t *v;
+
+	while (at > 0 && h->spans[t][at - 1].lo >= hi)
+		at--;
+	if ((at > 0 && h->spans[t][at - 1].hi > lo) || (at < n && h->spans[t][at].lo < hi))
+		return NULL;
+	v = calloc(hi - lo, sizeof(*v));
+	sp = v ? realloc(h->spans[t], (n + 1) * sizeof(*sp)) : NULL;
+	if (!sp) {
+		free(v);
+		return NULL;
+	}
+	h->spans[t] = sp;
+	memmove(&sp[at + 1], &sp[at], (n - at) * sizeof(*sp));
+	sp[at] = (struct span){.lo = lo, .hi = hi, .v = v};
+	h->n_spans[t]++;
+	return &sp[at];
 }
 
 static int64_t scratch_frame(struct hydrate *h, uint32_t f)
@@ -387,6 +420,16 @@ static int stack_link(struct hydrate *h, uint32_t s, struct hc_dict_stack *out)
 	if (err)
 		return err;
 	*out = r.stack;
+	/* the whole chunk read for it (its neighbours are met next, more often than not) */
+	if (s > h->rows.lo && s <= h->rows.hi) {
+		struct span *sp = span_new(h, HC_DICT_STACKS, h->rows.lo, h->rows.hi);
+
+		if (sp) {
+			for (uint32_t i = 0; i < sp->hi - sp->lo; i++)
+				sp->v[i] = (uint64_t)h->rows.v[i].parent << 32 | h->rows.v[i].frame;
+			return 0;
+		}
+	}
 	return idmap_put(&h->stacks, s, (uint64_t)r.stack.parent << 32 | r.stack.frame);
 }
 
@@ -571,15 +614,9 @@ static int prefetch_rows(struct hydrate *h, enum hc_dict_table t, uint32_t lo, u
 
 	if (hi <= lo)
 		return 0;
-	sp = realloc(h->spans[t], (h->n_spans[t] + 1) * sizeof(*sp));
+	sp = span_new(h, t, lo, hi);
 	if (!sp)
 		return -ENOMEM;
-	h->spans[t] = sp;
-	sp = &sp[h->n_spans[t]];
-	*sp = (struct span){.lo = lo, .hi = hi, .v = calloc(hi - lo, sizeof(*sp->v))};
-	if (!sp->v)
-		return -ENOMEM;
-	h->n_spans[t]++;
 	if (t == HC_DICT_STACKS) {
 		struct span_fill f = {.sp = sp};
 

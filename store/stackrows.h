@@ -26,7 +26,7 @@
 #include "store/dict.h"
 
 /* Rows a chunk holds at most. */
-#define HC_STACKROWS_CHUNK_MAX 4096u
+#define HC_STACKROWS_CHUNK_MAX 1024u
 /* Hash slots of one pack (the hash's low bits), and the packs there are. */
 #define HC_STACKROWS_SLOT_BITS 15
 #define HC_STACKROWS_SLOTS (1u << (31 - HC_STACKROWS_SLOT_BITS))

@@ -120,14 +120,14 @@ static int check_row(void *arg, uint32_t id, const struct hc_dict_stack *s)
 static void test_rows(void **state)
 {
 	struct fixture *fx = *state;
-	uint32_t n = 2 * HC_STACKROWS_CHUNK_MAX + 5;
+	uint32_t n = 4 * HC_STACKROWS_CHUNK_MAX + 5;
 	struct hc_stackrows r;
 	struct hc_dict_stack s;
 	struct scan sc = {.next = 1};
 
 	put_rows(fx, 0, n);
 	put_rows(fx, n, 3); /* a transaction's rows: a chunk of their own */
-	assert_int_equal(sql_int(fx->db, "SELECT count(*) FROM stack_chunk"), 4);
+	assert_int_equal(sql_int(fx->db, "SELECT count(*) FROM stack_chunk"), 6);
 	assert_int_equal(sql_int(fx->db, "SELECT sum(n) FROM stack_chunk"), n + 3);
 	print_message("%u rows: %" PRId64 " bytes of chunks\n", n + 3,
 		      sql_int(fx->db, "SELECT sum(length(data)) FROM stack_chunk"));
@@ -146,11 +146,14 @@ static void test_rows(void **state)
 	assert_int_equal(hc__stackrows_scan(&r, 0, UINT32_MAX, check_row, &sc), 0);
 	assert_int_equal(sc.n, n + 3);
 	/* a range inside chunks; a non-zero return stops the scan */
-	sc = (struct scan){.next = 4000, .last = 4200};
-	assert_int_equal(hc__stackrows_scan(&r, 3999, 5000, check_row, &sc), 1);
+	sc = (struct scan){.next = 1000, .last = 1200};
+	assert_int_equal(hc__stackrows_scan(&r, 999, 5000, check_row, &sc), 1);
 	assert_int_equal(sc.n, 201);
-	sc = (struct scan){.next = 4097};
-	assert_int_equal(hc__stackrows_scan(&r, 4096, 4100, check_row, &sc), 0);
+	/* from a chunk's last row */
+	sc = (struct scan){.next = 4 * HC_STACKROWS_CHUNK_MAX + 1};
+	assert_int_equal(hc__stackrows_scan(&r, 4 * HC_STACKROWS_CHUNK_MAX,
+					    4 * HC_STACKROWS_CHUNK_MAX + 4, check_row, &sc),
+			 0);
 	assert_int_equal(sc.n, 4);
 	hc__stackrows_release(&r);
 }
