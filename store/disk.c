@@ -1566,6 +1566,9 @@ static int write_epoch(struct hc_disk *d, sqlite3_stmt *ep, sqlite3_stmt *const 
 				rc = err == -ENOSPC   ? SQLITE_FULL
 				     : err == -ENOMEM ? SQLITE_NOMEM
 						      : SQLITE_IOERR;
+			else /* their keys, to be packed (counted before the commit: a write
+			      * rolled back only brings packing sooner) */
+				d->packer.fresh += w->n[t] - tab->persisted;
 			continue;
 		}
 		for (size_t i = tab->persisted; rc == SQLITE_OK && i < w->n[t]; i++) {

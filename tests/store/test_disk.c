@@ -1331,6 +1331,26 @@ static void test_epochs_expire(void **state)
 		      sql_int(db, "SELECT sum(n) FROM stack_chunk"));
 	assert_true(st.dict_rows_deleted > 0);
 	assert_true(st.dict_epochs < st.dict_epoch + 1);
+	/* the stack rows' keys were packed (a pass dropping deleted rows' keys), and every row
+	 * left has one */
+	print_message("stack keys: %" PRIu64 " passes, %" PRIu64 " packed, %" PRIu64
+		      " fresh; %" PRIu64 " chunks merged\n",
+		      st.stack_key_passes, st.stack_keys_packed, st.stack_keys_fresh,
+		      st.stack_chunks_merged);
+	assert_true(st.stack_key_passes >= 1);
+	assert_true(st.stack_keys_packed > 0);
+	assert_true(st.stack_chunks_merged > 0);
+	{
+		/* the store that keeps everything packs too: fresh keys alone make a pass due */
+		struct hc_disk_stats sb;
+
+		hc_disk__stats(b.d, &sb);
+		assert_int_equal(sb.dict_rows_deleted, 0);
+		assert_true(sb.stack_key_passes >= 1);
+	}
+	assert_true(sql_int(da, "SELECT count(*) FROM stack_key") +
+			    sql_int(da, "SELECT coalesce(sum(n), 0) FROM stack_keypack") >=
+		    sql_int(da, "SELECT sum(n) FROM stack_chunk"));
 	assert_int_equal(st.dict_epochs, sql_int(da, "SELECT count(*) FROM epoch"));
 	/* nothing left names a deleted epoch; the oldest kept one's rows start at its base */
 	kept = sql_int(da, "SELECT min(id) FROM epoch");
