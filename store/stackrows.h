@@ -8,7 +8,7 @@
  *   varints, zstd with a checksum): ~2-5 bytes a row;
  * - recall finds a stack by content through keys: a 31-bit hash of (parent, frame) and the
  *   id. New keys are rows of stack_key (h, id); a background step moves them into packs
- *   (stack_keypack: one blob per slot of 2^15 hashes, sorted, ~5 bytes a key), dropping the
+ *   (stack_keypack: one blob per slot of 2^17 hashes, sorted, ~5 bytes a key), dropping the
  *   keys of deleted rows on the way. A key only says where to look: the chunk is read and
  *   compared, so a stale or colliding key costs a read, never a wrong answer.
  *
@@ -28,7 +28,7 @@
 /* Rows a chunk holds at most. */
 #define HC_STACKROWS_CHUNK_MAX 1024u
 /* Hash slots of one pack (the hash's low bits), and the packs there are. */
-#define HC_STACKROWS_SLOT_BITS 15
+#define HC_STACKROWS_SLOT_BITS 17
 #define HC_STACKROWS_SLOTS (1u << (31 - HC_STACKROWS_SLOT_BITS))
 
 /* The tables (part of the store's schema). */
