@@ -9,6 +9,7 @@
 
 #include "base/array.h"
 #include "base/varint.h"
+#include "store/disk_int.h"
 
 #define CHUNK_MAGIC 'S'
 /* A row's varints take at most 5 + 5 bytes (ids are 32-bit). */
@@ -71,27 +72,11 @@ static int prepare(sqlite3 *db, sqlite3_stmt **st, const char *sql)
 	return 0;
 }
 
+/* SQLite's result code as a negative errno (0 for OK, ROW, DONE). */
 static int sql_errno(sqlite3 *db, int rc)
 {
-	switch (rc) {
-	case SQLITE_OK:
-	case SQLITE_ROW:
-	case SQLITE_DONE:
-		return 0;
-	case SQLITE_NOMEM:
-		return -ENOMEM;
-	case SQLITE_FULL:
-		return -ENOSPC;
-	case SQLITE_BUSY:
-	case SQLITE_LOCKED:
-		return -EBUSY;
-	case SQLITE_CORRUPT:
-	case SQLITE_NOTADB:
-		return -EBADMSG;
-	default:
-		(void)db;
-		return -EIO;
-	}
+	(void)db;
+	return -hc__disk_sql_errno(rc);
 }
 
 /* ---- chunks ---- */
