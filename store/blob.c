@@ -309,8 +309,7 @@ static void encode_cells(struct wbuf *w, const struct hc_blob_cell *c, size_t n)
 	}
 }
 
-/* zstd with the frame's content size and a checksum: a flipped byte fails to decode. */
-static size_t compress(void **cctx, void *dst, size_t cap, const void *src, size_t len, int level)
+size_t hc_blob__compress(void **cctx, void *dst, size_t cap, const void *src, size_t len, int level)
 {
 	ZSTD_CCtx *cc = *cctx;
 	size_t z;
@@ -381,7 +380,7 @@ int hc_blob__encode(const struct hc_blob *b, void **cctx, int level, void **out,
 		free(w.p);
 		return -ENOMEM;
 	}
-	z = compress(cctx ? cctx : &own, zbuf, bound, w.p, w.len, level);
+	z = hc_blob__compress(cctx ? cctx : &own, zbuf, bound, w.p, w.len, level);
 	ZSTD_freeCCtx(own);
 	free(w.p);
 	if (ZSTD_isError(z)) {

@@ -72,6 +72,11 @@ size_t hc_blob__bytes(const struct hc_blob *b);
  * hc_blob__cctx_free()), or NULL for one of this call only. */
 int hc_blob__encode(const struct hc_blob *b, void **cctx, int level, void **out, size_t *len);
 void hc_blob__cctx_free(void *cctx);
+/* src compressed into dst (cap at least ZSTD_compressBound(len)) as one zstd frame with its
+ * content size and a checksum (a flipped byte fails to decode), through *cctx (created at the
+ * first call): its size, or a value ZSTD_isError() says is an error. */
+size_t hc_blob__compress(void **cctx, void *dst, size_t cap, const void *src, size_t len,
+			 int level);
 /* Add what an encoded blob holds into b (entries only when with_entries; cells only when
  * with_cells; heat always). -EBADMSG for anything that does not decode, -ENOMEM. */
 int hc_blob__decode(struct hc_blob *b, const void *buf, size_t len, bool with_entries,

@@ -473,7 +473,7 @@ static int load_table(struct hc_disk *d, struct hc_dict *dict, enum hc_dict_tabl
 		err = hc__stackrows_scan(&r, dict->t[t].base, UINT32_MAX, load_stack, &l);
 		hc__stackrows_release(&r);
 		hc__stackrows_forget(&d->ingest_rows);
-		return err ? err : 0;
+		return err;
 	}
 	if (sqlite3_prepare_v2(d->db, load_sql[t], -1, &st, NULL) != SQLITE_OK)
 		return -EBADMSG;
@@ -1541,7 +1541,7 @@ static int write_epoch(struct hc_disk *d, sqlite3_stmt *ep, sqlite3_stmt *const 
 		       struct dict_write *w)
 {
 	struct hc_dict *x = w->dict;
-	int rc;
+	int rc, err = 0;
 
 	sqlite3_bind_int64(ep, 1, (int64_t)x->epoch);
 	for (int t = 0; t < HC_DICT_TABLES; t++)
@@ -1554,20 +1554,15 @@ static int write_epoch(struct hc_disk *d, sqlite3_stmt *ep, sqlite3_stmt *const 
 
 		w->n[t] = tab->n;
 		if (t == HC_DICT_STACKS) {
-			int err = rc != SQLITE_OK
-					  ? 0
-					  : hc__stackrows_put(d->db, &d->cctx,
-							      tab->base + (uint32_t)tab->persisted,
-							      (const struct hc_dict_stack *)tab->v +
-								      tab->persisted,
-							      w->n[t] - tab->persisted, true);
-
-			if (err)
-				rc = err == -ENOSPC   ? SQLITE_FULL
-				     : err == -ENOMEM ? SQLITE_NOMEM
-						      : SQLITE_IOERR;
-			else /* their keys, to be packed (counted before the commit: a write
-			      * rolled back only brings packing sooner) */
+			if (rc != SQLITE_OK)
+				continue;
+			err = hc__stackrows_put(
+				d->db, &d->cctx, tab->base + (uint32_t)tab->persisted,
+				(const struct hc_dict_stack *)tab->v + tab->persisted,
+				w->n[t] - tab->persisted, true);
+			/* their keys, to be packed (counted before the commit: a write rolled back
+			 * only brings packing sooner) */
+			if (!err)
 				d->packer.fresh += w->n[t] - tab->persisted;
 			continue;
 		}
@@ -1582,7 +1577,7 @@ static int write_epoch(struct hc_disk *d, sqlite3_stmt *ep, sqlite3_stmt *const 
 		}
 	}
 	pthread_rwlock_unlock(&x->lock);
-	return rc == SQLITE_OK ? 0 : -hc__disk_sql_errno(rc);
+	return err ? err : rc == SQLITE_OK ? 0 : -hc__disk_sql_errno(rc);
 }
 
 /* The dictionary entries the file lacks: of the retired epochs not written yet, then of the

@@ -68,15 +68,8 @@ static int prepare(sqlite3 *db, sqlite3_stmt **st, const char *sql)
 		return 0;
 	}
 	if (sqlite3_prepare_v3(db, sql, -1, SQLITE_PREPARE_PERSISTENT, st, NULL) != SQLITE_OK)
-		return sqlite3_errcode(db) == SQLITE_NOMEM ? -ENOMEM : -EIO;
+		return -hc__disk_sql_errno(sqlite3_errcode(db));
 	return 0;
-}
-
-/* SQLite's result code as a negative errno (0 for OK, ROW, DONE). */
-static int sql_errno(sqlite3 *db, int rc)
-{
-	(void)db;
-	return -hc__disk_sql_errno(rc);
 }
 
 /* ---- chunks ---- */
@@ -158,7 +151,7 @@ int hc__stackrows_get(struct hc_stackrows *r, uint32_t id, struct hc_dict_stack 
 		if (!err)
 			*out = r->v[id - r->lo - 1];
 	} else {
-		err = rc == SQLITE_ROW || rc == SQLITE_DONE ? -ENOENT : sql_errno(r->db, rc);
+		err = rc == SQLITE_ROW || rc == SQLITE_DONE ? -ENOENT : -hc__disk_sql_errno(rc);
 	}
 	/* left stepped, the statement would hold a read transaction open */
 	sqlite3_reset(r->get);
@@ -187,7 +180,7 @@ int hc__stackrows_scan(struct hc_stackrows *r, uint32_t lo, uint32_t hi,
 			err = fn(arg, id, &r->v[id - r->lo - 1]);
 	}
 	if (!err && rc != SQLITE_ROW && rc != SQLITE_DONE)
-		err = sql_errno(r->db, rc);
+		err = -hc__disk_sql_errno(rc);
 	sqlite3_reset(r->scan);
 	return err;
 }
@@ -198,10 +191,9 @@ static int encode_chunk(void **cctx, uint32_t first, const struct hc_dict_stack 
 {
 	uint8_t *raw = malloc(1 + ROW_MAX_BYTES * n), *p = raw;
 	size_t cap = ZSTD_compressBound(1 + ROW_MAX_BYTES * n), z;
-	ZSTD_CCtx *cc = *cctx;
 	void *dst = malloc(cap);
 
-	if (!raw || !dst || (!cc && !(*cctx = cc = ZSTD_createCCtx()))) {
+	if (!raw || !dst) {
 		free(raw);
 		free(dst);
 		return -ENOMEM;
@@ -213,13 +205,7 @@ static int encode_chunk(void **cctx, uint32_t first, const struct hc_dict_stack 
 		p = hc_varint_put(p, rows[i].parent ? hc_zigzag(id - rows[i].parent) : 0);
 		p = hc_varint_put(p, rows[i].frame);
 	}
-	z = ZSTD_CCtx_reset(cc, ZSTD_reset_session_and_parameters);
-	if (!ZSTD_isError(z))
-		z = ZSTD_CCtx_setParameter(cc, ZSTD_c_compressionLevel, 3);
-	if (!ZSTD_isError(z))
-		z = ZSTD_CCtx_setParameter(cc, ZSTD_c_checksumFlag, 1);
-	if (!ZSTD_isError(z))
-		z = ZSTD_compress2(cc, dst, cap, raw, (size_t)(p - raw));
+	z = hc_blob__compress(cctx, dst, cap, raw, (size_t)(p - raw), 3);
 	free(raw);
 	if (ZSTD_isError(z)) {
 		free(dst);
@@ -242,7 +228,7 @@ int hc__stackrows_put(sqlite3 *db, void **cctx, uint32_t first, const struct hc_
 		    SQLITE_OK ||
 	    (with_keys && sqlite3_prepare_v2(db, "INSERT OR IGNORE INTO stack_key VALUES(?,?)", -1,
 					     &key, NULL) != SQLITE_OK))
-		err = sql_errno(db, sqlite3_errcode(db));
+		err = -hc__disk_sql_errno(sqlite3_errcode(db));
 	for (size_t at = 0; !err && at < n; at += HC_STACKROWS_CHUNK_MAX) {
 		size_t k = n - at < HC_STACKROWS_CHUNK_MAX ? n - at : HC_STACKROWS_CHUNK_MAX;
 		uint32_t base = first + (uint32_t)at;
@@ -256,7 +242,7 @@ int hc__stackrows_put(sqlite3 *db, void **cctx, uint32_t first, const struct hc_
 		sqlite3_bind_int64(ins, 2, (int64_t)k);
 		sqlite3_bind_blob(ins, 3, data, (int)len, SQLITE_STATIC);
 		if (sqlite3_step(ins) != SQLITE_DONE)
-			err = sql_errno(db, sqlite3_errcode(db));
+			err = -hc__disk_sql_errno(sqlite3_errcode(db));
 		sqlite3_reset(ins);
 		free(data);
 		for (size_t i = 0; with_keys && !err && i < k; i++) {
@@ -265,7 +251,7 @@ int hc__stackrows_put(sqlite3 *db, void **cctx, uint32_t first, const struct hc_
 				hc__stackrows_hash(rows[at + i].parent, rows[at + i].frame));
 			sqlite3_bind_int64(key, 2, (int64_t)base + 1 + (int64_t)i);
 			if (sqlite3_step(key) != SQLITE_DONE)
-				err = sql_errno(db, sqlite3_errcode(db));
+				err = -hc__disk_sql_errno(sqlite3_errcode(db));
 			sqlite3_reset(key);
 		}
 	}
@@ -281,7 +267,7 @@ static int64_t query_i64(sqlite3 *db, const char *sql, int64_t a, int64_t b, int
 	int rc;
 
 	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) {
-		*err = sql_errno(db, sqlite3_errcode(db));
+		*err = -hc__disk_sql_errno(sqlite3_errcode(db));
 		return 0;
 	}
 	sqlite3_bind_int64(st, 1, a);
@@ -290,7 +276,7 @@ static int64_t query_i64(sqlite3 *db, const char *sql, int64_t a, int64_t b, int
 	if (rc == SQLITE_ROW)
 		v = sqlite3_column_int64(st, 0);
 	else
-		*err = sql_errno(db, rc);
+		*err = -hc__disk_sql_errno(rc);
 	sqlite3_finalize(st);
 	return v;
 }
@@ -301,12 +287,12 @@ static int exec2(sqlite3 *db, const char *sql, int64_t a, int64_t b)
 	int rc;
 
 	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
-		return sql_errno(db, sqlite3_errcode(db));
+		return -hc__disk_sql_errno(sqlite3_errcode(db));
 	sqlite3_bind_int64(st, 1, a);
 	sqlite3_bind_int64(st, 2, b);
 	rc = sqlite3_step(st);
 	sqlite3_finalize(st);
-	return rc == SQLITE_DONE ? 0 : sql_errno(db, rc);
+	return rc == SQLITE_DONE ? 0 : -hc__disk_sql_errno(rc);
 }
 
 int hc__stackrows_drop(sqlite3 *db, uint32_t below, uint64_t *rows)
@@ -431,7 +417,7 @@ int64_t hc__stackrows_find(struct hc_stackrows *r, uint32_t parent, uint32_t fra
 				ids[n++] = (uint32_t)sqlite3_column_int64(r->key, 0);
 		}
 		if (!err && rc != SQLITE_DONE)
-			err = sql_errno(r->db, rc);
+			err = -hc__disk_sql_errno(rc);
 		sqlite3_reset(r->key);
 	}
 	if (!err)
@@ -444,7 +430,7 @@ int64_t hc__stackrows_find(struct hc_stackrows *r, uint32_t parent, uint32_t fra
 					  (size_t)sqlite3_column_bytes(r->pack, 0), &keys, &nk,
 					  &capk);
 		else if (rc != SQLITE_DONE)
-			err = sql_errno(r->db, rc);
+			err = -hc__disk_sql_errno(rc);
 		sqlite3_reset(r->pack);
 	}
 	for (size_t i = 0; !err && i < nk; i++) {
@@ -496,8 +482,8 @@ static bool pack_due(const struct hc_stackrows_packer *p)
 }
 
 /* Write slot's keys v[0..n) (sorted, unique), or delete its pack when none. */
-static int pack_write(sqlite3 *db, sqlite3_stmt *put, sqlite3_stmt *del, uint32_t slot,
-		      const struct key *v, size_t n, uint8_t **buf, size_t *cap)
+static int pack_write(sqlite3_stmt *put, sqlite3_stmt *del, uint32_t slot, const struct key *v,
+		      size_t n, uint8_t **buf, size_t *cap)
 {
 	uint8_t *p;
 	uint32_t low = 0;
@@ -507,7 +493,7 @@ static int pack_write(sqlite3 *db, sqlite3_stmt *put, sqlite3_stmt *del, uint32_
 		sqlite3_bind_int64(del, 1, slot);
 		rc = sqlite3_step(del);
 		sqlite3_reset(del);
-		return rc == SQLITE_DONE ? 0 : sql_errno(db, rc);
+		return rc == SQLITE_DONE ? 0 : -hc__disk_sql_errno(rc);
 	}
 	if (n * ROW_MAX_BYTES > *cap && hc_array_grow(*buf, *cap, n * ROW_MAX_BYTES, 4096))
 		return -ENOMEM;
@@ -522,7 +508,7 @@ static int pack_write(sqlite3 *db, sqlite3_stmt *put, sqlite3_stmt *del, uint32_
 	sqlite3_bind_blob(put, 3, *buf, (int)(p - *buf), SQLITE_STATIC);
 	rc = sqlite3_step(put);
 	sqlite3_reset(put);
-	return rc == SQLITE_DONE ? 0 : sql_errno(db, rc);
+	return rc == SQLITE_DONE ? 0 : -hc__disk_sql_errno(rc);
 }
 
 /* Slots [s0, s0 + PACK_SLOTS_PER_STEP): each pack merged with the fresh keys of its slot. */
@@ -553,7 +539,7 @@ static int pack_slots(sqlite3 *db, struct hc_stackrows_packer *p, uint32_t s0)
 			       NULL) != SQLITE_OK ||
 	    sqlite3_prepare_v2(db, "DELETE FROM stack_keypack WHERE slot = ?", -1, &del, NULL) !=
 		    SQLITE_OK) {
-		err = sql_errno(db, sqlite3_errcode(db));
+		err = -hc__disk_sql_errno(sqlite3_errcode(db));
 		goto out;
 	}
 	sqlite3_bind_int64(fresh, 1, h0);
@@ -570,7 +556,7 @@ static int pack_slots(sqlite3 *db, struct hc_stackrows_packer *p, uint32_t s0)
 						  .id = (uint32_t)sqlite3_column_int64(fresh, 1)};
 	}
 	if (!err && rc != SQLITE_DONE)
-		err = sql_errno(db, rc);
+		err = -hc__disk_sql_errno(rc);
 	sqlite3_reset(fresh);
 	/* every slot's pack, each slot's keys kept apart by their slot in .low's high bits */
 	sqlite3_bind_int64(packs, 1, s0);
@@ -588,7 +574,7 @@ static int pack_slots(sqlite3 *db, struct hc_stackrows_packer *p, uint32_t s0)
 			k.v[i].low |= (uint32_t)slot << HC_STACKROWS_SLOT_BITS;
 	}
 	if (!err && rc != SQLITE_DONE)
-		err = sql_errno(db, rc);
+		err = -hc__disk_sql_errno(rc);
 	sqlite3_reset(packs);
 	/* both together, sorted by hash and id; the keys of deleted rows dropped */
 	for (size_t i = 0; !err && i < f.n; i++) {
@@ -615,7 +601,7 @@ static int pack_slots(sqlite3 *db, struct hc_stackrows_packer *p, uint32_t s0)
 		}
 		if (out - from == old_n[s] && fi - from == old_n[s])
 			continue; /* unchanged */
-		err = pack_write(db, put, del, slot, k.v + from, out - from, &buf, &bcap);
+		err = pack_write(put, del, slot, k.v + from, out - from, &buf, &bcap);
 		if (!err) {
 			p->dropped += (fi - from) - (out - from);
 			p->packed += out - from;
