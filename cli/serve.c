@@ -59,6 +59,7 @@ struct serve_cfg {
 	bool locks;
 	const char *data_dir; /* NULL: --data-dir none, memory only */
 	uint64_t max_disk_bytes;
+	uint64_t fold_ns_per_s; /* HC_DISK_FOLD_OFF: --fold-below 0 */
 	bool retention_given, max_store_given;
 };
 
@@ -91,6 +92,10 @@ static void usage(FILE *out)
 		"                         1h with --data-dir none, up to 7d)\n"
 		"      --max-disk SIZE    disk for that history (default 1G; the oldest goes "
 		"first)\n"
+		"      --fold-below DUR   the 10 s, 1 min and 1 h tiers fold each thread's stacks\n"
+		"                         that took less than DUR per second of their window into\n"
+		"                         [small stacks] (default 100us: 0.01 %% of a CPU; 0 or\n"
+		"                         off: never)\n"
 		"      --max-store SIZE   memory for the newest minutes (default 4M with a data\n"
 		"                         dir, 10M with none; K, M, G suffixes; beyond it old\n"
 		"                         seconds are merged to 10 s, then dropped from memory)\n"
@@ -139,6 +144,7 @@ static int parse_args(int argc, char **argv, struct serve_cfg *cfg)
 		OPT_LOCKS,
 		OPT_DATA_DIR,
 		OPT_MAX_DISK,
+		OPT_FOLD_BELOW,
 	};
 	static const struct option opts[] = {
 		HC_COMMON_LONGOPTS,
@@ -153,6 +159,7 @@ static int parse_args(int argc, char **argv, struct serve_cfg *cfg)
 		{"locks", no_argument, NULL, OPT_LOCKS},
 		{"data-dir", required_argument, NULL, OPT_DATA_DIR},
 		{"max-disk", required_argument, NULL, OPT_MAX_DISK},
+		{"fold-below", required_argument, NULL, OPT_FOLD_BELOW},
 		{"help", no_argument, NULL, 'h'},
 		{0},
 	};
@@ -166,6 +173,7 @@ static int parse_args(int argc, char **argv, struct serve_cfg *cfg)
 	cfg->max_store_bytes = MEMORY_STORE_BYTES;
 	cfg->data_dir = DEFAULT_DATA_DIR;
 	cfg->max_disk_bytes = 1ull << 30;
+	cfg->fold_ns_per_s = HC_DISK_FOLD_DEFAULT;
 	cfg->user = "nobody";
 	cfg->push_interval_ns = 15ull * 1000000000ull;
 	cfg->push_service = "hotcold";
@@ -207,6 +215,23 @@ static int parse_args(int argc, char **argv, struct serve_cfg *cfg)
 				hc_err("--max-disk %s: a size from 1M to 16T (e.g. 4G)", optarg);
 				return EX_USAGE;
 			}
+			break;
+		case OPT_FOLD_BELOW:
+			if (!strcmp(optarg, "0") || !strcmp(optarg, "off")) {
+				cfg->fold_ns_per_s = HC_DISK_FOLD_OFF;
+				break;
+			}
+			if (hc_duration__parse(optarg, &ns, why, sizeof(why))) {
+				hc_err("--fold-below %s: %s", optarg, why);
+				return EX_USAGE;
+			}
+			if (ns >= 1000000000ull) {
+				hc_err("--fold-below %s: under 1s (a second per second is all of a "
+				       "CPU); 0 folds nothing",
+				       optarg);
+				return EX_USAGE;
+			}
+			cfg->fold_ns_per_s = ns;
 			break;
 		case OPT_MAX_STORE:
 			if (hc_size__parse(optarg, &cfg->max_store_bytes) ||
@@ -340,7 +365,8 @@ static int open_disk(const struct serve_cfg *cfg, int lock_fd, struct hc_disk **
 				 .retention_s = cfg->retention_s,
 				 .max_bytes = cfg->max_disk_bytes,
 				 .lock_fd = lock_fd,
-				 .period_ns = cfg->c.rate.period_ns};
+				 .period_ns = cfg->c.rate.period_ns,
+				 .fold_ns_per_s = cfg->fold_ns_per_s};
 	struct hc_disk_stats st;
 	char why[512] = "";
 

@@ -327,6 +327,7 @@ static json_t *rfc3339(int64_t ns)
 struct src {
 	bool disk;
 	struct hc_disk_range r;
+	uint64_t fold_ns_per_s; /* the disk's coarse windows' [small stacks] threshold */
 };
 
 /* The memory store holds [from_s, ...) at 1 s resolution. */
@@ -371,6 +372,7 @@ static bool range_of(struct hc_backend *b, const struct hc_api_query *q, struct 
 	    (!mem || (ds.newest_s && ds.oldest_s < st.fine_from_s)) &&
 	    !hc_disk__pick(b->disk, f->from_s, f->to_s, &src->r)) {
 		src->disk = true;
+		src->fold_ns_per_s = ds.fold_ns_per_s;
 		f->from_s = src->r.from_s;
 		f->to_s = src->r.to_s;
 	} else if (!mem) {
@@ -397,10 +399,14 @@ static bool range_of(struct hc_backend *b, const struct hc_api_query *q, struct 
 	return true;
 }
 
-/* The range's resolution and source, into a range object: resolution_s, source, tier. */
+/* The range's resolution and source, into a range object: resolution_s, source, tier (and
+ * from disk, small_stacks_below_ns_per_s). */
 static int range_source(json_t *range, const struct src *src)
 {
 	if (!range)
+		return -ENOMEM;
+	if (src->disk && json_object_set_new(range, "small_stacks_below_ns_per_s",
+					     json_integer((json_int_t)src->fold_ns_per_s)))
 		return -ENOMEM;
 	return json_object_set_new(range, "resolution_s",
 				   json_integer(src->disk ? hc_disk__tier_step(src->r.tier) : 1)) ||
@@ -1117,6 +1123,9 @@ static void server_counters(struct hc_backend *b, struct hc_counters *c, struct 
 		v[HC_C_DISK_STACK_KEYS_PACKED] = ds.stack_keys_packed;
 		v[HC_C_DISK_STACK_KEY_PASSES] = ds.stack_key_passes;
 		v[HC_C_DISK_STACK_CHUNKS_MERGED] = ds.stack_chunks_merged;
+		v[HC_C_DISK_FOLDED_ENTRIES] = ds.folded_entries;
+		v[HC_C_DISK_FOLDED_NS] = ds.folded_ns;
+		v[HC_C_DISK_FOLD_UNREADABLE] = ds.fold_unreadable;
 		v[HC_C_MEM_STORE_BYTES] += ds.dict_bytes;
 		if (ds.oldest_s && (!st->oldest_s || ds.oldest_s < st->oldest_s))
 			v[HC_C_RET_SPAN_S] = (uint64_t)((st->newest_s > ds.newest_s ? st->newest_s

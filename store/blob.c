@@ -144,6 +144,23 @@ int hc_blob__add(struct hc_blob *b, uint32_t task, uint32_t stack, const struct 
 	return 0;
 }
 
+int hc_blob__restack(struct hc_blob *b, const uint32_t *stack)
+{
+	struct hc_blob_entry *old = b->e;
+	size_t n = b->n;
+	int err = 0;
+
+	b->e = NULL;
+	b->n = b->cap = 0;
+	if (b->slots)
+		memset(b->slots, 0, b->n_slots * sizeof(*b->slots));
+	b->total = (struct hc_weights){0};
+	for (size_t i = 0; !err && i < n; i++)
+		err = hc_blob__add(b, old[i].task, stack[i], &old[i].w);
+	free(old);
+	return err;
+}
+
 static inline size_t cell_hash(const struct hc_blob_cell *c)
 {
 	uint64_t k[2] = {(uint64_t)c->pid << 24 | (uint64_t)c->hist << 16 | c->idx,

@@ -62,6 +62,9 @@ bool hc_blob__empty(const struct hc_blob *b);
 int hc_blob__add(struct hc_blob *b, uint32_t task, uint32_t stack, const struct hc_weights *w);
 int hc_blob__add_cell(struct hc_blob *b, uint8_t hist, uint32_t pid, const char *key, int64_t value,
 		      uint64_t count);
+/* Entry i's stack becomes stack[i] (entries that meet add up). 0, -ENOMEM (b then holds part
+ * of its entries: release it). */
+int hc_blob__restack(struct hc_blob *b, const uint32_t *stack);
 /* Add everything src holds into b. 0, -ENOMEM. */
 int hc_blob__add_blob(struct hc_blob *b, const struct hc_blob *src);
 /* Memory the blob takes. */

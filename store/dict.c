@@ -216,7 +216,8 @@ static int64_t intern(struct hc_dict *d, enum hc_dict_table which, const void *e
 
 	if (id)
 		return id;
-	if ((uint64_t)t->base + t->n >= UINT32_MAX - 1)
+	if ((uint64_t)t->base + t->n >=
+	    (which == HC_DICT_STACKS ? HC_DICT_STACK_ID_MAX : UINT32_MAX - 1))
 		return -EOVERFLOW;
 	if (index_grow(t, which))
 		return -ENOMEM;

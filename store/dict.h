@@ -90,6 +90,10 @@ struct hc_dict {
 	struct hc_dict *next;
 };
 
+/* Stack ids stay below this: a coarse tier's entries mark "[small stacks]" with the top bit
+ * (store/fold.h). */
+#define HC_DICT_STACK_ID_MAX 0x7fffffffu
+
 /* An empty epoch whose ids start after base[table]; NULL + errno. */
 struct hc_dict *hc_dict__new(uint64_t epoch, const uint32_t base[HC_DICT_TABLES]);
 void hc_dict__free(struct hc_dict *d);

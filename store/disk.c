@@ -630,6 +630,21 @@ static int migrate(struct hc_disk *d)
 
 static void refresh_tiers(struct hc_disk *d);
 
+/* Stack rows, for folding: from the file (the writer wrote the rows of the windows it
+ * builds before it builds them), a chunk at a time. */
+static int fold_rows(void *arg, uint32_t id, uint32_t *lo, uint32_t *hi,
+		     const struct hc_dict_stack **v)
+{
+	struct hc_disk *d = arg;
+	struct hc_dict_stack row;
+	int err = hc__stackrows_get(&d->fold_rows, id, &row);
+
+	*lo = d->fold_rows.lo;
+	*hi = d->fold_rows.hi;
+	*v = d->fold_rows.v;
+	return err;
+}
+
 /* Open, check, create the schema, load the dictionary: 0, -EBADMSG (damaged: quarantine
  * it), another -errno. */
 static int open_store(struct hc_disk *d, char *why, size_t wl)
@@ -665,11 +680,14 @@ static int open_store(struct hc_disk *d, char *why, size_t wl)
 			hc_why_set(why, wl, "damaged dictionary");
 	}
 	if (!err) {
+		hc__stackrows_init(&d->fold_rows, d->db);
+		hc__fold_init(&d->fold, fold_rows, d);
 		err = hc__stackrows_pack_open(d->db, &d->packer);
 		d->st.stack_keys_fresh = d->packer.fresh;
 		d->st.stack_keys_packed = d->packer.packed;
 	}
 	if (err) {
+		hc__stackrows_release(&d->fold_rows);
 		sqlite3_close(d->db);
 		d->db = NULL;
 		hc_dict__free(d->dict);
@@ -693,6 +711,8 @@ static void *writer_main(void *arg);
 
 static void disk_free(struct hc_disk *d)
 {
+	hc__fold_release(&d->fold);
+	hc__stackrows_release(&d->fold_rows);
 	if (d->db)
 		sqlite3_close(d->db);
 	for (int t = 0; t < HC_DICT_TABLES; t++) {
@@ -760,6 +780,10 @@ struct hc_disk *hc_disk__open(const struct hc_disk_opts *o, char *why, size_t wl
 	d->dict_bound = d->dict_max_bytes;
 	d->st.dict_bound_bytes = d->dict_bound;
 	d->adopt_epochs = o->adopt_epochs ? o->adopt_epochs : DEFAULT_ADOPT_EPOCHS;
+	d->fold_ns_per_s = o->fold_ns_per_s == HC_DISK_FOLD_OFF ? 0
+			   : o->fold_ns_per_s			? o->fold_ns_per_s
+								: HC_DISK_FOLD_DEFAULT;
+	d->st.fold_ns_per_s = d->fold_ns_per_s;
 	d->dir = strdup(o->dir);
 	if (d->dir && asprintf(&d->path, "%s/%s", o->dir, HC_DISK_FILE) < 0)
 		d->path = NULL;
@@ -1827,6 +1851,28 @@ static int gather(struct hc_disk *d, sqlite3_stmt *sel, int store, int tier, int
 static const char gather_sql[] =
 	"SELECT data, epoch FROM bucket WHERE store=? AND tier=? AND t>=? AND t<?";
 
+/* A window of a coarse tier, before it is written: its small stacks folded (the main
+ * store's; the locks' are few). */
+static int fold_window(struct hc_disk *d, int store, int tier, struct hc_blob *b)
+{
+	if (!tier || store != HC_DISK_MAIN || !d->fold_ns_per_s)
+		return 0;
+	return hc__fold_blob(&d->fold, b, d->fold_ns_per_s * (uint64_t)hc__disk_tier_step[tier]);
+}
+
+/* The fold's counts into the figures; its caches freed (the next round's windows are
+ * elsewhere in the dictionary). */
+static void fold_done(struct hc_disk *d)
+{
+	hc__fold_forget(&d->fold);
+	hc__stackrows_forget(&d->fold_rows);
+	pthread_mutex_lock(&d->mu);
+	d->st.folded_entries = d->fold.entries;
+	d->st.folded_ns = d->fold.ns;
+	d->st.fold_unreadable = d->fold.unreadable;
+	pthread_mutex_unlock(&d->mu);
+}
+
 /* Merge the rows of one window (store, tier, t) into one. 0, -errno. */
 static int merge_window(struct hc_disk *d, sqlite3_stmt *sel, sqlite3_stmt *del, sqlite3_stmt *ins,
 			int store, int tier, int64_t t)
@@ -1845,6 +1891,8 @@ static int merge_window(struct hc_disk *d, sqlite3_stmt *sel, sqlite3_stmt *del,
 			err = -hc__disk_sql_errno(sqlite3_errcode(d->db));
 		sqlite3_reset(del);
 	}
+	if (!err)
+		err = fold_window(d, store, tier, &b);
 	/* the 1 s tier lives an hour: not worth the higher level */
 	if (!err)
 		err = insert_blob(d, ins, store, tier, t, &b,
@@ -1898,6 +1946,7 @@ static int merge_windows(struct hc_disk *d, int64_t newest)
 	sqlite3_finalize(sel);
 	sqlite3_finalize(del);
 	sqlite3_finalize(ins);
+	fold_done(d);
 	if (!err) {
 		pthread_mutex_lock(&d->mu);
 		d->st.compactions += n;
@@ -1917,6 +1966,8 @@ static int build_window(struct hc_disk *d, sqlite3_stmt *sel, sqlite3_stmt *ins,
 
 		hc_blob__init(&b, w, d->period_ns);
 		err = gather(d, sel, s, k - 1, w, hc__disk_tier_step[k], &b, &epoch);
+		if (!err)
+			err = fold_window(d, s, k, &b);
 		if (!err && !hc_blob__empty(&b))
 			err = insert_blob(d, ins, s, k, w, &b, ZSTD_LEVEL_MERGED, epoch);
 		hc_blob__release(&b);
@@ -2001,6 +2052,7 @@ static void build_tiers(struct hc_disk *d, int64_t newest, bool final)
 		if (limit == INT64_MIN || build_tier(d, k, limit, final, deadline_ns))
 			break;
 	}
+	fold_done(d);
 }
 
 /* Delete the windows of tier whose start is before cutoff; the seconds they held. */

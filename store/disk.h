@@ -72,7 +72,15 @@ struct hc_disk_opts {
 	uint64_t dict_ceiling_bytes;
 	/* tests: epochs an entry used again is adopted for (0: the default, 256) */
 	uint64_t adopt_epochs;
+	/* The coarser tiers (10 s and up) fold a thread's stacks that weigh less than this many
+	 * ns per second of their window (on-CPU + blocked + run-queue) into "[small stacks]"
+	 * under the nearest heavier node (store/fold.h); 0: HC_DISK_FOLD_DEFAULT;
+	 * HC_DISK_FOLD_OFF: never. */
+	uint64_t fold_ns_per_s;
 };
+/* 100 us a second: 0.01 % of a CPU (1 ms in a 10 s window, 6 ms in a minute). */
+#define HC_DISK_FOLD_DEFAULT 100000u
+#define HC_DISK_FOLD_OFF UINT64_MAX
 
 /* Resolution of tier t in seconds: 1, 10, 60. */
 int64_t hc_disk__tier_step(int tier);
@@ -208,6 +216,10 @@ struct hc_disk_stats {
 	/* stack rows (store/stackrows.h): content keys not packed yet, packed; passes of
 	 * packing; chunks merged into larger ones */
 	uint64_t stack_keys_fresh, stack_keys_packed, stack_key_passes, stack_chunks_merged;
+	/* the coarser tiers' small stacks: entries folded (each time a tier folds one) and
+	 * their ns; entries left unfolded because a stack row could not be read */
+	uint64_t folded_entries, folded_ns, fold_unreadable;
+	uint64_t fold_ns_per_s;	    /* the threshold in effect (0: folding is off) */
 	int64_t oldest_s, newest_s; /* the whole disk's range; 0, 0: empty */
 };
 

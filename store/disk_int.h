@@ -16,6 +16,7 @@
 #include "store/blob.h"
 #include "store/dict.h"
 #include "store/disk.h"
+#include "store/fold.h"
 #include "store/stackrows.h"
 
 /* Sealed buckets on their way to the writer. */
@@ -90,6 +91,9 @@ struct hc_disk {
 	void *cctx;			   /* its zstd compression context */
 	struct hc_stackrows_packer packer; /* the stack keys' packing */
 	uint32_t compacted_to;		   /* stack chunks merged up to this id */
+	uint64_t fold_ns_per_s;		   /* coarse tiers' small stacks, per second of window */
+	struct hc_fold fold;		   /* ... folded with parents read through fold_rows */
+	struct hc_stackrows fold_rows;
 };
 
 /* A dictionary entry's content, strings not interned (valid while its source is). */

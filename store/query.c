@@ -288,6 +288,7 @@ struct hydrate {
 	struct nodemap node;   /* stack id -> node */
 	struct nodemap child;  /* node << 32 | ids' frame id -> node */
 	struct hc_weights sel; /* the weights the tree takes: each field all ones or 0 */
+	int64_t small;	       /* ids' frame id of HC_FOLD_NAME; 0: not defined yet */
 	uint32_t *chain;
 	size_t cap_chain;
 };
@@ -527,6 +528,16 @@ static int64_t stack_node(struct hydrate *h, uint32_t th, uint32_t stack)
 	int64_t li;
 	int err;
 
+	/* a coarse tier's small stacks: a child of the stack they were folded under */
+	if (stack & HC_FOLD_BIT) {
+		static const struct hc_path_elem small = {
+			.kind = HC_NODE_USER, .name = HC_FOLD_NAME, .offset = -1};
+
+		li = stack & ~HC_FOLD_BIT ? stack_node(h, th, stack & ~HC_FOLD_BIT) : th;
+		if (li > 0 && !h->small && (h->small = scratch_define(h, &small)) < 0)
+			return h->small;
+		return li > 0 ? child_node(h, &h->child, (uint32_t)li, (uint32_t)h->small) : li;
+	}
 	for (uint32_t s = stack; s && !(v = nodemap_find(&h->node, s)); s = link.parent) {
 		if (depth + 2 >= HC_STORE_MAX_DEPTH)
 			return -EINVAL;
@@ -697,7 +708,7 @@ static int prefetch(struct hydrate *h, const struct hc_blob *acc)
 	}
 	sqlite3_finalize(st);
 	for (size_t i = 0; !err && i < acc->n; i++) {
-		size_t k = epoch_of(e, n, acc->e[i].stack);
+		size_t k = epoch_of(e, n, acc->e[i].stack & ~HC_FOLD_BIT);
 
 		if (k < n)
 			e[k].entries++;

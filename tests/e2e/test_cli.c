@@ -143,6 +143,8 @@ static const struct bad_case serve_cases[] = {
 	{{"--data-dir", ""}, 64, "empty path"},
 	{{"--max-disk", "10"}, 64, "1M to 16T"},
 	{{"--max-disk", "17T"}, 64, "1M to 16T"},
+	{{"--fold-below", "1s"}, 64, "under 1s"},
+	{{"--fold-below", "some"}, 64, "not a number"},
 	{{"--retention", "soon"}, 64, "not a number"},
 	{{"--max-store", "10"}, 64, "1M to 64G"},
 	{{"--max-store", "17179869185G"}, 64, "1M to 64G"},

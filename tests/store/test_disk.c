@@ -35,6 +35,7 @@
 #include "profile/store.h"
 #include "profile/tree.h"
 #include "store/disk.h"
+#include "store/fold.h"
 #include "store/stackrows.h"
 
 #define T0 ((int64_t)1700000040) /* a multiple of 60: every tier's windows start here */
@@ -855,7 +856,11 @@ static struct hc_disk *open_epochs(const char *dir, uint64_t dict_max, uint64_t 
 				 .compact_every_s = 1,
 				 .dict_max_bytes = dict_max,
 				 .dict_ceiling_bytes = dict_max, /* a fixed bound */
-				 .adopt_epochs = CH_ADOPT_EPOCHS};
+				 .adopt_epochs = CH_ADOPT_EPOCHS,
+				 /* the same stack under two epochs' ids is two stacks to folding
+				  * (it goes by id): the coarse tiers of a store of many epochs and
+				  * of one would differ below the threshold */
+				 .fold_ns_per_s = HC_DISK_FOLD_OFF};
 	char why[512] = "";
 	struct hc_disk *d = hc_disk__open(&o, why, sizeof(why));
 
@@ -1826,6 +1831,191 @@ static void test_tree_as_memory(void **state)
 	fx->mem = NULL;
 }
 
+/*
+ * The coarse tiers fold a thread's nodes under 100 us a second of their window into
+ * "[small stacks]" under the nearest heavier node (store/fold.h). Frames (names[], parent[]):
+ * main, serve, compute roots; parse and io_wait under main; hash under io_wait. Each second,
+ * thread 1000: main 10 ms on-CPU, parse 20 us blocked, io_wait 30 us in the run queue, hash
+ * 60 us blocked, compute 10 ms, serve 40 us; thread 1001 the same but parse 5 ms and hash
+ * 1 ms. In 10 s (1 ms threshold) and in 1 min (6 ms), thread 1000's parse, io_wait and hash
+ * (1.1 ms, 6.6 ms) become [small stacks] under main, each thread's serve (0.4 ms, 2.4 ms)
+ * [small stacks] under the thread; thread 1001 keeps main's subtree whole.
+ */
+#define FOLD_SECONDS 150
+#define US 1000ull
+
+static const struct {
+	int task, frame; /* frame: index of names[] (its parent: parent[]) */
+	struct hc_weights w;
+} fold_feed[] = {
+	{0, 0, {.on_cpu_ns = 10000 * US, .samples = 1}},
+	{0, 2, {.off_cpu_ns = 20 * US}},
+	{0, 3, {.runqueue_ns = 30 * US}},
+	{0, 5, {.off_cpu_ns = 60 * US}},
+	{0, 4, {.on_cpu_ns = 10000 * US, .samples = 1}},
+	{0, 1, {.off_cpu_ns = 40 * US}},
+	{1, 0, {.on_cpu_ns = 10000 * US, .samples = 1}},
+	{1, 2, {.off_cpu_ns = 5000 * US}},
+	{1, 3, {.runqueue_ns = 30 * US}},
+	{1, 5, {.off_cpu_ns = 1000 * US}},
+	{1, 4, {.on_cpu_ns = 10000 * US, .samples = 1}},
+	{1, 1, {.off_cpu_ns = 40 * US}},
+};
+
+static struct hc_disk *fold_store(const char *dir, uint64_t fold_ns_per_s)
+{
+	struct hc_disk_opts o = {.dir = dir,
+				 .lock_fd = -1,
+				 .period_ns = PERIOD_NS,
+				 .compact_every_s = 1,
+				 .fold_ns_per_s = fold_ns_per_s};
+	char why[512] = "";
+	struct hc_disk *d;
+	uint32_t task[2], stack[FRAMES];
+
+	assert_int_equal(mkdir(dir, 0700), 0);
+	d = hc_disk__open(&o, why, sizeof(why));
+	if (!d)
+		print_error("hc_disk__open %s: %s (%s)\n", dir, why, strerror(errno));
+	assert_non_null(d);
+	for (int i = 0; i < 2; i++) {
+		struct hc_path_elem p = {
+			.kind = HC_NODE_PROCESS, .name = "web", .id = 100, .offset = -1};
+		struct hc_path_elem t = {
+			.kind = HC_NODE_THREAD, .name = "worker", .id = 1000 + i, .offset = -1};
+		int64_t id = hc_disk__task(d, &p, &t);
+
+		assert_true(id > 0);
+		task[i] = (uint32_t)id;
+	}
+	for (int i = 0; i < FRAMES; i++) {
+		struct hc_path_elem f = {
+			.kind = HC_NODE_USER, .name = names[i], .module = "app", .offset = -1};
+		int64_t fid = hc_disk__frame(d, &f);
+		int64_t sid = fid > 0 ? hc_disk__stack(d, parent[i] ? stack[parent[i] - 1] : 0,
+						       (uint32_t)fid)
+				      : fid;
+
+		assert_true(sid > 0);
+		stack[i] = (uint32_t)sid;
+	}
+	for (int s = 0; s < FOLD_SECONDS; s++) {
+		for (size_t i = 0; i < sizeof(fold_feed) / sizeof(fold_feed[0]); i++)
+			assert_int_equal(hc_disk__add(d, HC_DISK_MAIN, T0 + s,
+						      task[fold_feed[i].task],
+						      stack[fold_feed[i].frame], &fold_feed[i].w),
+					 0);
+		assert_int_equal(hc_disk__seal(d, T0 + s), 0);
+		if (s % 10 == 9)
+			hc_disk__maintain(d);
+	}
+	hc_disk__sync(d);
+	hc_disk__maintain(d);
+	return d;
+}
+
+/* The child of n named name, NULL when none. */
+static const struct hc_node *child_named(const struct hc_node *n, const char *name)
+{
+	for (size_t i = 0; i < hc_node__child_count(n); i++)
+		if (!strcmp(hc_node__name(hc_node__child(n, i)), name))
+			return hc_node__child(n, i);
+	return NULL;
+}
+
+/* Thread tid's node of t (under process web). */
+static const struct hc_node *thread_of(const struct hc_tree *t, uint64_t tid)
+{
+	const struct hc_node *web = child_named(hc_tree__root(t), "web");
+
+	assert_non_null(web);
+	for (size_t i = 0; i < hc_node__child_count(web); i++)
+		if (hc_node__id(hc_node__child(web, i)) == tid)
+			return hc_node__child(web, i);
+	fail_msg("no thread %" PRIu64, tid);
+	return NULL;
+}
+
+/* A pseudo-frame of n's children: [small stacks], a leaf, holding want. */
+static void assert_small(const struct hc_node *n, const struct hc_weights *want)
+{
+	const struct hc_node *small = child_named(n, HC_FOLD_NAME);
+
+	assert_non_null(small);
+	assert_int_equal(hc_node__kind(small), HC_NODE_USER);
+	assert_null(hc_node__module(small));
+	assert_int_equal(hc_node__child_count(small), 0);
+	assert_weights_equal(hc_node__weights(small), want);
+}
+
+/* A tree of the folding store (t) against the same range of the other (o): the same totals
+ * at every node folding keeps, what it folds where the comment above says. */
+static void assert_folded(const struct hc_tree *t, const struct hc_tree *o)
+{
+	const struct hc_node *th = thread_of(t, 1000), *tho = thread_of(o, 1000), *main;
+	struct hc_weights w;
+
+	assert_weights_equal(hc_node__weights(hc_tree__root(t)),
+			     hc_node__weights(hc_tree__root(o)));
+	assert_weights_equal(hc_node__weights(th), hc_node__weights(tho));
+	assert_nodes_equal(child_named(th, "compute"), child_named(tho, "compute"));
+	assert_null(child_named(th, "serve"));
+	assert_small(th, hc_node__weights(child_named(tho, "serve")));
+	main = child_named(th, "main");
+	assert_weights_equal(hc_node__weights(main), hc_node__weights(child_named(tho, "main")));
+	assert_int_equal(hc_node__child_count(main), 1);
+	w = *hc_node__weights(child_named(child_named(tho, "main"), "parse"));
+	hc_weights__add(&w, hc_node__weights(child_named(child_named(tho, "main"), "io_wait")));
+	assert_small(main, &w);
+	/* thread 1001: main's subtree is heavy, kept whole */
+	th = thread_of(t, 1001);
+	tho = thread_of(o, 1001);
+	assert_weights_equal(hc_node__weights(th), hc_node__weights(tho));
+	assert_nodes_equal(child_named(th, "main"), child_named(tho, "main"));
+	assert_nodes_equal(child_named(th, "compute"), child_named(tho, "compute"));
+	assert_small(th, hc_node__weights(child_named(tho, "serve")));
+}
+
+static void test_fold_small_stacks(void **state)
+{
+	struct fixture *fx = *state;
+	struct hc_store_filter f = all();
+	char dir_fold[PATH_MAX + 16], dir_off[PATH_MAX + 16];
+	struct hc_disk *off;
+	struct hc_disk_stats st;
+	/* [from, to): 1 s windows only; 10 s windows in the middle; minutes */
+	static const int64_t ranges[][2] = {{T0 + 3, T0 + 9}, {T0 + 10, T0 + 50}, {T0, T0 + 120}};
+
+	snprintf(dir_fold, sizeof(dir_fold), "%s/fold", fx->dir);
+	snprintf(dir_off, sizeof(dir_off), "%s/off", fx->dir);
+	fx->d = fold_store(dir_fold, 0);
+	off = fold_store(dir_off, HC_DISK_FOLD_OFF);
+	for (size_t i = 0; i < sizeof(ranges) / sizeof(ranges[0]); i++) {
+		struct hc_tree *t = tree_of(fx->d, 0, ranges[i][0], ranges[i][1], &f);
+		struct hc_tree *o = tree_of(off, 0, ranges[i][0], ranges[i][1], &f);
+
+		/* the 1 s tier is never folded */
+		if (i == 0)
+			assert_nodes_equal(hc_tree__root(t), hc_tree__root(o));
+		else
+			assert_folded(t, o);
+		hc_tree__free(t);
+		hc_tree__free(o);
+	}
+	hc_disk__stats(fx->d, &st);
+	/* each 10 s window: thread 1000's parse, io_wait, hash and serve, thread 1001's serve;
+	 * the minutes fold nothing again (each [small stacks] is under a node that holds the
+	 * threshold) */
+	print_message("folded: %" PRIu64 " entries, %" PRIu64 " ns; %" PRIu64 " unreadable\n",
+		      st.folded_entries, st.folded_ns, st.fold_unreadable);
+	assert_int_equal(st.folded_entries, 12 * 5);
+	assert_int_equal(st.folded_ns, 120 * (20 + 30 + 60 + 40 + 40) * US);
+	assert_int_equal(st.fold_unreadable, 0);
+	hc_disk__stats(off, &st);
+	assert_int_equal(st.folded_entries, 0);
+	hc_disk__close(off);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1843,6 +2033,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_epochs_recall, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_epochs_bound, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_epochs_migrate, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_fold_small_stacks, setup, teardown),
 	};
 
 	return cmocka_run_group_tests_name("store-disk", tests, NULL, NULL);
