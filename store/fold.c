@@ -22,12 +22,13 @@ void hc__fold_init(struct hc_fold *f, hc_fold_rows_fn rows, void *arg)
 
 void hc__fold_forget(struct hc_fold *f)
 {
-	free(f->keys);
-	free(f->vals);
+	free(f->nodes);
 	free(f->out);
-	f->keys = f->vals = NULL;
-	f->out = NULL;
+	free(f->order);
+	f->nodes = NULL;
+	f->out = f->order = NULL;
 	f->n_nodes = f->cap_nodes = f->cap_out = 0;
+	f->gen = 0;
 }
 
 static void spans_clear(struct hc_fold *f)
@@ -51,39 +52,43 @@ static size_t slot_of(uint64_t key, size_t cap)
 	return (size_t)(hc_hash_mix(key) & (cap - 1));
 }
 
-/* The nodes' table grown to hold need at under half full. */
+/* The nodes' table grown to hold need of the current task at under half full. */
 static int nodes_grow(struct hc_fold *f, size_t need)
 {
 	size_t ncap = f->cap_nodes ? f->cap_nodes : 1024;
-	uint64_t *nk, *nv;
+	struct hc_fold_node *n;
 
 	if (2 * need <= f->cap_nodes)
 		return 0;
 	while (2 * need > ncap)
 		ncap *= 2;
-	nk = calloc(ncap, sizeof(*nk));
-	nv = calloc(ncap, sizeof(*nv));
-	if (!nk || !nv) {
-		free(nk);
-		free(nv);
+	n = calloc(ncap, sizeof(*n));
+	if (!n)
 		return -ENOMEM;
-	}
 	for (size_t i = 0; i < f->cap_nodes; i++) {
 		size_t j;
 
-		if (!f->keys[i])
+		if (f->nodes[i].gen != f->gen)
 			continue;
-		for (j = slot_of(f->keys[i], ncap); nk[j]; j = (j + 1) & (ncap - 1))
+		for (j = slot_of(f->nodes[i].key, ncap); n[j].gen; j = (j + 1) & (ncap - 1))
 			;
-		nk[j] = f->keys[i];
-		nv[j] = f->vals[i];
+		n[j] = f->nodes[i];
 	}
-	free(f->keys);
-	free(f->vals);
-	f->keys = nk;
-	f->vals = nv;
+	free(f->nodes);
+	f->nodes = n;
 	f->cap_nodes = ncap;
 	return 0;
+}
+
+/* A new task: the nodes' table empty (slots of older generations are free). */
+static void nodes_next(struct hc_fold *f)
+{
+	if (f->gen == UINT32_MAX) {
+		memset(f->nodes, 0, f->cap_nodes * sizeof(*f->nodes));
+		f->gen = 0;
+	}
+	f->gen++;
+	f->n_nodes = 0;
 }
 
 /* The index of the first span whose hi is at or above id (n_spans: none). */
@@ -163,36 +168,38 @@ static int parent_of(struct hc_fold *f, uint32_t id, uint32_t *parent)
 	return err ? err : *parent < id ? 0 : -EBADMSG;
 }
 
-/* The subtree weight of (task, node), created at 0 when add. NULL: out of memory. */
-static uint64_t *node_at(struct hc_fold *f, uint32_t task, uint32_t node, bool add)
+/* The subtree weight of node (of the current task), created at 0 when add. NULL: out of
+ * memory. */
+static uint64_t *node_at(struct hc_fold *f, uint32_t node, bool add)
 {
-	uint64_t key = (uint64_t)task << 32 | node;
 	size_t j;
 
 	if (add && nodes_grow(f, f->n_nodes + 1))
 		return NULL;
-	for (j = slot_of(key, f->cap_nodes); f->keys[j]; j = (j + 1) & (f->cap_nodes - 1))
-		if (f->keys[j] == key)
-			return &f->vals[j];
+	if (!f->cap_nodes)
+		return NULL;
+	for (j = slot_of(node, f->cap_nodes); f->nodes[j].gen == f->gen;
+	     j = (j + 1) & (f->cap_nodes - 1))
+		if (f->nodes[j].key == node)
+			return &f->nodes[j].val;
 	if (!add)
 		return NULL;
-	f->keys[j] = key;
-	f->vals[j] = 0;
+	f->nodes[j] = (struct hc_fold_node){.key = node, .gen = f->gen};
 	f->n_nodes++;
-	return &f->vals[j];
+	return &f->nodes[j].val;
 }
 
 /*
- * Add w to node and the nodes above it, for task, up to the first one that held below_ns
- * before: the ones above that one hold it too (each node holds at least what its child does,
- * or below_ns), so a node lighter than below_ns always holds its whole subtree and a heavier
- * one at least below_ns, all that folding asks. 1: a parent could not be read (those above
- * it got nothing), 0, -ENOMEM.
+ * Add w to node and the nodes above it (of the current task), up to the first one that held
+ * below_ns before: the ones above that one hold it too (each node holds at least what its
+ * child does, or below_ns), so a node lighter than below_ns always holds its whole subtree
+ * and a heavier one at least below_ns, all that folding asks. 1: a parent could not be read
+ * (those above it got nothing), 0, -ENOMEM.
  */
-static int add_up(struct hc_fold *f, uint32_t task, uint32_t node, uint64_t w, uint64_t below_ns)
+static int add_up(struct hc_fold *f, uint32_t node, uint64_t w, uint64_t below_ns)
 {
 	for (unsigned int depth = 0; node; depth++) {
-		uint64_t *v = node_at(f, task, node, true);
+		uint64_t *v = node_at(f, node, true);
 
 		if (!v)
 			return -ENOMEM;
@@ -205,55 +212,52 @@ static int add_up(struct hc_fold *f, uint32_t task, uint32_t node, uint64_t w, u
 	return 0;
 }
 
-static uint64_t weight_of(struct hc_fold *f, uint32_t task, uint32_t node)
+static uint64_t weight_of(struct hc_fold *f, uint32_t node)
 {
-	const uint64_t *v = f->cap_nodes ? node_at(f, task, node, false) : NULL;
+	const uint64_t *v = node_at(f, node, false);
 
 	return v ? *v : 0;
 }
 
-int hc__fold_blob(struct hc_fold *f, struct hc_blob *b, uint64_t below_ns)
+/* Entry indices ordered by task. */
+static int by_task(const void *x, const void *y, void *arg)
 {
-	bool moved = false;
-	int err = 0;
+	const struct hc_blob_entry *e = arg;
+	uint32_t a = e[*(const uint32_t *)x].task, b = e[*(const uint32_t *)y].task;
 
-	if (!below_ns || !b->n)
-		return 0;
-	if (b->n > f->cap_out) {
-		uint32_t *o = realloc(f->out, b->n * sizeof(*o));
+	return a < b ? -1 : a > b;
+}
 
-		if (!o)
-			return -ENOMEM;
-		f->out = o;
-		f->cap_out = b->n;
-	}
-	if (f->cap_nodes)
-		memset(f->keys, 0, f->cap_nodes * sizeof(*f->keys));
-	f->n_nodes = 0;
+/* Fold the entries order[0..n) of b, all of one task, into f->out. 0, -ENOMEM. */
+static int fold_task(struct hc_fold *f, const struct hc_blob *b, const uint32_t *order, size_t n,
+		     uint64_t below_ns)
+{
+	nodes_next(f);
 	/* each entry's stack, with a parent that could not be read marked by 0 */
-	for (size_t i = 0; i < b->n; i++) {
-		const struct hc_blob_entry *e = &b->e[i];
+	for (size_t k = 0; k < n; k++) {
+		const struct hc_blob_entry *e = &b->e[order[k]];
+		int err;
 
-		f->out[i] = e->stack;
+		f->out[order[k]] = e->stack;
 		if (!e->stack)
 			continue;
-		err = add_up(f, e->task, e->stack, hc_weights__value(&e->w), below_ns);
+		err = add_up(f, e->stack, hc_weights__value(&e->w), below_ns);
 		if (err < 0)
 			return err;
 		if (err) {
-			f->out[i] = 0;
+			f->out[order[k]] = 0;
 			f->unreadable++;
 		}
 	}
-	for (size_t i = 0; i < b->n; i++) {
-		const struct hc_blob_entry *e = &b->e[i];
+	for (size_t k = 0; k < n; k++) {
+		const struct hc_blob_entry *e = &b->e[order[k]];
 		uint32_t a;
 
-		if (!f->out[i]) {
-			f->out[i] = e->stack;
+		if (!f->out[order[k]]) {
+			f->out[order[k]] = e->stack;
 			continue;
 		}
-		if (weight_of(f, e->task, e->stack) >= below_ns)
+		if (weight_of(f, e->stack) >= below_ns)
 			continue;
 		/* the parents were read by add_up, but may have been forgotten since */
 		a = e->stack;
@@ -262,17 +266,50 @@ int hc__fold_blob(struct hc_fold *f, struct hc_blob *b, uint64_t below_ns)
 				a = UINT32_MAX;
 				break;
 			}
-		} while (a && weight_of(f, e->task, a) < below_ns);
+		} while (a && weight_of(f, a) < below_ns);
 		if (a == UINT32_MAX) {
 			f->unreadable++;
 			continue;
 		}
-		f->out[i] = HC_FOLD_BIT | a;
-		if (f->out[i] != e->stack) {
+		f->out[order[k]] = HC_FOLD_BIT | a;
+		if (f->out[order[k]] != e->stack) {
 			f->entries++;
 			f->ns += hc_weights__value(&e->w);
-			moved = true;
+			f->moved = true;
 		}
 	}
-	return moved ? hc_blob__restack(b, f->out) : 0;
+	return 0;
+}
+
+int hc__fold_blob(struct hc_fold *f, struct hc_blob *b, uint64_t below_ns)
+{
+	int err = 0;
+
+	if (!below_ns || !b->n)
+		return 0;
+	if (b->n > f->cap_out) {
+		uint32_t *o = realloc(f->out, b->n * sizeof(*o));
+		uint32_t *r = o ? realloc(f->order, b->n * sizeof(*r)) : NULL;
+
+		if (o)
+			f->out = o;
+		if (r)
+			f->order = r;
+		if (!o || !r)
+			return -ENOMEM;
+		f->cap_out = b->n;
+	}
+	/* a task at a time: the nodes' table holds one thread's tree */
+	for (size_t i = 0; i < b->n; i++)
+		f->order[i] = (uint32_t)i;
+	qsort_r(f->order, b->n, sizeof(*f->order), by_task, b->e);
+	f->moved = false;
+	for (size_t g = 0, k; !err && g < b->n; g = k) {
+		for (k = g + 1; k < b->n && b->e[f->order[k]].task == b->e[f->order[g]].task; k++)
+			;
+		err = fold_task(f, b, f->order + g, k - g, below_ns);
+	}
+	if (err)
+		return err;
+	return f->moved ? hc_blob__restack(b, f->out) : 0;
 }

@@ -12,6 +12,7 @@
 #ifndef HOTCOLD_STORE_FOLD_H
 #define HOTCOLD_STORE_FOLD_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -40,11 +41,18 @@ struct hc_fold {
 		uint32_t *parent;
 	} * spans;
 	size_t n_spans, cap_spans, span_ids, last;
-	/* one blob's nodes: (task << 32 | stack) -> subtree weight */
-	uint64_t *keys, *vals;
+	/* one thread's nodes (a stack, or HC_FOLD_BIT | its stack) -> subtree weight; a slot
+	 * is in use when its gen is the table's */
+	struct hc_fold_node {
+		uint32_t key, gen;
+		uint64_t val;
+	} * nodes;
 	size_t n_nodes, cap_nodes;
-	uint32_t *out;
+	uint32_t gen;
+	/* a blob's entries: their new stacks, their order by task */
+	uint32_t *out, *order;
 	size_t cap_out;
+	bool moved;
 	/* folded so far: entries (before merging) and their ns; entries left as they were
 	 * because a row could not be read */
 	uint64_t entries, ns, unreadable;
