@@ -418,6 +418,11 @@ static json_t *profile(const struct serve *s, pid_t pid, int64_t from_ms, int64_
 		assert_string_equal(json_string_value(json_object_get(range, "source")), source);
 	if (tier)
 		assert_string_equal(json_string_value(json_object_get(range, "tier")), tier);
+	/* from disk, the coarse windows' [small stacks] threshold: serve's default */
+	if (!strcmp(json_string_value(json_object_get(range, "source")), "disk"))
+		assert_int_equal(e2e_u64(j, "range.small_stacks_below_ns_per_s"), 100000);
+	else
+		assert_null(json_object_get(range, "small_stacks_below_ns_per_s"));
 	return j;
 }
 
