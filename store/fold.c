@@ -7,7 +7,6 @@
 
 #include "base/array.h"
 #include "base/hash.h"
-#include "profile/store.h"
 #include "profile/weights.h"
 
 /* Stack parents remembered at most (then forgotten, all at once): 2 MiB. */
@@ -198,7 +197,8 @@ static uint64_t *node_at(struct hc_fold *f, uint32_t node, bool add)
  */
 static int add_up(struct hc_fold *f, uint32_t node, uint64_t w, uint64_t below_ns)
 {
-	for (unsigned int depth = 0; node; depth++) {
+	/* ends: parent_of only answers parents below their child */
+	while (node) {
 		uint64_t *v = node_at(f, node, true);
 
 		if (!v)
@@ -206,7 +206,7 @@ static int add_up(struct hc_fold *f, uint32_t node, uint64_t w, uint64_t below_n
 		if (*v >= below_ns)
 			return 0;
 		*v += w;
-		if (depth > HC_STORE_MAX_DEPTH || parent_of(f, node, &node))
+		if (parent_of(f, node, &node))
 			return 1;
 	}
 	return 0;
