@@ -383,7 +383,13 @@ static void test_profile_range_identity(void **state)
 	print_message("work/sleep thread over a 3 s range: on %.3f off %.3f runqueue %.3f, "
 		      "sum %.3f\n",
 		      on, off, rq, on + off + rq);
-	assert_true(fabs(on + off + rq - 1.0) <= 0.05);
+	/*
+	 * Off-CPU and run-queue time are measured from the switches; on-CPU time is samples x
+	 * period, and a VM whose vCPU is descheduled (steal) fires fewer cpu-clock ticks than the
+	 * guest's clock says. A CI run on a loaded VM saw 0.919 (on 0.417, off 0.497): the lower
+	 * bound allows that; more than the whole window is never right.
+	 */
+	assert_true(on + off + rq > 0.85 && on + off + rq < 1.05);
 	/* 20 ms phases: working (on a CPU, or waiting for one on a busy machine) and asleep */
 	assert_true(on + rq > 0.35 && on + rq < 0.65);
 	assert_true(off > 0.35 && off < 0.65);
