@@ -83,7 +83,7 @@ static int reserve(uint32_t **slots, size_t *n_slots, size_t n, size_t want,
 		cap *= 2;
 	if (cap == *n_slots)
 		return 0;
-	s = calloc(cap, sizeof(*s));
+	s = hc_calloc_written(cap, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
 	for (size_t i = 0; i < n; i++) {
@@ -213,12 +213,12 @@ int hc_blob__add_cell(struct hc_blob *b, uint8_t hist, uint32_t pid, const char 
 	return 0;
 }
 
+static int add_many(struct hc_blob *b, const struct hc_blob_entry *e, size_t n);
+
 int hc_blob__add_blob(struct hc_blob *b, const struct hc_blob *src)
 {
-	int err = 0;
+	int err = add_many(b, src->e, src->n);
 
-	for (size_t i = 0; !err && i < src->n; i++)
-		err = hc_blob__add(b, src->e[i].task, src->e[i].stack, &src->e[i].w);
 	for (size_t i = 0; !err && i < src->nc; i++) {
 		const struct hc_blob_cell *c = &src->c[i];
 
@@ -416,10 +416,15 @@ struct rbuf {
 	bool bad;
 };
 
-static uint64_t get_uv(struct rbuf *r)
+static inline uint64_t get_uv(struct rbuf *r)
 {
 	uint64_t v = 0;
-	const uint8_t *next = r->bad ? NULL : hc_varint_get_checked(r->p, r->end, &v);
+	const uint8_t *next;
+
+	/* most are one byte: counts, deltas, small ids */
+	if (!r->bad && r->p < r->end && *r->p < 0x80)
+		return *r->p++;
+	next = r->bad ? NULL : hc_varint_get_checked(r->p, r->end, &v);
 
 	if (!next) {
 		r->bad = true;

@@ -104,6 +104,12 @@ struct dict_row {
 };
 
 extern const int64_t hc__disk_tier_step[HC_DISK_TIERS];
+/* A query's rows smaller than this together (compressed) are decoded by the calling thread
+ * alone, larger ones on two (store/query.c:decode_rows); at most a batch of them is copied
+ * out of the file at once. Tests lower both. */
+#define HC_DISK_DECODE_SPLIT_BYTES ((size_t)256 << 10)
+#define HC_DISK_DECODE_BATCH_BYTES ((size_t)16 << 20)
+extern size_t hc__disk_decode_split_bytes, hc__disk_decode_batch_bytes;
 /* A row of one of the dictionary's tables by id (bound as ?1): the columns
  * hc__disk_row_read() takes. */
 extern const char *const hc__disk_row_sql[HC_DICT_TABLES];

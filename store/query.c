@@ -4,6 +4,7 @@
  * in-memory store a range is summed into (docs/store.md, "On disk", "Queries").
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -89,12 +90,126 @@ static void plan(const struct hc_disk_stats *st, int j, int64_t lo, int64_t hi, 
 	plan(st, j - 1, b, hi, p, n);
 }
 
+/* The blobs of a range's rows, copied out of the read transaction's pages. */
+struct rows {
+	uint8_t *p;
+	size_t len, cap;
+	size_t *off; /* row i is p[off[i], off[i + 1]) */
+	size_t n, cap_off;
+};
+
+static int rows_add(struct rows *rs, const void *blob, size_t len)
+{
+	if (rs->n + 2 > rs->cap_off && hc_array_grow(rs->off, rs->cap_off, rs->n + 2, 64))
+		return -ENOMEM;
+	if (rs->len + len > rs->cap) {
+		size_t cap = rs->cap ? rs->cap : 1 << 16;
+		uint8_t *p;
+
+		while (cap < rs->len + len)
+			cap *= 2;
+		p = realloc(rs->p, cap);
+		if (!p)
+			return -ENOMEM;
+		rs->p = p;
+		rs->cap = cap;
+	}
+	if (len)
+		memcpy(rs->p + rs->len, blob, len);
+	rs->off[rs->n++] = rs->len;
+	rs->len += len;
+	rs->off[rs->n] = rs->len;
+	return 0;
+}
+
+/* Rows [first, last) decoded into acc; a damaged one is counted in bad and skipped. */
+struct decode_part {
+	const struct rows *rs;
+	size_t first, last;
+	struct hc_blob *acc;
+	bool entries, cells;
+	uint64_t bad;
+	int err;
+};
+
+static void *decode_part(void *arg)
+{
+	struct decode_part *d = arg;
+
+	for (size_t i = d->first; !d->err && i < d->last; i++) {
+		d->err = hc_blob__decode(d->acc, d->rs->p + d->rs->off[i],
+					 d->rs->off[i + 1] - d->rs->off[i], d->entries, d->cells);
+		if (d->err == -EBADMSG) {
+			d->bad++;
+			d->err = 0;
+		}
+	}
+	return NULL;
+}
+
+size_t hc__disk_decode_split_bytes = HC_DISK_DECODE_SPLIT_BYTES;
+size_t hc__disk_decode_batch_bytes = HC_DISK_DECODE_BATCH_BYTES;
+
+/*
+ * The rows decoded into acc: a long range's on two threads, the first half of the bytes on
+ * this one and the second half on another, then the second's sums added to the first's. That
+ * adds every entry and cell in the order one thread would (a new one after all that came
+ * before it), so the answer is the same either way.
+ */
+static int decode_rows(const struct rows *rs, struct hc_blob *acc, bool entries, bool cells,
+		       uint64_t *bad)
+{
+	struct decode_part a = {
+		.rs = rs, .last = rs->n, .acc = acc, .entries = entries, .cells = cells};
+	struct decode_part b = a;
+	struct hc_blob acc2;
+	pthread_t t;
+	size_t half = 0;
+	bool two;
+
+	while (half < rs->n && rs->off[half] < rs->len / 2)
+		half++;
+	two = rs->len >= hc__disk_decode_split_bytes && half > 0 && half < rs->n;
+	if (two) {
+		hc_blob__init(&acc2, acc->t, acc->period_ns);
+		a.last = b.first = half;
+		b.acc = &acc2;
+		two = !pthread_create(&t, NULL, decode_part, &b);
+		if (!two) {
+			hc_blob__release(&acc2);
+			a.last = rs->n;
+		}
+	}
+	decode_part(&a);
+	if (two) {
+		pthread_join(t, NULL);
+		if (!a.err)
+			a.err = b.err;
+		if (!a.err)
+			a.err = hc_blob__add_blob(acc, &acc2);
+		a.bad += b.bad;
+		hc_blob__release(&acc2);
+	}
+	*bad += a.bad;
+	return a.err;
+}
+
+/* The rows copied so far, decoded into acc and let go. */
+static int flush_rows(struct rows *rs, struct hc_blob *acc, bool entries, bool cells, uint64_t *bad)
+{
+	int err = rs->n ? decode_rows(rs, acc, entries, cells, bad) : 0;
+
+	rs->n = rs->len = 0;
+	return err;
+}
+
 /* The rows of range r, store s, decoded into acc. */
 static int read_range(struct hc_disk *d, sqlite3 *db, enum hc_disk_store s,
 		      const struct hc_disk_range *r, struct hc_blob *acc, bool entries, bool cells)
 {
 	struct piece pieces[PLAN_PIECES];
 	struct hc_disk_stats st;
+	struct rows rs = {0};
 	sqlite3_stmt *stmt;
 	uint64_t bad = 0;
 	size_t np = 0;
@@ -114,19 +229,20 @@ static int read_range(struct hc_disk *d, sqlite3 *db, enum hc_disk_store s,
 		sqlite3_bind_int64(stmt, 3, pieces[i].to_s);
 		sqlite3_bind_int(stmt, 4, s);
 		while (!err && (rc = sqlite3_step(stmt)) == SQLITE_ROW) {
-			err = hc_blob__decode(acc, sqlite3_column_blob(stmt, 0),
-					      (size_t)sqlite3_column_bytes(stmt, 0), entries,
-					      cells);
-			if (err == -EBADMSG) {
-				bad++;
-				err = 0;
-			}
+			err = rows_add(&rs, sqlite3_column_blob(stmt, 0),
+				       (size_t)sqlite3_column_bytes(stmt, 0));
+			if (!err && rs.len >= hc__disk_decode_batch_bytes)
+				err = flush_rows(&rs, acc, entries, cells, &bad);
 		}
 		if (!err && rc != SQLITE_DONE)
 			err = -hc__disk_sql_errno(rc);
 		sqlite3_reset(stmt);
 	}
 	sqlite3_finalize(stmt);
+	if (!err)
+		err = flush_rows(&rs, acc, entries, cells, &bad);
+	free(rs.p);
+	free(rs.off);
 	if (bad) {
 		pthread_mutex_lock(&d->mu);
 		d->st.corrupt_blobs += bad;
@@ -171,7 +287,7 @@ static int idmap_put(struct idmap *m, uint32_t key, uint64_t val)
 {
 	if (2 * (m->n + 1) > m->cap) {
 		size_t cap = m->cap ? 2 * m->cap : 256;
-		struct idmap_slot *s = calloc(cap, sizeof(*s));
+		struct idmap_slot *s = hc_calloc_written(cap, sizeof(*s));
 
 		if (!s)
 			return -ENOMEM;
@@ -197,7 +313,7 @@ struct nodemap_slot {
 struct nodemap {
 	struct nodemap_slot *s;
 	size_t cap, n; /* cap: a power of two, or 0 */
-	uint32_t gen;  /* of the slots in use; calloc'd slots are of generation 0 */
+	uint32_t gen;  /* of the slots in use; zeroed slots are of generation 0 */
 };
 
 static void nodemap_clear(struct nodemap *m)
@@ -237,7 +353,7 @@ static int nodemap_put(struct nodemap *m, uint64_t key, uint32_t val)
 		m->gen = 1;
 	if (2 * (m->n + 1) > m->cap) {
 		size_t cap = m->cap ? 2 * m->cap : 256;
-		struct nodemap_slot *s = calloc(cap, sizeof(*s));
+		struct nodemap_slot *s = hc_calloc_written(cap, sizeof(*s));
 
 		if (!s)
 			return -ENOMEM;

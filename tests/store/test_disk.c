@@ -35,6 +35,7 @@
 #include "profile/store.h"
 #include "profile/tree.h"
 #include "store/disk.h"
+#include "store/disk_int.h"
 #include "store/fold.h"
 #include "store/stackrows.h"
 
@@ -1805,28 +1806,34 @@ static void test_tree_as_memory(void **state)
 	f[8].max_nodes = 2;
 	f[9].max_nodes = 9;
 	f[9].off = false;
-	for (int i = 0; i < 10; i++) {
+	/* i >= 10: the same, the rows decoded on two threads (the range is small); i >= 20: the
+	 * rows copied out of the file one at a time */
+	for (int i = 0; i < 30; i++) {
 		struct hc_disk_range r = {.tier = 0, .from_s = T0, .to_s = T0 + SECONDS};
 		struct hc_store_pruned pd, pm;
 		struct hc_tree *td = hc_tree__new(), *tm = hc_tree__new();
-		struct hc_store_filter g = f[i];
+		struct hc_store_filter g = f[i % 10];
 
 		assert_non_null(td);
 		assert_non_null(tm);
-		assert_int_equal(hc_disk__tree(fx->d, HC_DISK_MAIN, &r, &f[i], td, &pd), 0);
+		hc__disk_decode_split_bytes = i >= 10 && i < 20 ? 0 : HC_DISK_DECODE_SPLIT_BYTES;
+		hc__disk_decode_batch_bytes = i >= 20 ? 1 : HC_DISK_DECODE_BATCH_BYTES;
+		assert_int_equal(hc_disk__tree(fx->d, HC_DISK_MAIN, &r, &g, td, &pd), 0);
 		g.from_s = 0;
 		g.to_s = 1;
 		assert_int_equal(hc_store__tree(fx->mem, &g, tm, &pm), 0);
 		assert_true(hc_tree__node_count(td) > 1);
-		if (f[i].max_nodes)
-			assert_int_equal(hc_tree__node_count(td), f[i].max_nodes);
+		if (g.max_nodes)
+			assert_int_equal(hc_tree__node_count(td), g.max_nodes);
 		assert_nodes_equal(hc_tree__root(td), hc_tree__root(tm));
 		assert_int_equal(pd.nodes, pm.nodes);
 		assert_int_equal(pd.value_ns, pm.value_ns);
-		assert_true(!f[i].max_nodes || pd.nodes > 0);
+		assert_true(!g.max_nodes || pd.nodes > 0);
 		hc_tree__free(td);
 		hc_tree__free(tm);
 	}
+	hc__disk_decode_split_bytes = HC_DISK_DECODE_SPLIT_BYTES;
+	hc__disk_decode_batch_bytes = HC_DISK_DECODE_BATCH_BYTES;
 	hc_store__free(fx->mem);
 	fx->mem = NULL;
 }
