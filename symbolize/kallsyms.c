@@ -7,12 +7,22 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <zstd.h>
+
 #include "base/array.h"
 
 /* kallsyms is ~10 MB on a distro kernel with many modules; refuse anything absurd. */
 #define KALLSYMS_MAX_BYTES (512u * 1024u * 1024u)
 
 #define NO_MODULE 0xffffffu /* a ksym.module of 24 bits */
+
+/*
+ * Names are kept compressed (zstd), in blocks of this many symbols in address order: a
+ * distribution kernel's ~120k function names are ~3 MB of text, and serve keeps them for its
+ * life but looks up a few thousand. Neighbours in address order share much (one source file's
+ * functions), so a block of 64 compresses about 4x; a lookup decompresses one (~1.5 KB).
+ */
+#define NAMES_PER_BLOCK 64
 
 /* Lower rank wins among symbols at one address: a global name reads best in a profile. */
 enum ksym_rank {
@@ -23,31 +33,62 @@ enum ksym_rank {
 	RANK_DATA,	 /* a named variable (d, D, b, B): the same, and names locks (--locks) */
 };
 
-/* 16 bytes: a distribution kernel has ~120k of them, held for the life of serve. */
+/* While parsing: 16 bytes a symbol, with its name in the parse pool. */
 struct ksym {
 	uint64_t addr;
-	uint32_t name;	      /* strpool offset; grows with input order (keeps the sort stable) */
+	uint32_t name;	      /* pool offset; grows with input order (keeps the sort stable) */
 	uint32_t module : 24; /* index into modules[], NO_MODULE for vmlinux */
 	uint32_t rank : 8;
 };
 
 struct hc_kallsyms {
+	/* parsing's, freed once the names are compressed */
 	struct ksym *syms;
-	size_t nr, cap;
+	size_t cap;
+	struct hc_strpool pool;
+	/* kept: 12 bytes a symbol, sorted by address, and the compressed names */
+	uint64_t *addr;
+	uint32_t *meta; /* module << 8 | rank */
+	size_t nr;
 	size_t nr_funcs;
 	size_t bad_lines;
-	uint32_t *modules; /* strpool offsets */
+	uint32_t *modules; /* mpool offsets */
 	size_t nr_modules, cap_modules;
-	struct hc_strpool pool;
+	struct hc_strpool mpool;
+	uint8_t *z; /* block b is z[zoff[b], zoff[b + 1]): its symbols' names, each ending in
+		       NUL (empty for a symbol that is never shown) */
+	size_t *zoff;
+	size_t nr_blocks;
+	char *block; /* the block decompressed last: a lookup's name points into it */
+	size_t block_cap, block_len;
+	size_t block_at; /* its index + 1; 0: none */
+	void *dctx;	 /* ZSTD_DCtx */
 };
+
+static uint32_t meta_module(uint32_t m)
+{
+	return m >> 8;
+}
+
+static uint32_t meta_rank(uint32_t m)
+{
+	return m & 0xffu;
+}
 
 void hc_kallsyms__free(struct hc_kallsyms *ks)
 {
 	if (!ks)
 		return;
 	free(ks->syms);
-	free(ks->modules);
 	hc_strpool__release(&ks->pool);
+	free(ks->addr);
+	free(ks->meta);
+	free(ks->modules);
+	hc_strpool__release(&ks->mpool);
+	free(ks->z);
+	free(ks->zoff);
+	free(ks->block);
+	ZSTD_freeDCtx(ks->dctx);
 	free(ks);
 }
 
@@ -64,7 +105,7 @@ static int module_index(struct hc_kallsyms *ks, const char *name, size_t len, ui
 
 	/* Symbols of one module are contiguous in kallsyms: check the last one first. */
 	for (i = ks->nr_modules; i-- > 0;) {
-		const char *m = hc_strpool__get(&ks->pool, ks->modules[i]);
+		const char *m = hc_strpool__get(&ks->mpool, ks->modules[i]);
 
 		if (strlen(m) == len && !memcmp(m, name, len)) {
 			*idx = (uint32_t)i;
@@ -76,7 +117,7 @@ static int module_index(struct hc_kallsyms *ks, const char *name, size_t len, ui
 	if (ks->nr_modules == ks->cap_modules &&
 	    hc_array_grow(ks->modules, ks->cap_modules, ks->nr_modules + 1, 64))
 		return -ENOMEM;
-	err = hc_strpool__add(&ks->pool, name, len, &off);
+	err = hc_strpool__add(&ks->mpool, name, len, &off);
 	if (err)
 		return err;
 	ks->modules[ks->nr_modules] = off;
@@ -195,15 +236,105 @@ static int ksym_cmp(const void *a, const void *b)
 	return 0;
 }
 
-/* The array grew by doubling; it is kept for the life of the process. */
-static void shrink_syms(struct hc_kallsyms *ks)
+/*
+ * The sorted symbols into the kept form: addresses, module and rank, and the names in
+ * compressed blocks; the parse's table and pool are let go.
+ */
+static int pack(struct hc_kallsyms *ks)
 {
-	struct ksym *syms = realloc(ks->syms, ks->nr * sizeof(*syms));
+	ZSTD_CCtx *cctx = ZSTD_createCCtx();
+	size_t raw_cap = 0, z_len = 0, z_cap = 0;
+	char *raw = NULL;
+	int err = 0;
 
-	if (syms) {
-		ks->syms = syms;
-		ks->cap = ks->nr;
+	ks->nr_blocks = (ks->nr + NAMES_PER_BLOCK - 1) / NAMES_PER_BLOCK;
+	ks->addr = malloc(ks->nr * sizeof(*ks->addr));
+	ks->meta = malloc(ks->nr * sizeof(*ks->meta));
+	ks->zoff = malloc((ks->nr_blocks + 1) * sizeof(*ks->zoff));
+	if (!cctx || !ks->addr || !ks->meta || !ks->zoff)
+		err = -ENOMEM;
+	for (size_t b = 0; !err && b < ks->nr_blocks; b++) {
+		size_t first = b * NAMES_PER_BLOCK, len = 0, bound, got;
+
+		for (size_t i = first; i < ks->nr && i < first + NAMES_PER_BLOCK; i++) {
+			const struct ksym *k = &ks->syms[i];
+			const char *name =
+				k->rank == RANK_NOT_FUNC ? "" : hc_strpool__get(&ks->pool, k->name);
+			size_t n = strlen(name) + 1;
+
+			ks->addr[i] = k->addr;
+			ks->meta[i] = (uint32_t)k->module << 8 | k->rank;
+			if (len + n > raw_cap && hc_array_grow(raw, raw_cap, len + n, 4096)) {
+				err = -ENOMEM;
+				break;
+			}
+			memcpy(raw + len, name, n);
+			len += n;
+		}
+		bound = ZSTD_compressBound(len);
+		if (!err && z_len + bound > z_cap &&
+		    hc_array_grow(ks->z, z_cap, z_len + bound, 65536))
+			err = -ENOMEM;
+		if (err)
+			break;
+		got = ZSTD_compressCCtx(cctx, ks->z + z_len, bound, raw, len, 3);
+		if (ZSTD_isError(got)) {
+			err = -ENOMEM;
+			break;
+		}
+		ks->zoff[b] = z_len;
+		z_len += got;
 	}
+	free(raw);
+	ZSTD_freeCCtx(cctx);
+	if (err)
+		return err;
+	ks->zoff[ks->nr_blocks] = z_len;
+	{
+		uint8_t *z = realloc(ks->z, z_len ? z_len : 1);
+
+		if (z)
+			ks->z = z;
+	}
+	free(ks->syms);
+	ks->syms = NULL;
+	ks->cap = 0;
+	hc_strpool__release(&ks->pool);
+	hc_strpool__shrink(&ks->mpool);
+	return 0;
+}
+
+/* The name of symbol i, from its block (decompressed unless it was the last one); NULL when
+ * the block cannot be read (no memory). Valid until a lookup reads another block. */
+static const char *name_of(struct hc_kallsyms *ks, size_t i)
+{
+	size_t b = i / NAMES_PER_BLOCK;
+	const char *p, *end;
+
+	if (ks->block_at != b + 1) {
+		const uint8_t *src = ks->z + ks->zoff[b];
+		size_t src_len = ks->zoff[b + 1] - ks->zoff[b];
+		unsigned long long n = ZSTD_getFrameContentSize(src, src_len);
+		size_t got;
+
+		ks->block_at = 0;
+		if (n == ZSTD_CONTENTSIZE_ERROR || n == ZSTD_CONTENTSIZE_UNKNOWN || n == 0)
+			return NULL;
+		if (n > ks->block_cap && hc_array_grow(ks->block, ks->block_cap, (size_t)n, 4096))
+			return NULL;
+		if (!ks->dctx && !(ks->dctx = ZSTD_createDCtx()))
+			return NULL;
+		got = ZSTD_decompressDCtx(ks->dctx, ks->block, ks->block_cap, src, src_len);
+		if (ZSTD_isError(got) || got != n)
+			return NULL;
+		ks->block_len = got;
+		ks->block_at = b + 1;
+	}
+	p = ks->block;
+	end = ks->block + ks->block_len;
+	for (size_t k = b * NAMES_PER_BLOCK; k < i && p < end; k++)
+		p += strlen(p) + 1;
+	return p < end ? p : NULL;
 }
 
 struct hc_kallsyms *hc_kallsyms__parse(const char *buf, size_t len)
@@ -242,8 +373,9 @@ struct hc_kallsyms *hc_kallsyms__parse(const char *buf, size_t len)
 		goto err_free;
 	}
 	qsort(ks->syms, ks->nr, sizeof(*ks->syms), ksym_cmp);
-	shrink_syms(ks);
-	hc_strpool__shrink(&ks->pool);
+	err = pack(ks);
+	if (err)
+		goto err_free;
 	return ks;
 
 err_free:
@@ -267,10 +399,10 @@ struct hc_kallsyms *hc_kallsyms__load_fd(int fd)
 	return hc_parse_fd(fd, KALLSYMS_MAX_BYTES, parse_any);
 }
 
-int hc_kallsyms__lookup(const struct hc_kallsyms *ks, uint64_t addr, struct hc_ksym *out)
+int hc_kallsyms__lookup(struct hc_kallsyms *ks, uint64_t addr, struct hc_ksym *out)
 {
-	const struct ksym *s, *next;
-	size_t lo = 0, hi;
+	size_t lo = 0, hi, i;
+	uint32_t m;
 
 	if (!ks || !ks->nr)
 		return -ENOENT;
@@ -279,30 +411,33 @@ int hc_kallsyms__lookup(const struct hc_kallsyms *ks, uint64_t addr, struct hc_k
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
 
-		if (ks->syms[mid].addr <= addr)
+		if (ks->addr[mid] <= addr)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
 	if (lo == 0)
 		return -ENOENT;
-	s = &ks->syms[lo - 1];
-	if (s->rank >= RANK_NOT_FUNC)
+	i = lo - 1;
+	m = ks->meta[i];
+	if (meta_rank(m) >= RANK_NOT_FUNC)
 		return -ENOENT;
-	next = lo < ks->nr ? &ks->syms[lo] : NULL;
 	/* The next symbol bounds this one only if it lives in the same image (vmlinux/module). */
-	if (!next || next->module != s->module) {
-		if (addr - s->addr >= HC_KSYM_MAX_TAIL_BYTES)
+	if (lo == ks->nr || meta_module(ks->meta[lo]) != meta_module(m)) {
+		if (addr - ks->addr[i] >= HC_KSYM_MAX_TAIL_BYTES)
 			return -ENOENT;
 	}
-	out->name = hc_strpool__get(&ks->pool, s->name);
-	out->module =
-		s->module == NO_MODULE ? NULL : hc_strpool__get(&ks->pool, ks->modules[s->module]);
-	out->offset = addr - s->addr;
+	out->name = name_of(ks, i);
+	if (!out->name)
+		return -ENOMEM;
+	out->module = meta_module(m) == NO_MODULE
+			      ? NULL
+			      : hc_strpool__get(&ks->mpool, ks->modules[meta_module(m)]);
+	out->offset = addr - ks->addr[i];
 	return 0;
 }
 
-int hc_kallsyms__lookup_data(const struct hc_kallsyms *ks, uint64_t addr, const char **name)
+int hc_kallsyms__lookup_data(struct hc_kallsyms *ks, uint64_t addr, const char **name)
 {
 	size_t lo = 0, hi;
 
@@ -312,15 +447,15 @@ int hc_kallsyms__lookup_data(const struct hc_kallsyms *ks, uint64_t addr, const 
 	while (lo < hi) { /* the first entry at or above addr */
 		size_t mid = lo + (hi - lo) / 2;
 
-		if (ks->syms[mid].addr < addr)
+		if (ks->addr[mid] < addr)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
-	for (; lo < ks->nr && ks->syms[lo].addr == addr; lo++)
-		if (ks->syms[lo].rank == RANK_DATA) {
-			*name = hc_strpool__get(&ks->pool, ks->syms[lo].name);
-			return 0;
+	for (; lo < ks->nr && ks->addr[lo] == addr; lo++)
+		if (meta_rank(ks->meta[lo]) == RANK_DATA) {
+			*name = name_of(ks, lo);
+			return *name ? 0 : -ENOMEM;
 		}
 	return -ENOENT;
 }

@@ -21,8 +21,8 @@
 struct hc_kallsyms;
 
 struct hc_ksym {
-	const char *name;   /* borrowed: valid until hc_kallsyms__free() */
-	const char *module; /* "ext4", "bpf"; NULL for vmlinux. Borrowed likewise. */
+	const char *name;   /* borrowed: valid until the next lookup (names are kept compressed) */
+	const char *module; /* "ext4", "bpf"; NULL for vmlinux. Valid until hc_kallsyms__free(). */
 	uint64_t offset;    /* addr - symbol start */
 };
 
@@ -38,13 +38,14 @@ struct hc_kallsyms *hc_kallsyms__load(const char *path);
 struct hc_kallsyms *hc_kallsyms__load_fd(int fd);
 void hc_kallsyms__free(struct hc_kallsyms *ks);
 
-/* 0 and *out filled, or -ENOENT (before the first function, in data, past the last one). */
-int hc_kallsyms__lookup(const struct hc_kallsyms *ks, uint64_t addr, struct hc_ksym *out);
+/* 0 and *out filled, -ENOENT (before the first function, in data, past the last one) or
+ * -ENOMEM (its name could not be decompressed). */
+int hc_kallsyms__lookup(struct hc_kallsyms *ks, uint64_t addr, struct hc_ksym *out);
 
 /* The variable (kallsyms type d, D, b or B) that starts exactly at addr: how a lock that is a
  * kernel symbol (rtnl_mutex) is named. Only kernels built with CONFIG_KALLSYMS_ALL list their
- * variables. 0 and *name (borrowed), or -ENOENT. */
-int hc_kallsyms__lookup_data(const struct hc_kallsyms *ks, uint64_t addr, const char **name);
+ * variables. 0 and *name (borrowed until the next lookup), -ENOENT or -ENOMEM. */
+int hc_kallsyms__lookup_data(struct hc_kallsyms *ks, uint64_t addr, const char **name);
 
 size_t hc_kallsyms__nr_funcs(const struct hc_kallsyms *ks);
 size_t hc_kallsyms__bad_lines(const struct hc_kallsyms *ks);

@@ -286,7 +286,7 @@ static const char *intern(struct hc_symbolizer *sym, const char *s)
 int hc_symbolizer__load_kernel(struct hc_symbolizer *sym)
 {
 	sym->kernel_tried = true;
-	/* Already loaded: keep it, names handed out earlier point into it. */
+	/* Already loaded: keep it (modules' names handed out earlier point into it). */
 	if (sym->kallsyms)
 		return 0;
 	if (sym->has_io) {
@@ -314,8 +314,9 @@ int hc_symbolizer__resolve_kernel(struct hc_symbolizer *sym, uint64_t ip, struct
 
 	if (!sym->kernel_tried)
 		hc_symbolizer__load_kernel(sym); /* failure shows as unresolved frames + stats */
-	if (sym->kallsyms && !hc_kallsyms__lookup(sym->kallsyms, ip, &ks)) {
-		out->name = ks.name;
+	/* kallsyms hands out a name until its next lookup: the callers keep theirs */
+	if (sym->kallsyms && !hc_kallsyms__lookup(sym->kallsyms, ip, &ks) &&
+	    (out->name = intern(sym, ks.name))) {
 		out->module = ks.module;
 		out->offset = ks.offset;
 		return 0;
@@ -330,9 +331,16 @@ int hc_symbolizer__resolve_kernel(struct hc_symbolizer *sym, uint64_t ip, struct
 
 int hc_symbolizer__kernel_data(struct hc_symbolizer *sym, uint64_t addr, const char **name)
 {
+	const char *n;
+	int err;
+
 	if (!sym->kernel_tried)
 		hc_symbolizer__load_kernel(sym);
-	return hc_kallsyms__lookup_data(sym->kallsyms, addr, name);
+	err = hc_kallsyms__lookup_data(sym->kallsyms, addr, &n);
+	if (err)
+		return err;
+	*name = intern(sym, n);
+	return *name ? 0 : -ENOMEM;
 }
 
 /* ---- objects ---- */

@@ -204,7 +204,7 @@ int hc_symbolizer__resolve_kernel(struct hc_symbolizer *sym, uint64_t ip,
 				  struct hc_frame_info *out);
 
 /* The kernel variable starting at addr (a lock that is a symbol: "rtnl_mutex"); 0 and *name
- * (owned by the symbolizer), or -ENOENT. Never a raw address. */
+ * (owned by the symbolizer), -ENOENT or -ENOMEM. Never a raw address. */
 int hc_symbolizer__kernel_data(struct hc_symbolizer *sym, uint64_t addr, const char **name);
 
 void hc_symbolizer__stats(const struct hc_symbolizer *sym, struct hc_symbolizer_stats *out);

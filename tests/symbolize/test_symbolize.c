@@ -176,6 +176,54 @@ static void test_kallsyms_data(void **state)
 	hc_kallsyms__free(ks);
 }
 
+/* Names are kept compressed, 64 symbols a block: lookups in any order, across blocks and
+ * back, each name right (and the one before it still read right until the next lookup). */
+static void test_kallsyms_blocks(void **state)
+{
+	enum { N = 1000 };
+	size_t cap = N * 64, len = 0;
+	char *text = malloc(cap);
+	struct hc_kallsyms *ks;
+
+	(void)state;
+	assert_non_null(text);
+	/* every 7th an 'r' (ends the function before it, never named), every 100th in [mod] */
+	for (int i = 0; i < N; i++)
+		len += (size_t)snprintf(text + len, cap - len, "%llx %c func_%04d_%s%s\n",
+					0xffffffff81000000ull + (unsigned long long)i * 0x100,
+					i % 7 == 3 ? 'r'
+					: i % 2	   ? 't'
+						   : 'T',
+					i, i % 3 ? "long_common_prefix_of_a_file" : "x",
+					i % 100 == 5 ? "\t[mod]" : "");
+	ks = hc_kallsyms__parse(text, len);
+	assert_non_null(ks);
+	assert_int_equal(hc_kallsyms__bad_lines(ks), 0);
+	for (int k = 0; k < 3 * N; k++) {
+		int i = (int)(((unsigned)k * 7919u) % N); /* jumps between blocks */
+		char want[64];
+		struct hc_ksym out;
+		int err = hc_kallsyms__lookup(
+			ks, 0xffffffff81000000ull + (uint64_t)i * 0x100 + 0x10, &out);
+
+		if (i % 7 == 3) {
+			assert_int_equal(err, -ENOENT);
+			continue;
+		}
+		assert_int_equal(err, 0);
+		snprintf(want, sizeof(want), "func_%04d_%s", i,
+			 i % 3 ? "long_common_prefix_of_a_file" : "x");
+		assert_string_equal(out.name, want);
+		assert_int_equal(out.offset, 0x10);
+		if (i % 100 == 5)
+			assert_string_equal(out.module, "mod");
+		else
+			assert_null(out.module);
+	}
+	hc_kallsyms__free(ks);
+	free(text);
+}
+
 static void test_kallsyms_eperm(void **state)
 {
 	static const char hidden[] = "0000000000000000 T _stext\n"
@@ -2705,7 +2753,7 @@ int main(int argc, char **argv)
 	const struct CMUnitTest kallsyms[] = {
 		cmocka_unit_test(test_kallsyms_table), cmocka_unit_test(test_kallsyms_eperm),
 		cmocka_unit_test(test_kallsyms_data),  cmocka_unit_test(test_kallsyms_garbage),
-		cmocka_unit_test(test_kallsyms_real),
+		cmocka_unit_test(test_kallsyms_real),  cmocka_unit_test(test_kallsyms_blocks),
 	};
 	const struct CMUnitTest procmaps[] = {
 		cmocka_unit_test(test_procmaps_parse),
