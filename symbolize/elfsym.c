@@ -31,14 +31,26 @@ enum sym_rank {
 	RANK_LOCAL,
 };
 
+/* 24 bytes: a big program has tens of thousands, kept for the life of serve. */
 struct esym {
 	uint64_t addr;
-	uint64_t end;	  /* exclusive; computed in finalize() for zero-size symbols */
-	uint64_t sec_end; /* end of the symbol's section, 0 if unknown (zero-size bound) */
-	uint32_t name;	  /* strpool offset */
+	uint32_t size;	   /* computed in finalize() for zero-size symbols; never 0 after */
+	uint32_t sec_left; /* addr to the end of its section, 0 if unknown (zero-size bound) */
+	uint32_t name;	   /* strpool offset */
 	uint8_t rank;
 	uint8_t sized;
 };
+
+/* What a size or distance beyond 4 GiB (no function is) is held as. */
+static uint32_t clamp32(uint64_t v)
+{
+	return v > UINT32_MAX ? UINT32_MAX : (uint32_t)v;
+}
+
+static uint64_t sym_end(const struct esym *s)
+{
+	return s->addr + s->size;
+}
 
 struct load_seg {
 	uint64_t offset;
@@ -81,8 +93,8 @@ static int add_sym(struct hc_elfsym *es, const char *name, const GElf_Sym *sym, 
 	s = &es->syms[es->nr];
 	s->addr = sym->st_value;
 	s->sized = sym->st_size != 0 && sym->st_value + sym->st_size > sym->st_value;
-	s->end = s->sized ? sym->st_value + sym->st_size : 0;
-	s->sec_end = sec_end;
+	s->size = s->sized ? clamp32(sym->st_size) : 0;
+	s->sec_left = sec_end > sym->st_value ? clamp32(sec_end - sym->st_value) : 0;
 	switch (GELF_ST_BIND(sym->st_info)) {
 	case STB_GLOBAL:
 		s->rank = RANK_GLOBAL;
@@ -399,6 +411,47 @@ static bool better_alias(const struct hc_elfsym *es, const struct esym *cand,
 	return strcmp(a, b) < 0;
 }
 
+/*
+ * The table at its size, and its names alone in the pool: the table grew by doubling, and
+ * the pool holds the names of aliases finalize() dropped (a .dynsym repeats the .symtab).
+ * Nothing changes when memory is short.
+ */
+static void shrink(struct hc_elfsym *es)
+{
+	struct hc_strpool pool = {0};
+	struct esym *syms;
+	uint32_t *names = malloc((es->nr ? es->nr : 1) * sizeof(*names));
+	size_t i;
+
+	for (i = 0; names && i < es->nr; i++) {
+		const char *n = hc_strpool__get(&es->pool, es->syms[i].name);
+
+		if (hc_strpool__add(&pool, n, strlen(n), &names[i]))
+			break;
+	}
+	if (names && i == es->nr) {
+		for (i = 0; i < es->nr; i++)
+			es->syms[i].name = names[i];
+		if (es->has_debuglink) {
+			const char *n = hc_strpool__get(&es->pool, es->debuglink_name);
+
+			if (hc_strpool__add(&pool, n, strlen(n), &es->debuglink_name))
+				es->has_debuglink = false;
+		}
+		hc_strpool__release(&es->pool);
+		es->pool = pool;
+		hc_strpool__shrink(&es->pool);
+	} else {
+		hc_strpool__release(&pool);
+	}
+	free(names);
+	syms = es->nr ? realloc(es->syms, es->nr * sizeof(*syms)) : NULL;
+	if (syms) {
+		es->syms = syms;
+		es->cap = es->nr;
+	}
+}
+
 /* Sort, keep one symbol per address (the best-named alias), bound zero-size symbols. */
 static void finalize(struct hc_elfsym *es)
 {
@@ -414,13 +467,11 @@ static void finalize(struct hc_elfsym *es)
 			struct esym *kept = &es->syms[out - 1];
 
 			if (better_alias(es, s, kept)) {
-				uint64_t end = kept->end > s->end ? kept->end : s->end;
+				uint32_t size = kept->size > s->size ? kept->size : s->size;
 
 				*kept = *s;
-				if (s->sized)
-					kept->end = s->end;
-				else
-					kept->end = end;
+				if (!s->sized)
+					kept->size = size;
 			}
 			continue;
 		}
@@ -430,16 +481,18 @@ static void finalize(struct hc_elfsym *es)
 	for (i = 0; i < es->nr; i++) {
 		struct esym *s = &es->syms[i];
 		uint64_t next = i + 1 < es->nr ? es->syms[i + 1].addr : UINT64_MAX;
+		uint64_t end;
 
 		if (s->sized)
 			continue;
 		/* Hand-written asm without .size: up to the next symbol, within its section. */
-		s->end = s->sec_end > s->addr ? s->sec_end : UINT64_MAX;
-		if (next < s->end)
-			s->end = next;
-		if (s->end == UINT64_MAX)
-			s->end = s->addr + 1; /* last symbol, section unknown: exact address only */
+		end = s->sec_left ? s->addr + s->sec_left : UINT64_MAX;
+		if (next < end)
+			end = next;
+		/* last symbol, section unknown: exact address only */
+		s->size = end == UINT64_MAX ? 1 : clamp32(end - s->addr);
 	}
+	shrink(es);
 }
 
 Elf *hc_elf_open_fd(int fd)
@@ -715,7 +768,7 @@ int hc_elfsym__lookup(const struct hc_elfsym *es, uint64_t vaddr, size_t *idx, u
 	for (i = lo, n = 0; i > 0 && n < NESTED_LOOKBACK; i--, n++) {
 		const struct esym *s = &es->syms[i - 1];
 
-		if (vaddr < s->end) {
+		if (vaddr < sym_end(s)) {
 			*idx = i - 1;
 			*offset = vaddr - s->addr;
 			return 0;
@@ -741,6 +794,6 @@ int hc_elfsym__symbol(const struct hc_elfsym *es, size_t idx, const char **name,
 	s = &es->syms[idx];
 	*name = hc_strpool__get(&es->pool, s->name);
 	*vaddr = s->addr;
-	*size = s->end - s->addr;
+	*size = s->size;
 	return 0;
 }

@@ -103,7 +103,10 @@ struct object {
 /* One parsed ELF symbol table, shared by all objects with its build-id. */
 struct symtab {
 	struct hc_elfsym *es;
-	const char **display; /* per symbol: demangled name, filled at first use */
+	/* demangled names of the symbols asked for (most are not mangled: not kept) */
+	struct hc_keymap display; /* symbol index -> index into names[] */
+	const char **names;
+	size_t nr_names, cap_names;
 	uint8_t build_id[HC_BUILD_ID_MAX];
 	size_t build_id_len;
 	struct hc_dwinline *dw; /* inline chains, when the object has DWARF; NULL: none */
@@ -254,7 +257,8 @@ void hc_symbolizer__free(struct hc_symbolizer *sym)
 		hc_elfsym__free(sym->symtabs[i].es);
 		hc_dwinline__free(sym->symtabs[i].dw);
 		hc_fstarts__free(sym->symtabs[i].fs);
-		free(sym->symtabs[i].display);
+		hc_keymap__release(&sym->symtabs[i].display);
+		free(sym->symtabs[i].names);
 	}
 	free(sym->symtabs);
 	if (sym->inline_cache)
@@ -1089,9 +1093,6 @@ static int add_symtab(struct hc_symbolizer *sym, struct hc_elfsym *es, uint32_t 
 		goto err_free;
 	st = &sym->symtabs[sym->nr_symtabs];
 	memset(st, 0, sizeof(*st));
-	st->display = calloc(hc_elfsym__nr(es) ? hc_elfsym__nr(es) : 1, sizeof(*st->display));
-	if (!st->display)
-		goto err_free;
 	len = hc_elfsym__build_id(es, &id);
 	memcpy(st->build_id, id, len);
 	st->build_id_len = len;
@@ -1362,20 +1363,25 @@ out_close:
 	return err;
 }
 
-/* Demangled (unless no_demangle) name of symbol idx, computed once per symbol. */
+/* Demangled (unless no_demangle) name of symbol idx, demangled once per symbol. */
 static const char *display_name(struct hc_symbolizer *sym, struct symtab *st, size_t idx)
 {
 	const char *raw = hc_elfsym__name(st->es, idx);
 	char buf[DEMANGLE_MAX_BYTES];
-	const char *name = NULL;
+	const char *name;
+	uint32_t at;
 
-	if (st->display[idx])
-		return st->display[idx];
-	if (!sym->no_demangle && !hc_demangle(raw, buf, sizeof(buf)))
-		name = intern(sym, buf);
+	if (!hc_keymap__get(&st->display, idx, 0, &at))
+		return st->names[at];
 	/* Raw names live in the symbol table until hc_symbolizer__free(). */
-	st->display[idx] = name ? name : raw;
-	return st->display[idx];
+	if (sym->no_demangle || hc_demangle(raw, buf, sizeof(buf)) || !(name = intern(sym, buf)))
+		return raw;
+	/* Kept when there is room: else demangled again next time. */
+	if ((st->nr_names < st->cap_names ||
+	     !hc_array_grow(st->names, st->cap_names, st->nr_names + 1, 16)) &&
+	    !hc_keymap__put(&st->display, idx, 0, (uint32_t)st->nr_names))
+		st->names[st->nr_names++] = name;
+	return name;
 }
 
 static int resolve_elf(struct hc_symbolizer *sym, struct symtab *st, uint64_t file_off,
