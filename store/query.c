@@ -100,20 +100,9 @@ struct rows {
 
 static int rows_add(struct rows *rs, const void *blob, size_t len)
 {
-	if (rs->n + 2 > rs->cap_off && hc_array_grow(rs->off, rs->cap_off, rs->n + 2, 64))
+	if ((rs->n + 2 > rs->cap_off && hc_array_grow(rs->off, rs->cap_off, rs->n + 2, 64)) ||
+	    (rs->len + len > rs->cap && hc_array_grow(rs->p, rs->cap, rs->len + len, 65536)))
 		return -ENOMEM;
-	if (rs->len + len > rs->cap) {
-		size_t cap = rs->cap ? rs->cap : 1 << 16;
-		uint8_t *p;
-
-		while (cap < rs->len + len)
-			cap *= 2;
-		p = realloc(rs->p, cap);
-		if (!p)
-			return -ENOMEM;
-		rs->p = p;
-		rs->cap = cap;
-	}
 	if (len)
 		memcpy(rs->p + rs->len, blob, len);
 	rs->off[rs->n++] = rs->len;
