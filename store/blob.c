@@ -213,7 +213,28 @@ int hc_blob__add_cell(struct hc_blob *b, uint8_t hist, uint32_t pid, const char 
 	return 0;
 }
 
-static int add_many(struct hc_blob *b, const struct hc_blob_entry *e, size_t n);
+/*
+ * e[0, n) summed into b. A long range sums a million entries into a table of a hundred
+ * thousand: each add is a cache miss on its slot, so the slots of the entries a few ahead are
+ * asked for meanwhile (the table is grown first, so their places stay put).
+ */
+#define ADD_AHEAD 8
+
+static int add_many(struct hc_blob *b, const struct hc_blob_entry *e, size_t n)
+{
+	int err = 0;
+
+	if (reserve(&b->slots, &b->n_slots, b->n, b->n + n, entry_hash_at, b->e))
+		return -ENOMEM;
+	for (size_t i = 0; !err && i < n; i++) {
+		if (i + ADD_AHEAD < n)
+			__builtin_prefetch(&b->slots[entry_hash(e[i + ADD_AHEAD].task,
+								e[i + ADD_AHEAD].stack) &
+						     (b->n_slots - 1)]);
+		err = hc_blob__add(b, e[i].task, e[i].stack, &e[i].w);
+	}
+	return err;
+}
 
 int hc_blob__add_blob(struct hc_blob *b, const struct hc_blob *src)
 {
@@ -432,29 +453,6 @@ static inline uint64_t get_uv(struct rbuf *r)
 	}
 	r->p = next;
 	return v;
-}
-
-/*
- * e[0, n) summed into b. A long range sums a million entries into a table of a hundred
- * thousand: each add is a cache miss on its slot, so the slots of the entries a few ahead are
- * asked for meanwhile (the table is grown first, so their places stay put).
- */
-#define ADD_AHEAD 8
-
-static int add_many(struct hc_blob *b, const struct hc_blob_entry *e, size_t n)
-{
-	int err = 0;
-
-	if (reserve(&b->slots, &b->n_slots, b->n, b->n + n, entry_hash_at, b->e))
-		return -ENOMEM;
-	for (size_t i = 0; !err && i < n; i++) {
-		if (i + ADD_AHEAD < n)
-			__builtin_prefetch(&b->slots[entry_hash(e[i + ADD_AHEAD].task,
-								e[i + ADD_AHEAD].stack) &
-						     (b->n_slots - 1)]);
-		err = hc_blob__add(b, e[i].task, e[i].stack, &e[i].w);
-	}
-	return err;
 }
 
 static int decode_entries(struct hc_blob *b, struct rbuf *r, uint64_t period_ns, bool keep)
