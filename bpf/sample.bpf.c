@@ -10,6 +10,7 @@
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_tracing.h>
 #include "sample.h"
+#include "unwind.h"
 
 #define PF_KTHREAD 0x00200000
 #define STACK_BYTES ((long)(HC_MAX_STACK_DEPTH * sizeof(__u64)))
@@ -391,6 +392,404 @@ static __always_inline int send_with_copy(struct hc_sample_event *e, __u64 size,
 	return 0;
 }
 
+/* ------------------------------------------------------------------------------------------
+ * --unwind table: user stacks walked here, frame by frame, with the unwind tables user space
+ * compiled from each object's call frame information and published in two mmap'd arrays
+ * (bpf/unwind.h; symbolize/uwpub.c). Objects without a table (JIT code, anonymous memory,
+ * a table that did not fit) are walked with frame pointers, mixed along one stack.
+ * ------------------------------------------------------------------------------------------ */
+#ifndef BPF_F_MMAPABLE
+#define BPF_F_MMAPABLE (1U << 10) /* include/uapi/linux/bpf.h */
+#endif
+const volatile bool uw_tables = false;
+const volatile __u32 uw_n_procs = 1; /* entries of uw_procs: a power of two */
+const volatile __u32 uw_n_rows = 1;  /* entries of uw_rows */
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct hc_urow);
+} uw_rows SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct hc_uw_proc);
+} uw_procs SEC(".maps");
+
+#define UW_USER_TOP 0x800000000000ull
+/* struct rt_sigframe on x86-64, as __restore_rt finds it (the return address popped): the
+ * interrupted registers in uc.uc_mcontext (struct sigcontext) */
+#define UW_SIG_RBP 120
+#define UW_SIG_RSP 160
+#define UW_SIG_RIP 168
+
+struct uw_walk {
+	__u64 pc, sp, bp;
+	__u32 slot;
+	__u32 n;	 /* frames written to pcs[] */
+	__u32 fp_frames; /* of them, walked with frame pointers */
+	__u32 end;	 /* enum hc_uw_end once ended; HC_UW_END_MAX while walking */
+	bool bp_unknown; /* rbp's value is not known from here on */
+	bool exact;	 /* pc is where execution stopped (leaf, signal), not a return address */
+};
+
+/* A bisection's state: the answer is lo - 1 once lo == hi. The steps run as bpf_loop
+ * callbacks: verified once each, where an open loop of data-dependent halvings has the
+ * verifier walk every path. */
+struct uw_bisect {
+	__u64 lo, hi;
+	__u64 key;  /* the pc (maps), the pc - bias (rows) */
+	__u32 slot; /* maps: the process slot */
+	__u32 at;   /* rows: the object's first row */
+};
+
+/*
+ * The walk's state, per CPU, in a map value rather than on the stack: the verifier knows
+ * nothing of what a map value holds, so the callbacks below converge at once, where state on
+ * the stack (constants it follows through every halving) has it walk each path apart.
+ */
+struct uw_state {
+	struct uw_walk w;
+	struct uw_bisect b;
+	__u64 pcs[HC_MAX_STACK_DEPTH]; /* the frames, leaf first */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct uw_state);
+} uw_scratch SEC(".maps");
+
+static __always_inline struct uw_state *uw_state(void)
+{
+	__u32 zero = 0;
+
+	return bpf_map_lookup_elem(&uw_scratch, &zero);
+}
+
+/* One halving over a process's maps, by start. */
+static long uw_map_cb(__u32 i, void *unused)
+{
+	struct uw_state *st = uw_state();
+	struct uw_bisect *b = st ? &st->b : NULL;
+	struct hc_uw_proc *p;
+	__u32 slot;
+	__u64 mid;
+
+	if (!b)
+		return 1;
+	slot = b->slot;
+	p = bpf_map_lookup_elem(&uw_procs, &slot);
+	if (!p || b->lo >= b->hi)
+		return 1;
+	mid = b->lo + (b->hi - b->lo) / 2;
+	if (mid >= HC_UW_MAPS)
+		return 1;
+	if (p->maps[mid].start <= b->key)
+		b->lo = mid + 1;
+	else
+		b->hi = mid;
+	return 0;
+}
+
+/* One halving over an object's rows, by pc (hc_urow__find's). */
+static long uw_row_cb(__u32 i, void *unused)
+{
+	struct uw_state *st = uw_state();
+	struct uw_bisect *b = st ? &st->b : NULL;
+	struct hc_urow *r;
+	__u32 idx;
+
+	if (!b || b->lo >= b->hi)
+		return 1;
+	idx = b->at + (__u32)(b->lo + (b->hi - b->lo) / 2);
+	r = bpf_map_lookup_elem(&uw_rows, &idx);
+	if (!r)
+		return 1;
+	if (r->pc <= (__u32)b->key)
+		b->lo = idx - b->at + 1;
+	else
+		b->hi = idx - b->at;
+	return 0;
+}
+
+/* The published map of the process in `slot` holding pc, or -1. */
+static __always_inline long uw_find_map(struct uw_state *st, const struct hc_uw_proc *proc,
+					__u32 slot, __u64 pc)
+{
+	__u64 i;
+
+	st->b.lo = 0;
+	st->b.hi = proc->n_maps < HC_UW_MAPS ? proc->n_maps : HC_UW_MAPS;
+	st->b.key = pc;
+	st->b.slot = slot;
+	bpf_loop(8, uw_map_cb, NULL, 0);
+	if (st->b.lo != st->b.hi)
+		return -1;
+	i = st->b.lo - 1;
+	if (i >= HC_UW_MAPS || pc >= proc->maps[i].end)
+		return -1;
+	return (long)i;
+}
+
+/* The row for rel in rows [at, at + n) of uw_rows: its index in uw_rows, or -1 before the
+ * first row (or on a bad range). */
+static __always_inline long uw_find_row(struct uw_state *st, __u32 at, __u32 n, __u32 rel)
+{
+	if (n > HC_UROWS_MAX || at >= uw_n_rows || n > uw_n_rows - at)
+		return -1;
+	st->b.lo = 0;
+	st->b.hi = n;
+	st->b.key = rel;
+	st->b.at = at;
+	bpf_loop(HC_UROWS_LOG2 + 1, uw_row_cb, NULL, 0);
+	if (st->b.lo != st->b.hi || !st->b.lo)
+		return -1;
+	return (long)(at + st->b.lo - 1);
+}
+
+static __always_inline bool uw_read(__u64 *v, __u64 addr)
+{
+	return !bpf_probe_read_user(v, sizeof(*v), (const void *)addr);
+}
+
+/* One frame with frame pointers: rbp points at the saved rbp, the return address above it. */
+static __always_inline long uw_fp_step(struct uw_walk *w, __u32 fail)
+{
+	__u64 fr[2];
+
+	if (w->bp_unknown) {
+		w->end = HC_UW_UNSUPPORTED;
+		return 1;
+	}
+	if (!w->bp) {
+		w->end = HC_UW_COMPLETE; /* _start and thread starts clear rbp */
+		return 1;
+	}
+	if (w->bp < w->sp || w->bp >= UW_USER_TOP) {
+		w->end = fail;
+		return 1;
+	}
+	if (bpf_probe_read_user(fr, sizeof(fr), (const void *)w->bp)) {
+		w->end = HC_UW_READ_ERROR;
+		return 1;
+	}
+	w->sp = w->bp + 16;
+	w->bp = fr[0];
+	w->pc = fr[1];
+	w->exact = false;
+	w->fp_frames++;
+	if (!w->pc) {
+		w->end = HC_UW_COMPLETE;
+		return 1;
+	}
+	return 0;
+}
+
+/* One frame: pc recorded, then its caller's registers from pc's row (bpf_loop callback). */
+static long uw_step(__u32 i, void *unused)
+{
+	struct uw_state *st = uw_state();
+	struct uw_walk *w = st ? &st->w : NULL;
+	struct hc_uw_proc *proc;
+	__u32 slot, n, at;
+	__u64 pc, lpc, cfa, ra, v;
+	struct hc_urow *r;
+	long m, ri;
+
+	if (!w)
+		return 1;
+	slot = w->slot;
+	n = w->n;
+	pc = w->pc;
+	proc = bpf_map_lookup_elem(&uw_procs, &slot);
+	if (!proc) {
+		w->end = HC_UW_NO_PROCESS;
+		return 1;
+	}
+	if (pc < 0x1000 || pc >= UW_USER_TOP) {
+		w->end = HC_UW_BAD_PC;
+		return 1;
+	}
+	if (n >= HC_MAX_STACK_DEPTH) {
+		w->end = HC_UW_DEPTH;
+		return 1;
+	}
+	st->pcs[n] = pc;
+	w->n = n + 1;
+	/* a return address is the instruction after the call: look the call up */
+	lpc = w->exact ? pc : pc - 1;
+	m = uw_find_map(st, proc, slot, lpc);
+	if (m < 0 || m >= HC_UW_MAPS)
+		return uw_fp_step(w, HC_UW_NO_MAPPING);
+	if (!proc->maps[m].n_rows)
+		return uw_fp_step(w, HC_UW_NO_TABLE);
+	ri = uw_find_row(st, proc->maps[m].rows_at, proc->maps[m].n_rows,
+			 (__u32)(lpc - proc->maps[m].bias));
+	at = (__u32)ri;
+	r = ri < 0 ? NULL : bpf_map_lookup_elem(&uw_rows, &at);
+	if (!r)
+		return uw_fp_step(w, HC_UW_NO_TABLE);
+	switch (r->kind) {
+	case HC_UR_SP:
+		cfa = w->sp + 8 * (__s64)r->off;
+		break;
+	case HC_UR_BP:
+		if (w->bp_unknown) {
+			w->end = HC_UW_UNSUPPORTED;
+			return 1;
+		}
+		cfa = w->bp + 8 * (__s64)r->off;
+		break;
+	case HC_UR_PLT:
+		cfa = w->sp + 8 + ((pc & 15) >= (__u64)r->off ? 8 : 0);
+		break;
+	case HC_UR_DEREF_SP:
+	case HC_UR_DEREF_BP:
+		if (r->kind == HC_UR_DEREF_BP && w->bp_unknown) {
+			w->end = HC_UW_UNSUPPORTED;
+			return 1;
+		}
+		if (!uw_read(&cfa,
+			     (r->kind == HC_UR_DEREF_SP ? w->sp : w->bp) + 8 * (__s64)r->off)) {
+			w->end = HC_UW_READ_ERROR;
+			return 1;
+		}
+		break;
+	case HC_UR_SIGNAL:
+		/* the interrupted context: its pc is where it stopped, not a return address */
+		if (!uw_read(&w->pc, w->sp + UW_SIG_RIP) || !uw_read(&v, w->sp + UW_SIG_RSP) ||
+		    !uw_read(&w->bp, w->sp + UW_SIG_RBP)) {
+			w->end = HC_UW_READ_ERROR;
+			return 1;
+		}
+		if (v <= w->sp) {
+			w->end = HC_UW_BAD_FRAME;
+			return 1;
+		}
+		w->sp = v;
+		w->bp_unknown = false;
+		w->exact = true;
+		return 0;
+	case HC_UR_STOP:
+		w->end = HC_UW_COMPLETE;
+		return 1;
+	case HC_UR_GAP:
+		return uw_fp_step(w, HC_UW_NO_TABLE);
+	default:
+		w->end = HC_UW_UNSUPPORTED;
+		return 1;
+	}
+	if (cfa <= w->sp || cfa >= UW_USER_TOP) {
+		w->end = HC_UW_BAD_FRAME;
+		return 1;
+	}
+	if (!uw_read(&ra, cfa - 8)) {
+		w->end = HC_UW_READ_ERROR;
+		return 1;
+	}
+	if (r->bp == HC_URBP_UNKNOWN) {
+		w->bp_unknown = true;
+	} else if (r->bp) {
+		if (!uw_read(&w->bp, cfa - 8 * (__u64)r->bp)) {
+			w->end = HC_UW_READ_ERROR;
+			return 1;
+		}
+		w->bp_unknown = false;
+	}
+	w->sp = cfa;
+	w->pc = ra;
+	w->exact = false;
+	if (!ra) {
+		w->end = HC_UW_COMPLETE;
+		return 1;
+	}
+	return 0;
+}
+
+/* tgid's published slot (tgid and start time both match, seq even), or -1. */
+static __always_inline long uw_find_proc(__u32 tgid, __u64 pstart, __u32 *seq)
+{
+	__u32 h = hc_uw_slot_hash(tgid, uw_n_procs);
+
+	for (__u32 k = 0; k < HC_UW_PROBES; k++) {
+		__u32 slot = (h + k) & (uw_n_procs - 1);
+		struct hc_uw_proc *p = bpf_map_lookup_elem(&uw_procs, &slot);
+
+		if (!p)
+			return -1;
+		if (p->tgid == tgid && p->pstart_ns == pstart) {
+			*seq = *(volatile __u32 *)&p->seq;
+			if (*seq & 1)
+				return -1;
+			return slot;
+		}
+	}
+	return -1;
+}
+
+/*
+ * The user stack of the current task (tgid, its group leader's start pstart) into dst (room
+ * for HC_MAX_STACK_DEPTH frames), walked from its user registers ip, sp, bp: its bytes, or -1
+ * when it was not walked (no published slot, or the slot changed meanwhile: the caller takes
+ * frame pointers). *end is how the walk ended (HC_UW_NONE when it did not run).
+ */
+static __always_inline long uw_walk(__u64 *dst, __u32 tgid, __u64 pstart, __u64 ip, __u64 sp,
+				    __u64 bp, __u32 *end)
+{
+	struct uw_state *st = uw_state();
+	struct hc_uw_proc *p;
+	__u32 seq = 0, slot, e;
+	__u64 bytes;
+	long s;
+
+	*end = HC_UW_NONE;
+	if (!st)
+		return -1;
+	s = uw_find_proc(tgid, pstart, &seq);
+	if (s < 0) {
+		count(HC_CNT_UW_NO_PROC);
+		return -1;
+	}
+	slot = (__u32)s;
+	st->w = (struct uw_walk){
+		.pc = ip, .sp = sp, .bp = bp, .slot = slot, .end = HC_UW_END_MAX, .exact = true};
+	bpf_loop(HC_MAX_STACK_DEPTH + 1, uw_step, NULL, 0);
+	p = bpf_map_lookup_elem(&uw_procs, &slot);
+	/* x86-64 keeps loads in order: a plain (volatile) read of seq after the walk */
+	if (!p || *(volatile __u32 *)&p->seq != seq) {
+		count(HC_CNT_UW_BUSY);
+		return -1;
+	}
+	e = st->w.end < HC_UW_END_MAX ? st->w.end : HC_UW_DEPTH;
+	bytes = st->w.n < HC_MAX_STACK_DEPTH ? (__u64)st->w.n * 8 : STACK_BYTES;
+	if (bytes && bpf_probe_read_kernel(dst, bytes, st->pcs))
+		bytes = 0;
+	count(HC_CNT_UW_WALKS);
+	count(HC_CNT_UW_END + e);
+	count_add(HC_CNT_UW_FP_FRAMES, st->w.fp_frames);
+	*end = e;
+	return (long)bytes;
+}
+
+/* uw_walk() of the current task from the user registers it entered the kernel with (the
+ * scheduler and lock tracepoints, a sample that interrupted the kernel). */
+static __always_inline long uw_walk_current(__u64 *dst, __u32 *end)
+{
+	struct task_struct *t = bpf_get_current_task_btf();
+	struct pt_regs *r = (struct pt_regs *)bpf_task_pt_regs(t);
+	__u64 id = bpf_get_current_pid_tgid();
+
+	return uw_walk(dst, id >> 32, BPF_CORE_READ(t, group_leader, start_boottime),
+		       BPF_CORE_READ(r, ip), BPF_CORE_READ(r, sp), BPF_CORE_READ(r, bp), end);
+}
+
 SEC("perf_event")
 int hc_sample(struct bpf_perf_event_data *ctx)
 {
@@ -440,8 +839,22 @@ int hc_sample(struct bpf_perf_event_data *ctx)
 	bpf_get_current_comm(e->comm, sizeof(e->comm));
 	BPF_CORE_READ_STR_INTO(&e->pcomm, task, group_leader, comm);
 
-	/* User stack: none for kernel threads (no mm). */
-	if (!(BPF_CORE_READ(task, flags) & PF_KTHREAD)) {
+	/* User stack: none for kernel threads (no mm). With tables, walked here; frame
+	 * pointers when the process has no published tables (yet). */
+	e->uw_end = HC_UW_NONE;
+	ulen = -1;
+	if (uw_tables && !(BPF_CORE_READ(task, flags) & PF_KTHREAD)) {
+		if (in_kernel)
+			ulen = uw_walk_current(e->stacks, &e->uw_end);
+		else
+			ulen = uw_walk(e->stacks, tgid, e->pstart_ns, ctx->regs.ip, ctx->regs.sp,
+				       ctx->regs.bp, &e->uw_end);
+		if (ulen >= 0)
+			e->ustack_len = ulen;
+	}
+	if (ulen >= 0) {
+		/* walked */
+	} else if (!(BPF_CORE_READ(task, flags) & PF_KTHREAD)) {
 		ulen = bpf_get_stack(ctx, e->stacks, STACK_BYTES, BPF_F_USER_STACK);
 		if (ulen < 0) {
 			count(HC_CNT_USTACK_ERR);
@@ -452,6 +865,7 @@ int hc_sample(struct bpf_perf_event_data *ctx)
 		}
 	} else {
 		e->ustack_len = 0;
+		ulen = 0;
 	}
 	/* Kernel stack: only when the sample interrupted kernel code. */
 	if (in_kernel) {
@@ -808,6 +1222,7 @@ static __always_inline struct tstate *tstate_get(struct task_struct *t, bool cre
 	ts->ev[0].tid = ts->ev[1].tid = BPF_CORE_READ(t, pid);
 	if (BPF_CORE_READ(t, flags) & PF_KTHREAD)
 		ts->ev[0].flags = ts->ev[1].flags = HC_OFF_KTHREAD;
+	ts->ev[0].uw_end = ts->ev[1].uw_end = HC_UW_NONE;
 	return ts;
 }
 
@@ -897,12 +1312,16 @@ static __always_inline __u32 send_ucopy(struct tstate *ts, struct task_struct *t
 
 /* Stacks of `current` into a buffer of 2 * HC_MAX_STACK_DEPTH words: user frames first. */
 static __always_inline void take_stacks(void *ctx, __u64 *stacks, __s32 *ulen_out, __s32 *klen_out,
-					bool kthread, __u32 uerr, __u32 kerr)
+					__u32 *uw_end, bool kthread, __u32 uerr, __u32 kerr)
 {
 	long ulen = 0, klen;
 
+	*uw_end = HC_UW_NONE;
 	if (!kthread) {
-		ulen = bpf_get_stack(ctx, stacks, STACK_BYTES, BPF_F_USER_STACK);
+		/* --unwind table: walked from the tables; frame pointers when not published */
+		ulen = uw_tables ? uw_walk_current(stacks, uw_end) : -1;
+		if (ulen < 0)
+			ulen = bpf_get_stack(ctx, stacks, STACK_BYTES, BPF_F_USER_STACK);
 		if (ulen < 0)
 			count(uerr);
 	}
@@ -1057,9 +1476,12 @@ int BPF_PROG(hc_switch, bool preempt, struct task_struct *prev, struct task_stru
 			/* A lock wait and another block at one user call site are two contexts:
 			 * the flame graph marks the lock's. */
 			sig[3] ^= (__u64)lock << 32;
+			/* --unwind table: a frame-pointer stack (taken before the process was
+			 * published) is not kept for its context: the next one is walked */
 			if (stack_reuse && !kthread && sig_equal(sig, ts->sig[k]) &&
 			    ev->lock == lock &&
-			    !(ev->flags & (HC_OFF_NO_STACK | HC_OFF_START | HC_OFF_NEW))) {
+			    !(ev->flags & (HC_OFF_NO_STACK | HC_OFF_START | HC_OFF_NEW)) &&
+			    !(uw_tables && ev->uw_end == HC_UW_NONE)) {
 				count(HC_CNT_STACK_REUSED);
 			} else {
 				/* A new context: what the slot holds belongs to the old stack. */
@@ -1070,8 +1492,8 @@ int BPF_PROG(hc_switch, bool preempt, struct task_struct *prev, struct task_stru
 				BPF_CORE_READ_STR_INTO(&ev->pcomm, prev, group_leader, comm);
 				if (budget_take(cs, now)) {
 					take_stacks(ctx, ev->stacks, &ev->ustack_len,
-						    &ev->kstack_len, kthread, HC_CNT_USTACK_ERR_OFF,
-						    HC_CNT_KSTACK_ERR_OFF);
+						    &ev->kstack_len, &ev->uw_end, kthread,
+						    HC_CNT_USTACK_ERR_OFF, HC_CNT_KSTACK_ERR_OFF);
 					ev->ucopy_seq = kthread ? 0
 								: send_ucopy(ts, prev, k, cs, now,
 									     cpu, false);
@@ -1080,6 +1502,7 @@ int BPF_PROG(hc_switch, bool preempt, struct task_struct *prev, struct task_stru
 				} else {
 					ev->flags |= HC_OFF_NO_STACK;
 					ev->ustack_len = 0;
+					ev->uw_end = HC_UW_NONE;
 					ev->kstack_len = 0;
 					ev->ucopy_seq = 0;
 					count(HC_CNT_STACK_BUDGET);
@@ -1131,8 +1554,8 @@ static __always_inline __u32 waker_stack(void *ctx, struct tstate *ts, struct ta
 	w->seq = ts->waker_seq + 1;
 	w->waker_tgid = BPF_CORE_READ(waker, tgid);
 	w->waker_tid = BPF_CORE_READ(waker, pid);
-	take_stacks(ctx, w->stacks, &w->ustack_len, &w->kstack_len, kthread, HC_CNT_USTACK_ERR_OFF,
-		    HC_CNT_KSTACK_ERR_OFF);
+	take_stacks(ctx, w->stacks, &w->ustack_len, &w->kstack_len, &w->uw_end, kthread,
+		    HC_CNT_USTACK_ERR_OFF, HC_CNT_KSTACK_ERR_OFF);
 	ul = stack_bytes(w->ustack_len);
 	kl = stack_bytes(w->kstack_len);
 	if (bpf_ringbuf_output(&events, w, HC_WAKER_HDR_SIZE + ul + kl, rb_flags())) {
@@ -1184,6 +1607,7 @@ int BPF_PROG(hc_wakeup_new, struct task_struct *p)
 	ts->cur = SLOT_RUNNABLE;
 	ts->ev[1].flags = (ts->ev[1].flags & HC_OFF_KTHREAD) | HC_OFF_NEW;
 	ts->ev[1].ustack_len = 0;
+	ts->ev[1].uw_end = HC_UW_NONE;
 	ts->ev[1].kstack_len = 0;
 	ts->ev[1].ucopy_seq = 0;
 	BPF_CORE_READ_STR_INTO(&ts->ev[1].comm, p, comm);
@@ -1319,12 +1743,13 @@ int BPF_PROG(hc_lock_end, void *lock, int ret)
 	BPF_CORE_READ_STR_INTO(&e->pcomm, t, group_leader, comm);
 	cs = bpf_map_lookup_elem(&cpu_state, &cpu);
 	if (budget_take(cs, now)) {
-		take_stacks(ctx, e->stacks, &e->ustack_len, &e->kstack_len,
+		take_stacks(ctx, e->stacks, &e->ustack_len, &e->kstack_len, &e->uw_end,
 			    BPF_CORE_READ(t, flags) & PF_KTHREAD, HC_CNT_USTACK_ERR_OFF,
 			    HC_CNT_KSTACK_ERR_OFF);
 	} else {
 		e->ustack_len = 0;
 		e->kstack_len = 0;
+		e->uw_end = HC_UW_NONE;
 		count(HC_CNT_LOCK_NO_STACK);
 	}
 	size = HC_LOCK_HDR_SIZE + stack_bytes(e->ustack_len) + stack_bytes(e->kstack_len);
@@ -1397,6 +1822,7 @@ int hc_iter_start(struct bpf_iter__task *ctx)
 		}
 	}
 	ev->ustack_len = n * 8;
+	ev->uw_end = HC_UW_NONE; /* frame pointers: another task's memory, sleepable reads */
 	klen = bpf_get_task_stack(t, (void *)ev->stacks + (n & 0xff) * 8, STACK_BYTES, 0);
 	ev->kstack_len = klen;
 	/* Its own copy buffer (the last), and no bucket: it runs once, but nothing drains the

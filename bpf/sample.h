@@ -83,6 +83,13 @@ enum hc_counter {
 			      * full: frame pointers used */
 	HC_CNT_UCOPY_FAULT,  /* the page at the stack pointer could not be read: frame pointers */
 	HC_CNT_UCOPY_LOST,   /* a switch-out's copy not delivered (ring buffer full) */
+	/* --unwind table: user stacks walked in BPF from the published unwind tables */
+	HC_CNT_UW_WALKS,     /* walks (samples of a published process) */
+	HC_CNT_UW_NO_PROC,   /* the process was not published (yet): frame pointers */
+	HC_CNT_UW_BUSY,	     /* its slot was rewritten during the walk: frame pointers */
+	HC_CNT_UW_FP_FRAMES, /* frames of walks taken with frame pointers (no table there) */
+	HC_CNT_UW_END,	     /* HC_UW_END_MAX counters: how the walks ended (enum hc_uw_end) */
+	HC_CNT_UW_END_LAST = HC_CNT_UW_END + 8,
 	/* --locks (lock:contention_begin / lock:contention_end) */
 	HC_CNT_LOCK_SEEN,      /* contentions ended (contention_end matched to its begin) */
 	HC_CNT_LOCK_LOST,      /* a contention not delivered (ring buffer full): see _LOST_NS */
@@ -126,6 +133,10 @@ struct hc_sample_event {
 	/* --unwind dwarf: bytes of the struct hc_ucopy (+ its stack bytes) that follow the
 	 * kernel frames; 0 when none was taken. */
 	__u32 ucopy_size;
+	/* --unwind table: how the BPF walk of the user stack ended (enum hc_uw_end in
+	 * bpf/unwind.h), HC_UW_NONE when it came from bpf_get_stack's frame pointers. */
+	__u32 uw_end;
+	__u32 _pad;
 	char comm[HC_TASK_COMM_LEN];  /* thread name */
 	char pcomm[HC_TASK_COMM_LEN]; /* process name: the group leader's comm */
 	__u64 stacks[2 * HC_MAX_STACK_DEPTH];
@@ -177,7 +188,7 @@ struct hc_offcpu_event {
 	/* --locks: the blocked intervals were waits for a kernel lock: HC_LOCK_WAIT | the
 	 * contention flags (LCB_F_*); 0: not a lock wait (and always 0 for run-queue time). */
 	__u32 lock;
-	__u32 _pad;
+	__u32 uw_end; /* as in hc_sample_event */
 	char comm[HC_TASK_COMM_LEN];
 	char pcomm[HC_TASK_COMM_LEN];
 	char waker_comm[HC_TASK_COMM_LEN];
@@ -212,7 +223,7 @@ struct hc_waker_event {
 	__u32 waker_tid;
 	__s32 kstack_len;
 	__s32 ustack_len;
-	__u32 _pad;
+	__u32 uw_end; /* as in hc_sample_event */
 	__u64 stacks[2 * HC_MAX_STACK_DEPTH];
 };
 
@@ -262,9 +273,9 @@ struct hc_lock_event {
 	__u64 wait_ns;	 /* contention_begin -> contention_end */
 	__u64 lock_addr; /* for naming by kallsyms only: never printed */
 	__u32 blocked;
-	__s32 ret;   /* contention_end's ret: 0 acquired, else -errno (interrupted, timed out) */
-	__u32 named; /* enum hc_lock_named */
-	__u32 _pad;
+	__s32 ret;    /* contention_end's ret: 0 acquired, else -errno (interrupted, timed out) */
+	__u32 named;  /* enum hc_lock_named */
+	__u32 uw_end; /* as in hc_sample_event */
 	char comm[HC_TASK_COMM_LEN];
 	char pcomm[HC_TASK_COMM_LEN];
 	__s32 kstack_len; /* bytes, or -errno; both 0: not captured (budget) */

@@ -69,7 +69,43 @@ enum hc_uw_end {
 	HC_UW_BAD_FRAME,    /* the CFA did not grow up the stack */
 	HC_UW_BAD_PC,	    /* pc below 0x1000 or in the kernel */
 	HC_UW_END_MAX,
+	HC_UW_NONE = 0xff, /* no table walk: the stack is bpf_get_stack's frame pointers */
 };
+
+/*
+ * A process as the BPF walk sees it: its executable objects' address ranges and where their
+ * rows are, published by user space (symbolize/uwpub.c) into the mmap'd `uw_procs` array map.
+ * A slot is found by probing HC_UW_PROBES slots from hc_uw_slot_hash(tgid); the tgid and the
+ * group leader's start time (pstart_ns, as the sample records carry it) must both match.
+ *
+ * seq is a sequence lock: odd while user space rewrites the slot, even when stable. The walk
+ * reads it before and after; a slot that was odd or changed meanwhile is not trusted (counted,
+ * frame pointers instead).
+ */
+#define HC_UW_MAPS 127
+#define HC_UW_PROBES 8
+
+struct hc_uw_map {
+	__u64 start, end; /* [start, end): the object's loadable span in the process */
+	__u64 bias;	  /* process address - ELF virtual address */
+	__u32 rows_at;	  /* its first row in `uw_rows` */
+	__u32 n_rows;	  /* 0: no table (frame pointers) */
+};
+
+struct hc_uw_proc {
+	__u32 seq;
+	__u32 tgid; /* 0: a free slot */
+	__u64 pstart_ns;
+	__u32 n_maps; /* maps[0..n_maps): sorted by start, not overlapping */
+	__u32 _pad[3];
+	struct hc_uw_map maps[HC_UW_MAPS];
+};
+
+/* The first slot probed for tgid among n_slots (a power of two). */
+static inline __u32 hc_uw_slot_hash(__u32 tgid, __u32 n_slots)
+{
+	return (tgid * 2654435761u) & (n_slots - 1);
+}
 
 /*
  * The index of the row that holds for pc: the last row with row.pc <= pc, or -1 when pc lies

@@ -35,6 +35,7 @@
 #include "sampler/sampler.h"
 #include "symbolize/symbolizer.h"
 #include "symbolize/unwind.h"
+#include "symbolize/uwpub.h"
 
 struct hc_capture_stats {
 	uint64_t samples;	    /* samples ingested (idle never reaches user space) */
@@ -64,6 +65,8 @@ struct hc_capture_stats {
 	uint64_t ustacks_dwarf_truncated; /* of those, ended by "[truncated]" */
 	uint64_t ustacks_fp;		  /* frame pointers: no copy taken (mode, budget, fault) */
 	uint64_t ustacks_fp_fallback;	  /* frame pointers: a copy that could not be unwound */
+	uint64_t ustacks_table;		  /* --unwind table: walked in BPF from the tables */
+	uint64_t ustacks_table_truncated; /* of those, ended short of the outermost frame */
 	/* Inlined functions left out of a path that would have been deeper than
 	 * HC_CAPTURE_MAX_PATH (counted each time a path is built) */
 	uint64_t inline_dropped;
@@ -148,6 +151,10 @@ struct hc_capture;
 struct hc_capture *hc_capture__new(const struct hc_capture_opts *o, struct hc_symbolizer *sym,
 				   struct hc_unwinder *unw, const struct hc_capture_sink *sink);
 void hc_capture__free(struct hc_capture *cap);
+
+/* --unwind table: each record's process gets its unwind tables published (when its maps
+ * changed) before its stacks are built. pub is borrowed; NULL stops publishing. */
+void hc_capture__set_uwpub(struct hc_capture *cap, struct hc_uwpub *pub);
 
 /*
  * The sampler's callbacks into the pipeline *slot (read at each record: a pipeline made

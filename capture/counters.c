@@ -3,6 +3,8 @@
 
 #include <string.h>
 
+#include "bpf/unwind.h"
+
 /* The BPF counters reported as counters of their own (the others are inputs of figures the
  * aggregation computes, or not reported). */
 static const struct {
@@ -32,6 +34,19 @@ static const struct {
 	{HC_CNT_UCOPY_BUDGET, HC_C_UNW_COPY_OVER_BUDGET},
 	{HC_CNT_UCOPY_FAULT, HC_C_UNW_COPY_UNREADABLE},
 	{HC_CNT_UCOPY_LOST, HC_C_UNW_COPY_LOST},
+	{HC_CNT_UW_WALKS, HC_C_UNW_TABLE_WALKS},
+	{HC_CNT_UW_NO_PROC, HC_C_UNW_TABLE_NO_PROCESS},
+	{HC_CNT_UW_BUSY, HC_C_UNW_TABLE_BUSY},
+	{HC_CNT_UW_FP_FRAMES, HC_C_UNW_TABLE_FP_FRAMES},
+	{HC_CNT_UW_END + HC_UW_COMPLETE, HC_C_UNW_TABLE_END_COMPLETE},
+	{HC_CNT_UW_END + HC_UW_DEPTH, HC_C_UNW_TABLE_END_DEPTH},
+	{HC_CNT_UW_END + HC_UW_NO_PROCESS, HC_C_UNW_TABLE_END_NO_PROCESS},
+	{HC_CNT_UW_END + HC_UW_NO_MAPPING, HC_C_UNW_TABLE_END_NO_MAPPING},
+	{HC_CNT_UW_END + HC_UW_NO_TABLE, HC_C_UNW_TABLE_END_NO_TABLE},
+	{HC_CNT_UW_END + HC_UW_UNSUPPORTED, HC_C_UNW_TABLE_END_UNSUPPORTED},
+	{HC_CNT_UW_END + HC_UW_READ_ERROR, HC_C_UNW_TABLE_END_READ_ERROR},
+	{HC_CNT_UW_END + HC_UW_BAD_FRAME, HC_C_UNW_TABLE_END_BAD_FRAME},
+	{HC_CNT_UW_END + HC_UW_BAD_PC, HC_C_UNW_TABLE_END_BAD_PC},
 	{HC_CNT_LOCK_LOST, HC_C_LOCK_DROP_RINGBUF_FULL},
 	{HC_CNT_LOCK_LOST_NS, HC_C_LOCK_DROP_RINGBUF_FULL_NS},
 	{HC_CNT_LOCK_NESTED, HC_C_LOCK_DROP_NESTED},
@@ -70,6 +85,8 @@ static void fill_agg(uint64_t *v, const struct hc_capture_stats *as)
 	v[HC_C_UNW_USTACKS_DWARF_TRUNCATED] = as->ustacks_dwarf_truncated;
 	v[HC_C_UNW_USTACKS_FP] = as->ustacks_fp;
 	v[HC_C_UNW_USTACKS_FALLBACK] = as->ustacks_fp_fallback;
+	v[HC_C_UNW_USTACKS_TABLE] = as->ustacks_table;
+	v[HC_C_UNW_USTACKS_TABLE_TRUNCATED] = as->ustacks_table_truncated;
 }
 
 static void fill_sym(uint64_t *v, const struct hc_symbolizer_stats *ss)
@@ -109,6 +126,20 @@ static void fill_unwinder(uint64_t *v, const struct hc_unwind_stats *us)
 	v[HC_C_UNW_STASH_MISSING] = us->stash_missing;
 }
 
+static void fill_tables(uint64_t *v, const struct hc_uwpub_stats *ps)
+{
+	v[HC_C_UNW_TABLE_ROWS_USED] = ps->rows_used;
+	v[HC_C_UNW_TABLE_OBJECTS] = ps->objects;
+	v[HC_C_UNW_TABLE_REFUSED] = ps->refused;
+	v[HC_C_UNW_TABLE_NO_CFI] = ps->no_cfi;
+	v[HC_C_UNW_TABLE_FULL] = ps->table_full;
+	v[HC_C_UNW_TABLE_PROCESSES] = ps->processes;
+	v[HC_C_UNW_TABLE_SLOTS_FULL] = ps->slots_full;
+	v[HC_C_UNW_TABLE_MAPS_OVER] = ps->maps_over;
+	v[HC_C_UNW_TABLE_EVICTED] = ps->evicted;
+	v[HC_C_UNW_TABLE_NS] = ps->ns;
+}
+
 static void fill_locks(uint64_t *v, const struct hc_capture_lock_stats *ls, uint64_t extra_errors)
 {
 	v[HC_C_LOCK_EVENTS] = ls->events;
@@ -134,6 +165,9 @@ void hc_counters__fill_capture(struct hc_counters *c, const struct hc_capture_fi
 		fill_sym(v, f->ss);
 	if (f->us)
 		fill_unwinder(v, f->us);
+	if (f->ps)
+		fill_tables(v, f->ps);
+	v[HC_C_UNW_TABLE_MB] = f->table_mb;
 	if (f->ls)
 		fill_locks(v, f->ls, f->lock_ingest_errors);
 }

@@ -13,6 +13,7 @@
 #include "sampler/sampler.h"
 #include "symbolize/symbolizer.h"
 #include "symbolize/unwind.h"
+#include "symbolize/uwpub.h"
 
 struct hc_capture_figures {
 	const struct hc_sampler_counts *cnt; /* required */
@@ -20,8 +21,10 @@ struct hc_capture_figures {
 	const struct hc_capture_lock_stats *ls;
 	const struct hc_symbolizer_stats *ss;
 	const struct hc_unwind_stats *us;
-	uint64_t lock_ingest_errors; /* contentions the caller could not count (beyond ls's) */
-	uint64_t send_errors;	     /* serve: batches not handed to the server */
+	const struct hc_uwpub_stats *ps; /* --unwind table */
+	uint32_t table_mb;		 /* --unwind-table-mb; 0 in other modes */
+	uint64_t lock_ingest_errors;	 /* contentions the caller could not count (beyond ls's) */
+	uint64_t send_errors;		 /* serve: batches not handed to the server */
 };
 
 /* Set the shared families' counters of c from f (others are left as they are). */

@@ -70,6 +70,7 @@ struct hc_capture {
 	struct hc_capture_opts o;
 	struct hc_symbolizer *sym;
 	struct hc_unwinder *unw; /* --unwind dwarf; borrowed */
+	struct hc_uwpub *pub;	 /* --unwind table; borrowed */
 	struct hc_capture_sink sink;
 	struct tables t;
 	uint64_t window_start_ns; /* for the per-second cpu_unclaimed series */
@@ -239,8 +240,17 @@ static struct hc_sym_proc *rec_proc(struct hc_capture *cap, struct rec_proc *rp)
 		rp->looked_up = true;
 		/* Cheap when known; otherwise reads the maps now, while the process lives. */
 		hc_symbolizer__process(cap->sym, rp->tgid, rp->start_ns, &rp->p);
+		/* --unwind table: its next stacks are walked with its objects' tables (a
+		 * failure only leaves it to frame pointers: counted by the BPF side) */
+		if (cap->pub && rp->p)
+			(void)hc_uwpub__process(cap->pub, rp->p);
 	}
 	return rp->p;
+}
+
+void hc_capture__set_uwpub(struct hc_capture *cap, struct hc_uwpub *pub)
+{
+	cap->pub = pub;
 }
 
 /* A user stack, leaf first; truncated: the unwinder stopped short of the outermost frame,
@@ -491,6 +501,20 @@ static void observe_sample(struct hc_capture *cap, const struct hc_sample_event 
 					      (1000000000ll / HC_CAPTURE_HEAT_ROWS)));
 }
 
+/* --unwind table: a user stack walked in BPF (uw_end not HC_UW_NONE) ends in "[truncated]"
+ * when the walk stopped short of the outermost frame. Whether it was. */
+static bool table_stack(struct hc_capture *cap, struct ustack *us, uint32_t uw_end)
+{
+	if (uw_end == HC_UW_NONE || !us->n)
+		return false;
+	cap->stats.ustacks_table++;
+	if (uw_end != HC_UW_COMPLETE) {
+		us->truncated = true;
+		cap->stats.ustacks_table_truncated++;
+	}
+	return true;
+}
+
 int hc_capture__sample(struct hc_capture *cap, const struct hc_sample_event *e, size_t size)
 {
 	size_t nu = e->ustack_len > 0 ? (size_t)e->ustack_len / 8 : 0;
@@ -509,9 +533,13 @@ int hc_capture__sample(struct hc_capture *cap, const struct hc_sample_event *e, 
 	if (c) {
 		if (unwind(cap, &rp, c, &us) == -ENOMEM)
 			goto err_nomem;
-	} else if (nu) {
+	} else if (!table_stack(cap, &us, e->uw_end) && nu) {
 		cap->stats.ustacks_fp++;
 	}
+	/* a process seen for the first time gets its tables now (its next samples walk them),
+	 * even when this record has no user stack to build */
+	if (cap->pub)
+		rec_proc(cap, &rp);
 	n = build_key(cap, &rp, e->tid, e->pcomm, e->comm, &us, e->stacks + nu, nk, 0,
 		      real_second(cap, e->time_ns));
 	w = n < 0 ? NULL : weights_of(cap, (size_t)n);
@@ -602,7 +630,7 @@ int hc_capture__offcpu(struct hc_capture *cap, const struct hc_offcpu_event *e, 
 			set_unwound(cap, &us, pcs, n_pcs, end);
 		else
 			cap->stats.ustacks_fp_fallback++;
-	} else if (nu) {
+	} else if (!table_stack(cap, &us, e->uw_end) && nu) {
 		cap->stats.ustacks_fp++;
 	}
 	/* Run-queue time hangs on the thread's own stack... */
@@ -647,6 +675,7 @@ int hc_capture__waker(struct hc_capture *cap, const struct hc_waker_event *e, si
 	(void)size;
 	if (nu > HC_MAX_STACK_DEPTH || nk > HC_MAX_STACK_DEPTH)
 		return -EINVAL;
+	(void)table_stack(cap, &us, e->uw_end);
 	key[1] = nk;
 	if (put_user_frames(cap, &rp, &us, key, &n, &key[0]))
 		goto err_nomem;
@@ -724,6 +753,13 @@ int hc_capture__exec(struct hc_capture *cap, const struct hc_exec_event *e)
 	/* The new image and the dynamic loader are mapped now; libraries come later and are
 	 * picked up by normalize()'s re-read on an unknown address. */
 	hc_symbolizer__add_process(cap->sym, e->tgid, e->pstart_ns);
+	/* --unwind table: the new image's tables at once (the libraries it loads next are
+	 * published when an address in them makes the symbolizer re-read the maps) */
+	if (cap->pub) {
+		struct rec_proc rp = {.tgid = e->tgid, .start_ns = e->pstart_ns};
+
+		rec_proc(cap, &rp);
+	}
 	return 0;
 }
 
@@ -849,6 +885,7 @@ int hc_capture__lock(struct hc_capture *cap, const struct hc_lock_event *e, size
 	}
 	if (observe_lock(cap, e, sec, f, blocked))
 		goto err_nomem;
+	(void)table_stack(cap, &us, e->uw_end);
 	ext = EXT_LOCK | (uint64_t)f << EXT_LOCK_FLAGS_SHIFT | (blocked ? EXT_LOCK_BLOCKED : 0) |
 	      lock_name(cap, e) << EXT_LOCK_NAME_SHIFT;
 	n = build_key(cap, &rp, e->tid, e->pcomm, e->comm, &us, e->stacks + nu, nk, ext, sec);

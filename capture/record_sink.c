@@ -269,18 +269,27 @@ static void gather(struct hc_capture *cap, const struct hc_record_doc *d, struct
 	struct hc_capture_lock_stats ls;
 	struct hc_symbolizer_stats ss;
 	struct hc_unwind_stats us = {0};
-	const struct hc_capture_figures f = {
-		.cnt = d->cnt, .as = as, .ls = &ls, .ss = &ss, .us = &us};
+	struct hc_uwpub_stats ps = {0};
+	const struct hc_capture_figures f = {.cnt = d->cnt,
+					     .as = as,
+					     .ls = &ls,
+					     .ss = &ss,
+					     .us = &us,
+					     .ps = &ps,
+					     .table_mb = d->unwind_table ? d->unwind_table_mb : 0};
+	bool copies = !d->unwind_fp && !d->unwind_table;
 
 	hc_capture__stats(cap, as);
 	hc_capture__lock_stats(cap, &ls);
 	hc_symbolizer__stats(d->sym, &ss);
 	if (d->unw)
 		hc_unwinder__stats(d->unw, &us);
+	if (d->pub)
+		hc_uwpub__stats(d->pub, &ps);
 	memset(c, 0, sizeof(*c));
 	hc_counters__fill_capture(c, &f);
-	c->v[HC_C_UNW_STACK_COPY_BYTES] = d->unwind_fp ? 0 : d->stack_copy_bytes;
-	c->v[HC_C_UNW_COPY_BUDGET] = d->unwind_fp ? 0 : d->copy_budget;
+	c->v[HC_C_UNW_STACK_COPY_BYTES] = copies ? d->stack_copy_bytes : 0;
+	c->v[HC_C_UNW_COPY_BUDGET] = copies ? d->copy_budget : 0;
 }
 
 /* Every part of the document but the trees, read after them: building the trees symbolizes,
@@ -316,8 +325,11 @@ static int fill_sections(struct hc_record_sink *rs, struct hc_capture *cap, stru
 			return -ENOMEM;
 		hc_tree__sort(p->lock_tree);
 	}
-	p->unwind =
-		section(json_pack("{s:s}", "mode", d->unwind_fp ? "fp" : "dwarf"), &c, HC_F_UNWIND);
+	p->unwind = section(json_pack("{s:s}", "mode",
+				      d->unwind_fp	? "fp"
+				      : d->unwind_table ? "table"
+							: "dwarf"),
+			    &c, HC_F_UNWIND);
 	if (!p->unwind)
 		return -ENOMEM;
 	p->totals.on_cpu_ns = as.samples * d->period_ns;

@@ -44,11 +44,14 @@ struct hc_record_doc {
 	bool wakers;
 	bool locks;
 	bool unwind_fp;
+	bool unwind_table; /* --unwind table */
+	uint32_t unwind_table_mb;
 	uint32_t stack_copy_bytes;
 	uint64_t copy_budget;
 	const struct hc_sampler_counts *cnt;
 	struct hc_symbolizer *sym;
-	const struct hc_unwinder *unw; /* NULL: --unwind fp */
+	const struct hc_unwinder *unw; /* NULL: --unwind fp or table */
+	const struct hc_uwpub *pub;    /* --unwind table */
 	int64_t started_at_ns;
 	uint64_t duration_ns;
 };

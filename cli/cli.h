@@ -38,12 +38,17 @@ struct hc_common_args {
 	/* User stacks: --unwind fp, or call frame information over stack copies of
 	 * --stack-copy bytes, at most --copy-budget bytes per second (docs/unwinding.md). */
 	bool unwind_fp;
+	/* --unwind table: user stacks walked in BPF from compiled unwind tables (issue 21, in
+	 * progress: on-CPU samples only), --unwind-table-mb of rows. */
+	bool unwind_table;
+	uint32_t unwind_table_mb;
 	uint32_t stack_copy_bytes;
 	uint64_t copy_budget;
 	bool copy_budget_given;
 };
 
 #define HC_DEFAULT_STACK_COPY (16u << 10)
+#define HC_DEFAULT_UNWIND_TABLE_MB 32u
 #define HC_DEFAULT_COPY_BUDGET (32ull << 20)
 /* serve's: it runs for days, and its ring buffer holds a quarter of a second of copies. */
 #define HC_SERVE_COPY_BUDGET (8ull << 20)
@@ -58,6 +63,7 @@ enum {
 	HC_OPT_STACK_COPY,
 	HC_OPT_COPY_BUDGET,
 	HC_OPT_NO_INLINE,
+	HC_OPT_UNWIND_TABLE_MB,
 };
 
 /* getopt_long entries of the shared options (with "F:v" in the short option string). */
@@ -71,6 +77,7 @@ enum {
 		{"no-stack-reuse", no_argument, NULL, HC_OPT_NO_STACK_REUSE},             \
 		{"unwind", required_argument, NULL, HC_OPT_UNWIND},                       \
 		{"stack-copy", required_argument, NULL, HC_OPT_STACK_COPY},               \
+		{"unwind-table-mb", required_argument, NULL, HC_OPT_UNWIND_TABLE_MB},     \
 	{                                                                                 \
 		"copy-budget", required_argument, NULL, HC_OPT_COPY_BUDGET                \
 	}

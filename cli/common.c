@@ -26,6 +26,7 @@ void hc_common_args__init(struct hc_common_args *a)
 	a->unwind_fp = false;
 	a->stack_copy_bytes = HC_DEFAULT_STACK_COPY;
 	a->copy_budget = HC_DEFAULT_COPY_BUDGET;
+	a->unwind_table_mb = HC_DEFAULT_UNWIND_TABLE_MB;
 }
 
 int hc_common_args__parse(struct hc_common_args *a, int opt, const char *arg)
@@ -78,15 +79,36 @@ int hc_common_args__parse(struct hc_common_args *a, int opt, const char *arg)
 	case HC_OPT_UNWIND:
 		if (!strcmp(arg, "dwarf")) {
 			a->unwind_fp = false;
+			a->unwind_table = false;
 		} else if (!strcmp(arg, "fp")) {
 			a->unwind_fp = true;
+			a->unwind_table = false;
+		} else if (!strcmp(arg, "table")) {
+			a->unwind_fp = false;
+			a->unwind_table = true;
 		} else {
-			hc_err("--unwind %s: dwarf (call frame information) or fp (frame pointers "
-			       "only); dwarf is the default",
+			hc_err("--unwind %s: dwarf (call frame information over stack copies), "
+			       "table (call frame information walked in BPF; on-CPU samples only "
+			       "for now) or fp (frame pointers only); dwarf is the default",
 			       arg);
 			return EX_USAGE;
 		}
 		return 0;
+	case HC_OPT_UNWIND_TABLE_MB: {
+		char *end;
+		unsigned long v;
+
+		errno = 0;
+		v = strtoul(arg, &end, 10);
+		if (errno || end == arg || *end || arg[0] == '-' || v < 1 || v > 2048) {
+			hc_err("--unwind-table-mb %s: MiB of unwind table rows (8 bytes each), 1 "
+			       "to 2048",
+			       arg);
+			return EX_USAGE;
+		}
+		a->unwind_table_mb = (uint32_t)v;
+		return 0;
+	}
 	case HC_OPT_STACK_COPY: {
 		uint64_t v;
 

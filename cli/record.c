@@ -30,6 +30,7 @@
 #include "capture/record_sink.h"
 #include "sampler/sampler.h"
 #include "symbolize/symbolizer.h"
+#include "symbolize/uwpub.h"
 
 struct record_cfg {
 	struct hc_common_args c; /* -F, -v, symbols, off-CPU settings */
@@ -313,7 +314,8 @@ static bool any_alive(const struct record_cfg *cfg, struct hc_broker_client *bc)
 /* The sandboxed half's pipeline: the symbolizer, the unwinder, record's sink. */
 struct worker {
 	struct hc_symbolizer *sym;
-	struct hc_unwinder *unw; /* NULL: --unwind fp */
+	struct hc_unwinder *unw; /* NULL: --unwind fp or table */
+	struct hc_uwpub *pub;	 /* --unwind table */
 	struct hc_record_sink *rs;
 	struct hc_capture *cap;
 };
@@ -322,14 +324,17 @@ static void worker__release(struct worker *w)
 {
 	hc_capture__free(w->cap);
 	hc_record_sink__free(w->rs);
+	hc_uwpub__free(w->pub);
 	hc_unwinder__free(w->unw);
 	hc_symbolizer__free(w->sym);
 }
 
 /* 0 and the kernel symbols' error in *ksym_err, or -errno. */
 static int worker__init(struct worker *w, const struct record_cfg *cfg,
-			const struct hc_symbolizer_io *io, int *ksym_err)
+			const struct hc_symbolizer_io *io, const struct hc_sampler *sampler,
+			int *ksym_err)
 {
+	struct hc_sampler_uw_area area;
 	struct hc_symbolizer_opts sopts = {
 		.no_demangle = cfg->c.no_demangle, .no_inline = cfg->c.no_inline, .io = io};
 	struct hc_capture_opts copts = {.period_ns = cfg->c.rate.period_ns};
@@ -339,7 +344,14 @@ static int worker__init(struct worker *w, const struct record_cfg *cfg,
 	if (!w->sym)
 		return -errno;
 	*ksym_err = hc_symbolizer__load_kernel(w->sym);
-	if (!cfg->c.unwind_fp) {
+	if (cfg->c.unwind_table && hc_sampler__uw_area(sampler, &area)) {
+		w->pub = hc_uwpub__new(w->sym, &(struct hc_uwpub_area){.rows = area.rows,
+								       .n_rows = area.n_rows,
+								       .procs = area.procs,
+								       .n_procs = area.n_procs});
+		if (!w->pub)
+			return -errno;
+	} else if (!cfg->c.unwind_fp) {
 		w->unw = hc_unwinder__new(w->sym);
 		if (!w->unw)
 			return -errno;
@@ -349,7 +361,10 @@ static int worker__init(struct worker *w, const struct record_cfg *cfg,
 		return -errno;
 	sink = hc_record_sink__sink(w->rs);
 	w->cap = hc_capture__new(&copts, w->sym, w->unw, &sink);
-	return w->cap ? 0 : -errno;
+	if (!w->cap)
+		return -errno;
+	hc_capture__set_uwpub(w->cap, w->pub);
+	return 0;
 }
 
 /* What the document says of the capture's settings; the window's start is now. */
@@ -365,11 +380,14 @@ static struct hc_record_doc record_doc(const struct record_cfg *cfg, const struc
 		.wakers = cfg->wakers,
 		.locks = cfg->locks,
 		.unwind_fp = cfg->c.unwind_fp,
+		.unwind_table = cfg->c.unwind_table,
+		.unwind_table_mb = cfg->c.unwind_table_mb,
 		.stack_copy_bytes = cfg->c.stack_copy_bytes,
 		.copy_budget = cfg->c.copy_budget,
 		.cnt = cnt,
 		.sym = w->sym,
 		.unw = w->unw,
+		.pub = w->pub,
 		.started_at_ns = hc_clock_ns(CLOCK_REALTIME),
 	};
 }
@@ -468,7 +486,7 @@ static int record_worker(const struct record_cfg *cfg, struct hc_sampler *sample
 	int rc, err, ksym_err = 0;
 
 	hc_broker_client__io(&bc, &io);
-	if (worker__init(&w, cfg, &io, &ksym_err)) {
+	if (worker__init(&w, cfg, &io, sampler, &ksym_err)) {
 		rc = EX_OSERR;
 		goto out;
 	}
@@ -516,7 +534,9 @@ static int record_worker(const struct record_cfg *cfg, struct hc_sampler *sample
 		goto out;
 	}
 	/* BPF is no longer needed here: our copies of programs, links and perf events go
-	 * before the (possibly slow) symbolization; the privileged half releases its own. */
+	 * before the (possibly slow) symbolization; the privileged half releases its own.
+	 * The unwind tables' memory goes with them: nothing is published from here on. */
+	hc_capture__set_uwpub(w.cap, NULL);
 	hc_sampler__free(sampler);
 	sampler = NULL;
 	/* With off-CPU tracking the window is the scheduler programs' (idle and off-CPU time
@@ -585,8 +605,12 @@ static int record_load(const struct record_cfg *cfg, struct hc_capture **capp,
 		.locks = cfg->locks,
 		.no_stack_reuse = cfg->c.no_stack_reuse,
 		.stack_budget = cfg->c.stack_budget,
-		.stack_copy_bytes = cfg->c.unwind_fp ? 0 : cfg->c.stack_copy_bytes,
+		.stack_copy_bytes =
+			cfg->c.unwind_fp || cfg->c.unwind_table ? 0 : cfg->c.stack_copy_bytes,
 		.stack_copy_budget = cfg->c.copy_budget,
+		.uw_tables = cfg->c.unwind_table,
+		.uw_rows = (uint32_t)(((uint64_t)cfg->c.unwind_table_mb << 20) /
+				      sizeof(struct hc_urow)),
 	};
 	char comm[HC_TASK_COMM_LEN], why[256];
 	int err;

@@ -638,6 +638,8 @@ static int start_collector(struct serve_procs *sp)
 		.no_inline = cfg->c.no_inline,
 		.locks = cfg->locks,
 		.unwind_fp = cfg->c.unwind_fp,
+		.unwind_table = cfg->c.unwind_table,
+		.unwind_table_mb = cfg->c.unwind_table_mb,
 		.stack_copy_bytes = cfg->c.stack_copy_bytes,
 		.copy_budget = cfg->c.copy_budget_given ? cfg->c.copy_budget : HC_SERVE_COPY_BUDGET,
 		.fd = sp->sv[0],

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -39,6 +40,9 @@ struct hc_sampler {
 	bool *busy_at_start; /* per cpus[] index: a task ran there when the window opened */
 	uint64_t *idle_ns;   /* per cpus[] index, computed at stop */
 	uint64_t iter_records;
+	/* --unwind table: the two mmap'd maps */
+	struct hc_sampler_uw_area uw;
+	size_t uw_rows_bytes, uw_procs_bytes;
 };
 
 static size_t roundup_pow2(size_t v)
@@ -314,6 +318,83 @@ static int configure_copies(struct hc_sampler *s, const struct hc_sampler_opts *
 	return err;
 }
 
+_Static_assert(HC_CNT_UW_END_LAST - HC_CNT_UW_END + 1 == HC_UW_END_MAX,
+	       "one counter per enum hc_uw_end");
+_Static_assert(sizeof(struct hc_uw_proc) == 4096, "a process slot is a page");
+
+/* --unwind table: the tables' two maps sized (before load). */
+static int configure_tables(struct hc_sampler *s, const struct hc_sampler_opts *opts,
+			    const char **step)
+{
+	uint32_t procs = opts->uw_procs ? (uint32_t)roundup_pow2(opts->uw_procs) : 1024;
+	int err;
+
+	if (!opts->uw_tables)
+		return 0;
+	if (!opts->uw_rows || opts->uw_rows > (1u << 28) || procs > (1u << 16)) {
+		*step = "unwind tables: between 1 and 2^28 rows, at most 65536 process slots";
+		return -EINVAL;
+	}
+	s->skel->rodata->uw_tables = true;
+	s->skel->rodata->uw_n_rows = opts->uw_rows;
+	s->skel->rodata->uw_n_procs = procs;
+	err = bpf_map__set_max_entries(s->skel->maps.uw_rows, opts->uw_rows);
+	if (!err)
+		err = bpf_map__set_max_entries(s->skel->maps.uw_procs, procs);
+	if (err)
+		*step = "cannot size the unwind table maps";
+	s->uw.n_rows = opts->uw_rows;
+	s->uw.n_procs = procs;
+	return err;
+}
+
+/* After load: both maps mapped shared, for the reader to publish into. */
+static int map_tables(struct hc_sampler *s, const char **step)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	void *rows, *procs;
+
+	if (!s->uw.n_rows)
+		return 0;
+	s->uw_rows_bytes = ((size_t)s->uw.n_rows * sizeof(struct hc_urow) + (size_t)page - 1) &
+			   ~((size_t)page - 1);
+	s->uw_procs_bytes = (size_t)s->uw.n_procs * sizeof(struct hc_uw_proc);
+	rows = mmap(NULL, s->uw_rows_bytes, PROT_READ | PROT_WRITE, MAP_SHARED,
+		    bpf_map__fd(s->skel->maps.uw_rows), 0);
+	procs = rows == MAP_FAILED ? MAP_FAILED
+				   : mmap(NULL, s->uw_procs_bytes, PROT_READ | PROT_WRITE,
+					  MAP_SHARED, bpf_map__fd(s->skel->maps.uw_procs), 0);
+	if (procs == MAP_FAILED) {
+		int err = -errno;
+
+		if (rows != MAP_FAILED)
+			munmap(rows, s->uw_rows_bytes);
+		*step = "cannot map the unwind table maps";
+		return err;
+	}
+	s->uw.rows = rows;
+	s->uw.procs = procs;
+	return 0;
+}
+
+static void unmap_tables(struct hc_sampler *s)
+{
+	if (s->uw.rows)
+		munmap(s->uw.rows, s->uw_rows_bytes);
+	if (s->uw.procs)
+		munmap(s->uw.procs, s->uw_procs_bytes);
+	s->uw.rows = NULL;
+	s->uw.procs = NULL;
+}
+
+bool hc_sampler__uw_area(const struct hc_sampler *s, struct hc_sampler_uw_area *out)
+{
+	if (!s->uw.rows)
+		return false;
+	*out = s->uw;
+	return true;
+}
+
 /* The ring buffer's size, then the programs into the kernel and the -p filter map. */
 static int load(struct hc_sampler *s, const struct hc_sampler_opts *opts, const char **step)
 {
@@ -427,7 +508,11 @@ struct hc_sampler *hc_sampler__new(const struct hc_sampler_opts *opts,
 	if (!err)
 		err = configure_copies(s, opts, &step);
 	if (!err)
+		err = configure_tables(s, opts, &step);
+	if (!err)
 		err = load(s, opts, &step);
+	if (!err)
+		err = map_tables(s, &step);
 	if (!err)
 		err = attach(s, opts, &step);
 	if (!err)
@@ -443,6 +528,7 @@ void hc_sampler__free(struct hc_sampler *s)
 	if (!s)
 		return;
 	ring_buffer__free(s->rb);
+	unmap_tables(s);
 	bpf_link__destroy(s->exec_link);
 	for (size_t i = 0; i < 2; i++)
 		bpf_link__destroy(s->lock_links[i]);
@@ -628,6 +714,7 @@ void hc_sampler__unmap_reader(struct hc_sampler *s)
 {
 	ring_buffer__free(s->rb);
 	s->rb = NULL;
+	unmap_tables(s);
 }
 
 int hc_sampler__poll(struct hc_sampler *s, int timeout_ms)

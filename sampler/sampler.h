@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "bpf/sample.h"
+#include "bpf/unwind.h"
 
 struct hc_sampler_callbacks {
 	/* One sample; `size` is the bytes received (header + ustack_len + kstack_len +
@@ -50,6 +51,20 @@ struct hc_sampler_opts {
 	/* --locks: kernel lock contentions from lock:contention_begin/_end (needs off-CPU
 	 * tracking: whether a waiter blocked comes from sched_switch). */
 	bool locks;
+	/* --unwind table: user stacks walked in BPF with the unwind tables user space publishes
+	 * in the area hc_sampler__uw_area() gives (bpf/unwind.h): uw_rows rows (8 bytes each)
+	 * and uw_procs process slots (4 KiB each, rounded up to a power of two). */
+	bool uw_tables;
+	uint32_t uw_rows;
+	uint32_t uw_procs;
+};
+
+/* The tables' memory (mapped shared: a child forked after hc_sampler__new() writes it). */
+struct hc_sampler_uw_area {
+	struct hc_urow *rows;
+	uint32_t n_rows;
+	struct hc_uw_proc *procs;
+	uint32_t n_procs;
 };
 
 /* The window as the scheduler programs saw it (bpf_ktime_get_ns(), CLOCK_MONOTONIC). */
@@ -95,6 +110,9 @@ int hc_sampler__start(struct hc_sampler *s);
  * -EBADF from then on.
  */
 void hc_sampler__unmap_reader(struct hc_sampler *s);
+/* --unwind table: the tables' memory; false without uw_tables (or after unmap_reader, which
+ * unmaps it too: the reader publishes). */
+bool hc_sampler__uw_area(const struct hc_sampler *s, struct hc_sampler_uw_area *out);
 /* Wait up to timeout_ms for data and drain it into the callbacks. Returns records handled,
  * or -errno (-EINTR when a signal arrived). */
 int hc_sampler__poll(struct hc_sampler *s, int timeout_ms);

@@ -1181,7 +1181,8 @@ static int set_family(json_t *obj, const char *name, const struct hc_counters *c
 static int unwind_status(const struct hc_backend *b, const struct hc_counters *c, json_t *doc)
 {
 	bool fp = b->st.flags & HC_WIRE_ST_UNWIND_FP;
-	json_t *u = json_pack("{s:s}", "mode", fp ? "fp" : "dwarf");
+	bool table = b->st.flags & HC_WIRE_ST_UNWIND_TABLE;
+	json_t *u = json_pack("{s:s}", "mode", fp ? "fp" : table ? "table" : "dwarf");
 
 	if (!u || hc_counters__to_json(c, HC_F_UNWIND, u)) {
 		json_decref(u);

@@ -26,7 +26,8 @@
 struct hc_collector {
 	struct hc_collector_opts o;
 	struct hc_symbolizer *sym;
-	struct hc_unwinder *unw; /* NULL: --unwind fp */
+	struct hc_unwinder *unw; /* NULL: --unwind fp or table */
+	struct hc_uwpub *pub;	 /* --unwind table */
 	struct hc_sampler *sampler;
 	struct hc_capture *cap;	    /* the pipeline */
 	struct hc_serve_sink *sink; /* its sink: each second's wire records */
@@ -54,6 +55,8 @@ static void send_status(struct hc_collector *c, const struct hc_sampler_counts *
 	struct hc_symbolizer_stats ss;
 	struct hc_capture_stats cs;
 	struct hc_unwind_stats us = {0};
+	struct hc_uwpub_stats ps = {0};
+	bool copies = !c->o.unwind_fp && !c->o.unwind_table;
 	struct hc_wire_status st = {
 		.frequency_hz = c->o.frequency_hz,
 		.period_ns = c->o.period_ns,
@@ -61,6 +64,7 @@ static void send_status(struct hc_collector *c, const struct hc_sampler_counts *
 		.cpus = cnt->n_cpus,
 		.flags = (cnt->offcpu ? HC_WIRE_ST_OFFCPU : 0) |
 			 (c->o.unwind_fp ? HC_WIRE_ST_UNWIND_FP : 0) |
+			 (c->o.unwind_table ? HC_WIRE_ST_UNWIND_TABLE : 0) |
 			 (c->o.locks ? HC_WIRE_ST_LOCKS : 0),
 		.n_counters = HC_C_MAX,
 	};
@@ -70,6 +74,8 @@ static void send_status(struct hc_collector *c, const struct hc_sampler_counts *
 		.ls = c->o.locks ? &ls : NULL,
 		.ss = &ss,
 		.us = &us,
+		.ps = &ps,
+		.table_mb = c->o.unwind_table ? c->o.unwind_table_mb : 0,
 		.send_errors = c->send_errors,
 	};
 	uint64_t *v = st.c.v;
@@ -80,10 +86,12 @@ static void send_status(struct hc_collector *c, const struct hc_sampler_counts *
 	hc_serve_sink__stats(c->sink, &sk);
 	if (c->unw)
 		hc_unwinder__stats(c->unw, &us);
+	if (c->pub)
+		hc_uwpub__stats(c->pub, &ps);
 	f.lock_ingest_errors = sk.lock_cell_errors;
 	hc_counters__fill_capture(&st.c, &f);
-	v[HC_C_UNW_STACK_COPY_BYTES] = c->o.unwind_fp ? 0 : c->o.stack_copy_bytes;
-	v[HC_C_UNW_COPY_BUDGET] = c->o.unwind_fp ? 0 : c->o.copy_budget;
+	v[HC_C_UNW_STACK_COPY_BYTES] = copies ? c->o.stack_copy_bytes : 0;
+	v[HC_C_UNW_COPY_BUDGET] = copies ? c->o.copy_budget : 0;
 	v[HC_C_COLL_RSS_BYTES] = hc_self__rss_bytes();
 	v[HC_C_COLL_CPU_NS] = hc_self__cpu_ns();
 	v[HC_C_COLL_FLUSHES] = c->flushes;
@@ -119,6 +127,9 @@ static void prune(struct hc_collector *c)
 		c->procs_pruned += dropped;
 	if (c->unw)
 		hc_unwinder__prune(c->unw);
+	/* after the symbolizer's: the slots of processes it let go, then their tables */
+	if (c->pub)
+		(void)hc_uwpub__prune(c->pub);
 }
 
 /* Send everything gathered since the last flush, and seal the seconds that are complete. */
@@ -190,7 +201,7 @@ struct hc_collector *hc_collector__new(const struct hc_collector_opts *o, char *
 	c->idle_prev = calloc(ncpu > 0 ? (size_t)ncpu : 1, sizeof(*c->idle_prev));
 	if (!c->sym || !c->sink || !c->idle_prev)
 		goto err_free;
-	if (!o->unwind_fp) {
+	if (!o->unwind_fp && !o->unwind_table) {
 		c->unw = hc_unwinder__new(c->sym);
 		if (!c->unw)
 			goto err_free;
@@ -217,17 +228,39 @@ struct hc_collector *hc_collector__new(const struct hc_collector_opts *o, char *
 	popts.ringbuf_bytes = ncpu > 2 ? (size_t)ncpu << 19 : 1u << 20;
 	/* --unwind dwarf: and an eighth of a second of stack copies at the budget (copies stop
 	 * while the buffer is half full, so they never cost a sample). */
-	if (!o->unwind_fp) {
+	if (!o->unwind_fp && !o->unwind_table) {
 		popts.stack_copy_bytes = o->stack_copy_bytes;
 		popts.stack_copy_budget = o->copy_budget;
 		popts.ringbuf_bytes += o->copy_budget / 8;
 	}
+	/* --unwind table: the tables' maps, published into by the worker (forked after us:
+	 * the mapping is shared) */
+	popts.uw_tables = o->unwind_table;
+	popts.uw_rows = (uint32_t)(((uint64_t)o->unwind_table_mb << 20) / sizeof(struct hc_urow));
 	/* --locks: a contention's record carries two stacks (up to ~2 KiB): room for storms. */
 	if (o->locks)
 		popts.ringbuf_bytes += 1u << 20;
 	c->sampler = hc_sampler__new(&popts, &cb, why, why_len);
 	if (!c->sampler)
 		goto err_free;
+	if (o->unwind_table) {
+		struct hc_sampler_uw_area a;
+
+		if (!hc_sampler__uw_area(c->sampler, &a)) {
+			snprintf(why, why_len, "the unwind tables' maps are not mapped");
+			errno = EINVAL;
+			goto err_free;
+		}
+		c->pub = hc_uwpub__new(c->sym, &(struct hc_uwpub_area){.rows = a.rows,
+								       .n_rows = a.n_rows,
+								       .procs = a.procs,
+								       .n_procs = a.n_procs});
+		if (!c->pub) {
+			snprintf(why, why_len, "out of memory");
+			goto err_free;
+		}
+		hc_capture__set_uwpub(c->cap, c->pub);
+	}
 	/* Loading parsed the kernel's BTF (megabytes, freed now): give the pages back, this
 	 * process runs for days. */
 	malloc_trim(0);
@@ -262,6 +295,7 @@ void hc_collector__free(struct hc_collector *c)
 	/* BPF first: programs, links and perf events are released here. */
 	hc_sampler__free(c->sampler);
 	hc_capture__free(c->cap);
+	hc_uwpub__free(c->pub);
 	hc_unwinder__free(c->unw);
 	hc_symbolizer__free(c->sym);
 	hc_serve_sink__free(c->sink);

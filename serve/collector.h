@@ -33,6 +33,9 @@ struct hc_collector_opts {
 	bool unwind_fp;
 	uint32_t stack_copy_bytes;
 	uint64_t copy_budget;
+	/* --unwind table: walked in BPF from unwind tables of unwind_table_mb MiB of rows */
+	bool unwind_table;
+	uint32_t unwind_table_mb;
 	/* --locks: kernel lock contention (docs/locks.md): the waiters' paths, the kinds'
 	 * counters and lock_wait_ns go to the server's lock store (serve/wire.h). */
 	bool locks;

@@ -58,6 +58,7 @@ enum hc_wire_type {
 #define HC_WIRE_ST_OFFCPU (1u << 0)
 #define HC_WIRE_ST_UNWIND_FP (1u << 1)
 #define HC_WIRE_ST_LOCKS (1u << 2)
+#define HC_WIRE_ST_UNWIND_TABLE (1u << 3)
 
 /* The collector's settings, and its counters since start (families SAMPLING, LOST, SCHEDULER,
  * SYMBOLIZE, UNWIND, LOCKS, COLLECTOR; the server fills the rest). */

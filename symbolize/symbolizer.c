@@ -1675,7 +1675,7 @@ int hc_symbolizer__resolve_user_inline(struct hc_symbolizer *sym, const struct h
 
 /* Where o's loadable segments lie in a process that maps file offset m->pgoff at m->start:
  * the load bias from the segment holding that offset, then the segments' span. */
-static int module_span(Elf *elf, const struct hc_mapping *m, uint64_t *low, uint64_t *high)
+static int module_span(Elf *elf, const struct hc_mapping *m, struct hc_sym_module *mod)
 {
 	uint64_t lo = UINT64_MAX, hi = 0, bias = 0;
 	bool found = false;
@@ -1702,8 +1702,9 @@ static int module_span(Elf *elf, const struct hc_mapping *m, uint64_t *low, uint
 	}
 	if (!found || lo >= hi)
 		return -ENOENT;
-	*low = bias + lo;
-	*high = bias + hi;
+	mod->low = bias + lo;
+	mod->high = bias + hi;
+	mod->bias = bias;
 	return 0;
 }
 
@@ -1774,7 +1775,7 @@ int hc_symbolizer__modules(struct hc_symbolizer *sym, struct hc_sym_proc *p,
 		/* An object with two executable mappings is one module. */
 		for (size_t k = 0; k < *n && !dup; k++)
 			dup = out[k].obj == p->map_obj[i];
-		if (dup || module_span(elf, m, &mod->low, &mod->high))
+		if (dup || module_span(elf, m, mod))
 			continue;
 		mod->obj = p->map_obj[i];
 		mod->module = o->module;

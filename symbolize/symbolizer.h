@@ -219,6 +219,7 @@ struct Elf;
 /* An object mapped executable in a process, where its loadable segments lie. */
 struct hc_sym_module {
 	uint64_t low, high;
+	uint64_t bias; /* process address - ELF virtual address */
 	uint32_t obj;
 	const char *module;
 	struct Elf *elf; /* program headers and call frame information only; the symbolizer's */

@@ -60,6 +60,10 @@ static const struct bad_case cases[] = {
 	{{"--stack-budget", "0"}, 64, "1 to 1000000"},
 	{{"--stack-budget", "lots"}, 64, "1 to 1000000"},
 	{{"--comm", ""}, 64, "empty process name"},
+	{{"--unwind", "sideways"}, 64, "dwarf (call frame information"},
+	{{"--unwind", "table", "--unwind-table-mb", "0"}, 64, "1 to 2048"},
+	{{"--unwind-table-mb", "4096"}, 64, "1 to 2048"},
+	{{"--unwind-table-mb", "lots"}, 64, "1 to 2048"},
 	{{"--no-offcpu", "--wakers"}, 64, "cannot be combined"},
 	{{"--no-offcpu", "--min-block", "1ms"}, 64, "cannot be combined"},
 };

@@ -215,6 +215,60 @@ static void test_dwarf_chains(void **state)
 	json_decref(j);
 }
 
+/* --unwind table: the same chains walked in BPF from the compiled tables, no copies. */
+static void test_table_chains(void **state)
+{
+	uint64_t walks, complete, pul_off;
+	struct share on, pul;
+	pid_t pid;
+	json_t *j;
+
+	(void)state;
+	j = record(&pid, "--unwind", "table", NULL);
+	assert_non_null(j);
+	on = chain_share(j, pid, NULL, main_chain, 6, "on_cpu_ns", "_start");
+	pul = chain_share(j, pid, "uw-pulse", pulse_chain, 3, "off_cpu_ns", NULL);
+	pul_off = thread_sum(j, pid, "uw-pulse", "off_cpu_ns");
+	walks = e2e_u64(j, "unwind.tables.walks");
+	complete = e2e_u64(j, "unwind.tables.ends.complete");
+	print_message("table: uw_leaf on CPU %.0f ms, %.1f %% with the whole chain, %.1f %% from "
+		      "_start\n",
+		      (double)on.total / 1e6, 100 * ratio(on.good, on.total),
+		      100 * ratio(on.from_start, on.total));
+	print_message("  uw-pulse: %.0f ms blocked, %.1f %% under uw_pulse_outer > uw_pulse_wait\n",
+		      (double)pul_off / 1e6, 100 * ratio(pul.good, pul_off));
+	print_message("  walks %llu (%llu complete, %llu fp frames), not published %llu, table "
+		      "stacks %llu (%llu truncated); %llu objects, %llu rows, %.1f ms publishing\n",
+		      (unsigned long long)walks, (unsigned long long)complete,
+		      (unsigned long long)e2e_u64(j, "unwind.tables.fp_frames"),
+		      (unsigned long long)e2e_u64(j, "unwind.tables.no_process"),
+		      (unsigned long long)e2e_u64(j, "unwind.user_stacks.table"),
+		      (unsigned long long)e2e_u64(j, "unwind.user_stacks.table_truncated"),
+		      (unsigned long long)e2e_u64(j, "unwind.tables.objects"),
+		      (unsigned long long)e2e_u64(j, "unwind.tables.rows_used"),
+		      (double)e2e_u64(j, "unwind.tables.ns") / 1e6);
+	assert_string_equal(
+		json_string_value(json_object_get(json_object_get(j, "unwind"), "mode")), "table");
+	assert_true(on.total > 1000000000ull);
+	assert_true(on.good >= on.total * 9 / 10);
+	assert_true(on.from_start >= on.total * 9 / 10);
+	assert_int_equal(e2e_u64(j, "unwind.copies.taken"), 0);
+	assert_int_equal(e2e_u64(j, "unwind.unwinder.stacks"), 0);
+	assert_true(walks > 1000);
+	assert_true(complete >= walks * 9 / 10);
+	/* each walked stack reaches user space (off-CPU ones once per flush) */
+	assert_true(e2e_u64(j, "unwind.user_stacks.table") >= walks * 9 / 10);
+	/* switch-outs inside the capture are walked too (a thread asleep before it keeps its
+	 * frame-pointer stack from the start iterator, for now) */
+	assert_true(pul_off > 1000000000ull);
+	assert_true(pul.good >= pul_off * 9 / 10);
+	/* the workload and libc at least, each compiled once */
+	assert_true(e2e_u64(j, "unwind.tables.objects") >= 2);
+	assert_true(e2e_u64(j, "unwind.tables.rows_used") > 1000);
+	assert_int_equal(e2e_u64(j, "unwind.tables.full"), 0);
+	json_decref(j);
+}
+
 /* Frame pointers alone lose read()'s caller: glibc has none. */
 static void test_fp_loses_callers(void **state)
 {
@@ -303,6 +357,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_dwarf_chains, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_table_chains, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fp_loses_callers, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_budget_fallback, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_truncated, setup, teardown),
