@@ -713,6 +713,20 @@ static long uw_step(__u32 i, void *unused)
 	return 0;
 }
 
+/* Processes that exec'd (--unwind table): tgid -> its start time and when. Their slot from
+ * before the exec, and their parent's, are not theirs. */
+struct uw_exec {
+	__u64 pstart_ns;
+	__u64 exec_ns;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32);
+	__type(value, struct uw_exec);
+} uw_execd SEC(".maps");
+
 /* tgid's published slot (tgid and start time both match, seq even), or -1. */
 static __always_inline long uw_find_proc(__u32 tgid, __u64 pstart, __u32 *seq)
 {
@@ -725,8 +739,13 @@ static __always_inline long uw_find_proc(__u32 tgid, __u64 pstart, __u32 *seq)
 		if (!p)
 			return -1;
 		if (p->tgid == tgid && p->pstart_ns == pstart) {
+			struct uw_exec *x = bpf_map_lookup_elem(&uw_execd, &tgid);
+
 			*seq = *(volatile __u32 *)&p->seq;
 			if (*seq & 1)
+				return -1;
+			/* written before the process's exec: the old image's maps */
+			if (x && x->pstart_ns == pstart && x->exec_ns > p->published_ns)
 				return -1;
 			return slot;
 		}
@@ -754,8 +773,21 @@ static __always_inline long uw_walk(__u64 *dst, __u32 tgid, __u64 pstart, __u64 
 		return -1;
 	s = uw_find_proc(tgid, pstart, &seq);
 	if (s < 0) {
-		count(HC_CNT_UW_NO_PROC);
-		return -1;
+		/* a fork not published yet, that has not exec'd: its parent's mappings */
+		struct task_struct *t = bpf_get_current_task_btf();
+		struct uw_exec *x = bpf_map_lookup_elem(&uw_execd, &tgid);
+
+		if (!x || x->pstart_ns != pstart) {
+			struct task_struct *parent = BPF_CORE_READ(t, group_leader, real_parent);
+
+			s = uw_find_proc(BPF_CORE_READ(parent, tgid),
+					 BPF_CORE_READ(parent, group_leader, start_boottime), &seq);
+		}
+		if (s < 0) {
+			count(HC_CNT_UW_NO_PROC);
+			return -1;
+		}
+		count(HC_CNT_UW_PARENT);
 	}
 	slot = (__u32)s;
 	st->w = (struct uw_walk){
@@ -938,6 +970,11 @@ int BPF_PROG(hc_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm 
 	e->time_ns = bpf_ktime_get_ns();
 	e->pstart_ns = BPF_CORE_READ(p, group_leader, start_boottime);
 	BPF_CORE_READ_STR_INTO(&e->comm, p, comm);
+	if (uw_tables) {
+		struct uw_exec x = {.pstart_ns = e->pstart_ns, .exec_ns = e->time_ns};
+
+		bpf_map_update_elem(&uw_execd, &tgid, &x, BPF_ANY);
+	}
 	bpf_map_delete_elem(&seen_tgids, &tgid);
 	bpf_ringbuf_submit(e, BPF_RB_FORCE_WAKEUP);
 	return 0;

@@ -87,6 +87,7 @@ enum hc_counter {
 	HC_CNT_UW_WALKS,     /* walks (samples of a published process) */
 	HC_CNT_UW_NO_PROC,   /* the process was not published (yet): frame pointers */
 	HC_CNT_UW_BUSY,	     /* its slot was rewritten during the walk: frame pointers */
+	HC_CNT_UW_PARENT,    /* walked with its parent's slot (a fork not published yet) */
 	HC_CNT_UW_FP_FRAMES, /* frames of walks taken with frame pointers (no table there) */
 	HC_CNT_UW_END,	     /* HC_UW_END_MAX counters: how the walks ended (enum hc_uw_end) */
 	HC_CNT_UW_END_LAST = HC_CNT_UW_END + 8,

@@ -81,6 +81,10 @@ enum hc_uw_end {
  * seq is a sequence lock: odd while user space rewrites the slot, even when stable. The walk
  * reads it before and after; a slot that was odd or changed meanwhile is not trusted (counted,
  * frame pointers instead).
+ *
+ * A process with no slot that was forked and has not exec'd since is walked with its
+ * parent's slot (the same mappings, until it maps more): a server's new workers are walked
+ * from their first sample.
  */
 #define HC_UW_MAPS 127
 #define HC_UW_PROBES 8
@@ -96,8 +100,11 @@ struct hc_uw_proc {
 	__u32 seq;
 	__u32 tgid; /* 0: a free slot */
 	__u64 pstart_ns;
+	/* CLOCK_MONOTONIC (bpf_ktime_get_ns) when written: a process that exec'd after it is
+	 * not walked with it (its maps are the old image's) */
+	__u64 published_ns;
 	__u32 n_maps; /* maps[0..n_maps): sorted by start, not overlapping */
-	__u32 _pad[3];
+	__u32 _pad;
 	struct hc_uw_map maps[HC_UW_MAPS];
 };
 

@@ -153,6 +153,7 @@ struct task_struct {
 	struct sighand_struct *sighand;
 	pid_t pid;
 	pid_t tgid;
+	struct task_struct *real_parent;
 	struct task_struct *group_leader;
 	__u64 start_boottime;
 	char comm[16];

@@ -232,6 +232,7 @@ static void slot_write(struct hc_uw_proc *s, uint32_t tgid, uint64_t start_ns,
 	__atomic_thread_fence(__ATOMIC_RELEASE);
 	s->tgid = tgid;
 	s->pstart_ns = start_ns;
+	s->published_ns = (uint64_t)hc_mono_ns();
 	s->n_maps = n;
 	if (n)
 		memcpy(s->maps, maps, n * sizeof(*maps));

@@ -269,6 +269,47 @@ static void test_table_chains(void **state)
 	json_decref(j);
 }
 
+/* --unwind table, a process started after the capture: published at its exec (the worker is
+ * woken for it), its busy chain run by a fork of it (walked with the parent's tables until the
+ * fork is published itself). */
+static void test_table_after_attach(void **state)
+{
+	char *argv[] = {(char *)hotcold, "record", "--unwind", "table", "--comm", "hc-unwind-wl",
+			"-F", "999", "-d", "3s", "-v", "-o", out_path, NULL};
+	char *wargv[] = {(char *)workload, "2", "fork", NULL};
+	struct share on;
+	pid_t r, w, pid;
+	json_t *j;
+	int fd;
+
+	(void)state;
+	r = e2e_spawn(argv, NULL, err_path);
+	assert_true(r > 0);
+	assert_true(e2e_wait_text(err_path, "the window is open", 30000));
+	w = e2e_spawn(wargv, &fd, NULL);
+	assert_true(w > 0);
+	pid = e2e_read_pid(fd);
+	close(fd);
+	assert_int_equal(e2e_wait(r, 60000), 0);
+	if (pid > 0)
+		kill(pid, SIGKILL);
+	e2e_wait(w, 5000);
+	assert_true(pid > 0);
+	j = e2e_load_json(out_path);
+	assert_non_null(j);
+	on = chain_share(j, pid, NULL, main_chain, 6, "on_cpu_ns", "_start");
+	print_message("table, started after attach (a fork): uw_leaf on CPU %.0f ms, %.1f %% from "
+		      "_start; walks %llu (%llu with the parent's tables), not published %llu\n",
+		      (double)on.total / 1e6, 100 * ratio(on.from_start, on.total),
+		      (unsigned long long)e2e_u64(j, "unwind.tables.walks"),
+		      (unsigned long long)e2e_u64(j, "unwind.tables.parent"),
+		      (unsigned long long)e2e_u64(j, "unwind.tables.no_process"));
+	/* 2 s of one busy thread at 999 Hz */
+	assert_true(on.total > 1000000000ull);
+	assert_true(on.from_start >= on.total * 9 / 10);
+	json_decref(j);
+}
+
 /* Frame pointers alone lose read()'s caller: glibc has none. */
 static void test_fp_loses_callers(void **state)
 {
@@ -358,6 +399,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_dwarf_chains, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_table_chains, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_table_after_attach, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fp_loses_callers, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_budget_fallback, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_truncated, setup, teardown),

@@ -11,13 +11,16 @@
  *   "uw-pulse":   uw_pulse_thread > uw_pulse_outer > uw_pulse_wait > read()  (woken every
  *                 10 ms by "uw-ticker": its switch-outs happen inside the capture)
  *
- * Usage: hc-unwind-wl SECONDS. Prints its pid, then runs for SECONDS.
+ * Usage: hc-unwind-wl SECONDS [fork]. Prints its pid, then runs for SECONDS. With `fork`,
+ * the busy main chain runs in a child forked first (no exec: the parent's mappings) and the
+ * pid printed is the child's; the parent waits for it.
  */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #define NOINLINE __attribute__((noinline))
@@ -133,6 +136,17 @@ int main(int argc, char **argv)
 	double secs = argc > 1 ? atof(argv[1]) : 5;
 	struct timespec t0, now;
 
+	if (argc > 2 && !strcmp(argv[2], "fork")) {
+		pid_t child = fork();
+		int status;
+
+		if (child < 0)
+			return 1;
+		if (child > 0)
+			return waitpid(child, &status, 0) == child && WIFEXITED(status)
+				       ? WEXITSTATUS(status)
+				       : 1;
+	}
 	if (pipe(blocked_pipe) || pipe(pulse_pipe))
 		return 1;
 	start(uw_blocked_thread, "uw-blocked");
