@@ -459,24 +459,31 @@ struct uw_state {
 	__u64 pcs[HC_MAX_STACK_DEPTH]; /* the frames, leaf first */
 };
 
+/* Entry 0: the walks of the current task (samples, tracepoints); 1: the start iterator's,
+ * which sleeps and may be interrupted by a sample on its CPU. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
+	__uint(max_entries, 2);
 	__type(key, __u32);
 	__type(value, struct uw_state);
 } uw_scratch SEC(".maps");
 
-static __always_inline struct uw_state *uw_state(void)
-{
-	__u32 zero = 0;
+/* What a walk's callbacks are given: the state's entry, and for the iterator the task whose
+ * memory is read (bpf_copy_from_user_task(): another task's, and it may fault pages in). */
+struct uw_ctx {
+	__u32 idx;
+	struct task_struct *task;
+};
 
-	return bpf_map_lookup_elem(&uw_scratch, &zero);
+static __always_inline struct uw_state *uw_state(__u32 idx)
+{
+	return bpf_map_lookup_elem(&uw_scratch, &idx);
 }
 
 /* One halving over a process's maps, by start. */
-static long uw_map_cb(__u32 i, void *unused)
+static long uw_map_cb(__u32 i, struct uw_ctx *c)
 {
-	struct uw_state *st = uw_state();
+	struct uw_state *st = uw_state(c->idx);
 	struct uw_bisect *b = st ? &st->b : NULL;
 	struct hc_uw_proc *p;
 	__u32 slot;
@@ -499,9 +506,9 @@ static long uw_map_cb(__u32 i, void *unused)
 }
 
 /* One halving over an object's rows, by pc (hc_urow__find's). */
-static long uw_row_cb(__u32 i, void *unused)
+static long uw_row_cb(__u32 i, struct uw_ctx *c)
 {
-	struct uw_state *st = uw_state();
+	struct uw_state *st = uw_state(c->idx);
 	struct uw_bisect *b = st ? &st->b : NULL;
 	struct hc_urow *r;
 	__u32 idx;
@@ -520,8 +527,8 @@ static long uw_row_cb(__u32 i, void *unused)
 }
 
 /* The published map of the process in `slot` holding pc, or -1. */
-static __always_inline long uw_find_map(struct uw_state *st, const struct hc_uw_proc *proc,
-					__u32 slot, __u64 pc)
+static __always_inline long uw_find_map(struct uw_ctx *c, struct uw_state *st,
+					const struct hc_uw_proc *proc, __u32 slot, __u64 pc)
 {
 	__u64 i;
 
@@ -529,7 +536,7 @@ static __always_inline long uw_find_map(struct uw_state *st, const struct hc_uw_
 	st->b.hi = proc->n_maps < HC_UW_MAPS ? proc->n_maps : HC_UW_MAPS;
 	st->b.key = pc;
 	st->b.slot = slot;
-	bpf_loop(8, uw_map_cb, NULL, 0);
+	bpf_loop(8, uw_map_cb, c, 0);
 	if (st->b.lo != st->b.hi)
 		return -1;
 	i = st->b.lo - 1;
@@ -540,7 +547,8 @@ static __always_inline long uw_find_map(struct uw_state *st, const struct hc_uw_
 
 /* The row for rel in rows [at, at + n) of uw_rows: its index in uw_rows, or -1 before the
  * first row (or on a bad range). */
-static __always_inline long uw_find_row(struct uw_state *st, __u32 at, __u32 n, __u32 rel)
+static __always_inline long uw_find_row(struct uw_ctx *c, struct uw_state *st, __u32 at, __u32 n,
+					__u32 rel)
 {
 	if (n > HC_UROWS_MAX || at >= uw_n_rows || n > uw_n_rows - at)
 		return -1;
@@ -548,19 +556,27 @@ static __always_inline long uw_find_row(struct uw_state *st, __u32 at, __u32 n, 
 	st->b.hi = n;
 	st->b.key = rel;
 	st->b.at = at;
-	bpf_loop(HC_UROWS_LOG2 + 1, uw_row_cb, NULL, 0);
+	bpf_loop(HC_UROWS_LOG2 + 1, uw_row_cb, c, 0);
 	if (st->b.lo != st->b.hi || !st->b.lo)
 		return -1;
 	return (long)(at + st->b.lo - 1);
 }
 
-static __always_inline bool uw_read(__u64 *v, __u64 addr)
+/* n bytes of user memory at addr: the current task's, or (sleepable: the start iterator)
+ * c->task's. */
+static __always_inline bool uw_read_n(bool sleepable, const struct uw_ctx *c, void *v, __u32 n,
+				      __u64 addr)
 {
-	return !bpf_probe_read_user(v, sizeof(*v), (const void *)addr);
+	if (sleepable)
+		return !bpf_copy_from_user_task(v, n, (const void *)addr, c->task, 0);
+	return !bpf_probe_read_user(v, n, (const void *)addr);
 }
 
+#define uw_read(v, addr) uw_read_n(sleepable, c, (v), sizeof(*(v)), (addr))
+
 /* One frame with frame pointers: rbp points at the saved rbp, the return address above it. */
-static __always_inline long uw_fp_step(struct uw_walk *w, __u32 fail)
+static __always_inline long uw_fp_step(bool sleepable, const struct uw_ctx *c, struct uw_walk *w,
+				       __u32 fail)
 {
 	__u64 fr[2];
 
@@ -576,7 +592,7 @@ static __always_inline long uw_fp_step(struct uw_walk *w, __u32 fail)
 		w->end = fail;
 		return 1;
 	}
-	if (bpf_probe_read_user(fr, sizeof(fr), (const void *)w->bp)) {
+	if (!uw_read_n(sleepable, c, fr, sizeof(fr), w->bp)) {
 		w->end = HC_UW_READ_ERROR;
 		return 1;
 	}
@@ -592,10 +608,10 @@ static __always_inline long uw_fp_step(struct uw_walk *w, __u32 fail)
 	return 0;
 }
 
-/* One frame: pc recorded, then its caller's registers from pc's row (bpf_loop callback). */
-static long uw_step(__u32 i, void *unused)
+/* One frame: pc recorded, then its caller's registers from pc's row (a bpf_loop step). */
+static __always_inline long uw_step_impl(bool sleepable, struct uw_ctx *c)
 {
-	struct uw_state *st = uw_state();
+	struct uw_state *st = uw_state(c->idx);
 	struct uw_walk *w = st ? &st->w : NULL;
 	struct hc_uw_proc *proc;
 	__u32 slot, n, at;
@@ -625,17 +641,17 @@ static long uw_step(__u32 i, void *unused)
 	w->n = n + 1;
 	/* a return address is the instruction after the call: look the call up */
 	lpc = w->exact ? pc : pc - 1;
-	m = uw_find_map(st, proc, slot, lpc);
+	m = uw_find_map(c, st, proc, slot, lpc);
 	if (m < 0 || m >= HC_UW_MAPS)
-		return uw_fp_step(w, HC_UW_NO_MAPPING);
+		return uw_fp_step(sleepable, c, w, HC_UW_NO_MAPPING);
 	if (!proc->maps[m].n_rows)
-		return uw_fp_step(w, HC_UW_NO_TABLE);
-	ri = uw_find_row(st, proc->maps[m].rows_at, proc->maps[m].n_rows,
+		return uw_fp_step(sleepable, c, w, HC_UW_NO_TABLE);
+	ri = uw_find_row(c, st, proc->maps[m].rows_at, proc->maps[m].n_rows,
 			 (__u32)(lpc - proc->maps[m].bias));
 	at = (__u32)ri;
 	r = ri < 0 ? NULL : bpf_map_lookup_elem(&uw_rows, &at);
 	if (!r)
-		return uw_fp_step(w, HC_UW_NO_TABLE);
+		return uw_fp_step(sleepable, c, w, HC_UW_NO_TABLE);
 	switch (r->kind) {
 	case HC_UR_SP:
 		cfa = w->sp + 8 * (__s64)r->off;
@@ -681,7 +697,7 @@ static long uw_step(__u32 i, void *unused)
 		w->end = HC_UW_COMPLETE;
 		return 1;
 	case HC_UR_GAP:
-		return uw_fp_step(w, HC_UW_NO_TABLE);
+		return uw_fp_step(sleepable, c, w, HC_UW_NO_TABLE);
 	default:
 		w->end = HC_UW_UNSUPPORTED;
 		return 1;
@@ -713,6 +729,16 @@ static long uw_step(__u32 i, void *unused)
 	return 0;
 }
 
+static long uw_step(__u32 i, struct uw_ctx *c)
+{
+	return uw_step_impl(false, c);
+}
+
+static long uw_step_task(__u32 i, struct uw_ctx *c)
+{
+	return uw_step_impl(true, c);
+}
+
 /* Processes that exec'd (--unwind table): tgid -> its start time and when. Their slot from
  * before the exec, and their parent's, are not theirs. */
 struct uw_exec {
@@ -738,7 +764,9 @@ static __always_inline long uw_find_proc(__u32 tgid, __u64 pstart, __u32 *seq)
 
 		if (!p)
 			return -1;
-		if (p->tgid == tgid && p->pstart_ns == pstart) {
+		if (p->tgid == tgid &&
+		    (p->pstart_ns == pstart || ((p->flags & HC_UW_PROC_TICKS) &&
+						p->pstart_ns == pstart - pstart % HC_UW_TICK_NS))) {
 			struct uw_exec *x = bpf_map_lookup_elem(&uw_execd, &tgid);
 
 			*seq = *(volatile __u32 *)&p->seq;
@@ -759,10 +787,11 @@ static __always_inline long uw_find_proc(__u32 tgid, __u64 pstart, __u32 *seq)
  * when it was not walked (no published slot, or the slot changed meanwhile: the caller takes
  * frame pointers). *end is how the walk ended (HC_UW_NONE when it did not run).
  */
-static __always_inline long uw_walk(__u64 *dst, __u32 tgid, __u64 pstart, __u64 ip, __u64 sp,
-				    __u64 bp, __u32 *end)
+static __always_inline long uw_walk(__u64 *dst, struct task_struct *t, __u32 tgid, __u64 pstart,
+				    __u64 ip, __u64 sp, __u64 bp, __u32 *end, bool sleepable)
 {
-	struct uw_state *st = uw_state();
+	struct uw_ctx c = {.idx = sleepable, .task = t};
+	struct uw_state *st = uw_state(c.idx);
 	struct hc_uw_proc *p;
 	__u32 seq = 0, slot, e;
 	__u64 bytes;
@@ -774,7 +803,6 @@ static __always_inline long uw_walk(__u64 *dst, __u32 tgid, __u64 pstart, __u64 
 	s = uw_find_proc(tgid, pstart, &seq);
 	if (s < 0) {
 		/* a fork not published yet, that has not exec'd: its parent's mappings */
-		struct task_struct *t = bpf_get_current_task_btf();
 		struct uw_exec *x = bpf_map_lookup_elem(&uw_execd, &tgid);
 
 		if (!x || x->pstart_ns != pstart) {
@@ -792,7 +820,10 @@ static __always_inline long uw_walk(__u64 *dst, __u32 tgid, __u64 pstart, __u64 
 	slot = (__u32)s;
 	st->w = (struct uw_walk){
 		.pc = ip, .sp = sp, .bp = bp, .slot = slot, .end = HC_UW_END_MAX, .exact = true};
-	bpf_loop(HC_MAX_STACK_DEPTH + 1, uw_step, NULL, 0);
+	if (sleepable)
+		bpf_loop(HC_MAX_STACK_DEPTH + 1, uw_step_task, &c, 0);
+	else
+		bpf_loop(HC_MAX_STACK_DEPTH + 1, uw_step, &c, 0);
 	p = bpf_map_lookup_elem(&uw_procs, &slot);
 	/* x86-64 keeps loads in order: a plain (volatile) read of seq after the walk */
 	if (!p || *(volatile __u32 *)&p->seq != seq) {
@@ -818,8 +849,9 @@ static __always_inline long uw_walk_current(__u64 *dst, __u32 *end)
 	struct pt_regs *r = (struct pt_regs *)bpf_task_pt_regs(t);
 	__u64 id = bpf_get_current_pid_tgid();
 
-	return uw_walk(dst, id >> 32, BPF_CORE_READ(t, group_leader, start_boottime),
-		       BPF_CORE_READ(r, ip), BPF_CORE_READ(r, sp), BPF_CORE_READ(r, bp), end);
+	return uw_walk(dst, t, id >> 32, BPF_CORE_READ(t, group_leader, start_boottime),
+		       BPF_CORE_READ(r, ip), BPF_CORE_READ(r, sp), BPF_CORE_READ(r, bp), end,
+		       false);
 }
 
 SEC("perf_event")
@@ -879,8 +911,8 @@ int hc_sample(struct bpf_perf_event_data *ctx)
 		if (in_kernel)
 			ulen = uw_walk_current(e->stacks, &e->uw_end);
 		else
-			ulen = uw_walk(e->stacks, tgid, e->pstart_ns, ctx->regs.ip, ctx->regs.sp,
-				       ctx->regs.bp, &e->uw_end);
+			ulen = uw_walk(e->stacks, bpf_get_current_task_btf(), tgid, e->pstart_ns,
+				       ctx->regs.ip, ctx->regs.sp, ctx->regs.bp, &e->uw_end, false);
 		if (ulen >= 0)
 			e->ustack_len = ulen;
 	}
@@ -1840,7 +1872,18 @@ int hc_iter_start(struct bpf_iter__task *ctx)
 	ev->flags = (ev->flags & HC_OFF_KTHREAD) | HC_OFF_START;
 	BPF_CORE_READ_STR_INTO(&ev->comm, t, comm);
 	BPF_CORE_READ_STR_INTO(&ev->pcomm, t, group_leader, comm);
-	if (!kthread) {
+	ev->uw_end = HC_UW_NONE;
+	if (!kthread && uw_tables) {
+		/* --unwind table: walked as a sample would be, reading its memory sleepably */
+		struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(t);
+		long ulen = uw_walk(ev->stacks, t, BPF_CORE_READ(t, tgid),
+				    BPF_CORE_READ(t, group_leader, start_boottime), regs->ip,
+				    regs->sp, regs->bp, &ev->uw_end, true);
+
+		if (ulen >= 0)
+			n = (__u32)ulen / 8;
+	}
+	if (!kthread && ev->uw_end == HC_UW_NONE) {
 		struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(t);
 		__u64 bp = regs->bp, fr[2];
 
@@ -1858,9 +1901,17 @@ int hc_iter_start(struct bpf_iter__task *ctx)
 			bp = fr[0];
 		}
 	}
-	ev->ustack_len = n * 8;
-	ev->uw_end = HC_UW_NONE; /* frame pointers: another task's memory, sleepable reads */
-	klen = bpf_get_task_stack(t, (void *)ev->stacks + (n & 0xff) * 8, STACK_BYTES, 0);
+	{
+		/* the user frames' bytes, bounded on the register that offsets (the verifier
+		 * follows no other) */
+		__u64 ub = (__u64)n * 8;
+
+		asm volatile("" : "+r"(ub));
+		if (ub > STACK_BYTES)
+			ub = STACK_BYTES;
+		ev->ustack_len = ub;
+		klen = bpf_get_task_stack(t, (void *)ev->stacks + ub, STACK_BYTES, 0);
+	}
 	ev->kstack_len = klen;
 	/* Its own copy buffer (the last), and no bucket: it runs once, but nothing drains the
 	 * ring buffer while it runs, so copies stop once half of it is full. */

@@ -104,9 +104,14 @@ struct hc_uw_proc {
 	 * not walked with it (its maps are the old image's) */
 	__u64 published_ns;
 	__u32 n_maps; /* maps[0..n_maps): sorted by start, not overlapping */
-	__u32 _pad;
+	__u32 flags;  /* HC_UW_PROC_* */
 	struct hc_uw_map maps[HC_UW_MAPS];
 };
+
+/* pstart_ns is only known to the clock tick (USER_HZ, /proc/PID/stat's starttime: a process
+ * published before any record of it): it matches start times in that tick. */
+#define HC_UW_PROC_TICKS 1u
+#define HC_UW_TICK_NS 10000000ull
 
 /* The first slot probed for tgid among n_slots (a power of two). */
 static inline __u32 hc_uw_slot_hash(__u32 tgid, __u32 n_slots)

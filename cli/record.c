@@ -491,9 +491,15 @@ static int record_worker(const struct record_cfg *cfg, struct hc_sampler *sample
 		goto out;
 	}
 	*capp = w.cap;
-	/* Snapshot the -p processes now, before any sample. */
-	for (size_t i = 0; i < cfg->n_tgids; i++)
-		hc_symbolizer__add_process(w.sym, cfg->tgids[i], 0);
+	/* Snapshot the -p processes now, before any sample; --unwind table: and publish their
+	 * tables, so that the start iterator walks their sleeping threads too. */
+	for (size_t i = 0; i < cfg->n_tgids; i++) {
+		struct hc_sym_proc *p = NULL;
+
+		hc_symbolizer__process(w.sym, cfg->tgids[i], 0, &p);
+		if (w.pub && p)
+			(void)hc_uwpub__process(w.pub, p);
+	}
 
 	/* Said once sampling is sure to run, not only with -v: a capture whose kernel frames
 	 * are all [unknown] is degraded, and a cron job should say so (CAP_SYSLOG missing, or

@@ -872,6 +872,11 @@ void hc_sym_proc__identity(const struct hc_sym_proc *p, uint32_t *tgid, uint64_t
 	*start_ns = p->start_ns;
 }
 
+uint64_t hc_sym_proc__start_tick_ns(const struct hc_symbolizer *sym, const struct hc_sym_proc *p)
+{
+	return p->start_ticks * sym->tick_ns;
+}
+
 bool hc_sym_proc__has_maps(const struct hc_sym_proc *p)
 {
 	return p && p->maps;

@@ -147,6 +147,9 @@ int hc_symbolizer__process(struct hc_symbolizer *sym, uint32_t tgid, uint64_t st
 			   struct hc_sym_proc **out);
 /* The tgid and start time the handle stands for. */
 void hc_sym_proc__identity(const struct hc_sym_proc *p, uint32_t *tgid, uint64_t *start_ns);
+/* The start time /proc/PID/stat gave, in ns (a whole number of clock ticks): 0 when not read.
+ * For a process known before any record of it, whose start_ns is 0. */
+uint64_t hc_sym_proc__start_tick_ns(const struct hc_symbolizer *sym, const struct hc_sym_proc *p);
 /* Whether p's mappings were ever read: without them (a process gone, or unreadable, before
  * its first record) every address of it is in no known mapping. */
 bool hc_sym_proc__has_maps(const struct hc_sym_proc *p);

@@ -222,7 +222,7 @@ void hc_uwpub__stats(const struct hc_uwpub *u, struct hc_uwpub_stats *out)
  * before the writes of the fields), even again with a release store after them. tgid 0 and
  * n 0 free it.
  */
-static void slot_write(struct hc_uw_proc *s, uint32_t tgid, uint64_t start_ns,
+static void slot_write(struct hc_uw_proc *s, uint32_t tgid, uint64_t start_ns, uint32_t flags,
 		       const struct hc_uw_map *maps, uint32_t n)
 {
 	uint32_t seq = __atomic_load_n(&s->seq, __ATOMIC_RELAXED);
@@ -234,6 +234,7 @@ static void slot_write(struct hc_uw_proc *s, uint32_t tgid, uint64_t start_ns,
 	s->pstart_ns = start_ns;
 	s->published_ns = (uint64_t)hc_mono_ns();
 	s->n_maps = n;
+	s->flags = flags;
 	if (n)
 		memcpy(s->maps, maps, n * sizeof(*maps));
 	memset(s->maps + n, 0, (HC_UW_MAPS - n) * sizeof(*maps));
@@ -396,7 +397,8 @@ static int proc_entry(struct hc_uwpub *u, uint32_t tgid, struct uwproc **out)
 	return 0;
 }
 
-static int publish(struct hc_uwpub *u, struct hc_sym_proc *p, uint32_t tgid, uint64_t start_ns)
+static int publish(struct hc_uwpub *u, struct hc_sym_proc *p, uint32_t tgid, uint64_t start_ns,
+		   uint32_t flags)
 {
 	struct uwproc *e;
 	uint32_t *objs, n;
@@ -430,7 +432,7 @@ static int publish(struct hc_uwpub *u, struct hc_sym_proc *p, uint32_t tgid, uin
 	 * object both name never reaches 0. */
 	for (uint32_t i = 0; i < n; i++)
 		u->objs[objs[i]].refs++;
-	slot_write(&u->a.procs[slot], tgid, start_ns, u->maps, n);
+	slot_write(&u->a.procs[slot], tgid, start_ns, flags, u->maps, n);
 	obj_unref_all(u, e->objs, e->n_objs);
 	free(e->objs);
 	e->objs = objs;
@@ -446,7 +448,7 @@ static int publish(struct hc_uwpub *u, struct hc_sym_proc *p, uint32_t tgid, uin
 int hc_uwpub__process(struct hc_uwpub *u, struct hc_sym_proc *p)
 {
 	uint64_t start_ns, gen, t0;
-	uint32_t tgid, idx;
+	uint32_t tgid, idx, flags = 0;
 	int err;
 
 	/* First: it checks p (NULL, stale, no maps) before anything reads it. */
@@ -456,11 +458,21 @@ int hc_uwpub__process(struct hc_uwpub *u, struct hc_sym_proc *p)
 	hc_sym_proc__identity(p, &tgid, &start_ns);
 	if (!tgid)
 		return -EINVAL; /* tgid 0 marks a free slot */
+	/* Known before any record of it (-p, at the start): its start time to the clock tick,
+	 * which the walk matches as such; the exact one, once a record brings it, republishes. */
+	if (!start_ns) {
+		uint64_t tick = hc_sym_proc__start_tick_ns(u->sym, p);
+
+		if (tick && tick % HC_UW_TICK_NS == 0) {
+			start_ns = tick;
+			flags = HC_UW_PROC_TICKS;
+		}
+	}
 	if (!hc_keymap__get(&u->proc_idx, tgid, 0, &idx) && u->procs[idx].gen == gen &&
 	    u->procs[idx].start_ns == start_ns)
 		return 0;
 	t0 = hc_mono_ns();
-	err = publish(u, p, tgid, start_ns);
+	err = publish(u, p, tgid, start_ns, flags);
 	u->stats.ns += hc_mono_ns() - t0;
 	return err;
 }
@@ -538,7 +550,7 @@ int hc_uwpub__prune(struct hc_uwpub *u)
 		}
 		if (e->slot >= 0) {
 			/* Unpublished first: its objects' rows are freed below, after. */
-			slot_write(&u->a.procs[e->slot], 0, 0, NULL, 0);
+			slot_write(&u->a.procs[e->slot], 0, 0, 0, NULL, 0);
 			u->slot_busy[e->slot] = false;
 			u->stats.unpublished++;
 			freed_slots = true;

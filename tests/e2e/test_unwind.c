@@ -218,8 +218,8 @@ static void test_dwarf_chains(void **state)
 /* --unwind table: the same chains walked in BPF from the compiled tables, no copies. */
 static void test_table_chains(void **state)
 {
-	uint64_t walks, complete, pul_off;
-	struct share on, pul;
+	uint64_t walks, complete, pul_off, blk_off;
+	struct share on, pul, blk;
 	pid_t pid;
 	json_t *j;
 
@@ -229,14 +229,18 @@ static void test_table_chains(void **state)
 	on = chain_share(j, pid, NULL, main_chain, 6, "on_cpu_ns", "_start");
 	pul = chain_share(j, pid, "uw-pulse", pulse_chain, 3, "off_cpu_ns", NULL);
 	pul_off = thread_sum(j, pid, "uw-pulse", "off_cpu_ns");
+	blk = chain_share(j, pid, "uw-blocked", blocked_chain, 3, "off_cpu_ns", NULL);
+	blk_off = thread_sum(j, pid, "uw-blocked", "off_cpu_ns");
 	walks = e2e_u64(j, "unwind.tables.walks");
 	complete = e2e_u64(j, "unwind.tables.ends.complete");
 	print_message("table: uw_leaf on CPU %.0f ms, %.1f %% with the whole chain, %.1f %% from "
 		      "_start\n",
 		      (double)on.total / 1e6, 100 * ratio(on.good, on.total),
 		      100 * ratio(on.from_start, on.total));
-	print_message("  uw-pulse: %.0f ms blocked, %.1f %% under uw_pulse_outer > uw_pulse_wait\n",
-		      (double)pul_off / 1e6, 100 * ratio(pul.good, pul_off));
+	print_message("  uw-pulse: %.0f ms blocked, %.1f %% under uw_pulse_outer > uw_pulse_wait; "
+		      "uw-blocked: %.0f ms, %.1f %% under uw_blocked_outer > uw_blocked_wait\n",
+		      (double)pul_off / 1e6, 100 * ratio(pul.good, pul_off), (double)blk_off / 1e6,
+		      100 * ratio(blk.good, blk_off));
 	print_message("  walks %llu (%llu complete, %llu fp frames), not published %llu, table "
 		      "stacks %llu (%llu truncated); %llu objects, %llu rows, %.1f ms publishing\n",
 		      (unsigned long long)walks, (unsigned long long)complete,
@@ -258,10 +262,13 @@ static void test_table_chains(void **state)
 	assert_true(complete >= walks * 9 / 10);
 	/* each walked stack reaches user space (off-CPU ones once per flush) */
 	assert_true(e2e_u64(j, "unwind.user_stacks.table") >= walks * 9 / 10);
-	/* switch-outs inside the capture are walked too (a thread asleep before it keeps its
-	 * frame-pointer stack from the start iterator, for now) */
+	/* switch-outs inside the capture are walked too, and the start iterator walks the
+	 * thread asleep before it (-p publishes the process before the window opens) */
 	assert_true(pul_off > 1000000000ull);
 	assert_true(pul.good >= pul_off * 9 / 10);
+	assert_true(blk_off > 2000000000ull);
+	assert_true(blk.good >= blk_off * 9 / 10);
+	assert_int_equal(e2e_u64(j, "unwind.tables.no_process"), 0);
 	/* the workload and libc at least, each compiled once */
 	assert_true(e2e_u64(j, "unwind.tables.objects") >= 2);
 	assert_true(e2e_u64(j, "unwind.tables.rows_used") > 1000);
@@ -274,8 +281,9 @@ static void test_table_chains(void **state)
  * fork is published itself). */
 static void test_table_after_attach(void **state)
 {
-	char *argv[] = {(char *)hotcold, "record", "--unwind", "table", "--comm", "hc-unwind-wl",
-			"-F", "999", "-d", "3s", "-v", "-o", out_path, NULL};
+	char *argv[] = {
+		(char *)hotcold, "record", "--unwind", "table", "--comm", "hc-unwind-wl", "-F",
+		"999",		 "-d",	   "3s",       "-v",	"-o",	  out_path,	  NULL};
 	char *wargv[] = {(char *)workload, "2", "fork", NULL};
 	struct share on;
 	pid_t r, w, pid;
