@@ -13,6 +13,7 @@
 #   disk@RATE     serve --data-dir DIR, DIR fresh and empty each run (skipped, saying so, when
 #                 the binary's `serve --help` does not mention --data-dir)
 #   diskfp@RATE   the same with --unwind fp: what the rest costs without user-space unwinding
+#   disktable@RATE the same with --unwind table: DWARF unwinding in BPF from compiled tables
 #   base@RATE     the --base build (an older one, before/after), memory store
 #   diskbase@RATE the --base build with its disk store (named in --configs only)
 # RATE: `default` (no -F: serve's default rate) and any --rates given (e.g. "default 199").
@@ -130,7 +131,7 @@ for cfg in $CONFIGS; do
 	case "$cfg" in
 	off) RUNS+=(off); continue ;;
 	memory) ;;
-	disk | diskfp)
+	disk | diskfp | disktable)
 		if ! has_data_dir "$HOTCOLD"; then
 			note "skipping disk: $HOTCOLD serve --help does not mention --data-dir (no disk store in that build)"
 			continue
@@ -141,7 +142,7 @@ for cfg in $CONFIGS; do
 		[ -n "$HOTCOLD_BASE" ] || die "diskbase needs --base PATH"
 		has_data_dir "$HOTCOLD_BASE" || die "diskbase: $HOTCOLD_BASE has no disk store"
 		;;
-	*) die "unknown configuration $cfg (off, memory, disk, diskfp, base, diskbase)" ;;
+	*) die "unknown configuration $cfg (off, memory, disk, diskfp, disktable, base, diskbase)" ;;
 	esac
 	for rate in $RATES; do
 		case "$rate" in
@@ -361,11 +362,12 @@ run_one() {
 	[ "$rate" = default ] || args+=(-F "$rate")
 	case "$cfg" in
 	memory | base) has_data_dir "$bin" && args+=(--data-dir none) ;;
-	disk | diskfp | diskbase)
+	disk | diskfp | disktable | diskbase)
 		data="$DATA_PARENT/data-$rate"
 		rm -rf "$data"
 		args+=(--data-dir "$data")
 		[ "$cfg" = diskfp ] && args+=(--unwind fp)
+		[ "$cfg" = disktable ] && args+=(--unwind table)
 		;;
 	esac
 	start_serve "$bin" "$log" "${args[@]}"

@@ -438,20 +438,16 @@ struct uw_walk {
 	bool exact;	 /* pc is where execution stopped (leaf, signal), not a return address */
 };
 
-/* A bisection's state: the answer is lo - 1 once lo == hi. The steps run as bpf_loop
- * callbacks: verified once each, where an open loop of data-dependent halvings has the
- * verifier walk every path. */
+/* A bisection's bounds: the answer is lo - 1 once lo == hi. */
 struct uw_bisect {
 	__u64 lo, hi;
-	__u64 key;  /* the pc (maps), the pc - bias (rows) */
-	__u32 slot; /* maps: the process slot */
-	__u32 at;   /* rows: the object's first row */
 };
 
 /*
  * The walk's state, per CPU, in a map value rather than on the stack: the verifier knows
- * nothing of what a map value holds, so the callbacks below converge at once, where state on
- * the stack (constants it follows through every halving) has it walk each path apart.
+ * nothing of what a map value holds, so the frame step (a bpf_loop callback) and the
+ * bisections' loops are checked once each, where state on the stack (constants it follows
+ * through every halving) has it walk each path apart.
  */
 struct uw_state {
 	struct uw_walk w;
@@ -480,53 +476,9 @@ static __always_inline struct uw_state *uw_state(__u32 idx)
 	return bpf_map_lookup_elem(&uw_scratch, &idx);
 }
 
-/* One halving over a process's maps, by start. */
-static long uw_map_cb(__u32 i, struct uw_ctx *c)
-{
-	struct uw_state *st = uw_state(c->idx);
-	struct uw_bisect *b = st ? &st->b : NULL;
-	struct hc_uw_proc *p;
-	__u32 slot;
-	__u64 mid;
-
-	if (!b)
-		return 1;
-	slot = b->slot;
-	p = bpf_map_lookup_elem(&uw_procs, &slot);
-	if (!p || b->lo >= b->hi)
-		return 1;
-	mid = b->lo + (b->hi - b->lo) / 2;
-	if (mid >= HC_UW_MAPS)
-		return 1;
-	if (p->maps[mid].start <= b->key)
-		b->lo = mid + 1;
-	else
-		b->hi = mid;
-	return 0;
-}
-
-/* One halving over an object's rows, by pc (hc_urow__find's). */
-static long uw_row_cb(__u32 i, struct uw_ctx *c)
-{
-	struct uw_state *st = uw_state(c->idx);
-	struct uw_bisect *b = st ? &st->b : NULL;
-	struct hc_urow *r;
-	__u32 idx;
-
-	if (!b || b->lo >= b->hi)
-		return 1;
-	idx = b->at + (__u32)(b->lo + (b->hi - b->lo) / 2);
-	r = bpf_map_lookup_elem(&uw_rows, &idx);
-	if (!r)
-		return 1;
-	if (r->pc <= (__u32)b->key)
-		b->lo = idx - b->at + 1;
-	else
-		b->hi = idx - b->at;
-	return 0;
-}
-
-/* The published map of the process in `slot` holding pc, or -1. */
+/* The published map of the process in `slot` holding pc, or -1. The halvings' bounds live in
+ * the per-CPU map value, not in registers: the verifier, knowing nothing of them, finds each
+ * iteration's states alike and checks the loop once, without a callback per halving. */
 static __always_inline long uw_find_map(struct uw_ctx *c, struct uw_state *st,
 					const struct hc_uw_proc *proc, __u32 slot, __u64 pc)
 {
@@ -534,9 +486,19 @@ static __always_inline long uw_find_map(struct uw_ctx *c, struct uw_state *st,
 
 	st->b.lo = 0;
 	st->b.hi = proc->n_maps < HC_UW_MAPS ? proc->n_maps : HC_UW_MAPS;
-	st->b.key = pc;
-	st->b.slot = slot;
-	bpf_loop(8, uw_map_cb, c, 0);
+	for (int k = 0; k < 8; k++) {
+		__u64 lo = st->b.lo, hi = st->b.hi, mid;
+
+		if (lo >= hi)
+			break;
+		mid = lo + (hi - lo) / 2;
+		if (mid >= HC_UW_MAPS)
+			return -1;
+		if (proc->maps[mid].start <= pc)
+			st->b.lo = mid + 1;
+		else
+			st->b.hi = mid;
+	}
 	if (st->b.lo != st->b.hi)
 		return -1;
 	i = st->b.lo - 1;
@@ -546,7 +508,7 @@ static __always_inline long uw_find_map(struct uw_ctx *c, struct uw_state *st,
 }
 
 /* The row for rel in rows [at, at + n) of uw_rows: its index in uw_rows, or -1 before the
- * first row (or on a bad range). */
+ * first row (or on a bad range). As uw_find_map(). */
 static __always_inline long uw_find_row(struct uw_ctx *c, struct uw_state *st, __u32 at, __u32 n,
 					__u32 rel)
 {
@@ -554,9 +516,22 @@ static __always_inline long uw_find_row(struct uw_ctx *c, struct uw_state *st, _
 		return -1;
 	st->b.lo = 0;
 	st->b.hi = n;
-	st->b.key = rel;
-	st->b.at = at;
-	bpf_loop(HC_UROWS_LOG2 + 1, uw_row_cb, c, 0);
+	for (int k = 0; k <= HC_UROWS_LOG2; k++) {
+		__u64 lo = st->b.lo, hi = st->b.hi;
+		__u32 idx;
+		struct hc_urow *r;
+
+		if (lo >= hi)
+			break;
+		idx = at + (__u32)(lo + (hi - lo) / 2);
+		r = bpf_map_lookup_elem(&uw_rows, &idx);
+		if (!r)
+			return -1;
+		if (r->pc <= rel)
+			st->b.lo = idx - at + 1;
+		else
+			st->b.hi = idx - at;
+	}
 	if (st->b.lo != st->b.hi || !st->b.lo)
 		return -1;
 	return (long)(at + st->b.lo - 1);
@@ -706,18 +681,32 @@ static __always_inline long uw_step_impl(bool sleepable, struct uw_ctx *c)
 		w->end = HC_UW_BAD_FRAME;
 		return 1;
 	}
-	if (!uw_read(&ra, cfa - 8)) {
-		w->end = HC_UW_READ_ERROR;
-		return 1;
-	}
-	if (r->bp == HC_URBP_UNKNOWN) {
-		w->bp_unknown = true;
-	} else if (r->bp) {
-		if (!uw_read(&w->bp, cfa - 8 * (__u64)r->bp)) {
+	if (r->bp == 2) {
+		/* push %rbp first, as most functions that save it do: rbp and the return
+		 * address side by side, one read */
+		__u64 fr[2];
+
+		if (!uw_read_n(sleepable, c, fr, sizeof(fr), cfa - 16)) {
 			w->end = HC_UW_READ_ERROR;
 			return 1;
 		}
+		w->bp = fr[0];
+		ra = fr[1];
 		w->bp_unknown = false;
+	} else {
+		if (!uw_read(&ra, cfa - 8)) {
+			w->end = HC_UW_READ_ERROR;
+			return 1;
+		}
+		if (r->bp == HC_URBP_UNKNOWN) {
+			w->bp_unknown = true;
+		} else if (r->bp) {
+			if (!uw_read(&w->bp, cfa - 8 * (__u64)r->bp)) {
+				w->end = HC_UW_READ_ERROR;
+				return 1;
+			}
+			w->bp_unknown = false;
+		}
 	}
 	w->sp = cfa;
 	w->pc = ra;

@@ -500,6 +500,17 @@ static int record_worker(const struct record_cfg *cfg, struct hc_sampler *sample
 		if (w.pub && p)
 			(void)hc_uwpub__process(w.pub, p);
 	}
+	/* every process, without -p (the window is not open yet: this is not sampled time) */
+	if (w.pub && !cfg->n_tgids) {
+		size_t n = 0;
+		uint64_t t = hc_mono_ns();
+
+		err = hc_uwpub__publish_running(w.pub, &n);
+		if (cfg->c.verbose)
+			fprintf(stderr,
+				"hotcold: unwind tables of %zu processes published in %.0f ms%s\n",
+				n, (double)(hc_mono_ns() - t) / 1e6, err ? " (out of memory)" : "");
+	}
 
 	/* Said once sampling is sure to run, not only with -v: a capture whose kernel frames
 	 * are all [unknown] is degraded, and a cron job should say so (CAP_SYSLOG missing, or
@@ -523,8 +534,11 @@ static int record_worker(const struct record_cfg *cfg, struct hc_sampler *sample
 	/* Loading, the split and the sandbox come first (tenths of a second, more on a loaded
 	 * machine): the window, and so the profile, starts here, not at the command. */
 	if (cfg->c.verbose)
-		fprintf(stderr, "hotcold: sampling every %llu ns; the window is open\n",
-			(unsigned long long)cfg->c.rate.period_ns);
+		fprintf(stderr,
+			"hotcold: sampling every %llu ns; the window is open (%.0f ms to open "
+			"it)\n",
+			(unsigned long long)cfg->c.rate.period_ns,
+			(double)(hc_mono_ns() - t0) / 1e6);
 	rc = sample_window(cfg, sampler, &bc, stop_fd, t0);
 	if (rc)
 		goto out;

@@ -19,6 +19,7 @@
 #include "symbolize/procmaps.h"
 #include "symbolize/util.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>
@@ -870,6 +871,32 @@ void hc_sym_proc__identity(const struct hc_sym_proc *p, uint32_t *tgid, uint64_t
 {
 	*tgid = p->tgid;
 	*start_ns = p->start_ns;
+}
+
+long hc_symbolizer__list_processes(struct hc_symbolizer *sym, uint32_t *out, size_t max)
+{
+	DIR *d = opendir(sym->proc_root);
+	struct dirent *e;
+	long n = 0;
+
+	if (!d)
+		return -errno;
+	while ((e = readdir(d))) {
+		char *end;
+		unsigned long v;
+
+		if (e->d_name[0] < '1' || e->d_name[0] > '9')
+			continue;
+		errno = 0;
+		v = strtoul(e->d_name, &end, 10);
+		if (errno || *end || v > UINT32_MAX)
+			continue;
+		if ((size_t)n < max)
+			out[n] = (uint32_t)v;
+		n++;
+	}
+	closedir(d);
+	return n;
 }
 
 uint64_t hc_sym_proc__start_tick_ns(const struct hc_symbolizer *sym, const struct hc_sym_proc *p)

@@ -162,6 +162,10 @@ bool hc_sym_proc__has_maps(const struct hc_sym_proc *p);
  * not start_ns is not read for it. 0 if done or already known; -ESRCH if the process is gone.
  */
 int hc_symbolizer__add_process(struct hc_symbolizer *sym, uint32_t tgid, uint64_t start_ns);
+/* The processes under proc_root now (its numeric entries), at most max in out: how many
+ * there are, or -errno. The sandbox's /proc may hide other users' (hidepid): those are met
+ * at their first record instead. */
+long hc_symbolizer__list_processes(struct hc_symbolizer *sym, uint32_t *out, size_t max);
 /* tgid exec'd (or its maps changed): the next add_process re-reads its mappings. */
 void hc_symbolizer__forget_process(struct hc_symbolizer *sym, uint32_t tgid);
 

@@ -477,6 +477,42 @@ int hc_uwpub__process(struct hc_uwpub *u, struct hc_sym_proc *p)
 	return err;
 }
 
+int hc_uwpub__publish_running(struct hc_uwpub *u, size_t *n)
+{
+	uint32_t *tgids = NULL;
+	long nr = 0;
+	int err = 0;
+
+	*n = 0;
+	/* twice at most: the list may grow between the count and the copy */
+	for (int tries = 0; tries < 2; tries++) {
+		size_t cap = (size_t)nr + 64;
+		uint32_t *t = realloc(tgids, cap * sizeof(*t));
+
+		if (!t) {
+			free(tgids);
+			return -ENOMEM;
+		}
+		tgids = t;
+		nr = hc_symbolizer__list_processes(u->sym, tgids, cap);
+		if (nr < 0 || (size_t)nr <= cap)
+			break;
+	}
+	for (long i = 0; i < nr && !err; i++) {
+		struct hc_sym_proc *p = NULL;
+
+		if (hc_symbolizer__process(u->sym, tgids[i], 0, &p) || !p)
+			continue;
+		err = hc_uwpub__process(u, p);
+		if (!err)
+			(*n)++;
+		else if (err != -ENOMEM)
+			err = 0; /* a kernel thread (no maps), gone meanwhile: not published */
+	}
+	free(tgids);
+	return nr < 0 ? (int)nr : err;
+}
+
 /* ---- Pruning ---- */
 
 /* Free the rows of objects no slot names. Objects that did not fit and now would (rows were

@@ -73,6 +73,14 @@ void hc_uwpub__free(struct hc_uwpub *u);
 int hc_uwpub__process(struct hc_uwpub *u, struct hc_sym_proc *p);
 
 /*
+ * Publish every process running now (hc_symbolizer__list_processes()): before a window
+ * opens, so that the threads asleep then are walked by the start iterator too. Processes
+ * without user mappings (kernel threads) and those gone meanwhile are skipped. *n: how many
+ * were published. 0 or -errno (-ENOMEM).
+ */
+int hc_uwpub__publish_running(struct hc_uwpub *u, size_t *n);
+
+/*
  * Free the slots of processes the symbolizer no longer tracks (hc_symbolizer__tracks: call
  * hc_symbolizer__prune_gone() first), then the rows of objects no published process maps.
  * Objects that did not fit (table_full) and now would are compiled again at their processes'
