@@ -63,7 +63,8 @@ while [ $# -gt 0 ]; do
 done
 [ "$(id -u)" = 0 ] || die "run as root"
 [ -x "$HOTCOLD" ] || die "no hotcold at $HOTCOLD"
-command -v jq >/dev/null && command -v bpftool >/dev/null || die "needs jq and bpftool"
+command -v jq >/dev/null || die "needs jq"
+command -v bpftool >/dev/null || die "needs bpftool"
 case " $CONFIGS " in *" perf-dwarf "*) command -v perf >/dev/null || die "needs perf" ;; esac
 OUT=${OUT:-$BENCH_DIR/results/pg-unwind-$(date -u +%Y%m%dT%H%M%SZ)}
 mkdir -p "$OUT" || die "cannot create $OUT"
@@ -142,8 +143,10 @@ run_one() {
 	local round=$1 hz=$2 cfg=$3 pfx=$OUT/r$1-$2-$3 sample=NA switch=NA fig cpu from to
 	# pgbench outlasts the profiler's startup (BPF verification is seconds on two busy
 	# CPUs); its throughput is taken over the profiler's window only
-	pg_bench -n -S -c "$PG_CLIENTS" -j "$PG_THREADS" -T $((SECS + 60)) -P 1 \
-		--progress-timestamp >"$pfx.pgbench" 2>&1 &
+	# pgbench itself in the background (not pg_bench's subshell): it is stopped below
+	"$PG_BIN/pgbench" -h "$PG_DIR" -p "$PG_PORT" -U postgres -n -S -c "$PG_CLIENTS" \
+		-j "$PG_THREADS" -T $((SECS + 60)) -P 1 --progress-timestamp postgres \
+		>"$pfx.pgbench" 2>&1 &
 	PG_LOAD_PID=$!
 	sleep 1
 	case "$cfg" in
@@ -196,6 +199,7 @@ note "$(uname -r), $(nproc) CPUs; $ROUNDS rounds x ${SECS}s at $FREQS Hz: $CONFI
 for r in $(seq 1 "$ROUNDS"); do
 	for hz in $FREQS; do
 		# rotate the order each round
+		# shellcheck disable=SC2086 # the configurations, a word each
 		set -- $CONFIGS
 		k=$(((r - 1) % $#))
 		order="${*:k+1} ${*:1:k}"
@@ -210,30 +214,25 @@ done
 	echo
 	echo "| Hz | unwinding | on-CPU time complete | [truncated] | blocked time complete | [truncated] | pgbench tps | hc_sample ns | hc_switch ns | profiler CPU s |"
 	echo "|---|---|---|---|---|---|---|---|---|---|"
-	for hz in $FREQS; do
-		for cfg in $CONFIGS; do
-			awk -F, -v hz="$hz" -v c="$cfg" '
-				function med(col,   n, i, a, v) {
-					n = 0
-					for (i = 1; i <= N; i++) if (R[i, col] != "NA") a[++n] = R[i, col] + 0
-					if (!n) return "NA"
-					asort(a)
-					v = n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
-					return v
-				}
-				NR > 1 && $2 == hz && $3 == c { N++; for (i = 1; i <= NF; i++) R[N, i] = $i }
-				END {
-					if (!N) exit
-					pct = "%.1f %%"
-					printf "| %s | %s | ", hz, c
-					v = med(4); printf (v == "NA" ? "NA" : sprintf(pct, 100 * v)); printf " | "
-					v = med(5); printf (v == "NA" ? "NA" : sprintf(pct, 100 * v)); printf " | "
-					v = med(6); printf (v == "NA" ? "NA" : sprintf(pct, 100 * v)); printf " | "
-					v = med(7); printf (v == "NA" ? "NA" : sprintf(pct, 100 * v)); printf " | "
-					printf "%s | %s | %s | %s |\n", med(10), med(11), med(12), med(13)
-				}' "$CSV"
-		done
-	done
+	python3 - "$CSV" "$FREQS" "$CONFIGS" <<'PY'
+import csv, statistics, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+def med(rs, k):
+    v = [float(r[k]) for r in rs if r[k] not in ("NA", "")]
+    return statistics.median(v) if v else None
+pct = lambda x: "NA" if x is None else f"{100 * x:.1f} %"
+num = lambda x: "NA" if x is None else f"{x:.0f}"
+for hz in sys.argv[2].split():
+    for c in sys.argv[3].split():
+        rs = [r for r in rows if r["hz"] == hz and r["config"] == c]
+        if not rs:
+            continue
+        cpu = med(rs, "cpu_s")
+        print(f"| {hz} | {c} | {pct(med(rs, 'on_complete'))} | {pct(med(rs, 'on_truncated'))} | "
+              f"{pct(med(rs, 'off_complete'))} | {pct(med(rs, 'off_truncated'))} | "
+              f"{num(med(rs, 'tps'))} | {num(med(rs, 'sample_ns'))} | {num(med(rs, 'switch_ns'))} | "
+              f"{'NA' if cpu is None else f'{cpu:.2f}'} |")
+PY
 	echo
 	echo "Machine: $(nproc) CPUs, $(uname -r), $(date -u +%F); hotcold $HOTCOLD ($(git -C "$REPO" rev-parse --short HEAD 2>/dev/null))."
 } | tee "$OUT/summary.md"

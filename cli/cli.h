@@ -48,7 +48,7 @@ struct hc_common_args {
 };
 
 #define HC_DEFAULT_STACK_COPY (16u << 10)
-#define HC_DEFAULT_UNWIND_TABLE_MB 32u
+#define HC_DEFAULT_UNWIND_TABLE_MB 16u
 #define HC_DEFAULT_COPY_BUDGET (32ull << 20)
 /* serve's: it runs for days, and its ring buffer holds a quarter of a second of copies. */
 #define HC_SERVE_COPY_BUDGET (8ull << 20)

@@ -326,7 +326,7 @@ _Static_assert(sizeof(struct hc_uw_proc) == 4096, "a process slot is a page");
 static int configure_tables(struct hc_sampler *s, const struct hc_sampler_opts *opts,
 			    const char **step)
 {
-	uint32_t procs = opts->uw_procs ? (uint32_t)roundup_pow2(opts->uw_procs) : 1024;
+	uint32_t procs = opts->uw_procs ? (uint32_t)roundup_pow2(opts->uw_procs) : 512;
 	int err;
 
 	if (!opts->uw_tables)
