@@ -476,11 +476,11 @@ static __always_inline struct uw_state *uw_state(__u32 idx)
 	return bpf_map_lookup_elem(&uw_scratch, &idx);
 }
 
-/* The published map of the process in `slot` holding pc, or -1. The halvings' bounds live in
+/* The published map of process proc holding pc, or -1. The halvings' bounds live in
  * the per-CPU map value, not in registers: the verifier, knowing nothing of them, finds each
  * iteration's states alike and checks the loop once, without a callback per halving. */
-static __always_inline long uw_find_map(struct uw_ctx *c, struct uw_state *st,
-					const struct hc_uw_proc *proc, __u32 slot, __u64 pc)
+static __always_inline long uw_find_map(struct uw_state *st, const struct hc_uw_proc *proc,
+					__u64 pc)
 {
 	__u64 i;
 
@@ -509,8 +509,7 @@ static __always_inline long uw_find_map(struct uw_ctx *c, struct uw_state *st,
 
 /* The row for rel in rows [at, at + n) of uw_rows: its index in uw_rows, or -1 before the
  * first row (or on a bad range). As uw_find_map(). */
-static __always_inline long uw_find_row(struct uw_ctx *c, struct uw_state *st, __u32 at, __u32 n,
-					__u32 rel)
+static __always_inline long uw_find_row(struct uw_state *st, __u32 at, __u32 n, __u32 rel)
 {
 	if (n > HC_UROWS_MAX || at >= uw_n_rows || n > uw_n_rows - at)
 		return -1;
@@ -616,12 +615,12 @@ static __always_inline long uw_step_impl(bool sleepable, struct uw_ctx *c)
 	w->n = n + 1;
 	/* a return address is the instruction after the call: look the call up */
 	lpc = w->exact ? pc : pc - 1;
-	m = uw_find_map(c, st, proc, slot, lpc);
+	m = uw_find_map(st, proc, lpc);
 	if (m < 0 || m >= HC_UW_MAPS)
 		return uw_fp_step(sleepable, c, w, HC_UW_NO_MAPPING);
 	if (!proc->maps[m].n_rows)
 		return uw_fp_step(sleepable, c, w, HC_UW_NO_TABLE);
-	ri = uw_find_row(c, st, proc->maps[m].rows_at, proc->maps[m].n_rows,
+	ri = uw_find_row(st, proc->maps[m].rows_at, proc->maps[m].n_rows,
 			 (__u32)(lpc - proc->maps[m].bias));
 	at = (__u32)ri;
 	r = ri < 0 ? NULL : bpf_map_lookup_elem(&uw_rows, &at);
@@ -771,10 +770,12 @@ static __always_inline long uw_find_proc(__u32 tgid, __u64 pstart, __u32 *seq)
 }
 
 /*
- * The user stack of the current task (tgid, its group leader's start pstart) into dst (room
- * for HC_MAX_STACK_DEPTH frames), walked from its user registers ip, sp, bp: its bytes, or -1
- * when it was not walked (no published slot, or the slot changed meanwhile: the caller takes
- * frame pointers). *end is how the walk ended (HC_UW_NONE when it did not run).
+ * The user stack of task t (tgid, its group leader's start pstart) into dst (room for
+ * HC_MAX_STACK_DEPTH frames), walked from its user registers ip, sp, bp: t is the current
+ * task, or (sleepable: the start iterator) any, whose memory is read with
+ * bpf_copy_from_user_task(). Its bytes, or -1 when it was not walked (no published slot, or
+ * the slot changed meanwhile: the caller takes frame pointers). *end is how the walk ended
+ * (HC_UW_NONE when it did not run).
  */
 static __always_inline long uw_walk(__u64 *dst, struct task_struct *t, __u32 tgid, __u64 pstart,
 				    __u64 ip, __u64 sp, __u64 bp, __u32 *end, bool sleepable)
@@ -843,6 +844,21 @@ static __always_inline long uw_walk_current(__u64 *dst, __u32 *end)
 		       false);
 }
 
+/* The current task's user stack into stacks (HC_MAX_STACK_DEPTH frames): walked from the
+ * tables (--unwind table), else, or when its process is not published (yet), frame pointers.
+ * Bytes, or bpf_get_stack()'s -errno; *uw_end as uw_walk() sets it. */
+static __always_inline long take_ustack(void *ctx, __u64 *stacks, __u32 *uw_end)
+{
+	long ulen = -1;
+
+	*uw_end = HC_UW_NONE;
+	if (uw_tables)
+		ulen = uw_walk_current(stacks, uw_end);
+	if (ulen < 0)
+		ulen = bpf_get_stack(ctx, stacks, STACK_BYTES, BPF_F_USER_STACK);
+	return ulen;
+}
+
 SEC("perf_event")
 int hc_sample(struct bpf_perf_event_data *ctx)
 {
@@ -892,23 +908,10 @@ int hc_sample(struct bpf_perf_event_data *ctx)
 	bpf_get_current_comm(e->comm, sizeof(e->comm));
 	BPF_CORE_READ_STR_INTO(&e->pcomm, task, group_leader, comm);
 
-	/* User stack: none for kernel threads (no mm). With tables, walked here; frame
-	 * pointers when the process has no published tables (yet). */
+	/* User stack: none for kernel threads (no mm). */
 	e->uw_end = HC_UW_NONE;
-	ulen = -1;
-	if (uw_tables && !(BPF_CORE_READ(task, flags) & PF_KTHREAD)) {
-		if (in_kernel)
-			ulen = uw_walk_current(e->stacks, &e->uw_end);
-		else
-			ulen = uw_walk(e->stacks, bpf_get_current_task_btf(), tgid, e->pstart_ns,
-				       ctx->regs.ip, ctx->regs.sp, ctx->regs.bp, &e->uw_end, false);
-		if (ulen >= 0)
-			e->ustack_len = ulen;
-	}
-	if (ulen >= 0) {
-		/* walked */
-	} else if (!(BPF_CORE_READ(task, flags) & PF_KTHREAD)) {
-		ulen = bpf_get_stack(ctx, e->stacks, STACK_BYTES, BPF_F_USER_STACK);
+	if (!(BPF_CORE_READ(task, flags) & PF_KTHREAD)) {
+		ulen = take_ustack(ctx, e->stacks, &e->uw_end);
 		if (ulen < 0) {
 			count(HC_CNT_USTACK_ERR);
 			e->ustack_len = ulen;
@@ -918,7 +921,6 @@ int hc_sample(struct bpf_perf_event_data *ctx)
 		}
 	} else {
 		e->ustack_len = 0;
-		ulen = 0;
 	}
 	/* Kernel stack: only when the sample interrupted kernel code. */
 	if (in_kernel) {
@@ -1376,10 +1378,7 @@ static __always_inline void take_stacks(void *ctx, __u64 *stacks, __s32 *ulen_ou
 
 	*uw_end = HC_UW_NONE;
 	if (!kthread) {
-		/* --unwind table: walked from the tables; frame pointers when not published */
-		ulen = uw_tables ? uw_walk_current(stacks, uw_end) : -1;
-		if (ulen < 0)
-			ulen = bpf_get_stack(ctx, stacks, STACK_BYTES, BPF_F_USER_STACK);
+		ulen = take_ustack(ctx, stacks, uw_end);
 		if (ulen < 0)
 			count(uerr);
 	}

@@ -253,6 +253,20 @@ void hc_capture__set_uwpub(struct hc_capture *cap, struct hc_uwpub *pub)
 	cap->pub = pub;
 }
 
+struct hc_uwpub *hc_capture__uwpub_new(struct hc_symbolizer *sym, const struct hc_sampler *s)
+{
+	struct hc_sampler_uw_area a;
+
+	if (!hc_sampler__uw_area(s, &a)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	return hc_uwpub__new(sym, &(struct hc_uwpub_area){.rows = a.rows,
+							  .n_rows = a.n_rows,
+							  .procs = a.procs,
+							  .n_procs = a.n_procs});
+}
+
 /* A user stack, leaf first; truncated: the unwinder stopped short of the outermost frame,
  * and a "[truncated]" frame ends it. */
 struct ustack {
@@ -536,10 +550,6 @@ int hc_capture__sample(struct hc_capture *cap, const struct hc_sample_event *e, 
 	} else if (!table_stack(cap, &us, e->uw_end) && nu) {
 		cap->stats.ustacks_fp++;
 	}
-	/* a process seen for the first time gets its tables now (its next samples walk them),
-	 * even when this record has no user stack to build */
-	if (cap->pub)
-		rec_proc(cap, &rp);
 	n = build_key(cap, &rp, e->tid, e->pcomm, e->comm, &us, e->stacks + nu, nk, 0,
 		      real_second(cap, e->time_ns));
 	w = n < 0 ? NULL : weights_of(cap, (size_t)n);

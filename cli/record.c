@@ -334,7 +334,6 @@ static int worker__init(struct worker *w, const struct record_cfg *cfg,
 			const struct hc_symbolizer_io *io, const struct hc_sampler *sampler,
 			int *ksym_err)
 {
-	struct hc_sampler_uw_area area;
 	struct hc_symbolizer_opts sopts = {
 		.no_demangle = cfg->c.no_demangle, .no_inline = cfg->c.no_inline, .io = io};
 	struct hc_capture_opts copts = {.period_ns = cfg->c.rate.period_ns};
@@ -344,11 +343,8 @@ static int worker__init(struct worker *w, const struct record_cfg *cfg,
 	if (!w->sym)
 		return -errno;
 	*ksym_err = hc_symbolizer__load_kernel(w->sym);
-	if (cfg->c.unwind_table && hc_sampler__uw_area(sampler, &area)) {
-		w->pub = hc_uwpub__new(w->sym, &(struct hc_uwpub_area){.rows = area.rows,
-								       .n_rows = area.n_rows,
-								       .procs = area.procs,
-								       .n_procs = area.n_procs});
+	if (cfg->c.unwind_table) {
+		w->pub = hc_capture__uwpub_new(w->sym, sampler);
 		if (!w->pub)
 			return -errno;
 	} else if (!cfg->c.unwind_fp) {
@@ -629,8 +625,7 @@ static int record_load(const struct record_cfg *cfg, struct hc_capture **capp,
 			cfg->c.unwind_fp || cfg->c.unwind_table ? 0 : cfg->c.stack_copy_bytes,
 		.stack_copy_budget = cfg->c.copy_budget,
 		.uw_tables = cfg->c.unwind_table,
-		.uw_rows = (uint32_t)(((uint64_t)cfg->c.unwind_table_mb << 20) /
-				      sizeof(struct hc_urow)),
+		.uw_table_mb = cfg->c.unwind_table_mb,
 	};
 	char comm[HC_TASK_COMM_LEN], why[256];
 	int err;

@@ -327,23 +327,24 @@ static int configure_tables(struct hc_sampler *s, const struct hc_sampler_opts *
 			    const char **step)
 {
 	uint32_t procs = opts->uw_procs ? (uint32_t)roundup_pow2(opts->uw_procs) : 512;
+	uint32_t rows = (uint32_t)(((uint64_t)opts->uw_table_mb << 20) / sizeof(struct hc_urow));
 	int err;
 
 	if (!opts->uw_tables)
 		return 0;
-	if (!opts->uw_rows || opts->uw_rows > (1u << 28) || procs > (1u << 16)) {
-		*step = "unwind tables: between 1 and 2^28 rows, at most 65536 process slots";
+	if (!opts->uw_table_mb || opts->uw_table_mb > 2048 || procs > (1u << 16)) {
+		*step = "unwind tables: 1 to 2048 MiB of rows, at most 65536 process slots";
 		return -EINVAL;
 	}
 	s->skel->rodata->uw_tables = true;
-	s->skel->rodata->uw_n_rows = opts->uw_rows;
+	s->skel->rodata->uw_n_rows = rows;
 	s->skel->rodata->uw_n_procs = procs;
-	err = bpf_map__set_max_entries(s->skel->maps.uw_rows, opts->uw_rows);
+	err = bpf_map__set_max_entries(s->skel->maps.uw_rows, rows);
 	if (!err)
 		err = bpf_map__set_max_entries(s->skel->maps.uw_procs, procs);
 	if (err)
 		*step = "cannot size the unwind table maps";
-	s->uw.n_rows = opts->uw_rows;
+	s->uw.n_rows = rows;
 	s->uw.n_procs = procs;
 	return err;
 }

@@ -52,10 +52,11 @@ struct hc_sampler_opts {
 	 * tracking: whether a waiter blocked comes from sched_switch). */
 	bool locks;
 	/* --unwind table: user stacks walked in BPF with the unwind tables user space publishes
-	 * in the area hc_sampler__uw_area() gives (bpf/unwind.h): uw_rows rows (8 bytes each)
-	 * and uw_procs process slots (4 KiB each, rounded up to a power of two). */
+	 * in the area hc_sampler__uw_area() gives (bpf/unwind.h): uw_table_mb MiB of rows (8
+	 * bytes each; 1 to 2048) and uw_procs process slots (4 KiB each, rounded up to a power
+	 * of two; 0: 512). */
 	bool uw_tables;
-	uint32_t uw_rows;
+	uint32_t uw_table_mb;
 	uint32_t uw_procs;
 };
 

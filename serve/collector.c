@@ -236,7 +236,7 @@ struct hc_collector *hc_collector__new(const struct hc_collector_opts *o, char *
 	/* --unwind table: the tables' maps, published into by the worker (forked after us:
 	 * the mapping is shared) */
 	popts.uw_tables = o->unwind_table;
-	popts.uw_rows = (uint32_t)(((uint64_t)o->unwind_table_mb << 20) / sizeof(struct hc_urow));
+	popts.uw_table_mb = o->unwind_table_mb;
 	/* --locks: a contention's record carries two stacks (up to ~2 KiB): room for storms. */
 	if (o->locks)
 		popts.ringbuf_bytes += 1u << 20;
@@ -244,19 +244,9 @@ struct hc_collector *hc_collector__new(const struct hc_collector_opts *o, char *
 	if (!c->sampler)
 		goto err_free;
 	if (o->unwind_table) {
-		struct hc_sampler_uw_area a;
-
-		if (!hc_sampler__uw_area(c->sampler, &a)) {
-			snprintf(why, why_len, "the unwind tables' maps are not mapped");
-			errno = EINVAL;
-			goto err_free;
-		}
-		c->pub = hc_uwpub__new(c->sym, &(struct hc_uwpub_area){.rows = a.rows,
-								       .n_rows = a.n_rows,
-								       .procs = a.procs,
-								       .n_procs = a.n_procs});
+		c->pub = hc_capture__uwpub_new(c->sym, c->sampler);
 		if (!c->pub) {
-			snprintf(why, why_len, "out of memory");
+			snprintf(why, why_len, "the unwind tables' publisher");
 			goto err_free;
 		}
 		hc_capture__set_uwpub(c->cap, c->pub);

@@ -197,6 +197,8 @@ struct hc_symbolizer *hc_symbolizer__new(const struct hc_symbolizer_opts *opts)
 
 	if (!opts)
 		opts = &none;
+	/* libelf set up once, before the first ELF handle (objects, modules, unwind tables) */
+	elf_version(EV_CURRENT);
 	sym = calloc(1, sizeof(*sym));
 	if (!sym)
 		goto err_out;

@@ -177,9 +177,6 @@ struct hc_uwpub *hc_uwpub__new(struct hc_symbolizer *sym, const struct hc_uwpub_
 		goto err_nomem;
 	u->sym = sym;
 	u->a = *a;
-	/* hc_symbolizer__modules() opens the ELF handles we compile from: libelf must be set up
-	 * by then (as the unwinder does too). */
-	elf_version(EV_CURRENT);
 	u->slot_busy = calloc(a->n_procs, sizeof(*u->slot_busy));
 	u->mods = calloc(MAX_MODULES, sizeof(*u->mods));
 	if (!u->slot_busy || !u->mods || hc_array_grow(u->ext, u->cap_ext, 2, 16))
