@@ -130,6 +130,7 @@ static void fill_unwinder(uint64_t *v, const struct hc_unwind_stats *us)
 static void fill_tables(uint64_t *v, const struct hc_uwpub_stats *ps)
 {
 	v[HC_C_UNW_TABLE_ROWS_USED] = ps->rows_used;
+	v[HC_C_UNW_TABLE_TEXT_BYTES] = ps->text_bytes;
 	v[HC_C_UNW_TABLE_OBJECTS] = ps->objects;
 	v[HC_C_UNW_TABLE_REFUSED] = ps->refused;
 	v[HC_C_UNW_TABLE_NO_CFI] = ps->no_cfi;

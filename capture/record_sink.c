@@ -328,7 +328,7 @@ static int fill_sections(struct hc_record_sink *rs, struct hc_capture *cap, stru
 	p->unwind = section(json_pack("{s:s}", "mode",
 				      d->unwind_fp	? "fp"
 				      : d->unwind_table ? "table"
-							: "dwarf"),
+							: "copy"),
 			    &c, HC_F_UNWIND);
 	if (!p->unwind)
 		return -ENOMEM;

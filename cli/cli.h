@@ -35,11 +35,11 @@ struct hc_common_args {
 	uint64_t min_block_ns;
 	uint64_t stack_budget; /* 0: the default */
 	bool no_stack_reuse;
-	/* User stacks: --unwind fp, or call frame information over stack copies of
-	 * --stack-copy bytes, at most --copy-budget bytes per second (docs/unwinding.md). */
+	/* User stacks (docs/unwinding.md): --unwind table (the default) walks them in BPF from
+	 * compiled unwind tables of --unwind-table-mb MiB of rows; --unwind copy unwinds stack
+	 * copies of --stack-copy bytes, at most --copy-budget bytes per second; --unwind fp
+	 * walks frame pointers only. */
 	bool unwind_fp;
-	/* --unwind table: user stacks walked in BPF from compiled unwind tables (issue 21, in
-	 * progress: on-CPU samples only), --unwind-table-mb of rows. */
 	bool unwind_table;
 	uint32_t unwind_table_mb;
 	uint32_t stack_copy_bytes;

@@ -21,9 +21,10 @@ void hc_common_args__init(struct hc_common_args *a)
 
 	*a = (struct hc_common_args){0};
 	hc_rate__parse("99", &a->rate, why, sizeof(why));
-	/* Call frame information: the benchmark (docs/benchmarks.md#dwarf-unwinding) puts it
-	 * within noise of frame pointers at 99 Hz and ~1 % at 999 Hz, with whole stacks. */
+	/* Call frame information walked in BPF from compiled tables: whole stacks through code
+	 * built without frame pointers, no stack copies (docs/unwinding.md#unwind-tables). */
 	a->unwind_fp = false;
+	a->unwind_table = true;
 	a->stack_copy_bytes = HC_DEFAULT_STACK_COPY;
 	a->copy_budget = HC_DEFAULT_COPY_BUDGET;
 	a->unwind_table_mb = HC_DEFAULT_UNWIND_TABLE_MB;
@@ -77,7 +78,9 @@ int hc_common_args__parse(struct hc_common_args *a, int opt, const char *arg)
 		a->no_stack_reuse = true;
 		return 0;
 	case HC_OPT_UNWIND:
-		if (!strcmp(arg, "dwarf")) {
+		/* "dwarf": copy's name before the tables, kept for the command lines that
+		 * name it */
+		if (!strcmp(arg, "copy") || !strcmp(arg, "dwarf")) {
 			a->unwind_fp = false;
 			a->unwind_table = false;
 		} else if (!strcmp(arg, "fp")) {
@@ -87,9 +90,9 @@ int hc_common_args__parse(struct hc_common_args *a, int opt, const char *arg)
 			a->unwind_fp = false;
 			a->unwind_table = true;
 		} else {
-			hc_err("--unwind %s: dwarf (call frame information over stack copies), "
-			       "table (call frame information walked in BPF; on-CPU samples only "
-			       "for now) or fp (frame pointers only); dwarf is the default",
+			hc_err("--unwind %s: table (call frame information walked in BPF, the "
+			       "default), copy (call frame information over stack copies; also "
+			       "`dwarf`) or fp (frame pointers only)",
 			       arg);
 			return EX_USAGE;
 		}

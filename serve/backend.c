@@ -1182,7 +1182,7 @@ static int unwind_status(const struct hc_backend *b, const struct hc_counters *c
 {
 	bool fp = b->st.flags & HC_WIRE_ST_UNWIND_FP;
 	bool table = b->st.flags & HC_WIRE_ST_UNWIND_TABLE;
-	json_t *u = json_pack("{s:s}", "mode", fp ? "fp" : table ? "table" : "dwarf");
+	json_t *u = json_pack("{s:s}", "mode", fp ? "fp" : table ? "table" : "copy");
 
 	if (!u || hc_counters__to_json(c, HC_F_UNWIND, u)) {
 		json_decref(u);

@@ -303,6 +303,15 @@ int hc_collector__run(struct hc_collector *c, const volatile sig_atomic_t *stop,
 	/* Here, not in new(): sandboxed, the kallsyms descriptor comes from the broker, which
 	 * answers only once run() is under way. Without it kernel frames stay [unknown]. */
 	hc_symbolizer__load_kernel(c->sym);
+	/* --unwind table: every running process's tables now, not at its first record: a
+	 * thread that switches out before its process is published is walked with frame
+	 * pointers (counted in unwind.tables.no_process). Processes that start later are
+	 * published at their exec. */
+	if (c->pub) {
+		size_t n = 0;
+
+		(void)hc_uwpub__publish_running(c->pub, &n); /* out of memory: at first records */
+	}
 	while (!*stop) {
 		int err = hc_sampler__poll(c->sampler, 100);
 

@@ -17,6 +17,7 @@
 #include "symbolize/util.h"
 
 #include <errno.h>
+#include <gelf.h>
 #include <libelf.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -37,6 +38,7 @@ enum obj_state {
 
 struct uwobj {
 	uint32_t rows_at, n_rows; /* OBJ_TABLE */
+	uint64_t text_bytes;	  /* OBJ_TABLE: its executable segments' size */
 	uint32_t need;		  /* OBJ_FULL */
 	uint32_t refs;		  /* published slots naming it */
 	uint8_t state;		  /* enum obj_state */
@@ -260,6 +262,23 @@ static void obj_unref_all(struct hc_uwpub *u, const uint32_t *objs, uint32_t n)
 		u->objs[objs[i]].refs--;
 }
 
+/* The size of elf's executable segments: what its table covers, at most. */
+static uint64_t text_bytes(Elf *elf)
+{
+	uint64_t sum = 0;
+	size_t n;
+
+	if (elf_getphdrnum(elf, &n))
+		return 0;
+	for (size_t i = 0; i < n; i++) {
+		GElf_Phdr ph;
+
+		if (gelf_getphdr(elf, (int)i, &ph) && ph.p_type == PT_LOAD && (ph.p_flags & PF_X))
+			sum += ph.p_memsz;
+	}
+	return sum;
+}
+
 /* Compile elf into o's rows. 0 (o's state says what came of it) or -ENOMEM. */
 static int obj_compile(struct hc_uwpub *u, Elf *elf, struct uwobj *o)
 {
@@ -300,8 +319,10 @@ static int obj_compile(struct hc_uwpub *u, Elf *elf, struct uwobj *o)
 		o->state = OBJ_TABLE;
 		o->rows_at = at;
 		o->n_rows = (uint32_t)n;
+		o->text_bytes = text_bytes(elf);
 		u->stats.objects++;
 		u->stats.rows_used += n;
+		u->stats.text_bytes += o->text_bytes;
 	}
 	hc_uwtable__free(t);
 	return 0;
@@ -527,6 +548,7 @@ static void evict(struct hc_uwpub *u)
 			continue;
 		hc__uwpub_rows_free(u, o->rows_at, o->n_rows);
 		u->stats.rows_used -= o->n_rows;
+		u->stats.text_bytes -= o->text_bytes;
 		u->stats.evicted++;
 		*o = (struct uwobj){.state = OBJ_NEW};
 	}

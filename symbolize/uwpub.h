@@ -42,6 +42,7 @@ struct hc_uwpub_stats {
 			       * (-ENOEXEC): published without a table, frame pointers */
 	uint64_t table_full;  /* tables that did not fit in the rows left: frame pointers */
 	uint64_t rows_used;   /* rows held now */
+	uint64_t text_bytes;  /* executable segments' bytes of the objects whose rows are held */
 	uint64_t processes;   /* slots written (first publish and re-publishes) */
 	uint64_t slots_full;  /* no free slot among the probes: the process is not published */
 	uint64_t maps_over;   /* objects left out: a process with more than HC_UW_MAPS */

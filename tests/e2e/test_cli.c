@@ -60,7 +60,7 @@ static const struct bad_case cases[] = {
 	{{"--stack-budget", "0"}, 64, "1 to 1000000"},
 	{{"--stack-budget", "lots"}, 64, "1 to 1000000"},
 	{{"--comm", ""}, 64, "empty process name"},
-	{{"--unwind", "sideways"}, 64, "dwarf (call frame information"},
+	{{"--unwind", "sideways"}, 64, "table (call frame information walked in BPF"},
 	{{"--unwind", "table", "--unwind-table-mb", "0"}, 64, "1 to 2048"},
 	{{"--unwind-table-mb", "4096"}, 64, "1 to 2048"},
 	{{"--unwind-table-mb", "lots"}, 64, "1 to 2048"},
