@@ -8,11 +8,15 @@
 #   fp          hotcold record --unwind fp (frame pointers: bpf_get_stack)
 #   dwarf       hotcold record --unwind dwarf (stack copies unwound in user space)
 #   table       hotcold record --unwind table (unwound in BPF from compiled tables)
+#   serve-MODE  hotcold serve --unwind MODE (table, copy or fp; --data-dir none), its profile
+#               of the window taken from /api/profile (serve's copy budget is 8 MiB/s, not
+#               record's 32)
 #   perf-dwarf  perf record -a --call-graph dwarf (8K copies), then perf script
 #
 # Each run: pgbench from 1 s before the profiler until it ends, the profiler for SECONDS,
 # system-wide; pgbench's throughput is taken over the profiler's window (its per-second
 # progress), since hotcold's startup (BPF verification) takes seconds on two busy CPUs.
+# "dwarf" is taken as a name of copy (hotcold's name for it before the tables).
 # Figures per run, over the processes named postgres and pgbench:
 #   on_complete, off_complete  the share of on-CPU (and, hotcold, blocked) time whose user
 #       stack reaches a thread's entry: its outermost frame is _start, clone3, clone or
@@ -21,13 +25,16 @@
 #   tps                        pgbench's throughput in the profiler's window
 #   sample_ns, switch_ns       kernel bpf_stats: ns per run of hc_sample and hc_switch
 #   cpu_s                      the profiler's CPU (user + sys) for the whole run, its startup
-#                              and the writing of its output included (perf: record + script)
+#                              and the writing of its output included (perf: record + script;
+#                              serve: every process of it, the HTTP answer included)
 # The summary has each figure's median per rate and configuration.
 #
 # Usage: bench/pg-unwind.sh [--rounds R] [--seconds T] [--freqs "99 999"]
-#                           [--configs "fp dwarf table perf-dwarf"] [--hotcold PATH]
+#                           [--configs "fp copy table serve-table perf-dwarf"]
+#                           [--hotcold PATH]
 #                           [--out DIR] [--no-install]                           (as root)
-# Defaults: 3 rounds, 10 s, 99 and 999 Hz, every configuration: about 12 minutes.
+# Defaults: 3 rounds, 10 s, 99 and 999 Hz, fp copy table serve-table perf-dwarf: about 15
+# minutes.
 set -uo pipefail
 export LC_ALL=C
 
@@ -45,7 +52,7 @@ INSTALL=1
 ROUNDS=3
 SECS=10
 FREQS="99 999"
-CONFIGS="fp dwarf table perf-dwarf"
+CONFIGS="fp copy table serve-table perf-dwarf"
 HOTCOLD=$REPO/build/hotcold
 OUT=""
 while [ $# -gt 0 ]; do
@@ -150,7 +157,7 @@ run_one() {
 	PG_LOAD_PID=$!
 	sleep 1
 	case "$cfg" in
-	fp | dwarf | table)
+	fp | dwarf | copy | table)
 		/usr/bin/time -f '%U %S' -o "$pfx.time" "$HOTCOLD" record -v --unwind "$cfg" \
 			-F "$hz" -d "${SECS}s" -o "$pfx.json" 2>"$pfx.err" &
 		local prof=$!
@@ -169,6 +176,35 @@ d = json.load(open(sys.argv[1]))
 s = d["started_at"]  # 2026-11-27T15:20:57.335Z
 t = calendar.timegm(time.strptime(s[:19], "%Y-%m-%dT%H:%M:%S")) + float("0" + s[19:].rstrip("Z"))
 print(t + d["duration_ns"] / 1e9)' "$pfx.json" 2>/dev/null || date +%s.%N)
+		fig=$(hotcold_complete "$pfx.json")
+		;;
+	serve-*)
+		# its own time: every process of serve (the worker is a child), taken at the end
+		"$HOTCOLD" serve --unwind "${cfg#serve-}" -F "$hz" --data-dir none \
+			--listen 127.0.0.1:0 </dev/null 2>"$pfx.err" &
+		local prof=$! addr=""
+		for ((i = 0; i < 600; i++)); do
+			addr=$(sed -n 's|.*serving http://\([^/]*\)/.*|\1|p' "$pfx.err")
+			[ -n "$addr" ] && break
+			sleep 0.1
+		done
+		# the whole seconds after it is serving; serve keeps them all at this load
+		sleep 1
+		from=$(date +%s)
+		sleep "$SECS"
+		to=$(date +%s)
+		sample=$(prog_ns hc_sample)
+		switch=$(prog_ns hc_switch)
+		curl -sf "http://$addr/api/profile?from=${from}000&to=${to}000&max_nodes=1000000" \
+			-o "$pfx.json" || note "serve: no profile from $addr"
+		cpu=0
+		for p in $prof $(pgrep -P "$prof"); do
+			cpu=$(awk -v c="$cpu" '{ printf "%.2f", c + ($14 + $15) / 100 }' \
+				"/proc/$p/stat" 2>/dev/null || echo "$cpu")
+		done
+		echo "$cpu 0" >"$pfx.time"
+		kill -INT "$prof"
+		wait "$prof" || note "serve exited $?: $(grep -v '^libbpf' "$pfx.err" | tail -2)"
 		fig=$(hotcold_complete "$pfx.json")
 		;;
 	perf-dwarf)

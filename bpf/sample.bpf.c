@@ -404,6 +404,9 @@ static __always_inline int send_with_copy(struct hc_sample_event *e, __u64 size,
 const volatile bool uw_tables = false;
 const volatile __u32 uw_n_procs = 1; /* entries of uw_procs: a power of two */
 const volatile __u32 uw_n_rows = 1;  /* entries of uw_rows */
+/* CLOCK_BOOTTIME when the programs were loaded: processes started before it exec'd unseen
+ * (uw_execd knows nothing of them), so their parent's tables are not theirs */
+const volatile __u64 uw_loaded_ns = 0;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -795,7 +798,7 @@ static __always_inline long uw_walk(__u64 *dst, struct task_struct *t, __u32 tgi
 		/* a fork not published yet, that has not exec'd: its parent's mappings */
 		struct uw_exec *x = bpf_map_lookup_elem(&uw_execd, &tgid);
 
-		if (!x || x->pstart_ns != pstart) {
+		if ((!x || x->pstart_ns != pstart) && pstart > uw_loaded_ns) {
 			struct task_struct *parent = BPF_CORE_READ(t, group_leader, real_parent);
 
 			s = uw_find_proc(BPF_CORE_READ(parent, tgid),
@@ -1533,12 +1536,15 @@ int BPF_PROG(hc_switch, bool preempt, struct task_struct *prev, struct task_stru
 			/* A lock wait and another block at one user call site are two contexts:
 			 * the flame graph marks the lock's. */
 			sig[3] ^= (__u64)lock << 32;
-			/* --unwind table: a frame-pointer stack (taken before the process was
-			 * published) is not kept for its context: the next one is walked */
+			/* --unwind table: only a whole walk (or one as deep as stacks go) is kept
+			 * for its context. Frame pointers (the process not published yet) and
+			 * walks cut short (tables changing: a dlopen, an exec, a slot
+			 * rewritten) are taken again at the next switch-out. */
 			if (stack_reuse && !kthread && sig_equal(sig, ts->sig[k]) &&
 			    ev->lock == lock &&
 			    !(ev->flags & (HC_OFF_NO_STACK | HC_OFF_START | HC_OFF_NEW)) &&
-			    !(uw_tables && ev->uw_end == HC_UW_NONE)) {
+			    !(uw_tables && ev->uw_end != HC_UW_COMPLETE &&
+			      ev->uw_end != HC_UW_DEPTH)) {
 				count(HC_CNT_STACK_REUSED);
 			} else {
 				/* A new context: what the slot holds belongs to the old stack. */

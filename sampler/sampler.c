@@ -17,6 +17,7 @@
 #include <bpf/libbpf.h>
 
 #include "bpf/sample.skel.h"
+#include "base/time.h"
 #include "sampler/cpus.h"
 
 struct hc_sampler {
@@ -339,6 +340,7 @@ static int configure_tables(struct hc_sampler *s, const struct hc_sampler_opts *
 	s->skel->rodata->uw_tables = true;
 	s->skel->rodata->uw_n_rows = rows;
 	s->skel->rodata->uw_n_procs = procs;
+	s->skel->rodata->uw_loaded_ns = (uint64_t)hc_clock_ns(CLOCK_BOOTTIME);
 	err = bpf_map__set_max_entries(s->skel->maps.uw_rows, rows);
 	if (!err)
 		err = bpf_map__set_max_entries(s->skel->maps.uw_procs, procs);
