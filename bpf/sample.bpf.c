@@ -434,11 +434,13 @@ struct {
 struct uw_walk {
 	__u64 pc, sp, bp;
 	__u32 slot;
-	__u32 n;	 /* frames written to pcs[] */
-	__u32 fp_frames; /* of them, walked with frame pointers */
-	__u32 end;	 /* enum hc_uw_end once ended; HC_UW_END_MAX while walking */
-	bool bp_unknown; /* rbp's value is not known from here on */
-	bool exact;	 /* pc is where execution stopped (leaf, signal), not a return address */
+	__u32 seq;	  /* the slot's sequence when the walk began (even) */
+	__u32 n;	  /* frames written to pcs[] */
+	__u32 fp_frames;  /* of them, walked with frame pointers */
+	__u32 cache_hits; /* frames whose row came from the cache */
+	__u32 end;	  /* enum hc_uw_end once ended; HC_UW_END_MAX while walking */
+	bool bp_unknown;  /* rbp's value is not known from here on */
+	bool exact;	  /* pc is where execution stopped (leaf, signal), not a return address */
 };
 
 /* A bisection's bounds: the answer is lo - 1 once lo == hi. */
@@ -452,10 +454,26 @@ struct uw_bisect {
  * bisections' loops are checked once each, where state on the stack (constants it follows
  * through every halving) has it walk each path apart.
  */
+/*
+ * The rows found lately, per CPU: stacks repeat (the same callers under every sample of a
+ * thread), and a hit skips both bisections. An entry holds while its slot's sequence is the
+ * one it was found under: a slot's rows are not freed nor rewritten while it names them, and
+ * the sequence only grows (a freed slot's too), so a rewritten slot never hits old entries.
+ */
+#define UW_CACHE_LOG2 9
+#define UW_CACHE (1u << UW_CACHE_LOG2)
+
+struct uw_cache_ent {
+	__u64 pc; /* the looked-up pc (a return address - 1); 0: empty */
+	__u32 slot, seq;
+	struct hc_urow row;
+};
+
 struct uw_state {
 	struct uw_walk w;
 	struct uw_bisect b;
 	__u64 pcs[HC_MAX_STACK_DEPTH]; /* the frames, leaf first */
+	struct uw_cache_ent cache[UW_CACHE];
 };
 
 /* Entry 0: the walks of the current task (samples, tracepoints); 1: the start iterator's,
@@ -591,9 +609,10 @@ static __always_inline long uw_step_impl(bool sleepable, struct uw_ctx *c)
 	struct uw_state *st = uw_state(c->idx);
 	struct uw_walk *w = st ? &st->w : NULL;
 	struct hc_uw_proc *proc;
-	__u32 slot, n, at;
+	struct uw_cache_ent *ce;
+	__u32 slot, n, at, h;
 	__u64 pc, lpc, cfa, ra, v;
-	struct hc_urow *r;
+	struct hc_urow *r, row;
 	long m, ri;
 
 	if (!w)
@@ -618,17 +637,33 @@ static __always_inline long uw_step_impl(bool sleepable, struct uw_ctx *c)
 	w->n = n + 1;
 	/* a return address is the instruction after the call: look the call up */
 	lpc = w->exact ? pc : pc - 1;
-	m = uw_find_map(st, proc, lpc);
-	if (m < 0 || m >= HC_UW_MAPS)
-		return uw_fp_step(sleepable, c, w, HC_UW_NO_MAPPING);
-	if (!proc->maps[m].n_rows)
-		return uw_fp_step(sleepable, c, w, HC_UW_NO_TABLE);
-	ri = uw_find_row(st, proc->maps[m].rows_at, proc->maps[m].n_rows,
-			 (__u32)(lpc - proc->maps[m].bias));
-	at = (__u32)ri;
-	r = ri < 0 ? NULL : bpf_map_lookup_elem(&uw_rows, &at);
-	if (!r)
-		return uw_fp_step(sleepable, c, w, HC_UW_NO_TABLE);
+	h = ((__u32)lpc * 2654435761u) >> (32 - UW_CACHE_LOG2);
+	ce = &st->cache[h & (UW_CACHE - 1)];
+	if (ce->pc == lpc && ce->slot == slot && ce->seq == w->seq) {
+		row = ce->row;
+		w->cache_hits++;
+	} else {
+		m = uw_find_map(st, proc, lpc);
+		if (m < 0 || m >= HC_UW_MAPS)
+			return uw_fp_step(sleepable, c, w, HC_UW_NO_MAPPING);
+		if (!proc->maps[m].n_rows)
+			return uw_fp_step(sleepable, c, w, HC_UW_NO_TABLE);
+		ri = uw_find_row(st, proc->maps[m].rows_at, proc->maps[m].n_rows,
+				 (__u32)(lpc - proc->maps[m].bias));
+		at = (__u32)ri;
+		r = ri < 0 ? NULL : bpf_map_lookup_elem(&uw_rows, &at);
+		if (!r)
+			return uw_fp_step(sleepable, c, w, HC_UW_NO_TABLE);
+		row = *r;
+		/* empty first: a walk that interrupts this one on this CPU never hits a half
+		 * written entry */
+		ce->pc = 0;
+		ce->slot = slot;
+		ce->seq = w->seq;
+		ce->row = row;
+		ce->pc = lpc;
+	}
+	r = &row;
 	switch (r->kind) {
 	case HC_UR_SP:
 		cfa = w->sp + 8 * (__s64)r->off;
@@ -811,8 +846,13 @@ static __always_inline long uw_walk(__u64 *dst, struct task_struct *t, __u32 tgi
 		count(HC_CNT_UW_PARENT);
 	}
 	slot = (__u32)s;
-	st->w = (struct uw_walk){
-		.pc = ip, .sp = sp, .bp = bp, .slot = slot, .end = HC_UW_END_MAX, .exact = true};
+	st->w = (struct uw_walk){.pc = ip,
+				 .sp = sp,
+				 .bp = bp,
+				 .slot = slot,
+				 .seq = seq,
+				 .end = HC_UW_END_MAX,
+				 .exact = true};
 	if (sleepable)
 		bpf_loop(HC_MAX_STACK_DEPTH + 1, uw_step_task, &c, 0);
 	else
@@ -830,6 +870,8 @@ static __always_inline long uw_walk(__u64 *dst, struct task_struct *t, __u32 tgi
 	count(HC_CNT_UW_WALKS);
 	count(HC_CNT_UW_END + e);
 	count_add(HC_CNT_UW_FP_FRAMES, st->w.fp_frames);
+	count_add(HC_CNT_UW_FRAMES, st->w.n);
+	count_add(HC_CNT_UW_CACHE_HITS, st->w.cache_hits);
 	*end = e;
 	return (long)bytes;
 }

@@ -84,12 +84,14 @@ enum hc_counter {
 	HC_CNT_UCOPY_FAULT,  /* the page at the stack pointer could not be read: frame pointers */
 	HC_CNT_UCOPY_LOST,   /* a switch-out's copy not delivered (ring buffer full) */
 	/* --unwind table: user stacks walked in BPF from the published unwind tables */
-	HC_CNT_UW_WALKS,     /* walks (samples of a published process) */
-	HC_CNT_UW_NO_PROC,   /* the process was not published (yet): frame pointers */
-	HC_CNT_UW_BUSY,	     /* its slot was rewritten during the walk: frame pointers */
-	HC_CNT_UW_PARENT,    /* walked with its parent's slot (a fork not published yet) */
-	HC_CNT_UW_FP_FRAMES, /* frames of walks taken with frame pointers (no table there) */
-	HC_CNT_UW_END,	     /* HC_UW_END_MAX counters: how the walks ended (enum hc_uw_end) */
+	HC_CNT_UW_WALKS,      /* walks (samples of a published process) */
+	HC_CNT_UW_NO_PROC,    /* the process was not published (yet): frame pointers */
+	HC_CNT_UW_BUSY,	      /* its slot was rewritten during the walk: frame pointers */
+	HC_CNT_UW_PARENT,     /* walked with its parent's slot (a fork not published yet) */
+	HC_CNT_UW_FP_FRAMES,  /* frames of walks taken with frame pointers (no table there) */
+	HC_CNT_UW_FRAMES,     /* frames of all walks */
+	HC_CNT_UW_CACHE_HITS, /* frames whose row came from the per-CPU cache */
+	HC_CNT_UW_END,	      /* HC_UW_END_MAX counters: how the walks ended (enum hc_uw_end) */
 	HC_CNT_UW_END_LAST = HC_CNT_UW_END + 8,
 	/* --locks (lock:contention_begin / lock:contention_end) */
 	HC_CNT_LOCK_SEEN,      /* contentions ended (contention_end matched to its begin) */

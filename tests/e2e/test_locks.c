@@ -238,7 +238,8 @@ static void test_locks(void **state)
 	check_folded();
 }
 
-/* report --format folded: lock waits are "[lock KIND]" pseudo-frames after the kernel frames. */
+/* report --format folded: lock waits are "[lock KIND]" pseudo-frames after the kernel frames
+ * (then, where the waker is known, "--" and its name). */
 static void check_folded(void)
 {
 	char *argv[] = {(char *)hotcold, "report", "--format", "folded", out_path, NULL};
@@ -250,7 +251,8 @@ static void check_folded(void)
 
 	assert_non_null(f);
 	while (fgets(line, sizeof(line), f))
-		if (strstr(line, "hc_lock_thread;") && strstr(line, ";[lock rwsem:W] "))
+		if (strstr(line, "hc_lock_thread;") &&
+		    (strstr(line, ";[lock rwsem:W] ") || strstr(line, ";[lock rwsem:W];--;")))
 			lines++;
 	fclose(f);
 	rc = e2e_wait(r, 30000);
