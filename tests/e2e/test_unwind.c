@@ -10,7 +10,19 @@
  *    and the proof the assertion above can fail);
  *  - a byte budget too small: the excess samples fall back to frame pointers, counted, and
  *    no sample is lost for it;
- *  - a copy too short to reach main: stacks end in "[truncated]", counted by reason.
+ *  - a copy too short to reach main: stacks end in "[truncated]", counted by reason;
+ *  - --unwind table through the PLT (hc-unwind-wl plt): at least 99 % of the main thread's
+ *    on-CPU time reaches _start through main > uw_plt_outer > uw_plt_loop, and so does at
+ *    least 99 % of the time whose user leaf is in the executable's .plt (a frame "[unknown]"
+ *    of the workload at a .plt offset: a stub has no symbol), of which there must be some:
+ *    its CFA is the PLT's expression;
+ *  - --unwind table through a signal frame (hc-unwind-wl signal): at least 99 % of the
+ *    handler's uw_sig_work time has the whole chain _start ... main > uw_sig_outer >
+ *    uw_sig_loop > [unknown] (libc's __restore_rt: a local symbol, stripped) >
+ *    uw_sig_handler > uw_sig_work, and 99 % of the thread's time reaches _start;
+ *  - --unwind table --locks (hc-unwind-wl locks): at least 90 % of the mmap_lock waits reached
+ *    through glibc's mmap and munmap are under uw_lock_thread > uw_lock_caller; --unwind fp
+ *    puts less there (glibc's wrappers keep no frame pointer).
  */
 #include <setjmp.h>
 #include <signal.h>
@@ -23,6 +35,7 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <elf.h>
 
 #include "e2e.h"
 
@@ -36,6 +49,7 @@ struct share {
 	uint64_t total;	     /* `what` at every outermost node named like the chain's last frame */
 	uint64_t good;	     /* of it, where the path from the thread ends with the whole chain */
 	uint64_t from_start; /* of it, where the outermost user frame is start_name */
+	uint64_t whole;	     /* of it, both: the whole chain, and start_name outermost */
 };
 
 struct walk {
@@ -43,45 +57,97 @@ struct walk {
 	int n;
 	const char *what;
 	const char *start_name;
-	const char *path[MAX_DEPTH];
+	uint64_t leaf_lo, leaf_hi; /* when leaf_hi: the last frame's file offset is in [lo, hi) */
+	json_t *path[MAX_DEPTH];
 	int depth;
 	struct share s;
 };
+
+static const char *base_name(const char *path)
+{
+	const char *slash = path ? strrchr(path, '/') : NULL;
+
+	return slash ? slash + 1 : path;
+}
+
+/* Whether node is the user frame spec names: "NAME", or "NAME@MODULE" for a frame of that
+ * object (a file name: "[unknown]@libc.so.6"). */
+static bool frame_is(json_t *node, const char *spec)
+{
+	const char *name = json_string_value(json_object_get(node, "name"));
+	const char *kind = json_string_value(json_object_get(node, "kind"));
+	const char *at = strchr(spec, '@');
+	size_t len = at ? (size_t)(at - spec) : strlen(spec);
+	const char *module;
+
+	if (!name || !kind || strcmp(kind, "user") || strlen(name) != len ||
+	    strncmp(name, spec, len))
+		return false;
+	if (!at)
+		return true;
+	module = base_name(json_string_value(json_object_get(node, "module")));
+	return module && !strcmp(module, at + 1);
+}
+
+static bool leaf_matches(json_t *node, const struct walk *w)
+{
+	const char *off;
+
+	if (!frame_is(node, w->chain[w->n - 1]))
+		return false;
+	if (!w->leaf_hi)
+		return true;
+	off = json_string_value(json_object_get(node, "offset"));
+	return off && strtoull(off, NULL, 16) >= w->leaf_lo && strtoull(off, NULL, 16) < w->leaf_hi;
+}
 
 static bool path_ends_with_chain(const struct walk *w)
 {
 	if (w->depth < w->n)
 		return false;
 	for (int i = 0; i < w->n; i++)
-		if (strcmp(w->path[w->depth - w->n + i], w->chain[i]))
+		if (!frame_is(w->path[w->depth - w->n + i], w->chain[i]))
 			return false;
 	return true;
 }
 
 static void walk_frames(json_t *node, struct walk *w)
 {
-	const char *name = json_string_value(json_object_get(node, "name"));
 	json_t *c;
 	size_t i;
 
-	if (!name || w->depth >= MAX_DEPTH)
+	if (!json_string_value(json_object_get(node, "name")) || w->depth >= MAX_DEPTH)
 		return;
-	w->path[w->depth++] = name;
-	if (!strcmp(name, w->chain[w->n - 1]) &&
-	    !strcmp(json_string_value(json_object_get(node, "kind")), "user")) {
+	w->path[w->depth++] = node;
+	if (leaf_matches(node, w)) {
 		uint64_t v = e2e_field(node, w->what);
+		bool good = path_ends_with_chain(w);
+		bool from_start = w->start_name && frame_is(w->path[0], w->start_name);
 
 		w->s.total += v;
-		if (path_ends_with_chain(w))
-			w->s.good += v;
-		if (w->start_name && !strcmp(w->path[0], w->start_name))
-			w->s.from_start += v;
+		w->s.good += good ? v : 0;
+		w->s.from_start += from_start ? v : 0;
+		w->s.whole += good && from_start ? v : 0;
 		w->depth--;
 		return; /* inclusive: nothing below counts again */
 	}
 	json_array_foreach (json_object_get(node, "children"), i, c)
 		walk_frames(c, w);
 	w->depth--;
+}
+
+static void walk_threads(json_t *root, pid_t pid, const char *thread, struct walk *w)
+{
+	json_t *p = e2e_process_node(root, (uint32_t)pid), *t, *c;
+	size_t i, k;
+
+	assert_non_null(p);
+	json_array_foreach (json_object_get(p, "children"), i, t) {
+		if (thread && strcmp(json_string_value(json_object_get(t, "name")), thread))
+			continue;
+		json_array_foreach (json_object_get(t, "children"), k, c)
+			walk_frames(c, w);
+	}
 }
 
 /* The share of `what` at chain's last frame carrying the whole chain, over the threads of pid
@@ -91,16 +157,8 @@ static struct share chain_share(json_t *root, pid_t pid, const char *thread,
 				const char *start_name)
 {
 	struct walk w = {.chain = chain, .n = n, .what = what, .start_name = start_name};
-	json_t *p = e2e_process_node(root, (uint32_t)pid), *t, *c;
-	size_t i, k;
 
-	assert_non_null(p);
-	json_array_foreach (json_object_get(p, "children"), i, t) {
-		if (thread && strcmp(json_string_value(json_object_get(t, "name")), thread))
-			continue;
-		json_array_foreach (json_object_get(t, "children"), k, c)
-			walk_frames(c, &w);
-	}
+	walk_threads(root, pid, thread, &w);
 	return w.s;
 }
 
@@ -135,11 +193,14 @@ static int teardown(void **state)
 	return 0;
 }
 
-/* Record the workload for 3 s at 999 Hz with the extra flags (NULL-ended); its pid in *pid. */
-static json_t *record(pid_t *pid, ...)
+/* Record the workload (mode: NULL, or one of its modes) for 3 s at 999 Hz with the extra flags
+ * (NULL-ended); its pid in *pid. */
+static json_t *record(const char *mode, pid_t *pid, ...)
 {
 	char *argv[32] = {(char *)hotcold, "record", "-F", "999", "-d", "3s", "-o", out_path};
-	char *wargv[] = {(char *)workload, "6", NULL};
+	/* 30 s: it outlives any capture, and is killed when record is done (a start slowed by
+	 * other load must not find it gone) */
+	char *wargv[] = {(char *)workload, "30", (char *)mode, NULL};
 	int n = 8;
 	va_list ap;
 
@@ -172,7 +233,7 @@ static void test_dwarf_chains(void **state)
 	json_t *j;
 
 	(void)state;
-	j = record(&pid, "--unwind", "dwarf", NULL);
+	j = record(NULL, &pid, "--unwind", "dwarf", NULL);
 	assert_non_null(j);
 	on = chain_share(j, pid, NULL, main_chain, 6, "on_cpu_ns", "_start");
 	blk = chain_share(j, pid, "uw-blocked", blocked_chain, 3, "off_cpu_ns", NULL);
@@ -224,7 +285,7 @@ static void test_table_chains(void **state)
 	json_t *j;
 
 	(void)state;
-	j = record(&pid, "--unwind", "table", NULL);
+	j = record(NULL, &pid, "--unwind", "table", NULL);
 	assert_non_null(j);
 	on = chain_share(j, pid, NULL, main_chain, 6, "on_cpu_ns", "_start");
 	pul = chain_share(j, pid, "uw-pulse", pulse_chain, 3, "off_cpu_ns", NULL);
@@ -318,6 +379,199 @@ static void test_table_after_attach(void **state)
 	json_decref(j);
 }
 
+/* The file offset and size of the section called name in the ELF64 image buf: 0, or -1 when
+ * it has none or the image is not one. */
+static int elf_section(const char *buf, size_t len, const char *name, uint64_t *off, uint64_t *size)
+{
+	const Elf64_Ehdr *eh = (const Elf64_Ehdr *)buf;
+	const Elf64_Shdr *sh, *strs;
+
+	if (len < sizeof(*eh) || memcmp(eh->e_ident, ELFMAG, SELFMAG) ||
+	    eh->e_ident[EI_CLASS] != ELFCLASS64 || eh->e_shentsize != sizeof(*sh) ||
+	    eh->e_shoff > len || (len - eh->e_shoff) / sizeof(*sh) < eh->e_shnum ||
+	    eh->e_shstrndx >= eh->e_shnum)
+		return -1;
+	sh = (const Elf64_Shdr *)(buf + eh->e_shoff);
+	strs = &sh[eh->e_shstrndx];
+	if (strs->sh_offset > len || strs->sh_size > len - strs->sh_offset)
+		return -1;
+	for (int i = 0; i < eh->e_shnum; i++) {
+		const char *nm;
+
+		if (sh[i].sh_name >= strs->sh_size)
+			continue;
+		nm = buf + strs->sh_offset + sh[i].sh_name;
+		if (strnlen(nm, strs->sh_size - sh[i].sh_name) == strlen(name) &&
+		    !memcmp(nm, name, strlen(name))) {
+			*off = sh[i].sh_offset;
+			*size = sh[i].sh_size;
+			return 0;
+		}
+	}
+	return -1;
+}
+
+/*
+ * --unwind table, a call through the PLT: the main thread calls strlen() through
+ * strlen@plt, and each round first drops the PLT's page, so the call faults in the stub
+ * (unwind_workload.c says why). Samples there have their user pc in .plt, whose rows are the
+ * PLT's CFA expression (ld's call frame information for it).
+ */
+static void test_table_plt(void **state)
+{
+	static const char *const chain[] = {"main", "uw_plt_outer", "uw_plt_loop"};
+	static const char *const stub_chain[] = {"main", "uw_plt_outer", "uw_plt_loop",
+						 "[unknown]@hc-unwind-wl"};
+	struct walk w = {.chain = stub_chain, .n = 4, .what = "on_cpu_ns", .start_name = "_start"};
+	uint64_t on, plt_off = 0, plt_size = 0;
+	struct share s;
+	size_t len;
+	char *elf;
+	pid_t pid;
+	json_t *j;
+
+	(void)state;
+	elf = e2e_read_file(workload, &len);
+	assert_non_null(elf);
+	assert_int_equal(elf_section(elf, len, ".plt", &plt_off, &plt_size), 0);
+	free(elf);
+	j = record("plt", &pid, "--unwind", "table", NULL);
+	assert_non_null(j);
+	on = thread_sum(j, pid, "hc-unwind-wl", "on_cpu_ns");
+	s = chain_share(j, pid, NULL, chain, 3, "on_cpu_ns", "_start");
+	w.leaf_lo = plt_off;
+	w.leaf_hi = plt_off + plt_size;
+	walk_threads(j, pid, NULL, &w);
+	print_message("table, PLT: main thread %.0f ms on CPU, %.1f %% from _start through main > "
+		      "uw_plt_outer > uw_plt_loop; user leaf in .plt [%#llx, %#llx) %.0f ms "
+		      "(%.1f %%), %.1f %% of it from _start through the chain\n",
+		      (double)on / 1e6, 100 * ratio(s.whole, on), (unsigned long long)w.leaf_lo,
+		      (unsigned long long)w.leaf_hi, (double)w.s.total / 1e6,
+		      100 * ratio(w.s.total, on), 100 * ratio(w.s.whole, w.s.total));
+	print_message("  walks %llu (%llu complete, %llu unsupported, %llu bad frame), fp frames "
+		      "%llu\n",
+		      (unsigned long long)e2e_u64(j, "unwind.tables.walks"),
+		      (unsigned long long)e2e_u64(j, "unwind.tables.ends.complete"),
+		      (unsigned long long)e2e_u64(j, "unwind.tables.ends.unsupported"),
+		      (unsigned long long)e2e_u64(j, "unwind.tables.ends.bad_frame"),
+		      (unsigned long long)e2e_u64(j, "unwind.tables.fp_frames"));
+	/* 3 s of one busy thread */
+	assert_true(on > 1000000000ull);
+	assert_true(s.whole >= on * 99 / 100);
+	/* the faults hold the pc there for 40-50 % of the time here */
+	assert_true(w.s.total > on / 10);
+	assert_true(w.s.whole >= w.s.total * 99 / 100);
+	json_decref(j);
+}
+
+/*
+ * --unwind table, a signal frame: SIGALRM every 10 ms runs uw_sig_handler > uw_sig_work for
+ * a few ms on top of uw_sig_loop. The handler's caller is the signal trampoline, libc's
+ * __restore_rt (named [unknown]: a local symbol of a stripped libc; its offset is the nop
+ * before it, where libc's FDE starts for unwinders that look up a return address less one),
+ * whose CFI (CIE augmentation S) reads the interrupted registers from the signal frame.
+ */
+static void test_table_signal(void **state)
+{
+	static const char *const chain[] = {"main",	      "uw_sig_outer",
+					    "uw_sig_loop",    "[unknown]@libc.so.6",
+					    "uw_sig_handler", "uw_sig_work"};
+	static const char *const loop_chain[] = {"main", "uw_sig_outer", "uw_sig_loop"};
+	struct share work, loop;
+	uint64_t on;
+	pid_t pid;
+	json_t *j;
+
+	(void)state;
+	j = record("signal", &pid, "--unwind", "table", NULL);
+	assert_non_null(j);
+	on = thread_sum(j, pid, "hc-unwind-wl", "on_cpu_ns");
+	work = chain_share(j, pid, NULL, chain, 6, "on_cpu_ns", "_start");
+	loop = chain_share(j, pid, NULL, loop_chain, 3, "on_cpu_ns", "_start");
+	print_message("table, signal: uw_sig_work %.0f ms on CPU, %.1f %% with the whole chain "
+		      "from _start through uw_sig_loop > [unknown] (libc) > uw_sig_handler; main "
+		      "thread %.0f ms, %.1f %% from _start through main > uw_sig_outer > "
+		      "uw_sig_loop\n",
+		      (double)work.total / 1e6, 100 * ratio(work.whole, work.total),
+		      (double)on / 1e6, 100 * ratio(loop.whole, on));
+	print_message("  walks %llu (%llu complete, %llu unsupported, %llu bad frame), fp frames "
+		      "%llu\n",
+		      (unsigned long long)e2e_u64(j, "unwind.tables.walks"),
+		      (unsigned long long)e2e_u64(j, "unwind.tables.ends.complete"),
+		      (unsigned long long)e2e_u64(j, "unwind.tables.ends.unsupported"),
+		      (unsigned long long)e2e_u64(j, "unwind.tables.ends.bad_frame"),
+		      (unsigned long long)e2e_u64(j, "unwind.tables.fp_frames"));
+	assert_true(on > 1000000000ull);
+	/* a few ms in every 10: hundreds of samples in the handler however fast the CPU */
+	assert_true(work.total > 300000000ull);
+	assert_true(work.whole >= work.total * 99 / 100);
+	assert_true(loop.whole >= on * 99 / 100);
+	json_decref(j);
+}
+
+struct lock_share {
+	uint64_t all;	/* wait at every lock node of the process */
+	uint64_t under; /* of it, below uw_lock_thread > uw_lock_caller */
+	uint64_t waits; /* contentions */
+};
+
+static void walk_lock_nodes(json_t *n, json_t *parent, bool below, struct lock_share *ls)
+{
+	const char *kind = json_string_value(json_object_get(n, "kind"));
+	json_t *c;
+	size_t i;
+
+	if (frame_is(n, "uw_lock_caller") && parent && frame_is(parent, "uw_lock_thread"))
+		below = true;
+	if (kind && !strcmp(kind, "lock")) {
+		ls->all += e2e_field(n, "value");
+		ls->under += below ? e2e_field(n, "value") : 0;
+	}
+	json_array_foreach (json_object_get(n, "children"), i, c)
+		walk_lock_nodes(c, n, below, ls);
+}
+
+/* Record hc-unwind-wl locks with --locks and the unwinding mode; its waiters' share. */
+static struct lock_share record_locks(const char *mode)
+{
+	struct lock_share ls = {0};
+	json_t *j, *proc;
+	pid_t pid;
+
+	j = record("locks", &pid, "--unwind", mode, "--locks", NULL);
+	assert_non_null(j);
+	proc = e2e_process_node(json_object_get(j, "locks"), (uint32_t)pid);
+	assert_non_null(proc);
+	walk_lock_nodes(proc, NULL, false, &ls);
+	ls.waits = e2e_field(proc, "samples");
+	print_message("--unwind %s --locks: %llu waits, %.0f ms; %.1f %% under uw_lock_thread > "
+		      "uw_lock_caller; no stack %llu\n",
+		      mode, (unsigned long long)ls.waits, (double)ls.all / 1e6,
+		      100 * ratio(ls.under, ls.all),
+		      (unsigned long long)e2e_u64(j, "locks.no_stack"));
+	assert_int_equal(ls.all, e2e_field(proc, "value"));
+	json_decref(j);
+	return ls;
+}
+
+/*
+ * Lock waits reached through glibc: four threads mmap (populated) and munmap through glibc's
+ * wrappers and contend on their mmap_lock. The wait's user stack starts in the wrapper, which
+ * keeps no frame pointer: the tables find its caller, frame pointers do not.
+ */
+static void test_table_locks(void **state)
+{
+	struct lock_share table, fp;
+
+	(void)state;
+	table = record_locks("table");
+	fp = record_locks("fp");
+	/* hundreds of rwsem waits a second: a share of many */
+	assert_true(table.waits > 100);
+	assert_true(table.under >= table.all * 9 / 10);
+	assert_true(ratio(fp.under, fp.all) < ratio(table.under, table.all));
+}
+
 /* Frame pointers alone lose read()'s caller: glibc has none. */
 static void test_fp_loses_callers(void **state)
 {
@@ -327,7 +581,7 @@ static void test_fp_loses_callers(void **state)
 	json_t *j;
 
 	(void)state;
-	j = record(&pid, "--unwind", "fp", NULL);
+	j = record(NULL, &pid, "--unwind", "fp", NULL);
 	assert_non_null(j);
 	blk = chain_share(j, pid, "uw-blocked", blocked_chain, 3, "off_cpu_ns", NULL);
 	blk_off = thread_sum(j, pid, "uw-blocked", "off_cpu_ns");
@@ -349,7 +603,7 @@ static void test_budget_fallback(void **state)
 	json_t *j;
 
 	(void)state;
-	j = record(&pid, "--unwind", "dwarf", "--copy-budget", "64K", NULL);
+	j = record(NULL, &pid, "--unwind", "dwarf", "--copy-budget", "64K", NULL);
 	assert_non_null(j);
 	seen = e2e_u64(j, "sampling.samples");
 	idle = e2e_u64(j, "sampling.idle_samples");
@@ -386,7 +640,7 @@ static void test_truncated(void **state)
 	json_t *j;
 
 	(void)state;
-	j = record(&pid, "--unwind", "dwarf", "--stack-copy", "1K", NULL);
+	j = record(NULL, &pid, "--unwind", "dwarf", "--stack-copy", "1K", NULL);
 	assert_non_null(j);
 	s = chain_share(j, pid, NULL, cut, 5, "on_cpu_ns", NULL);
 	print_message("1K copies: uw_leaf %.0f ms on CPU, %.1f %% under [truncated] > uw_chain_2; "
@@ -408,6 +662,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_dwarf_chains, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_table_chains, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_table_after_attach, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_table_plt, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_table_signal, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_table_locks, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fp_loses_callers, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_budget_fallback, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_truncated, setup, teardown),
