@@ -2,7 +2,7 @@
 /*
  * User stacks without frame pointers (issue 7), as root with real BPF: record the unwinding
  * workload (unwind_workload.c, -O2 -fomit-frame-pointer) and check what it is known to do:
- *  - --unwind dwarf: at least 90 % of the on-CPU time of its leaf carries the
+ *  - --unwind copy: at least 90 % of the on-CPU time of its leaf carries the
  *    whole chain main > uw_chain_1 > ... > uw_leaf, and at least 90 % reaches _start; a thread
  *    blocked in glibc's read() since before the capture, and one that blocks there every
  *    10 ms, have at least 90 % of their blocked time under the function that called read();
@@ -10,7 +10,8 @@
  *    and the proof the assertion above can fail);
  *  - a byte budget too small: the excess samples fall back to frame pointers, counted, and
  *    no sample is lost for it;
- *  - a copy too short to reach main: stacks end in "[truncated]", counted by reason;
+ *  - a copy too short to reach main: stacks end in "[truncated]", counted by reason (asked
+ *    for as --unwind dwarf, copy's earlier name, still accepted);
  *  - --unwind table through the PLT (hc-unwind-wl plt): at least 99 % of the main thread's
  *    on-CPU time reaches _start through main > uw_plt_outer > uw_plt_loop, and so does at
  *    least 99 % of the time whose user leaf is in the executable's .plt (a frame "[unknown]"
@@ -225,7 +226,7 @@ static double ratio(uint64_t a, uint64_t b)
 	return b ? (double)a / (double)b : 0.0;
 }
 
-static void test_dwarf_chains(void **state)
+static void test_copy_chains(void **state)
 {
 	struct share on, blk, pul;
 	uint64_t blk_off, pul_off;
@@ -233,7 +234,7 @@ static void test_dwarf_chains(void **state)
 	json_t *j;
 
 	(void)state;
-	j = record(NULL, &pid, "--unwind", "dwarf", NULL);
+	j = record(NULL, &pid, "--unwind", "copy", NULL);
 	assert_non_null(j);
 	on = chain_share(j, pid, NULL, main_chain, 6, "on_cpu_ns", "_start");
 	blk = chain_share(j, pid, "uw-blocked", blocked_chain, 3, "off_cpu_ns", NULL);
@@ -603,7 +604,7 @@ static void test_budget_fallback(void **state)
 	json_t *j;
 
 	(void)state;
-	j = record(NULL, &pid, "--unwind", "dwarf", "--copy-budget", "64K", NULL);
+	j = record(NULL, &pid, "--unwind", "copy", "--copy-budget", "64K", NULL);
 	assert_non_null(j);
 	seen = e2e_u64(j, "sampling.samples");
 	idle = e2e_u64(j, "sampling.idle_samples");
@@ -659,7 +660,7 @@ static void test_truncated(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_dwarf_chains, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_copy_chains, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_table_chains, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_table_after_attach, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_table_plt, setup, teardown),
