@@ -614,6 +614,7 @@ static __always_inline long uw_step_impl(bool sleepable, struct uw_ctx *c)
 	__u64 pc, lpc, cfa, ra, v;
 	struct hc_urow *r, row;
 	long m, ri;
+	bool hit;
 
 	if (!w)
 		return 1;
@@ -639,8 +640,14 @@ static __always_inline long uw_step_impl(bool sleepable, struct uw_ctx *c)
 	lpc = w->exact ? pc : pc - 1;
 	h = ((__u32)lpc * 2654435761u) >> (32 - UW_CACHE_LOG2);
 	ce = &st->cache[h & (UW_CACHE - 1)];
-	if (ce->pc == lpc && ce->slot == slot && ce->seq == w->seq) {
+	hit = ce->pc == lpc && ce->slot == slot && ce->seq == w->seq;
+	if (hit) {
 		row = ce->row;
+		/* again: a walk nested on this CPU (a sample interrupting a lock tracepoint's)
+		 * may have rewritten the entry while it was copied */
+		hit = ce->pc == lpc && ce->slot == slot && ce->seq == w->seq;
+	}
+	if (hit) {
 		w->cache_hits++;
 	} else {
 		m = uw_find_map(st, proc, lpc);

@@ -41,6 +41,7 @@ struct hc_common_args {
 	 * walks frame pointers only. */
 	bool unwind_fp;
 	bool unwind_table;
+	bool unwind_given; /* --unwind was given */
 	uint32_t unwind_table_mb;
 	uint32_t stack_copy_bytes;
 	uint64_t copy_budget;
@@ -89,6 +90,9 @@ int hc_common_args__parse(struct hc_common_args *a, int opt, const char *arg);
 int hc_size__parse(const char *s, uint64_t *out);
 /* Any off-CPU tuning given (what --no-offcpu cannot be combined with). */
 bool hc_common_args__offcpu_tuned(const struct hc_common_args *a);
+/* --unwind table where the kernel cannot walk tables: asked for, EX_UNAVAILABLE after saying
+ * why; the default, copies instead (said on stderr). 0 otherwise. */
+int hc_common_args__settle_unwind(struct hc_common_args *a);
 
 /* SIGINT and SIGTERM set hc_stop_requested (a capture or serve then ends cleanly). */
 extern volatile sig_atomic_t hc_stop_requested;

@@ -13,6 +13,7 @@
 #include "cli/cli.h"
 #include "privsep/broker.h"
 #include "privsep/run.h"
+#include "sampler/sampler.h"
 #include "profile/encode.h"
 
 void hc_common_args__init(struct hc_common_args *a)
@@ -78,6 +79,7 @@ int hc_common_args__parse(struct hc_common_args *a, int opt, const char *arg)
 		a->no_stack_reuse = true;
 		return 0;
 	case HC_OPT_UNWIND:
+		a->unwind_given = true;
 		/* "dwarf": copy's name before the tables, kept for the command lines that
 		 * name it */
 		if (!strcmp(arg, "copy") || !strcmp(arg, "dwarf")) {
@@ -296,4 +298,20 @@ void hc_broker_stats__print(const struct hc_broker_stats *st)
 	fprintf(stderr, "hotcold: broker: %llu requests, %llu descriptors passed, %llu refused\n",
 		(unsigned long long)st->requests, (unsigned long long)st->opened,
 		(unsigned long long)st->refused);
+}
+
+int hc_common_args__settle_unwind(struct hc_common_args *a)
+{
+	char why[160];
+
+	if (!a->unwind_table || hc_sampler__tables_supported(why, sizeof(why)) != 0)
+		return 0;
+	if (a->unwind_given) {
+		hc_err("--unwind table: %s", why);
+		return EX_UNAVAILABLE;
+	}
+	hc_err("warning: %s: user stacks are unwound from stack copies instead (--unwind copy)",
+	       why);
+	a->unwind_table = false;
+	return 0;
 }

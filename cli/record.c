@@ -298,7 +298,7 @@ static int parse_args(int argc, char **argv, struct record_cfg *cfg)
 		hc_err("-F: %s", why);
 		return EX_USAGE;
 	}
-	return 0;
+	return hc_common_args__settle_unwind(&cfg->c);
 }
 
 /* Asked of the broker: the sandbox may not signal anybody (kill(pid, 0)), and its own /proc

@@ -323,7 +323,7 @@ static int parse_args(int argc, char **argv, struct serve_cfg *cfg)
 		       "--no-stack-reuse");
 		return EX_USAGE;
 	}
-	return 0;
+	return hc_common_args__settle_unwind(&cfg->c);
 }
 
 static int push_fetch(void *ctx, int64_t from_ns, int64_t *to_ns, unsigned int weights, char **buf,

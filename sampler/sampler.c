@@ -471,6 +471,17 @@ static int attach(struct hc_sampler *s, const struct hc_sampler_opts *opts, cons
 	return 0;
 }
 
+int hc_sampler__tables_supported(char *why, size_t why_len)
+{
+	int r = libbpf_probe_bpf_helper(BPF_PROG_TYPE_PERF_EVENT, BPF_FUNC_loop, NULL);
+
+	if (r == 0)
+		snprintf(why, why_len,
+			 "this kernel has no bpf_loop() for perf_event programs (Linux 5.17 or "
+			 "later has)");
+	return r < 0 ? r : r > 0;
+}
+
 struct hc_sampler *hc_sampler__new(const struct hc_sampler_opts *opts,
 				   const struct hc_sampler_callbacks *cb, char *why, size_t why_len)
 {

@@ -100,6 +100,12 @@ struct hc_sampler *hc_sampler__new(const struct hc_sampler_opts *opts,
 				   const struct hc_sampler_callbacks *cb, char *why,
 				   size_t why_len);
 void hc_sampler__free(struct hc_sampler *s);
+/*
+ * Can this kernel walk unwind tables (--unwind table)? The walk needs bpf_loop() (Linux 5.17)
+ * in perf_event programs. 1 yes; 0 no, why in words; -errno when it cannot tell (no
+ * privileges to load the probe: loading the programs will say so).
+ */
+int hc_sampler__tables_supported(char *why, size_t why_len);
 
 /* Open the window: scheduler programs, the start-of-window task iterator, then the perf
  * events. */
