@@ -9,7 +9,7 @@
 # Usage: bench/bpfcost.sh [--hotcold PATH] [--freq N] [--seconds T] [--rounds R]
 #                         [--workload fp|nofp]                                      (as root)
 # Compares: hotcold's hc_sample with frame pointers (--unwind fp) and with stack copies
-# (--unwind dwarf: the copy is taken in hc_sample) and walking the unwind tables (--unwind
+# (--unwind copy: the copy is taken in hc_sample) and walking the unwind tables (--unwind
 # table: the whole DWARF unwind runs in hc_sample); bpftrace `profile:hz:N { @[kstack, ustack]
 # = count(); }`; and the floor, bpftrace `profile:hz:N { @ = count(); }` (no stacks). perf
 # record samples without BPF, so it has no figure here (its cost is in bench/run.sh's ratios).
@@ -90,7 +90,7 @@ echo "bench/bpfcost.sh: $(uname -r), $(nproc) CPUs, ${FREQ} Hz, ${T}s x $ROUNDS 
 {
 	for r in $(seq 1 "$ROUNDS"); do
 		measure hotcold "$HOTCOLD" record --unwind fp -F "$FREQ" -d $((T + 5))s -o "$tmp/h.json"
-		measure hotcold_dwarf "$HOTCOLD" record --unwind dwarf -F "$FREQ" -d $((T + 5))s \
+		measure hotcold_copy "$HOTCOLD" record --unwind copy -F "$FREQ" -d $((T + 5))s \
 			-o "$tmp/h.json"
 		measure hotcold_table "$HOTCOLD" record --unwind table -F "$FREQ" -d $((T + 5))s \
 			-o "$tmp/h.json"
@@ -101,7 +101,7 @@ echo "bench/bpfcost.sh: $(uname -r), $(nproc) CPUs, ${FREQ} Hz, ${T}s x $ROUNDS 
 echo
 echo "| program | ns per sample (median of $ROUNDS) | samples per run |"
 echo "|---|---:|---:|"
-for n in hotcold hotcold_dwarf hotcold_table bpftrace_stacks bpftrace_nostack; do
+for n in hotcold hotcold_copy hotcold_table bpftrace_stacks bpftrace_nostack; do
 	awk -v n="$n" '$1 == n && $2 != "NA" { print $2, $3 }' "$tmp/rows" | sort -n |
 		awk -v n="$n" '{ v[NR] = $1; c[NR] = $2 } END {
 			if (NR) printf "| %s | %d | %d |\n", n, v[int((NR + 1) / 2)], c[int((NR + 1) / 2)] }'

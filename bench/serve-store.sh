@@ -11,9 +11,12 @@
 #   memory@RATE   serve --data-dir none (today's memory store; a build without --data-dir
 #                 runs plain, which is the same thing)
 #   disk@RATE     serve --data-dir DIR, DIR fresh and empty each run (skipped, saying so, when
-#                 the binary's `serve --help` does not mention --data-dir)
-#   diskfp@RATE   the same with --unwind fp: what the rest costs without user-space unwinding
+#                 the binary's `serve --help` does not mention --data-dir); the build's
+#                 default unwinding (--unwind table since the twelfth session of issue 21)
+#   diskfp@RATE   the same with --unwind fp: what the rest costs without unwinding
 #   disktable@RATE the same with --unwind table: DWARF unwinding in BPF from compiled tables
+#   diskcopy@RATE the same with --unwind copy: stack copies unwound in user space (`dwarf`,
+#                 the default before the tables)
 #   base@RATE     the --base build (an older one, before/after), memory store
 #   diskbase@RATE the --base build with its disk store (named in --configs only)
 # RATE: `default` (no -F: serve's default rate) and any --rates given (e.g. "default 199").
@@ -131,7 +134,7 @@ for cfg in $CONFIGS; do
 	case "$cfg" in
 	off) RUNS+=(off); continue ;;
 	memory) ;;
-	disk | diskfp | disktable)
+	disk | diskfp | disktable | diskcopy)
 		if ! has_data_dir "$HOTCOLD"; then
 			note "skipping disk: $HOTCOLD serve --help does not mention --data-dir (no disk store in that build)"
 			continue
@@ -142,7 +145,7 @@ for cfg in $CONFIGS; do
 		[ -n "$HOTCOLD_BASE" ] || die "diskbase needs --base PATH"
 		has_data_dir "$HOTCOLD_BASE" || die "diskbase: $HOTCOLD_BASE has no disk store"
 		;;
-	*) die "unknown configuration $cfg (off, memory, disk, diskfp, disktable, base, diskbase)" ;;
+	*) die "unknown configuration $cfg (off, memory, disk, diskfp, disktable, diskcopy, base, diskbase)" ;;
 	esac
 	for rate in $RATES; do
 		case "$rate" in
@@ -362,12 +365,13 @@ run_one() {
 	[ "$rate" = default ] || args+=(-F "$rate")
 	case "$cfg" in
 	memory | base) has_data_dir "$bin" && args+=(--data-dir none) ;;
-	disk | diskfp | disktable | diskbase)
+	disk | diskfp | disktable | diskcopy | diskbase)
 		data="$DATA_PARENT/data-$rate"
 		rm -rf "$data"
 		args+=(--data-dir "$data")
 		[ "$cfg" = diskfp ] && args+=(--unwind fp)
 		[ "$cfg" = disktable ] && args+=(--unwind table)
+		[ "$cfg" = diskcopy ] && args+=(--unwind dwarf) # copy's name in every build
 		;;
 	esac
 	start_serve "$bin" "$log" "${args[@]}"

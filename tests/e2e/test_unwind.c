@@ -163,6 +163,20 @@ static struct share chain_share(json_t *root, pid_t pid, const char *thread,
 	return w.s;
 }
 
+/* How the table walks of profile j ended. */
+static void print_walks(json_t *j)
+{
+	print_message("  walks %llu (%llu complete, %llu unsupported, %llu bad frame), fp frames "
+		      "%llu, cache hits %llu of %llu frames\n",
+		      (unsigned long long)e2e_u64(j, "unwind.tables.walks"),
+		      (unsigned long long)e2e_u64(j, "unwind.tables.ends.complete"),
+		      (unsigned long long)e2e_u64(j, "unwind.tables.ends.unsupported"),
+		      (unsigned long long)e2e_u64(j, "unwind.tables.ends.bad_frame"),
+		      (unsigned long long)e2e_u64(j, "unwind.tables.fp_frames"),
+		      (unsigned long long)e2e_u64(j, "unwind.tables.cache_hits"),
+		      (unsigned long long)e2e_u64(j, "unwind.tables.frames"));
+}
+
 /* `what` of pid's threads named thread. */
 static uint64_t thread_sum(json_t *root, pid_t pid, const char *thread, const char *what)
 {
@@ -449,13 +463,7 @@ static void test_table_plt(void **state)
 		      (double)on / 1e6, 100 * ratio(s.whole, on), (unsigned long long)w.leaf_lo,
 		      (unsigned long long)w.leaf_hi, (double)w.s.total / 1e6,
 		      100 * ratio(w.s.total, on), 100 * ratio(w.s.whole, w.s.total));
-	print_message("  walks %llu (%llu complete, %llu unsupported, %llu bad frame), fp frames "
-		      "%llu\n",
-		      (unsigned long long)e2e_u64(j, "unwind.tables.walks"),
-		      (unsigned long long)e2e_u64(j, "unwind.tables.ends.complete"),
-		      (unsigned long long)e2e_u64(j, "unwind.tables.ends.unsupported"),
-		      (unsigned long long)e2e_u64(j, "unwind.tables.ends.bad_frame"),
-		      (unsigned long long)e2e_u64(j, "unwind.tables.fp_frames"));
+	print_walks(j);
 	/* 3 s of one busy thread */
 	assert_true(on > 1000000000ull);
 	assert_true(s.whole >= on * 99 / 100);
@@ -495,13 +503,7 @@ static void test_table_signal(void **state)
 		      "uw_sig_loop\n",
 		      (double)work.total / 1e6, 100 * ratio(work.whole, work.total),
 		      (double)on / 1e6, 100 * ratio(loop.whole, on));
-	print_message("  walks %llu (%llu complete, %llu unsupported, %llu bad frame), fp frames "
-		      "%llu\n",
-		      (unsigned long long)e2e_u64(j, "unwind.tables.walks"),
-		      (unsigned long long)e2e_u64(j, "unwind.tables.ends.complete"),
-		      (unsigned long long)e2e_u64(j, "unwind.tables.ends.unsupported"),
-		      (unsigned long long)e2e_u64(j, "unwind.tables.ends.bad_frame"),
-		      (unsigned long long)e2e_u64(j, "unwind.tables.fp_frames"));
+	print_walks(j);
 	assert_true(on > 1000000000ull);
 	/* a few ms in every 10: hundreds of samples in the handler however fast the CPU */
 	assert_true(work.total > 300000000ull);
