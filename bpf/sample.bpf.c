@@ -449,12 +449,6 @@ struct uw_bisect {
 };
 
 /*
- * The walk's state, per CPU, in a map value rather than on the stack: the verifier knows
- * nothing of what a map value holds, so the frame step (a bpf_loop callback) and the
- * bisections' loops are checked once each, where state on the stack (constants it follows
- * through every halving) has it walk each path apart.
- */
-/*
  * The rows found lately, per CPU: stacks repeat (the same callers under every sample of a
  * thread), and a hit skips both bisections. An entry holds while its slot's sequence is the
  * one it was found under: a slot's rows are not freed nor rewritten while it names them, and
@@ -469,6 +463,12 @@ struct uw_cache_ent {
 	struct hc_urow row;
 };
 
+/*
+ * The walk's state, per CPU, in a map value rather than on the stack: the verifier knows
+ * nothing of what a map value holds, so the frame step (a bpf_loop callback) and the
+ * bisections' loops are checked once each, where state on the stack (constants it follows
+ * through every halving) has it walk each path apart.
+ */
 struct uw_state {
 	struct uw_walk w;
 	struct uw_bisect b;
