@@ -22,7 +22,7 @@
 
 #include "e2e.h"
 
-static const char *hotcold;
+static const char *hotcold, *workload;
 static char *tmp;
 static char dir[600], cap[2][600], errp[600], addr[64];
 static pid_t serve_pid = -1;
@@ -186,8 +186,15 @@ static void test_captures_on_serve_timeline(void **state)
 	(void)state;
 	for (int i = 0; i < 2; i++) {
 		char *argv[] = {(char *)hotcold, "record", "-d", "2s", "-o", cap[i], NULL};
+		/* something on CPU in every capture: an idle machine may give no sample at
+		 * all (and hotcold's own worker, which no longer unwinds, hardly runs) */
+		char *wargv[] = {(char *)workload, "cpu", "30", NULL};
+		pid_t w = e2e_spawn(wargv, NULL, NULL);
 
+		assert_true(w > 0);
 		assert_int_equal(e2e_run(argv, errp, 60000), 0);
+		kill(w, SIGKILL);
+		e2e_wait(w, 5000);
 		usleep(1200000); /* the captures share no second */
 	}
 	assert_int_equal(import(both, NULL), 0);
@@ -234,6 +241,7 @@ int main(void)
 
 	e2e_require_root();
 	hotcold = e2e_env("HOTCOLD");
+	workload = e2e_env("HC_WORKLOAD");
 	tmp = e2e_tmpdir();
 	if (!tmp || chmod(tmp, 0711)) /* serve's HTTP process (nobody) reaches DIR */
 		return 1;
