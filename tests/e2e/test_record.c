@@ -563,7 +563,7 @@ static void test_offcpu_work_sleep(void **state)
 
 	(void)state;
 	run_init(&r, "worksleep.json");
-	assert_int_equal(record_workload(&r, NULL, "worksleep", "8", "999", "3s", &pid, NULL), 0);
+	assert_int_equal(record_workload(&r, NULL, "worksleep", "20", "999", "3s", &pid, NULL), 0);
 	j = e2e_load_json(r.out);
 	assert_non_null(j);
 	common_checks(j, 999);
@@ -652,7 +652,7 @@ static void test_offcpu_machine_identity(void **state)
 
 	(void)state;
 	run_init(&r, "machine.json");
-	start_workload("worksleep", "6", &kid); /* some work, some idle */
+	start_workload("worksleep", "20", &kid); /* some work, some idle; killed after */
 	{
 		char *argv[] = {(char *)hotcold, "record", "-F", "999", "-d", "3s", "-o",
 				r.out,		 NULL};
@@ -699,7 +699,7 @@ static void test_offcpu_wakers(void **state)
 
 	(void)state;
 	run_init(&r, "wakers.json");
-	pid = start_workload("pingpong", "6", &child);
+	pid = start_workload("pingpong", "20", &child);
 	{
 		char *argv[] = {(char *)hotcold, "record",   "-d", "2s",  "--comm",
 				"hc-workload",	 "--wakers", "-o", r.out, NULL};
