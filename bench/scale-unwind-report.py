@@ -10,8 +10,9 @@ Per mode, medians over rounds: cpuwork's throughput per CPU-second against `none
 alone), the share of cpuwork's on-CPU time (the busiest process) whose stack reaches its
 threads' entry (the outermost user frame clone3, clone, start_thread or _start), frames per
 stack, the
-stacks hotcold took with frame pointers (dwarf: over the copy budget; table: not published
-yet), [truncated] stacks, and hc_sample's BPF time per run (kernel bpf_stats).
+stacks hotcold took with frame pointers (copy: over the copy budget; table: not published
+yet), [truncated] stacks, hc_sample's BPF time per run (kernel bpf_stats), and hotcold's CPU over
+the middle of its window (its processes' user and system time).
 """
 import glob
 import gzip
@@ -72,6 +73,15 @@ def sample_ns(path):
     return t / c if c else None
 
 
+def cpu_share(path):
+    """hotcold's CPU in % of a core over the middle of its window (bench/scale-unwind.sh)."""
+    try:
+        ticks, t0, t1 = open(path).read().split()
+        return int(ticks) / 100 / (float(t1) - float(t0)) * 100
+    except (OSError, ValueError, ZeroDivisionError):
+        return None
+
+
 def med(v):
     v = [x for x in v if x is not None]
     return statistics.median(v) if v else None
@@ -82,7 +92,7 @@ def main():
     ENTRY.update(sys.argv[2:])
     rows = {}
     for cw in sorted(glob.glob(os.path.join(out, "r*-*.cw"))):
-        m = re.match(r"r(\d+)-(\w+)\.cw$", os.path.basename(cw))
+        m = re.match(r"r(\d+)-([\w-]+)\.cw$", os.path.basename(cw))
         r, mode = int(m.group(1)), m.group(2)
         row = {"rate": cw_rate(cw)}
         js = cw[:-3] + ".json"
@@ -90,6 +100,10 @@ def main():
             js += ".gz"
         if os.path.exists(js):
             row["complete"], row["frames"], row["truncated"], u = completeness(js)
+            try:  # serve: its unwind counters since it started, from /api/status
+                u = json.load(open(cw[:-3] + ".status.json")).get("unwind", u)
+            except (OSError, ValueError):
+                pass
             us = u.get("user_stacks", {})
             row["fp"] = us.get("frame_pointers")
             row["copies_over"] = u.get("copies", {}).get("over_budget")
@@ -97,14 +111,16 @@ def main():
             row["walks"] = t.get("walks")
             row["no_process"] = t.get("no_process")
             row["bpf_ns"] = sample_ns(cw[:-3] + ".bpf.json")
+            row["cpu"] = cpu_share(cw[:-3] + ".cpu")
         rows.setdefault(mode, {})[r] = row
     machine = open(os.path.join(out, "machine.txt")).read().split("\n")[0]
     base = {r: v["rate"] for r, v in rows.get("none", {}).items()}
     print(f"Machine: {machine}\n")
     print("| unwinding | cpuwork kept (per CPU-s, vs none) | stacks complete | frames per stack "
-          "| [truncated] | frame-pointer stacks | copies over budget | table walks | hc_sample ns |")
-    print("|---|---|---|---|---|---|---|---|---|")
-    for mode in ("none", "fp", "dwarf", "table"):
+          "| [truncated] | frame-pointer stacks | copies over budget | table walks | hc_sample ns "
+          "| hotcold CPU % of a core |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for mode in ("none", "fp", "dwarf", "copy", "table", "serve-fp", "serve-copy", "serve-table"):
         if mode not in rows:
             continue
         rs = rows[mode]
@@ -115,7 +131,8 @@ def main():
             return "–" if x is None else fmt.format(x)
         print(f"| {mode} | {'–' if kept is None else f'{kept:.3f}'} | {f('complete', '{:.1%}')} "
               f"| {f('frames', '{:.1f}')} | {f('truncated', '{:.1%}')} | {f('fp', '{:.0f}')} "
-              f"| {f('copies_over', '{:.0f}')} | {f('walks', '{:.0f}')} | {f('bpf_ns', '{:.0f}')} |")
+              f"| {f('copies_over', '{:.0f}')} | {f('walks', '{:.0f}')} | {f('bpf_ns', '{:.0f}')} "
+              f"| {f('cpu', '{:.2f}')} |")
 
 
 if __name__ == "__main__":

@@ -552,6 +552,13 @@ static int worker_main(void *ctx, const struct hc_privsep_child *child)
 	 * one, which moves them into the heap after the first free and leaves it fragmented
 	 * (measured: 24 MB of heap for 14 MB in use). */
 	mallopt(M_MMAP_THRESHOLD, 256 * 1024);
+	err = hc_collector__start(sp->coll, sp->cfg->c.verbose);
+	if (err) {
+		hc_err("collector: cannot start sampling (scheduler tracepoints, task iterator or "
+		       "perf events): %s",
+		       strerror(-err));
+		return EX_UNAVAILABLE;
+	}
 	err = hc_collector__run(sp->coll, &hc_stop_requested, child->stop_fd, &peer_gone);
 	if (err) {
 		hc_err("collector: %s", strerror(-err));

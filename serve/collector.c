@@ -257,13 +257,6 @@ struct hc_collector *hc_collector__new(const struct hc_collector_opts *o, char *
 	c->started_at_ns = hc_clock_ns(CLOCK_REALTIME);
 	c->now_s = c->started_at_ns / 1000000000ll;
 	hc_capture__set_now(c->cap, c->now_s);
-	err = hc_sampler__start(c->sampler);
-	if (err) {
-		snprintf(why, why_len,
-			 "starting the scheduler tracepoints, task iterator or perf events");
-		errno = -err;
-		goto err_free;
-	}
 	return c;
 
 err_free:
@@ -293,6 +286,35 @@ void hc_collector__free(struct hc_collector *c)
 	free(c);
 }
 
+int hc_collector__start(struct hc_collector *c, bool verbose)
+{
+	int err;
+
+	/* Here, not in new(): sandboxed, the kallsyms descriptor comes from the broker, which
+	 * answers only once the worker is forked. Without it kernel frames stay [unknown]. */
+	hc_symbolizer__load_kernel(c->sym);
+	/* --unwind table: every running process's tables before the first sample, as record
+	 * does: a thread sampled or switched out before its process is published is walked
+	 * with frame pointers (unwind.tables.no_process), and the start iterator walks the
+	 * threads asleep now with the tables. Processes that start later are published at
+	 * their exec (the exec tracepoint is attached already: its records wait in the ring
+	 * buffer). */
+	if (c->pub) {
+		uint64_t t = hc_mono_ns();
+		size_t n = 0;
+
+		err = hc_uwpub__publish_running(c->pub, &n); /* out of memory: at first records */
+		if (verbose)
+			fprintf(stderr,
+				"hotcold: unwind tables of %zu processes published in %.0f ms%s\n",
+				n, (double)(hc_mono_ns() - t) / 1e6, err ? " (out of memory)" : "");
+	}
+	c->started_at_ns = hc_clock_ns(CLOCK_REALTIME);
+	c->now_s = c->started_at_ns / 1000000000ll;
+	hc_capture__set_now(c->cap, c->now_s);
+	return hc_sampler__start(c->sampler);
+}
+
 int hc_collector__run(struct hc_collector *c, const volatile sig_atomic_t *stop, int stop_fd,
 		      bool *peer_gone)
 {
@@ -300,18 +322,6 @@ int hc_collector__run(struct hc_collector *c, const volatile sig_atomic_t *stop,
 
 	*peer_gone = false;
 	c->stop = stop;
-	/* Here, not in new(): sandboxed, the kallsyms descriptor comes from the broker, which
-	 * answers only once run() is under way. Without it kernel frames stay [unknown]. */
-	hc_symbolizer__load_kernel(c->sym);
-	/* --unwind table: every running process's tables now, not at its first record: a
-	 * thread that switches out before its process is published is walked with frame
-	 * pointers (counted in unwind.tables.no_process). Processes that start later are
-	 * published at their exec. */
-	if (c->pub) {
-		size_t n = 0;
-
-		(void)hc_uwpub__publish_running(c->pub, &n); /* out of memory: at first records */
-	}
 	while (!*stop) {
 		int err = hc_sampler__poll(c->sampler, 100);
 

@@ -5,9 +5,9 @@
  * observations and counters to the server half (serve/wire.h) over a socket. Keeps no
  * history: the store lives on the other side.
  *
- * hc_collector__new() needs the privileges (BPF, perf events); hc_collector__run() needs
- * none when opts.io gives it its files (`hotcold serve` forks it into the worker sandbox,
- * privsep/, and the privileged parent answers opts.io's requests).
+ * hc_collector__new() needs the privileges (BPF, perf events); hc_collector__start() and
+ * hc_collector__run() need none when opts.io gives it its files (`hotcold serve` forks it
+ * into the worker sandbox, privsep/, and the privileged parent answers opts.io's requests).
  */
 #ifndef HOTCOLD_SERVE_COLLECTOR_H
 #define HOTCOLD_SERVE_COLLECTOR_H
@@ -46,14 +46,21 @@ struct hc_collector_opts {
 
 struct hc_collector;
 
-/* BPF loaded, attached and started; the symbolizer made (kernel symbols are loaded by run).
- * NULL + errno; why (why_len bytes) names the step that failed. */
+/* BPF loaded and attached, sampling not started yet; the symbolizer made (kernel symbols are
+ * loaded by start). NULL + errno; why (why_len bytes) names the step that failed. */
 struct hc_collector *hc_collector__new(const struct hc_collector_opts *o, char *why,
 				       size_t why_len);
 /* In the parent, once the worker is forked: it alone reads the ring buffer (the parent's
  * mapping would count in the RSS of both). */
 void hc_collector__unmap_reader(struct hc_collector *c);
 void hc_collector__free(struct hc_collector *c);
+
+/*
+ * In the worker, before run(): kernel symbols loaded, --unwind table's tables published for
+ * every running process, then sampling started (tracepoints, the task iterator, perf events
+ * on). verbose: say how long publishing took. 0 or -errno (sampling did not start).
+ */
+int hc_collector__start(struct hc_collector *c, bool verbose);
 
 /*
  * Sample and send until *stop is set, stop_fd is asked (privsep/broker.h: the stop line; -1:
