@@ -155,9 +155,10 @@ void hc_capture__free(struct hc_capture *cap);
 /* --unwind table: each record's process gets its unwind tables published (when its maps
  * changed) before its stacks are built. pub is borrowed; NULL stops publishing. */
 void hc_capture__set_uwpub(struct hc_capture *cap, struct hc_uwpub *pub);
-/* A publisher over the sampler's mapped tables (--unwind table): NULL and errno (EINVAL: the
- * sampler was made without uw_tables, or its tables are unmapped; ENOMEM). */
-struct hc_uwpub *hc_capture__uwpub_new(struct hc_symbolizer *sym, const struct hc_sampler *s);
+/* A publisher over the sampler's tables (--unwind table), which maps their rows as it places
+ * them: NULL and errno (EINVAL: the sampler was made without uw_tables, or its tables are
+ * unmapped; ENOMEM). s must outlive it. */
+struct hc_uwpub *hc_capture__uwpub_new(struct hc_symbolizer *sym, struct hc_sampler *s);
 
 /*
  * The sampler's callbacks into the pipeline *slot (read at each record: a pipeline made

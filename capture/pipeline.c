@@ -253,7 +253,17 @@ void hc_capture__set_uwpub(struct hc_capture *cap, struct hc_uwpub *pub)
 	cap->pub = pub;
 }
 
-struct hc_uwpub *hc_capture__uwpub_new(struct hc_symbolizer *sym, const struct hc_sampler *s)
+static int uw_map_rows(void *sampler, uint32_t end)
+{
+	return hc_sampler__uw_map_rows(sampler, end);
+}
+
+static int uw_map_slot(void *sampler, uint32_t slot)
+{
+	return hc_sampler__uw_map_slot(sampler, slot);
+}
+
+struct hc_uwpub *hc_capture__uwpub_new(struct hc_symbolizer *sym, struct hc_sampler *s)
 {
 	struct hc_sampler_uw_area a;
 
@@ -264,7 +274,10 @@ struct hc_uwpub *hc_capture__uwpub_new(struct hc_symbolizer *sym, const struct h
 	return hc_uwpub__new(sym, &(struct hc_uwpub_area){.rows = a.rows,
 							  .n_rows = a.n_rows,
 							  .procs = a.procs,
-							  .n_procs = a.n_procs});
+							  .n_procs = a.n_procs,
+							  .map_rows = uw_map_rows,
+							  .map_slot = uw_map_slot,
+							  .map_ctx = s});
 }
 
 /* A user stack, leaf first; truncated: the unwinder stopped short of the outermost frame,

@@ -331,7 +331,7 @@ static void worker__release(struct worker *w)
 
 /* 0 and the kernel symbols' error in *ksym_err, or -errno. */
 static int worker__init(struct worker *w, const struct record_cfg *cfg,
-			const struct hc_symbolizer_io *io, const struct hc_sampler *sampler,
+			const struct hc_symbolizer_io *io, struct hc_sampler *sampler,
 			int *ksym_err)
 {
 	struct hc_symbolizer_opts sopts = {

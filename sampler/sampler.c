@@ -44,6 +44,8 @@ struct hc_sampler {
 	/* --unwind table: the two mmap'd maps */
 	struct hc_sampler_uw_area uw;
 	size_t uw_rows_bytes, uw_procs_bytes;
+	size_t uw_rows_mapped; /* bytes of uw_rows mapped at uw.rows (the rest reserved) */
+	bool *uw_slot_mapped;  /* per slot of uw_procs; NULL: all of it is mapped */
 };
 
 static size_t roundup_pow2(size_t v)
@@ -351,7 +353,11 @@ static int configure_tables(struct hc_sampler *s, const struct hc_sampler_opts *
 	return err;
 }
 
-/* After load: both maps mapped shared, for the reader to publish into. */
+/* uw_rows is mapped in chunks of this many bytes, as rows are placed (a page multiple) */
+#define UW_ROWS_CHUNK (256u << 10)
+
+/* After load: uw_procs mapped shared, uw_rows's address range reserved (no access, no
+ * memory) for hc_sampler__uw_map_rows() to map into, for the reader to publish into. */
 static int map_tables(struct hc_sampler *s, const char **step)
 {
 	long page = sysconf(_SC_PAGESIZE);
@@ -362,21 +368,77 @@ static int map_tables(struct hc_sampler *s, const char **step)
 	s->uw_rows_bytes = ((size_t)s->uw.n_rows * sizeof(struct hc_urow) + (size_t)page - 1) &
 			   ~((size_t)page - 1);
 	s->uw_procs_bytes = (size_t)s->uw.n_procs * sizeof(struct hc_uw_proc);
-	rows = mmap(NULL, s->uw_rows_bytes, PROT_READ | PROT_WRITE, MAP_SHARED,
-		    bpf_map__fd(s->skel->maps.uw_rows), 0);
-	procs = rows == MAP_FAILED ? MAP_FAILED
-				   : mmap(NULL, s->uw_procs_bytes, PROT_READ | PROT_WRITE,
-					  MAP_SHARED, bpf_map__fd(s->skel->maps.uw_procs), 0);
+	/* A slot a page, mapped as used; otherwise the whole map now. */
+	if (s->uw_procs_bytes % (size_t)page == 0 &&
+	    sizeof(struct hc_uw_proc) % (size_t)page == 0) {
+		s->uw_slot_mapped = calloc(s->uw.n_procs, sizeof(*s->uw_slot_mapped));
+		if (!s->uw_slot_mapped) {
+			*step = "cannot map the unwind table maps";
+			return -ENOMEM;
+		}
+	}
+	rows = mmap(NULL, s->uw_rows_bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+		    -1, 0);
+	if (rows == MAP_FAILED)
+		procs = MAP_FAILED;
+	else if (s->uw_slot_mapped)
+		procs = mmap(NULL, s->uw_procs_bytes, PROT_NONE,
+			     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	else
+		procs = mmap(NULL, s->uw_procs_bytes, PROT_READ | PROT_WRITE, MAP_SHARED,
+			     bpf_map__fd(s->skel->maps.uw_procs), 0);
 	if (procs == MAP_FAILED) {
 		int err = -errno;
 
 		if (rows != MAP_FAILED)
 			munmap(rows, s->uw_rows_bytes);
+		free(s->uw_slot_mapped);
+		s->uw_slot_mapped = NULL;
 		*step = "cannot map the unwind table maps";
 		return err;
 	}
 	s->uw.rows = rows;
 	s->uw.procs = procs;
+	s->uw_rows_mapped = 0;
+	return 0;
+}
+
+int hc_sampler__uw_map_rows(struct hc_sampler *s, uint32_t end)
+{
+	size_t want = (size_t)end * sizeof(struct hc_urow);
+	void *at;
+
+	if (!s->uw.rows || end > s->uw.n_rows)
+		return -EINVAL;
+	if (want <= s->uw_rows_mapped)
+		return 0;
+	want = (want + UW_ROWS_CHUNK - 1) & ~((size_t)UW_ROWS_CHUNK - 1);
+	if (want > s->uw_rows_bytes)
+		want = s->uw_rows_bytes;
+	/* over the reservation: the map's pages from the same offset */
+	at = mmap((char *)s->uw.rows + s->uw_rows_mapped, want - s->uw_rows_mapped,
+		  PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED,
+		  bpf_map__fd(s->skel->maps.uw_rows), (off_t)s->uw_rows_mapped);
+	if (at == MAP_FAILED)
+		return -errno;
+	s->uw_rows_mapped = want;
+	return 0;
+}
+
+int hc_sampler__uw_map_slot(struct hc_sampler *s, uint32_t slot)
+{
+	size_t off = (size_t)slot * sizeof(struct hc_uw_proc);
+	void *at;
+
+	if (!s->uw.procs || slot >= s->uw.n_procs)
+		return -EINVAL;
+	if (!s->uw_slot_mapped || s->uw_slot_mapped[slot])
+		return 0;
+	at = mmap((char *)s->uw.procs + off, sizeof(struct hc_uw_proc), PROT_READ | PROT_WRITE,
+		  MAP_SHARED | MAP_FIXED, bpf_map__fd(s->skel->maps.uw_procs), (off_t)off);
+	if (at == MAP_FAILED)
+		return -errno;
+	s->uw_slot_mapped[slot] = true;
 	return 0;
 }
 
@@ -388,6 +450,8 @@ static void unmap_tables(struct hc_sampler *s)
 		munmap(s->uw.procs, s->uw_procs_bytes);
 	s->uw.rows = NULL;
 	s->uw.procs = NULL;
+	free(s->uw_slot_mapped);
+	s->uw_slot_mapped = NULL;
 }
 
 bool hc_sampler__uw_area(const struct hc_sampler *s, struct hc_sampler_uw_area *out)

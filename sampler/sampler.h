@@ -62,6 +62,8 @@ struct hc_sampler_opts {
 
 /* The tables' memory (mapped shared: a child forked after hc_sampler__new() writes it). */
 struct hc_sampler_uw_area {
+	/* room for n_rows, writable only as far as hc_sampler__uw_map_rows() has mapped it; room
+	 * for n_procs, each slot writable once hc_sampler__uw_map_slot() has mapped it */
 	struct hc_urow *rows;
 	uint32_t n_rows;
 	struct hc_uw_proc *procs;
@@ -120,6 +122,15 @@ void hc_sampler__unmap_reader(struct hc_sampler *s);
 /* --unwind table: the tables' memory; false without uw_tables (or after unmap_reader, which
  * unmaps it too: the reader publishes). */
 bool hc_sampler__uw_area(const struct hc_sampler *s, struct hc_sampler_uw_area *out);
+/*
+ * --unwind table: make rows [0, end) of the area writable. The rows map is mapped in chunks
+ * of 256 KiB as the publisher's rows reach them (the kernel maps a chunk's pages whole, and
+ * they count in RSS from then on), not all at once. 0, or -errno (-EINVAL past n_rows).
+ */
+int hc_sampler__uw_map_rows(struct hc_sampler *s, uint32_t end);
+/* --unwind table: make slot `slot` of the area's procs writable (mapped a page at a time, as
+ * slots are first used). 0, or -errno (-EINVAL past n_procs). */
+int hc_sampler__uw_map_slot(struct hc_sampler *s, uint32_t slot);
 /* Wait up to timeout_ms for data and drain it into the callbacks. Returns records handled,
  * or -errno (-EINTR when a signal arrived). */
 int hc_sampler__poll(struct hc_sampler *s, int timeout_ms);

@@ -302,6 +302,10 @@ static int obj_compile(struct hc_uwpub *u, Elf *elf, struct uwobj *o)
 	rows = hc_uwtable__rows(t, &n);
 	/* n <= HC_UROWS_MAX: the compiler's bound */
 	err = n ? hc__uwpub_rows_alloc(u, (uint32_t)n, &at) : -ENODATA;
+	if (!err && u->a.map_rows && u->a.map_rows(u->a.map_ctx, at + (uint32_t)n)) {
+		hc__uwpub_rows_free(u, at, (uint32_t)n);
+		err = -ENOSPC;
+	}
 	if (err == -ENOMEM) {
 		hc_uwtable__free(t);
 		return err;
@@ -439,6 +443,8 @@ static int publish(struct hc_uwpub *u, struct hc_sym_proc *p, uint32_t tgid, uin
 		e->gen = gen;
 		return 0;
 	}
+	if (e->slot < 0 && u->a.map_slot && u->a.map_slot(u->a.map_ctx, (uint32_t)slot))
+		return -ENOMEM;
 	err = build_maps(u, n_mods, &n);
 	if (err)
 		return err;

@@ -33,6 +33,14 @@ struct hc_uwpub_area {
 	uint32_t n_rows;
 	struct hc_uw_proc *procs; /* the uw_procs map's memory, n_procs entries */
 	uint32_t n_procs;	  /* a power of two */
+	/* When set: called before rows [0, end) are written, to make them writable (the
+	 * sampler maps the rows as they are used, hc_sampler__uw_map_rows()). 0 or -errno: the
+	 * table is left out as if it had not fit (table_full). NULL: all rows are writable. */
+	int (*map_rows)(void *ctx, uint32_t end);
+	/* When set: called before a slot is first written, to make it writable. 0 or -errno:
+	 * the process is not published this time (-ENOMEM). */
+	int (*map_slot)(void *ctx, uint32_t slot);
+	void *map_ctx;
 };
 
 struct hc_uwpub_stats {
@@ -40,7 +48,8 @@ struct hc_uwpub_stats {
 	uint64_t refused;     /* compile refused (-EBADMSG/-E2BIG): published without a table */
 	uint64_t no_cfi;      /* no call frame information (-ENODATA), or not an x86-64 ELF
 			       * (-ENOEXEC): published without a table, frame pointers */
-	uint64_t table_full;  /* tables that did not fit in the rows left: frame pointers */
+	uint64_t table_full;  /* tables that did not fit in the rows left (or whose rows could
+			       * not be mapped): frame pointers */
 	uint64_t rows_used;   /* rows held now */
 	uint64_t text_bytes;  /* executable segments' bytes of the objects whose rows are held */
 	uint64_t processes;   /* slots written (first publish and re-publishes) */

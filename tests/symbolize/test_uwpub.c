@@ -739,13 +739,105 @@ static void test_args(void **state)
 	hc_symbolizer__free(sym);
 }
 
+/* ---- Areas mapped as used (the sampler's hc_sampler__uw_map_rows/_slot) ---- */
+
+struct lazy {
+	uint32_t rows_end; /* rows [0, rows_end) are "mapped" */
+	uint32_t slots[8]; /* slots "mapped", in order */
+	uint32_t n_slots;
+	bool fail_rows, fail_slot;
+};
+
+static int lazy_rows(void *ctx, uint32_t end)
+{
+	struct lazy *l = ctx;
+
+	if (l->fail_rows)
+		return -ENOMEM;
+	if (end > l->rows_end)
+		l->rows_end = end;
+	return 0;
+}
+
+static int lazy_slot(void *ctx, uint32_t slot)
+{
+	struct lazy *l = ctx;
+
+	if (l->fail_slot)
+		return -ENOMEM;
+	assert_true(l->n_slots < 8);
+	l->slots[l->n_slots++] = slot;
+	return 0;
+}
+
+static void fx_lazy(struct fx *f, struct lazy *l)
+{
+	hc_uwpub__free(f->u);
+	f->a.map_rows = lazy_rows;
+	f->a.map_slot = lazy_slot;
+	f->a.map_ctx = l;
+	f->u = hc_uwpub__new(f->sym, &f->a);
+	assert_non_null(f->u);
+}
+
+/* 7. Every row written lies below what map_rows was asked for, and the slot was mapped before
+ * it was written; a failed slot mapping publishes nothing (-ENOMEM, tried again at the next
+ * call), failed row mappings leave the objects without tables (table_full). */
+static void test_mapped_as_used(void **state)
+{
+	struct hc_uwpub_stats st;
+	struct lazy l = {0};
+	struct hc_sym_proc *p;
+	struct hc_uw_proc *s;
+	struct fx f;
+
+	(void)state;
+	fx_init(&f, 1u << 20, 64);
+	fx_lazy(&f, &l);
+	assert_int_equal(hc_symbolizer__process(f.sym, f.tgid, f.start_ns, &p), 0);
+	l.fail_slot = true;
+	assert_int_equal(hc_uwpub__process(f.u, p), -ENOMEM);
+	assert_null(find_slot(&f.a, f.tgid, f.start_ns));
+	assert_int_equal(l.n_slots, 0);
+	l.fail_slot = false;
+	assert_int_equal(hc_uwpub__process(f.u, p), 0);
+	s = find_slot(&f.a, f.tgid, f.start_ns);
+	assert_non_null(s);
+	check_slot(&f.a, s);
+	assert_int_equal(l.n_slots, 1);
+	assert_ptr_equal(&f.a.procs[l.slots[0]], s);
+	st = stats(&f);
+	assert_true(st.objects >= 2);		    /* the test binary, libc, ... */
+	assert_int_equal(l.rows_end, st.rows_used); /* first fit from row 0, nothing freed */
+	for (uint32_t i = 0; i < s->n_maps; i++)
+		assert_true(s->maps[i].rows_at + s->maps[i].n_rows <= l.rows_end);
+	/* nothing past rows_end was written */
+	for (uint32_t i = l.rows_end; i < f.a.n_rows; i++)
+		assert_true(!memcmp(&f.a.rows[i], &(struct hc_urow){0}, sizeof(struct hc_urow)));
+	fx_fini(&f);
+
+	memset(&l, 0, sizeof(l));
+	fx_init(&f, 1u << 20, 64);
+	fx_lazy(&f, &l);
+	l.fail_rows = true;
+	publish(&f, f.tgid, f.start_ns);
+	s = find_slot(&f.a, f.tgid, f.start_ns);
+	assert_non_null(s);
+	st = stats(&f);
+	assert_int_equal(st.rows_used, 0);
+	assert_int_equal(slot_rows(s), 0);
+	assert_true(st.table_full >= 2);
+	fx_fini(&f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_args),	     cmocka_unit_test(test_allocator),
-		cmocka_unit_test(test_publish_self), cmocka_unit_test(test_republish),
-		cmocka_unit_test(test_table_full),   cmocka_unit_test(test_table_full_retry),
-		cmocka_unit_test(test_gone),	     cmocka_unit_test(test_slots_full),
+		cmocka_unit_test(test_args),	       cmocka_unit_test(test_allocator),
+		cmocka_unit_test(test_publish_self),   cmocka_unit_test(test_republish),
+		cmocka_unit_test(test_table_full),     cmocka_unit_test(test_table_full_retry),
+		cmocka_unit_test(test_gone),	       cmocka_unit_test(test_slots_full),
+		cmocka_unit_test(test_mapped_as_used),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
