@@ -317,9 +317,8 @@ static int put_user_frames(struct hc_capture *cap, struct rec_proc *rp, const st
 		key[(*n)++] = loc.obj;
 		key[(*n)++] = loc.obj == HC_OBJ_UNKNOWN ? 0 : loc.off;
 		if (loc.obj == HC_OBJ_UNKNOWN) {
-			/* Once per record (an off-CPU flush builds its stack twice), and only
-			 * where the maps were read: a process gone before its first record is
-			 * counted in symbolize.process_gone. */
+			/* Once per record, and only where the maps were read: a process gone before
+			 * its first record is counted in symbolize.process_gone. */
 			if (!rp->unmapped && hc_sym_proc__has_maps(p))
 				cap->stats.ustacks_unmapped++;
 			rp->unmapped = true;
@@ -656,13 +655,16 @@ int hc_capture__offcpu(struct hc_capture *cap, const struct hc_offcpu_event *e, 
 	} else if (!table_stack(cap, &us, e->uw_end) && nu) {
 		cap->stats.ustacks_fp++;
 	}
-	/* Run-queue time hangs on the thread's own stack... */
-	if (e->rq_ns) {
-		n = build_key(cap, &rp, e->tid, e->pcomm, e->comm, &us, e->stacks + nu, nk, ext, 0);
-		if (n < 0 ||
-		    add_offcpu_time(cap, (size_t)n, false, e->rq_ns, e->first_ns, e->last_ns))
-			goto err_nomem;
-	}
+	if (!e->rq_ns && !e->off_ns)
+		return 0;
+	/* The key is built once (its user frames normalized once): both times hang on the
+	 * thread's own stack and differ in the key's ext word only. */
+	n = build_key(cap, &rp, e->tid, e->pcomm, e->comm, &us, e->stacks + nu, nk, ext, 0);
+	if (n < 0)
+		goto err_nomem;
+	/* Run-queue time as it is... */
+	if (e->rq_ns && add_offcpu_time(cap, (size_t)n, false, e->rq_ns, e->first_ns, e->last_ns))
+		goto err_nomem;
 	/* ...blocked time under its waker, when one was seen; a lock wait is marked. */
 	if (e->off_ns) {
 		wref = waker_ref(cap, e);
@@ -671,10 +673,8 @@ int hc_capture__offcpu(struct hc_capture *cap, const struct hc_offcpu_event *e, 
 		if (e->lock & HC_LOCK_WAIT)
 			ext |= EXT_LOCK | EXT_LOCK_BLOCKED |
 			       (uint64_t)lock_kind_flags(e->lock) << EXT_LOCK_FLAGS_SHIFT;
-		n = build_key(cap, &rp, e->tid, e->pcomm, e->comm, &us, e->stacks + nu, nk,
-			      ext | (uint64_t)wref, 0);
-		if (n < 0 ||
-		    add_offcpu_time(cap, (size_t)n, true, e->off_ns, e->first_ns, e->last_ns))
+		cap->key[6] = ext | (uint64_t)wref;
+		if (add_offcpu_time(cap, (size_t)n, true, e->off_ns, e->first_ns, e->last_ns))
 			goto err_nomem;
 	}
 	return 0;

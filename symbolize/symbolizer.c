@@ -136,6 +136,8 @@ struct hc_sym_proc {
 	uint64_t reread_interval_ns; /* 0: MAPS_REREAD_MIN_INTERVAL_NS */
 	uint64_t gen;		     /* the snapshot's number: a new one means new mappings */
 	uint32_t unwinder_slot;	     /* the unwinder's (hc_sym_proc__unwinder_slot) */
+	uint32_t hint; /* index into maps->maps of the code mapping last found (a stack's
+			* frames mostly lie in a few mappings): checked before the bisection */
 };
 
 struct hc_symbolizer {
@@ -1010,6 +1012,26 @@ static const struct hc_mapping *find_code(const struct hc_procmaps *pm, uint64_t
 	return m && (hc_mapping__is_file(m) || (m->perms & HC_MAP_X)) ? m : NULL;
 }
 
+/* find_code(), first trying the mapping found last for p (mappings do not overlap: an
+ * address inside the hinted one is found there by the bisection too) */
+static const struct hc_mapping *find_code_hinted(struct hc_sym_proc *p, uint64_t ip)
+{
+	const struct hc_procmaps *pm = p->maps;
+	const struct hc_mapping *m;
+
+	if (pm && p->hint < pm->nr) {
+		m = &pm->maps[p->hint];
+		/* maps may have been read again since: checked as find_code() checks */
+		if (m->start <= ip && ip < m->end &&
+		    (hc_mapping__is_file(m) || (m->perms & HC_MAP_X)))
+			return m;
+	}
+	m = find_code(pm, ip);
+	if (m)
+		p->hint = (uint32_t)(m - pm->maps);
+	return m;
+}
+
 int hc_symbolizer__normalize_proc(struct hc_symbolizer *sym, struct hc_sym_proc *p, uint64_t ip,
 				  struct hc_uloc *out)
 {
@@ -1043,7 +1065,7 @@ int hc_symbolizer__normalize_proc(struct hc_symbolizer *sym, struct hc_sym_proc 
 		if (err == -ENOMEM || err == -E2BIG)
 			return err;
 	}
-	m = find_code(p->maps, ip);
+	m = find_code_hinted(p, ip);
 	if (!m && !p->gone) {
 		uint64_t now = hc_mono_ns();
 
