@@ -39,8 +39,9 @@
 #   --configs "C ..."     overhead configurations (default "none hotcold perf bpftrace"); also
 #                         `floor`: bpftrace `profile:hz:N { @ = count(); }`, sampling with no
 #                         stacks, the cost of the timer interrupt and a minimal BPF program;
-#                         `hotcold-dwarf`: hotcold record --unwind dwarf (`hotcold` is --unwind
-#                         fp, its default); `perf-dwarf`: perf record -a --call-graph dwarf (8K
+#                         `hotcold-dwarf`: hotcold record --unwind dwarf (copies; `hotcold` is
+#                         --unwind fp); `hotcold-table`: --unwind table, the default (unwind
+#                         tables walked in BPF); `perf-dwarf`: perf record -a --call-graph dwarf (8K
 #                         stack copies, perf's default); `perf-dwarf16k`: the same with 16K
 #                         copies, hotcold's --stack-copy default. After each perf-dwarf* run
 #                         `perf script` over its perf.data is timed (perf unwinds there).
@@ -110,7 +111,7 @@ done
 
 # Overhead: pair each profiler run with the none run of the same round and rate.
 # Every configuration, in the order the tables list them.
-CONFIG_ORDER="hotcold hotcold-dwarf perf perf-dwarf perf-dwarf16k bpftrace floor"
+CONFIG_ORDER="hotcold hotcold-table hotcold-dwarf perf perf-dwarf perf-dwarf16k bpftrace floor"
 
 report_overhead() {
 	awk -F, -v freqs="$FREQS" -v CONFIG_ORDER="$CONFIG_ORDER" '
@@ -194,7 +195,8 @@ report_paired() {
 		tpc[key] = $8; tpw[key] = $9; rounds[$1] = 1; ran[$3] = 1
 	}
 	END {
-		np = split("hotcold/perf hotcold/bpftrace hotcold-dwarf/hotcold hotcold-dwarf/perf-dwarf " \
+		np = split("hotcold/perf hotcold/bpftrace hotcold-table/perf hotcold-table/hotcold " \
+			"hotcold-table/hotcold-dwarf hotcold-dwarf/hotcold hotcold-dwarf/perf-dwarf " \
 			"hotcold-dwarf/perf-dwarf16k perf-dwarf/perf", P, " ")
 		printf "| rate | A / B | per CPU-s | per wall-s |\n"
 		printf "|---:|---|---|---|\n"
@@ -421,7 +423,7 @@ done
 [[ $WORKLOAD == fp || $WORKLOAD == nofp ]] || die "--workload: fp or nofp, not '$WORKLOAD'"
 for c in "${CONFIGS[@]}"; do
 	case "$c" in
-	none | hotcold | hotcold-dwarf | perf | perf-dwarf | perf-dwarf16k | bpftrace | floor) ;;
+	none | hotcold | hotcold-table | hotcold-dwarf | perf | perf-dwarf | perf-dwarf16k | bpftrace | floor) ;;
 	*) die "--configs: unknown configuration '$c'" ;;
 	esac
 done
@@ -551,10 +553,12 @@ start_profiler() {
 	local cfg=$1 hz=$2 secs=$3 pfx=$4
 	PROF_T0=$(now)
 	case "$cfg" in
-	hotcold | hotcold-dwarf)
+	hotcold | hotcold-table | hotcold-dwarf)
+		local mode=fp
+		[ "$cfg" = hotcold-table ] && mode=table
+		[ "$cfg" = hotcold-dwarf ] && mode=dwarf
 		/usr/bin/time -f '%M %U %S %e' -o "$pfx.time" \
-			"$HOTCOLD" record -F "$hz" -d "${secs}s" -o "$pfx.json" -v \
-			--unwind "$([ "$cfg" = hotcold ] && echo fp || echo dwarf)" \
+			"$HOTCOLD" record -F "$hz" -d "${secs}s" -o "$pfx.json" -v --unwind "$mode" \
 			>/dev/null 2>"$pfx.err" &
 		;;
 	perf | perf-dwarf | perf-dwarf16k)
