@@ -137,6 +137,7 @@ static void fill_tables(uint64_t *v, const struct hc_uwpub_stats *ps)
 	v[HC_C_UNW_TABLE_REFUSED] = ps->refused;
 	v[HC_C_UNW_TABLE_NO_CFI] = ps->no_cfi;
 	v[HC_C_UNW_TABLE_FULL] = ps->table_full;
+	v[HC_C_UNW_TABLE_REREAD_FAILED] = ps->reread_failed;
 	v[HC_C_UNW_TABLE_PROCESSES] = ps->processes;
 	v[HC_C_UNW_TABLE_SLOTS_FULL] = ps->slots_full;
 	v[HC_C_UNW_TABLE_MAPS_OVER] = ps->maps_over;

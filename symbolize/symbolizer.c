@@ -99,7 +99,21 @@ struct object {
 	/* For the unwinder (OBJ_FILE): the ELF with its CFI read in, detached from the file. */
 	Elf *uelf;
 	bool uelf_tried;
+	/* Its loadable segments, kept when uelf is let go (hc_symbolizer__drop_cfi): module
+	 * spans are found without it. NULL: none kept. */
+	struct load_seg *segs;
+	uint8_t n_segs;
 };
+
+/* A PT_LOAD program header, as module_span() reads it. */
+struct load_seg {
+	uint64_t vaddr, offset, filesz, memsz, align;
+	uint32_t flags;
+};
+
+/* Objects have a few loadable segments; more are not kept (the span is then found from the
+ * ELF, read again). */
+#define LOAD_SEGS_MAX 16
 
 /* One parsed ELF symbol table, shared by all objects with its build-id. */
 struct symtab {
@@ -253,6 +267,7 @@ void hc_symbolizer__free(struct hc_symbolizer *sym)
 		hc_perfmap__free(sym->objs[i].perfmap);
 		if (sym->objs[i].uelf)
 			elf_end(sym->objs[i].uelf);
+		free(sym->objs[i].segs);
 	}
 	if (sym->vdso_uelf)
 		elf_end(sym->vdso_uelf);
@@ -1731,28 +1746,51 @@ int hc_symbolizer__resolve_user_inline(struct hc_symbolizer *sym, const struct h
 
 /* Where o's loadable segments lie in a process that maps file offset m->pgoff at m->start:
  * the load bias from the segment holding that offset, then the segments' span. */
-static int module_span(Elf *elf, const struct hc_mapping *m, struct hc_sym_module *mod)
+/* elf's PT_LOAD headers into out[0..*n) (at most max). 0, or -EINVAL (unreadable, or more
+ * than max). */
+static int load_segs(Elf *elf, struct load_seg *out, size_t max, size_t *n)
 {
-	uint64_t lo = UINT64_MAX, hi = 0, bias = 0;
-	bool found = false;
 	size_t nph;
 
+	*n = 0;
 	if (elf_getphdrnum(elf, &nph))
 		return -EINVAL;
 	for (size_t i = 0; i < nph; i++) {
 		GElf_Phdr ph;
-		uint64_t align;
 
 		if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_LOAD)
 			continue;
-		align = ph.p_align > 1 && !(ph.p_align & (ph.p_align - 1)) ? ph.p_align : 1;
-		if ((ph.p_vaddr & ~(align - 1)) < lo)
-			lo = ph.p_vaddr & ~(align - 1);
-		if (ph.p_vaddr + ph.p_memsz > hi)
-			hi = ph.p_vaddr + ph.p_memsz;
-		if (!found && (ph.p_flags & PF_X) && m->pgoff >= (ph.p_offset & ~(align - 1)) &&
-		    m->pgoff < ph.p_offset + ph.p_filesz) {
-			bias = m->start - (ph.p_vaddr - ph.p_offset + m->pgoff);
+		if (*n == max)
+			return -EINVAL;
+		out[(*n)++] = (struct load_seg){.vaddr = ph.p_vaddr,
+						.offset = ph.p_offset,
+						.filesz = ph.p_filesz,
+						.memsz = ph.p_memsz,
+						.align = ph.p_align,
+						.flags = ph.p_flags};
+	}
+	return 0;
+}
+
+/* The span and bias of the module that mapping m of a process belongs to, from its
+ * loadable segments. 0, -ENOENT (m is not in an executable segment). */
+static int segs_span(const struct load_seg *segs, size_t n, const struct hc_mapping *m,
+		     struct hc_sym_module *mod)
+{
+	uint64_t lo = UINT64_MAX, hi = 0, bias = 0;
+	bool found = false;
+
+	for (size_t i = 0; i < n; i++) {
+		const struct load_seg *ph = &segs[i];
+		uint64_t align = ph->align > 1 && !(ph->align & (ph->align - 1)) ? ph->align : 1;
+
+		if ((ph->vaddr & ~(align - 1)) < lo)
+			lo = ph->vaddr & ~(align - 1);
+		if (ph->vaddr + ph->memsz > hi)
+			hi = ph->vaddr + ph->memsz;
+		if (!found && (ph->flags & PF_X) && m->pgoff >= (ph->offset & ~(align - 1)) &&
+		    m->pgoff < ph->offset + ph->filesz) {
+			bias = m->start - (ph->vaddr - ph->offset + m->pgoff);
 			found = true;
 		}
 	}
@@ -1762,6 +1800,16 @@ static int module_span(Elf *elf, const struct hc_mapping *m, struct hc_sym_modul
 	mod->high = bias + hi;
 	mod->bias = bias;
 	return 0;
+}
+
+static int module_span(Elf *elf, const struct hc_mapping *m, struct hc_sym_module *mod)
+{
+	struct load_seg segs[LOAD_SEGS_MAX];
+	size_t n;
+
+	if (load_segs(elf, segs, LOAD_SEGS_MAX, &n))
+		return -EINVAL;
+	return segs_span(segs, n, m, mod);
 }
 
 static Elf *vdso_uelf(struct hc_symbolizer *sym)
@@ -1819,6 +1867,18 @@ int hc_symbolizer__modules(struct hc_symbolizer *sym, struct hc_sym_proc *p,
 				o->uelf = unwind_elf(o->fd);
 			}
 			elf = o->uelf;
+			if (!elf && o->segs) {
+				/* its CFI let go: the span from the segments kept */
+				for (size_t k = 0; k < *n && !dup; k++)
+					dup = out[k].obj == p->map_obj[i];
+				if (dup || segs_span(o->segs, o->n_segs, m, mod))
+					continue;
+				mod->obj = p->map_obj[i];
+				mod->module = o->module;
+				mod->elf = NULL;
+				(*n)++;
+				continue;
+			}
 		} else if (o->kind == OBJ_SPECIAL && !strcmp(o->module, MODULE_VDSO)) {
 			elf = vdso_uelf(sym);
 			if (elf && o->size != sym->vdso_size)
@@ -1839,6 +1899,56 @@ int hc_symbolizer__modules(struct hc_symbolizer *sym, struct hc_sym_proc *p,
 		(*n)++;
 	}
 	return 0;
+}
+
+void hc_symbolizer__drop_cfi(struct hc_symbolizer *sym, uint32_t obj)
+{
+	struct object *o = get_object(sym, obj);
+	struct load_seg segs[LOAD_SEGS_MAX];
+	size_t n;
+
+	if (!o || o->kind != OBJ_FILE || !o->uelf)
+		return;
+	if (!o->segs) {
+		if (load_segs(o->uelf, segs, LOAD_SEGS_MAX, &n) || !n)
+			return; /* kept: spans are found from the ELF */
+		o->segs = malloc(n * sizeof(*segs));
+		if (!o->segs)
+			return;
+		memcpy(o->segs, segs, n * sizeof(*segs));
+		o->n_segs = (uint8_t)n;
+	}
+	elf_end(o->uelf);
+	o->uelf = NULL;
+}
+
+int hc_symbolizer__module_cfi(struct hc_symbolizer *sym, struct hc_sym_proc *p, uint32_t obj,
+			      struct Elf **out)
+{
+	struct object *o = get_object(sym, obj);
+	int fd;
+
+	*out = NULL;
+	if (!o || o->kind != OBJ_FILE || !p || p->stale || !p->maps)
+		return -ENOENT;
+	if (o->uelf) {
+		*out = o->uelf;
+		return 0;
+	}
+	for (size_t i = 0; i < p->maps->nr; i++) {
+		if (p->map_obj[i] != obj)
+			continue;
+		fd = open_mapping(sym, p->tgid, &p->maps->maps[i]);
+		if (fd < 0)
+			return fd;
+		o->uelf = unwind_elf(fd); /* its data read in: the descriptor may close */
+		close(fd);
+		if (!o->uelf)
+			return -ENODATA;
+		*out = o->uelf;
+		return 0;
+	}
+	return -ENOENT;
 }
 
 bool hc_symbolizer__tracks(struct hc_symbolizer *sym, uint32_t tgid, uint64_t start_ns)

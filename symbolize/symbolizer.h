@@ -229,7 +229,8 @@ struct hc_sym_module {
 	uint64_t bias; /* process address - ELF virtual address */
 	uint32_t obj;
 	const char *module;
-	struct Elf *elf; /* program headers and call frame information only; the symbolizer's */
+	struct Elf *elf; /* program headers and call frame information only; the symbolizer's.
+			  * NULL after hc_symbolizer__drop_cfi(): hc_symbolizer__module_cfi() */
 };
 
 /*
@@ -242,6 +243,21 @@ struct hc_sym_module {
 int hc_symbolizer__maps_gen(struct hc_symbolizer *sym, struct hc_sym_proc *p, uint64_t *gen);
 int hc_symbolizer__modules(struct hc_symbolizer *sym, struct hc_sym_proc *p,
 			   struct hc_sym_module *out, size_t max, size_t *n, uint64_t *gen);
+/*
+ * --unwind table: the publisher has compiled obj's CFI into rows; let go of its ELF handle
+ * (the CFI sections read in: megabytes for a set of libraries, kept for the life of the
+ * object otherwise) and keep only its loadable segments, from which hc_symbolizer__modules()
+ * finds spans (with elf NULL). Not for the unwinder, which reads CFI at every stack.
+ */
+void hc_symbolizer__drop_cfi(struct hc_symbolizer *sym, uint32_t obj);
+/*
+ * obj's ELF handle with its CFI read in (the symbolizer's): the one held, or, after
+ * hc_symbolizer__drop_cfi(), read again through one of p's mappings of it. 0 and *out, or
+ * -ENOENT (not a file object, or p does not map it), -ENODATA (no readable ELF), -errno of
+ * the open.
+ */
+int hc_symbolizer__module_cfi(struct hc_symbolizer *sym, struct hc_sym_proc *p, uint32_t obj,
+			      struct Elf **out);
 /* A word the unwinder keeps with the process (its session's index + 1): 0 for a process new
  * to the symbolizer or started afresh (pid reused). */
 uint32_t *hc_sym_proc__unwinder_slot(struct hc_sym_proc *p);

@@ -332,9 +332,11 @@ static int obj_compile(struct hc_uwpub *u, Elf *elf, struct uwobj *o)
 	return 0;
 }
 
-/* m's object, compiled when it has not been: 0 and *out, or -ENOMEM. */
-static int obj_ready(struct hc_uwpub *u, const struct hc_sym_module *m, struct uwobj **out)
+/* m's object (p maps it), compiled when it has not been: 0 and *out, or -ENOMEM. */
+static int obj_ready(struct hc_uwpub *u, struct hc_sym_proc *p, const struct hc_sym_module *m,
+		     struct uwobj **out)
 {
+	Elf *elf = m->elf;
 	struct uwobj *o;
 	int err;
 
@@ -347,9 +349,20 @@ static int obj_ready(struct hc_uwpub *u, const struct hc_sym_module *m, struct u
 	}
 	o = &u->objs[m->obj];
 	if (o->state == OBJ_NEW) {
-		err = obj_compile(u, m->elf, o);
+		/* Its CFI was let go after an earlier compile (its rows were evicted since, or
+		 * did not fit): read again through p's mapping. Failing that the object stays
+		 * new, for a later process; p goes without its table (frame pointers). */
+		if (!elf && hc_symbolizer__module_cfi(u->sym, p, m->obj, &elf)) {
+			u->stats.reread_failed++;
+			*out = o;
+			return 0;
+		}
+		err = obj_compile(u, elf, o);
 		if (err)
 			return err;
+		/* The rows hold what the walk needs: the CFI read in is let go (megabytes for a
+		 * machine's libraries, kept for the object's life otherwise). */
+		hc_symbolizer__drop_cfi(u->sym, m->obj);
 	}
 	*out = o;
 	return 0;
@@ -371,7 +384,7 @@ static int cmp_module(const void *a, const void *b)
  * overlapping the one before left out (a mapping changed under the snapshot), at most
  * HC_UW_MAPS (the lowest addresses: the executable and the first libraries). 0 or -ENOMEM.
  */
-static int build_maps(struct hc_uwpub *u, size_t n_mods, uint32_t *n)
+static int build_maps(struct hc_uwpub *u, struct hc_sym_proc *p, size_t n_mods, uint32_t *n)
 {
 	*n = 0;
 	qsort(u->mods, n_mods, sizeof(*u->mods), cmp_module);
@@ -386,7 +399,7 @@ static int build_maps(struct hc_uwpub *u, size_t n_mods, uint32_t *n)
 			u->stats.maps_over++;
 			continue;
 		}
-		err = obj_ready(u, m, &o);
+		err = obj_ready(u, p, m, &o);
 		if (err)
 			return err;
 		u->maps[*n] = (struct hc_uw_map){
@@ -445,7 +458,7 @@ static int publish(struct hc_uwpub *u, struct hc_sym_proc *p, uint32_t tgid, uin
 	}
 	if (e->slot < 0 && u->a.map_slot && u->a.map_slot(u->a.map_ctx, (uint32_t)slot))
 		return -ENOMEM;
-	err = build_maps(u, n_mods, &n);
+	err = build_maps(u, p, n_mods, &n);
 	if (err)
 		return err;
 	objs = malloc((n ? n : 1) * sizeof(*objs));

@@ -44,20 +44,22 @@ struct hc_uwpub_area {
 };
 
 struct hc_uwpub_stats {
-	uint64_t objects;     /* tables compiled and placed */
-	uint64_t refused;     /* compile refused (-EBADMSG/-E2BIG): published without a table */
-	uint64_t no_cfi;      /* no call frame information (-ENODATA), or not an x86-64 ELF
-			       * (-ENOEXEC): published without a table, frame pointers */
-	uint64_t table_full;  /* tables that did not fit in the rows left (or whose rows could
-			       * not be mapped): frame pointers */
-	uint64_t rows_used;   /* rows held now */
-	uint64_t text_bytes;  /* executable segments' bytes of the objects whose rows are held */
-	uint64_t processes;   /* slots written (first publish and re-publishes) */
-	uint64_t slots_full;  /* no free slot among the probes: the process is not published */
-	uint64_t maps_over;   /* objects left out: a process with more than HC_UW_MAPS */
-	uint64_t unpublished; /* slots freed (process gone) */
-	uint64_t evicted;     /* objects whose rows were freed (no published process maps them) */
-	uint64_t ns;	      /* time spent compiling and publishing */
+	uint64_t objects;	/* tables compiled and placed */
+	uint64_t refused;	/* compile refused (-EBADMSG/-E2BIG): published without a table */
+	uint64_t no_cfi;	/* no call frame information (-ENODATA), or not an x86-64 ELF
+				 * (-ENOEXEC): published without a table, frame pointers */
+	uint64_t table_full;	/* tables that did not fit in the rows left (or whose rows could
+				 * not be mapped): frame pointers */
+	uint64_t rows_used;	/* rows held now */
+	uint64_t text_bytes;	/* executable segments' bytes of the objects whose rows are held */
+	uint64_t processes;	/* slots written (first publish and re-publishes) */
+	uint64_t slots_full;	/* no free slot among the probes: the process is not published */
+	uint64_t maps_over;	/* objects left out: a process with more than HC_UW_MAPS */
+	uint64_t unpublished;	/* slots freed (process gone) */
+	uint64_t evicted;	/* objects whose rows were freed (no published process maps them) */
+	uint64_t reread_failed; /* an object's CFI, let go after its first compile, could not
+				 * be read again: published without its table this time */
+	uint64_t ns;		/* time spent compiling and publishing */
 	struct hc_uwtable_stats compile; /* summed over compiles (uwtable.h) */
 };
 

@@ -489,7 +489,8 @@ static void test_table_full_retry(void **state)
 }
 
 /* 4. A child with an object of its own exits: its slot is freed, that object's rows are
- * evicted and free again; the objects this process maps keep theirs. */
+ * evicted and free again; the objects this process maps keep theirs. A second child with the
+ * same object gets its table again. */
 static void test_gone(void **state)
 {
 	struct hc_uwpub_stats st0, st1, st2;
@@ -552,6 +553,30 @@ static void test_gone(void **state)
 	/* This process is still current: nothing written. */
 	publish(&f, f.tgid, f.start_ns);
 	assert_int_equal(stats(&f).processes, st2.processes);
+
+	/* The library's CFI was let go after its compile: a new process that maps it has it
+	 * read again through its own mapping, and gets the same rows' content. */
+	child_start(&c, need_env("HC_FIX_DEEP"), "hc_deep");
+	publish(&f, (uint32_t)c.pid, c.start_ns);
+	cs = find_slot(&f.a, (uint32_t)c.pid, c.start_ns);
+	assert_non_null(cs);
+	check_slot(&f.a, cs);
+	m = find_map(cs, c.pc);
+	assert_non_null(m);
+	assert_int_equal(m->n_rows, n_rows);
+	assert_non_null(find_row(&f.a, m, c.pc));
+	{
+		int fd = open(need_env("HC_FIX_DEEP"), O_RDONLY | O_CLOEXEC);
+
+		assert_true(fd >= 0);
+		assert_int_equal(hc_uwtable__compile_fd(fd, NULL, &t, NULL), 0);
+		close(fd);
+	}
+	assert_rows_equal(&f.a, m, t);
+	hc_uwtable__free(t);
+	assert_int_equal(stats(&f).reread_failed, 0);
+	assert_int_equal(stats(&f).objects, st2.objects + 1);
+	child_end(&c);
 	fx_fini(&f);
 }
 
