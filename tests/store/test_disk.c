@@ -1266,6 +1266,17 @@ static void test_epochs_agree(void **state)
 	assert_same_answers(a.d, b.d, &a, T0 + 37, T0 + 181);
 	hc_disk__stats(a.d, &st);
 	assert_true(st.dict_file_lookups > lookups);
+	/* the sealed epochs' rows were kept: asked again, the same answers from memory */
+	assert_true(st.epoch_cache_misses > 0);
+	assert_true(st.epoch_cache_bytes > 0);
+	lookups = st.dict_file_lookups;
+	assert_same_answers(a.d, b.d, &a, T0, T0 + CH_SECONDS);
+	hc_disk__stats(a.d, &st);
+	assert_true(st.epoch_cache_hits > 0);
+	print_message("epochs kept for queries: %" PRIu64 " B, %" PRIu64 " found, %" PRIu64
+		      " read; file lookups of the range asked again: %" PRIu64 "\n",
+		      st.epoch_cache_bytes, st.epoch_cache_hits, st.epoch_cache_misses,
+		      st.dict_file_lookups - lookups);
 	print_message("tree of %d s, 1 s tier: %" PRIu64 " us over %" PRIu64 " epochs, %" PRIu64
 		      " us in one; 1 min tier: %" PRIu64 " / %" PRIu64 " us; %" PRIu64
 		      " file lookups\n",
