@@ -1111,6 +1111,9 @@ static void server_counters(struct hc_backend *b, struct hc_counters *c, struct 
 		v[HC_C_DISK_STACKS] = ds.stacks;
 		v[HC_C_DISK_DICT_BYTES] = ds.dict_bytes;
 		v[HC_C_DISK_SQLITE_BYTES] = ds.sqlite_bytes;
+		v[HC_C_DISK_EPOCH_CACHE_BYTES] = ds.epoch_cache_bytes;
+		v[HC_C_DISK_EPOCH_CACHE_HITS] = ds.epoch_cache_hits;
+		v[HC_C_DISK_EPOCH_CACHE_MISSES] = ds.epoch_cache_misses;
 		v[HC_C_DISK_DICT_EPOCH] = ds.dict_epoch;
 		v[HC_C_DISK_DICT_EPOCHS] = ds.dict_epochs;
 		v[HC_C_DISK_DICT_BOUND_BYTES] = ds.dict_bound_bytes;

@@ -215,22 +215,34 @@ int hc_blob__add_cell(struct hc_blob *b, uint8_t hist, uint32_t pid, const char 
 
 /*
  * e[0, n) summed into b. A long range sums a million entries into a table of a hundred
- * thousand: each add is a cache miss on its slot, so the slots of the entries a few ahead are
- * asked for meanwhile (the table is grown first, so their places stay put).
+ * thousand: each add is a cache miss on its slot and another on the entry the slot names, so
+ * the slots of the entries 2 x ADD_AHEAD ahead are asked for meanwhile, and the entries the
+ * slots of those ADD_AHEAD ahead name (their slots are in the cache by then; the table is
+ * grown first, so places stay put; an entry array moved since is only a wasted hint).
  */
 #define ADD_AHEAD 8
 
 static int add_many(struct hc_blob *b, const struct hc_blob_entry *e, size_t n)
 {
+	size_t mask;
 	int err = 0;
 
 	if (reserve(&b->slots, &b->n_slots, b->n, b->n + n, entry_hash_at, b->e))
 		return -ENOMEM;
+	mask = b->n_slots - 1;
 	for (size_t i = 0; !err && i < n; i++) {
-		if (i + ADD_AHEAD < n)
-			__builtin_prefetch(&b->slots[entry_hash(e[i + ADD_AHEAD].task,
-								e[i + ADD_AHEAD].stack) &
-						     (b->n_slots - 1)]);
+		if (i + 2 * ADD_AHEAD < n)
+			__builtin_prefetch(&b->slots[entry_hash(e[i + 2 * ADD_AHEAD].task,
+								e[i + 2 * ADD_AHEAD].stack) &
+						     mask]);
+		if (i + ADD_AHEAD < n) {
+			uint32_t s =
+				b->slots[entry_hash(e[i + ADD_AHEAD].task, e[i + ADD_AHEAD].stack) &
+					 mask];
+
+			if (s)
+				__builtin_prefetch(&b->e[s - 1]);
+		}
 		err = hc_blob__add(b, e[i].task, e[i].stack, &e[i].w);
 	}
 	return err;

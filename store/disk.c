@@ -738,6 +738,7 @@ static void disk_free(struct hc_disk *d)
 	hc_blob__cctx_free(d->cctx);
 	if (d->own_lock && d->lock_fd >= 0)
 		close(d->lock_fd);
+	hc__epoch_cache_release(&d->epochs);
 	pthread_mutex_destroy(&d->mu);
 	pthread_cond_destroy(&d->cv);
 	pthread_cond_destroy(&d->idle_cv);
@@ -761,6 +762,9 @@ struct hc_disk *hc_disk__open(const struct hc_disk_opts *o, char *why, size_t wl
 	pthread_mutex_init(&d->mu, NULL);
 	pthread_cond_init(&d->cv, NULL);
 	pthread_cond_init(&d->idle_cv, NULL);
+	hc__epoch_cache_init(&d->epochs, o->epoch_cache_bytes == HC_DISK_EPOCH_CACHE_OFF ? 0
+					 : o->epoch_cache_bytes ? o->epoch_cache_bytes
+								: HC_DISK_EPOCH_CACHE_DEFAULT);
 	d->lock_fd = o->lock_fd;
 	d->keep_s[0] = o->tier_keep_s[0] ? o->tier_keep_s[0] : 3600;
 	d->keep_s[1] = o->tier_keep_s[1] ? o->tier_keep_s[1] : 86400;
@@ -2511,4 +2515,6 @@ void hc_disk__stats(struct hc_disk *d, struct hc_disk_stats *out)
 	pthread_mutex_unlock(&d->mu);
 	/* all connections' page caches and statements, the queries' included */
 	out->sqlite_bytes = (uint64_t)sqlite3_memory_used();
+	hc__epoch_cache_stats(&d->epochs, &out->epoch_cache_bytes, &out->epoch_cache_hits,
+			      &out->epoch_cache_misses);
 }

@@ -77,10 +77,17 @@ struct hc_disk_opts {
 	 * under the nearest heavier node (store/fold.h); 0: HC_DISK_FOLD_DEFAULT;
 	 * HC_DISK_FOLD_OFF: never. */
 	uint64_t fold_ns_per_s;
+	/* Queries keep the dictionary rows of sealed epochs they read, up to this many bytes
+	 * (store/epochrows.h); 0: HC_DISK_EPOCH_CACHE_DEFAULT; HC_DISK_EPOCH_CACHE_OFF: none. */
+	uint64_t epoch_cache_bytes;
 };
 /* 100 us a second: 0.01 % of a CPU (1 ms in a 10 s window, 6 ms in a minute). */
 #define HC_DISK_FOLD_DEFAULT 100000u
 #define HC_DISK_FOLD_OFF UINT64_MAX
+/* 16 MiB: a busy week's epochs (the 2-CPU VM's PostgreSQL load: 34 epochs, 245k stack and
+ * 32k frame rows, ~3.5 MB; a capture with 12k processes: 650k and 54k, ~8 MB). */
+#define HC_DISK_EPOCH_CACHE_DEFAULT ((uint64_t)16 << 20)
+#define HC_DISK_EPOCH_CACHE_OFF UINT64_MAX
 
 /* Resolution of tier t in seconds: 1, 10, 60. */
 int64_t hc_disk__tier_step(int tier);
@@ -213,6 +220,8 @@ struct hc_disk_stats {
 	uint64_t dict_file_lookups;  /* ids of older epochs read from the file */
 	uint64_t dict_recalled;	     /* entries of older epochs met again, adopted from the file */
 	uint64_t dict_recall_errors; /* content lookups in the file that failed (written anew) */
+	/* sealed epochs' rows kept for queries: memory, epochs found there, read from the file */
+	uint64_t epoch_cache_bytes, epoch_cache_hits, epoch_cache_misses;
 	/* stack rows (store/stackrows.h): content keys not packed yet, packed; passes of
 	 * packing; chunks merged into larger ones */
 	uint64_t stack_keys_fresh, stack_keys_packed, stack_key_passes, stack_chunks_merged;

@@ -15,6 +15,7 @@
 
 #include "store/blob.h"
 #include "store/dict.h"
+#include "store/epochrows.h"
 #include "store/disk.h"
 #include "store/fold.h"
 #include "store/stackrows.h"
@@ -83,6 +84,8 @@ struct hc_disk {
 	uint64_t rows_gen; /* stack rows deleted: a cached chunk may be stale */
 	uint64_t last_compact_ns;
 	struct hc_disk_stats st;
+	/* sealed epochs' dictionary rows, kept between queries (its own lock) */
+	struct hc_epoch_cache epochs;
 
 	/* the writer thread only */
 	int64_t built[HC_DISK_TIERS];	   /* tier k >= 1 holds its windows ending at or before

@@ -378,13 +378,20 @@ struct hydrate {
 	struct idmap frames; /* frame id -> ids' frame id */
 	struct idmap tasks;  /* task id -> ids' process id << 32 | thread id; 0: filtered out */
 	struct idmap stacks; /* stack id of an older epoch -> parent << 32 | frame */
-	/* the rows of older epochs read whole (prefetch), by id - lo - 1: ids' frame id, or a
-	 * stack's parent << 32 | frame; 0 where the file has no row */
+	/* the rows of older epochs read whole (prefetch), by id - lo - 1: ids' frame id (0: not
+	 * interned yet, or no row), or a stack's parent << 32 | frame (0: no row) */
 	struct span {
 		uint32_t lo, hi;
 		uint64_t *v;
+		/* frames: the epoch's rows, interned as met; stacks: v is the epoch's own */
+		const struct hc_epoch_rows *src;
 	} * spans[HC_DICT_TABLES];
 	size_t n_spans[HC_DICT_TABLES];
+	struct hc_epoch_cache *cache;
+	struct hc_epoch_rows **held; /* the epochs the spans are of, referenced */
+	size_t n_held, cap_held;
+	/* epochs whose stack ids end at or below it are whole in the file (kept when read) */
+	uint32_t written_below;
 	struct hc_dict *ids;
 	struct hc_qtree qt;
 	struct nodemap top;   /* the process and thread levels: parent << 32 | element -> node */
@@ -438,29 +445,39 @@ static int query_row(struct hydrate *h, enum hc_dict_table t, uint32_t id, struc
 	return 0;
 }
 
-/* What a prefetched span holds for id of table t (0: nothing), NULL: no span has it. Spans
- * are kept in order of their ids and never overlap. */
-static const uint64_t *span_find(const struct hydrate *h, enum hc_dict_table t, uint32_t id)
+/* The prefetched span of table t that holds id, NULL: none. Spans are kept in order of their
+ * ids and never overlap. */
+static struct span *span_of(const struct hydrate *h, enum hc_dict_table t, uint32_t id)
 {
 	size_t lo = 0, hi = h->n_spans[t];
 
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
-		const struct span *sp = &h->spans[t][mid];
+		struct span *sp = &h->spans[t][mid];
 
 		if (id <= sp->lo)
 			hi = mid;
 		else if (id > sp->hi)
 			lo = mid + 1;
 		else
-			return &sp->v[id - sp->lo - 1];
+			return sp;
 	}
 	return NULL;
 }
 
-/* A new span of ids (lo, hi] of table t, zeroed, in its place among the others: NULL when it
- * would overlap one (or out of memory). Valid until the next span is added. */
-static struct span *span_new(struct hydrate *h, enum hc_dict_table t, uint32_t lo, uint32_t hi)
+/* What a prefetched span holds for id of table t (0: nothing), NULL: no span has it. */
+static const uint64_t *span_find(const struct hydrate *h, enum hc_dict_table t, uint32_t id)
+{
+	const struct span *sp = span_of(h, t, id);
+
+	return sp ? &sp->v[id - sp->lo - 1] : NULL;
+}
+
+/* A new span of ids (lo, hi] of table t, in its place among the others: its values are
+ * `own` (an epoch's stacks, not freed here), or zeroed when own is NULL. NULL when it would
+ * overlap one (or out of memory). Valid until the next span is added. */
+static struct span *span_new(struct hydrate *h, enum hc_dict_table t, uint32_t lo, uint32_t hi,
+			     uint64_t *own)
 {
 	size_t n = h->n_spans[t], at = n;
 	struct span *sp;
@@ -470,10 +487,11 @@ static struct span *span_new(struct hydrate *h, enum hc_dict_table t, uint32_t l
 		at--;
 	if ((at > 0 && h->spans[t][at - 1].hi > lo) || (at < n && h->spans[t][at].lo < hi))
 		return NULL;
-	v = calloc(hi - lo, sizeof(*v));
+	v = own ? own : calloc(hi - lo, sizeof(*v));
 	sp = v ? realloc(h->spans[t], (n + 1) * sizeof(*sp)) : NULL;
 	if (!sp) {
-		free(v);
+		if (!own)
+			free(v);
 		return NULL;
 	}
 	h->spans[t] = sp;
@@ -485,13 +503,24 @@ static struct span *span_new(struct hydrate *h, enum hc_dict_table t, uint32_t l
 
 static int64_t scratch_frame(struct hydrate *h, uint32_t f)
 {
-	const uint64_t *v = span_find(h, HC_DICT_FRAMES, f);
+	struct span *sp = span_of(h, HC_DICT_FRAMES, f);
+	const uint64_t *v;
 	struct dict_row r;
 	int64_t id;
 	int err;
 
-	if (v && *v)
-		return (int64_t)*v;
+	if (sp) {
+		uint64_t *slot = &sp->v[f - sp->lo - 1];
+
+		if (*slot)
+			return (int64_t)*slot;
+		if (sp->src && hc__epoch_rows_frame(sp->src, f, &r.frame)) {
+			id = scratch_define(h, &r.frame);
+			if (id > 0)
+				*slot = (uint64_t)id;
+			return id;
+		}
+	}
 	v = idmap_find(&h->frames, f);
 	if (v)
 		return (int64_t)*v;
@@ -528,7 +557,7 @@ static int stack_link(struct hydrate *h, uint32_t s, struct hc_dict_stack *out)
 	*out = r.stack;
 	/* the whole chunk read for it (its neighbours are met next, more often than not) */
 	if (s > h->rows.lo && s <= h->rows.hi) {
-		struct span *sp = span_new(h, HC_DICT_STACKS, h->rows.lo, h->rows.hi);
+		struct span *sp = span_new(h, HC_DICT_STACKS, h->rows.lo, h->rows.hi, NULL);
 
 		if (sp) {
 			for (uint32_t i = 0; i < sp->hi - sp->lo; i++)
@@ -685,11 +714,17 @@ static void hydrate_maps_free(struct hydrate *h)
 	h->frames = h->tasks = h->stacks = h->threads = (struct idmap){0};
 	for (int t = 0; t < HC_DICT_TABLES; t++) {
 		for (size_t i = 0; i < h->n_spans[t]; i++)
-			free(h->spans[t][i].v);
+			if (t != HC_DICT_STACKS || !h->spans[t][i].src)
+				free(h->spans[t][i].v);
 		free(h->spans[t]);
 		h->spans[t] = NULL;
 		h->n_spans[t] = 0;
 	}
+	for (size_t i = 0; i < h->n_held; i++)
+		hc__epoch_cache_put(h->cache, h->held[i]);
+	free(h->held);
+	h->held = NULL;
+	h->n_held = h->cap_held = 0;
 	h->top = h->node = h->child = (struct nodemap){0};
 	h->chain = NULL;
 	h->cap_chain = 0;
@@ -703,63 +738,38 @@ static void hydrate_free(struct hydrate *h)
 	hydrate_maps_free(h);
 }
 
-struct span_fill {
-	struct span *sp;
-	uint64_t rows;
-};
-
-static int span_stack(void *arg, uint32_t id, const struct hc_dict_stack *s)
+/* The stack and frame rows of the older epoch with ids (lo, hi] of each, from the cache (or
+ * read into it): its stacks as a span, its frames as a span interned as they are met. */
+static int prefetch_epoch(struct hydrate *h, const uint64_t lo[HC_DICT_TABLES],
+			  const uint64_t hi[HC_DICT_TABLES])
 {
-	struct span_fill *f = arg;
-
-	f->sp->v[id - f->sp->lo - 1] = (uint64_t)s->parent << 32 | s->frame;
-	f->rows++;
-	return 0;
-}
-
-/* Rows of table t with ids in (lo, hi], into a new span (as the lookups would). */
-static int prefetch_rows(struct hydrate *h, enum hc_dict_table t, uint32_t lo, uint32_t hi)
-{
-	static const char *const sql[HC_DICT_TABLES] = {
-		[HC_DICT_FRAMES] = ("SELECT id, kind, name, module, fid, offset, inlined FROM frame"
-				    " WHERE id > ? AND id <= ?"),
-	};
+	struct hc_epoch_rows *e;
 	struct span *sp;
-	sqlite3_stmt *st;
-	int rc, err = 0;
+	uint64_t read;
 
-	if (hi <= lo)
-		return 0;
-	sp = span_new(h, t, lo, hi);
-	if (!sp)
+	if (h->n_held == h->cap_held && hc_array_grow(h->held, h->cap_held, h->n_held + 1, 16))
 		return -ENOMEM;
-	if (t == HC_DICT_STACKS) {
-		struct span_fill f = {.sp = sp};
-
-		err = hc__stackrows_scan(&h->rows, lo, hi, span_stack, &f);
-		h->lookups += f.rows;
-		return err;
+	e = hc__epoch_cache_get(h->cache, &h->rows, h->db, (uint32_t)lo[HC_DICT_STACKS],
+				(uint32_t)hi[HC_DICT_STACKS], (uint32_t)lo[HC_DICT_FRAMES],
+				(uint32_t)hi[HC_DICT_FRAMES],
+				hi[HC_DICT_STACKS] <= h->written_below, &read);
+	if (!e)
+		return -errno;
+	h->held[h->n_held++] = e;
+	h->lookups += read;
+	if (e->stack_hi > e->stack_lo) {
+		sp = span_new(h, HC_DICT_STACKS, e->stack_lo, e->stack_hi, e->stacks);
+		if (!sp)
+			return -ENOMEM;
+		sp->src = e;
 	}
-	if (sqlite3_prepare_v2(h->db, sql[t], -1, &st, NULL) != SQLITE_OK)
-		return -hc__disk_sql_errno(sqlite3_errcode(h->db));
-	sqlite3_bind_int64(st, 1, lo);
-	sqlite3_bind_int64(st, 2, hi);
-	while (!err && (rc = sqlite3_step(st)) == SQLITE_ROW) {
-		int64_t id = sqlite3_column_int64(st, 0), sid;
-		struct dict_row r;
-
-		if (id <= lo || id > hi)
-			continue;
-		h->lookups++;
-		hc__disk_row_read(t, st, 1, &r);
-		sid = scratch_define(h, &r.frame);
-		if (sid < 0)
-			err = (int)sid;
-		else
-			sp->v[id - lo - 1] = (uint64_t)sid;
+	if (e->frame_hi > e->frame_lo) {
+		sp = span_new(h, HC_DICT_FRAMES, e->frame_lo, e->frame_hi, NULL);
+		if (!sp)
+			return -ENOMEM;
+		sp->src = e;
 	}
-	sqlite3_finalize(st);
-	return err;
+	return 0;
 }
 
 struct epoch_span {
@@ -812,6 +822,9 @@ static int prefetch(struct hydrate *h, const struct hc_blob *acc)
 		e[n++].entries = 0;
 	}
 	sqlite3_finalize(st);
+	/* the file's oldest epoch: older ones were deleted, and nothing names them */
+	if (n)
+		hc__epoch_cache_trim(h->cache, (uint32_t)e[0].base[HC_DICT_STACKS]);
 	for (size_t i = 0; !err && i < acc->n; i++) {
 		size_t k = epoch_of(e, n, acc->e[i].stack & ~HC_FOLD_BIT);
 
@@ -825,11 +838,7 @@ static int prefetch(struct hydrate *h, const struct hc_blob *acc)
 		if (e[k].base[HC_DICT_STACKS] >= h->cur->t[HC_DICT_STACKS].base ||
 		    e[k].entries * PREFETCH_STACKS_PER_ENTRY < rows)
 			continue;
-		err = prefetch_rows(h, HC_DICT_STACKS, (uint32_t)e[k].base[HC_DICT_STACKS],
-				    (uint32_t)e[k + 1].base[HC_DICT_STACKS]);
-		if (!err)
-			err = prefetch_rows(h, HC_DICT_FRAMES, (uint32_t)e[k].base[HC_DICT_FRAMES],
-					    (uint32_t)e[k + 1].base[HC_DICT_FRAMES]);
+		err = prefetch_epoch(h, e[k].base, e[k + 1].base);
 	}
 	free(e);
 	return err;
@@ -950,11 +959,18 @@ static int hydrate(struct hc_disk *d, enum hc_disk_store s, const struct hc_disk
 	int err;
 
 	memset(h, 0, sizeof(*h));
+	h->cache = &d->epochs;
 	hc_blob__init(&acc, 0, so.period_ns);
 	/* the epoch before the snapshot: ids of a newer one are in the file, with their rows */
 	pthread_mutex_lock(&d->mu);
 	h->cur = d->dict;
 	h->cur->refs++;
+	/* an epoch still in memory (current, or retired and not written yet) may have rows to
+	 * come: only those below it are kept between queries */
+	h->written_below = h->cur->t[HC_DICT_STACKS].base;
+	for (const struct hc_dict *x = d->retired; x; x = x->next)
+		if (x->t[HC_DICT_STACKS].base < h->written_below)
+			h->written_below = x->t[HC_DICT_STACKS].base;
 	pthread_mutex_unlock(&d->mu);
 	err = hc__disk_open_db(d->path, SQLITE_OPEN_READONLY, &h->db);
 	hc__stackrows_init(&h->rows, h->db);

@@ -846,6 +846,9 @@ struct churn {
  * streams below have, so that old epochs' rows can go. */
 #define CH_ADOPT_EPOCHS 4
 
+/* The epoch cache's bound open_epochs() gives (0: the default). */
+static uint64_t epochs_cache_bytes;
+
 static struct hc_disk *open_epochs(const char *dir, uint64_t dict_max, uint64_t keep0,
 				   uint64_t keep1, uint64_t retention)
 {
@@ -861,7 +864,8 @@ static struct hc_disk *open_epochs(const char *dir, uint64_t dict_max, uint64_t 
 				 /* the same stack under two epochs' ids is two stacks to folding
 				  * (it goes by id): the coarse tiers of a store of many epochs and
 				  * of one would differ below the threshold */
-				 .fold_ns_per_s = HC_DISK_FOLD_OFF};
+				 .fold_ns_per_s = HC_DISK_FOLD_OFF,
+				 .epoch_cache_bytes = epochs_cache_bytes};
 	char why[512] = "";
 	struct hc_disk *d = hc_disk__open(&o, why, sizeof(why));
 
@@ -1243,7 +1247,7 @@ static void test_epochs_agree(void **state)
 	static struct churn a, b;
 	char da[PATH_MAX + 16], db[PATH_MAX + 16];
 	struct hc_disk_stats st;
-	uint64_t lookups, max_a = 0, max_b = 0;
+	uint64_t lookups, max_a = 0, max_b = 0, cache_all;
 	int rolled_mid_window = -1;
 
 	memset(&a, 0, sizeof(a));
@@ -1266,6 +1270,17 @@ static void test_epochs_agree(void **state)
 	assert_same_answers(a.d, b.d, &a, T0 + 37, T0 + 181);
 	hc_disk__stats(a.d, &st);
 	assert_true(st.dict_file_lookups > lookups);
+	/* the sealed epochs' rows were kept: asked again, the same answers from memory */
+	assert_true(st.epoch_cache_misses > 0);
+	assert_true(st.epoch_cache_bytes > 0);
+	lookups = st.dict_file_lookups;
+	assert_same_answers(a.d, b.d, &a, T0, T0 + CH_SECONDS);
+	hc_disk__stats(a.d, &st);
+	assert_true(st.epoch_cache_hits > 0);
+	print_message("epochs kept for queries: %" PRIu64 " B, %" PRIu64 " found, %" PRIu64
+		      " read; file lookups of the range asked again: %" PRIu64 "\n",
+		      st.epoch_cache_bytes, st.epoch_cache_hits, st.epoch_cache_misses,
+		      st.dict_file_lookups - lookups);
 	print_message("tree of %d s, 1 s tier: %" PRIu64 " us over %" PRIu64 " epochs, %" PRIu64
 		      " us in one; 1 min tier: %" PRIu64 " / %" PRIu64 " us; %" PRIu64
 		      " file lookups\n",
@@ -1296,9 +1311,13 @@ static void test_epochs_agree(void **state)
 	}
 
 	/* restart: only the newest epoch is loaded; the answers are the same; the stream goes
-	 * on with ids kept from before the restart */
+	 * on with ids kept from before the restart. The epoch cache now holds about two
+	 * epochs: the others are read, kept and let go in turn, the answers the same. */
 	hc_disk__close(a.d);
+	cache_all = st.epoch_cache_bytes;
+	epochs_cache_bytes = 2 * st.epoch_cache_bytes / (st.epoch_cache_misses + 1);
 	a.d = open_epochs(da, CH_BOUND, 0, 0, 0);
+	epochs_cache_bytes = 0;
 	assert_non_null(a.d);
 	hc_disk__stats(a.d, &st);
 	assert_int_equal(st.dict_epoch, a.epoch_at[CH_SECONDS - 1]);
@@ -1308,6 +1327,12 @@ static void test_epochs_agree(void **state)
 	churn_run(&b, CH_SECONDS, CH_SECONDS + 30, UINT64_MAX, &max_b);
 	memcpy(b.want, a.want, sizeof(a.want));
 	assert_same_answers(a.d, b.d, &a, T0 + 180, T0 + CH_SECONDS + 30);
+	hc_disk__stats(a.d, &st);
+	print_message("a smaller epoch cache: %" PRIu64 " B (all epochs: %" PRIu64 "), %" PRIu64
+		      " found, %" PRIu64 " read\n",
+		      st.epoch_cache_bytes, cache_all, st.epoch_cache_hits, st.epoch_cache_misses);
+	assert_true(st.epoch_cache_bytes <= 2 * cache_all / 3);
+	assert_true(st.epoch_cache_misses > 0);
 	hc_disk__close(a.d);
 	hc_disk__close(b.d);
 }
