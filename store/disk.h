@@ -84,9 +84,10 @@ struct hc_disk_opts {
 /* 100 us a second: 0.01 % of a CPU (1 ms in a 10 s window, 6 ms in a minute). */
 #define HC_DISK_FOLD_DEFAULT 100000u
 #define HC_DISK_FOLD_OFF UINT64_MAX
-/* 16 MiB: a busy week's epochs (the 2-CPU VM's PostgreSQL load: 34 epochs, 245k stack and
- * 32k frame rows, ~3.5 MB; a capture with 12k processes: 650k and 54k, ~8 MB). */
-#define HC_DISK_EPOCH_CACHE_DEFAULT ((uint64_t)16 << 20)
+/* 4 MiB: a busy week's epochs (the 2-CPU VM's PostgreSQL load: 34 epochs, 245k stack and
+ * 32k frame rows, ~3.5 MB; a capture with 12k processes: 650k and 54k, ~8 MB, keeps its
+ * newest epochs), within serve's memory budget (issue 20: 48 MB for all its processes). */
+#define HC_DISK_EPOCH_CACHE_DEFAULT ((uint64_t)4 << 20)
 #define HC_DISK_EPOCH_CACHE_OFF UINT64_MAX
 
 /* Resolution of tier t in seconds: 1, 10, 60. */
