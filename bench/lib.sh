@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0-only
 #
 # bench/lib.sh: what the benchmark scripts share (sourced by bench/run.sh, bench/locks.sh,
-# bench/pg.sh, bench/serve-store.sh and bench/store-week.sh).
+# bench/pg.sh, bench/pg-unwind.sh, bench/scale-unwind.sh, bench/serve-store.sh and
+# bench/store-week.sh).
 # The caller defines note() and die() (its own name in front) and INSTALL (0: --no-install).
 
 # Sourced once: bench/serve-store.sh sources it and bench/pg.sh, which sources it too.
@@ -73,6 +74,36 @@ wait_bounded() {
 }
 
 sysfs_or() { cat "$1" 2>/dev/null || echo "$2"; }
+
+# tree_ticks PID: CPU ticks (user + system, 1/100 s) of PID and all its descendants (hotcold's
+# worker and HTTP server are forks of it; under /usr/bin/time it is a child itself), from /proc
+# alone (the lent machine has no procps).
+tree_ticks() {
+	local f line rest pid t=0 grew=1
+	local -A ppid ticks in=(["$1"]=1)
+	for f in /proc/[0-9]*/stat; do
+		read -r line <"$f" 2>/dev/null || continue
+		rest=${line##*) }
+		# shellcheck disable=SC2086 # the fields after comm, a word each
+		set -- $rest
+		pid=${f//[^0-9]/}
+		ppid[$pid]=$2
+		ticks[$pid]=$((${12} + ${13}))
+	done
+	while ((grew)); do
+		grew=0
+		for pid in "${!ppid[@]}"; do
+			if [ -z "${in[$pid]:-}" ] && [ -n "${in[${ppid[$pid]}]:-}" ]; then
+				in[$pid]=1
+				grew=1
+			fi
+		done
+	done
+	for pid in "${!in[@]}"; do
+		t=$((t + ${ticks[$pid]:-0}))
+	done
+	echo "$t"
+}
 
 # Cleanup that must happen however the script ends (exit, error, ^C, SIGTERM): at_exit CMD
 # queues CMD (a string for eval); queued commands run once, newest first. The script's own

@@ -27,6 +27,9 @@
 #   cpu_s                      the profiler's CPU (user + sys) for the whole run, its startup
 #                              and the writing of its output included (perf: record + script;
 #                              serve: every process of it, the HTTP answer included)
+#   window_cpu_pct             hotcold's processes' CPU from 1 s into its window to about 1 s
+#                              before its end, % of a core: its user-space work while it
+#                              samples, loading and output left out (issue 21: <= 1 % at 999 Hz)
 # The summary has each figure's median per rate and configuration.
 #
 # Usage: bench/pg-unwind.sh [--rounds R] [--seconds T] [--freqs "99 999"]
@@ -76,7 +79,7 @@ case " $CONFIGS " in *" perf-dwarf "*) command -v perf >/dev/null || die "needs 
 OUT=${OUT:-$BENCH_DIR/results/pg-unwind-$(date -u +%Y%m%dT%H%M%SZ)}
 mkdir -p "$OUT" || die "cannot create $OUT"
 CSV=$OUT/runs.csv
-echo "round,hz,config,on_complete,on_truncated,off_complete,off_truncated,on_ms,off_ms,tps,sample_ns,switch_ns,cpu_s" >"$CSV"
+echo "round,hz,config,on_complete,on_truncated,off_complete,off_truncated,on_ms,off_ms,tps,sample_ns,switch_ns,cpu_s,window_cpu_pct" >"$CSV"
 
 old_stats=$(sysctl -n kernel.bpf_stats_enabled)
 at_exit 'sysctl -q kernel.bpf_stats_enabled='"$old_stats"
@@ -146,6 +149,19 @@ window_tps() {
 		s += $4; n++ } END { if (n) printf "%.0f", s / n; else print "NA" }' "$1"
 }
 
+# window_cpu PID T FILE: 1 s, then PID's processes' CPU over the next T - 1 s as % of a core
+# into FILE (hotcold's user-space work while it samples: loading and output left out)
+window_cpu() {
+	local t0 t1 s0 s1
+	sleep 1
+	s0=$(date +%s.%N)
+	t0=$(tree_ticks "$1")
+	sleep $(($2 - 1))
+	t1=$(tree_ticks "$1")
+	s1=$(date +%s.%N)
+	awk -v t=$((t1 - t0)) -v a="$s0" -v b="$s1" 'BEGIN { printf "%.2f\n", t / (b - a) }' >"$3"
+}
+
 run_one() {
 	local round=$1 hz=$2 cfg=$3 pfx=$OUT/r$1-$2-$3 sample=NA switch=NA fig cpu from to
 	# pgbench outlasts the profiler's startup (BPF verification is seconds on two busy
@@ -166,7 +182,8 @@ run_one() {
 			sleep 0.1
 		done
 		from=$(date +%s.%N)
-		sleep $((SECS - 1))
+		window_cpu "$prof" $((SECS - 2)) "$pfx.wcpu"
+		sleep 1
 		sample=$(prog_ns hc_sample)
 		switch=$(prog_ns hc_switch)
 		wait "$prof" || note "record failed: $(grep -v '^libbpf' "$pfx.err" | tail -2)"
@@ -191,7 +208,8 @@ print(t + d["duration_ns"] / 1e9)' "$pfx.json" 2>/dev/null || date +%s.%N)
 		# the whole seconds after it is serving; serve keeps them all at this load
 		sleep 1
 		from=$(date +%s)
-		sleep "$SECS"
+		window_cpu "$prof" $((SECS - 1)) "$pfx.wcpu"
+		sleep 1
 		to=$(date +%s)
 		sample=$(prog_ns hc_sample)
 		switch=$(prog_ns hc_switch)
@@ -226,7 +244,8 @@ print(t + d["duration_ns"] / 1e9)' "$pfx.json" 2>/dev/null || date +%s.%N)
 	cpu=$(awk '{ s += $1 + $2 } END { printf "%.2f", s }' "$pfx.time")
 	# shellcheck disable=SC2086 # fig's six fields
 	set -- ${fig:-NA NA NA NA NA NA}
-	echo "$round,$hz,$cfg,$1,$2,$3,$4,$5,$6,${tps:-NA},$sample,$switch,$cpu" | tee -a "$CSV" >&2
+	echo "$round,$hz,$cfg,$1,$2,$3,$4,$5,$6,${tps:-NA},$sample,$switch,$cpu,$(cat "$pfx.wcpu" 2>/dev/null || echo NA)" |
+		tee -a "$CSV" >&2
 	rm -f "$pfx.json"
 }
 
@@ -248,8 +267,8 @@ done
 {
 	echo "# User stacks on PostgreSQL under pgbench -S -c $PG_CLIENTS -j $PG_THREADS ($ROUNDS rounds x ${SECS}s, medians)"
 	echo
-	echo "| Hz | unwinding | on-CPU time complete | [truncated] | blocked time complete | [truncated] | pgbench tps | hc_sample ns | hc_switch ns | profiler CPU s |"
-	echo "|---|---|---|---|---|---|---|---|---|---|"
+	echo "| Hz | unwinding | on-CPU time complete | [truncated] | blocked time complete | [truncated] | pgbench tps | hc_sample ns | hc_switch ns | profiler CPU s | hotcold CPU in the window, % of a core |"
+	echo "|---|---|---|---|---|---|---|---|---|---|---|"
 	python3 - "$CSV" "$FREQS" "$CONFIGS" <<'PY'
 import csv, statistics, sys
 rows = list(csv.DictReader(open(sys.argv[1])))
@@ -263,11 +282,11 @@ for hz in sys.argv[2].split():
         rs = [r for r in rows if r["hz"] == hz and r["config"] == c]
         if not rs:
             continue
-        cpu = med(rs, "cpu_s")
+        cpu, wc = med(rs, "cpu_s"), med(rs, "window_cpu_pct")
         print(f"| {hz} | {c} | {pct(med(rs, 'on_complete'))} | {pct(med(rs, 'on_truncated'))} | "
               f"{pct(med(rs, 'off_complete'))} | {pct(med(rs, 'off_truncated'))} | "
               f"{num(med(rs, 'tps'))} | {num(med(rs, 'sample_ns'))} | {num(med(rs, 'switch_ns'))} | "
-              f"{'NA' if cpu is None else f'{cpu:.2f}'} |")
+              f"{'NA' if cpu is None else f'{cpu:.2f}'} | {'NA' if wc is None else f'{wc:.2f}'} |")
 PY
 	echo
 	echo "Machine: $(nproc) CPUs, $(uname -r), $(date -u +%F); hotcold $HOTCOLD ($(git -C "$REPO" rev-parse --short HEAD 2>/dev/null))."

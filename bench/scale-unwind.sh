@@ -23,6 +23,9 @@
 set -uo pipefail
 export LC_ALL=C
 
+# shellcheck source=bench/lib.sh
+. "$(cd "$(dirname "$0")" && pwd)/lib.sh"
+
 OUT=${1:?usage: bench/scale-unwind.sh OUT [options]}
 shift
 ROUNDS=2
@@ -48,35 +51,18 @@ sysctl -q kernel.bpf_stats_enabled=1 2>/dev/null ||
 	date -u +%FT%TZ
 } >"$OUT/machine.txt"
 
-# tree_ticks PID: CPU ticks (user + system, 1/100 s) of PID and its children (hotcold's worker
-# and HTTP server are forks of it)
-tree_ticks() {
-	local f line rest t=0
-	for f in /proc/[0-9]*/stat; do
-		read -r line <"$f" 2>/dev/null || continue
-		rest=${line##*) }
-		# shellcheck disable=SC2086 # the fields after comm, a word each
-		set -- $rest
-		if [ "${f//[^0-9]/}" = "$TREE" ] || [ "$2" = "$TREE" ]; then
-			t=$((t + ${12} + ${13}))
-		fi
-	done
-	echo "$t"
-}
-
 # window_cpu PID SECS FILE: hotcold's CPU in the middle of its window (from 1 s after it opens
 # to 1 s before it ends: table building at load is left out), "ticks from to" into FILE, with
 # bpftool's program list halfway
 window_cpu() {
 	local t0 t1 s0 s1 mid=$(((SECS - 2) / 2))
-	TREE=$1
 	sleep 1
 	s0=$(date +%s.%N)
-	t0=$(tree_ticks)
+	t0=$(tree_ticks "$1")
 	sleep "$mid"
 	bpftool -j prog show >"$3.bpf.json" 2>/dev/null || true
 	sleep $((SECS - 2 - mid))
-	t1=$(tree_ticks)
+	t1=$(tree_ticks "$1")
 	s1=$(date +%s.%N)
 	echo "$((t1 - t0)) $s0 $s1" >"$3.cpu"
 }
