@@ -254,9 +254,6 @@ struct hc_collector *hc_collector__new(const struct hc_collector_opts *o, char *
 	/* Loading parsed the kernel's BTF (megabytes, freed now): give the pages back, this
 	 * process runs for days. */
 	malloc_trim(0);
-	c->started_at_ns = hc_clock_ns(CLOCK_REALTIME);
-	c->now_s = c->started_at_ns / 1000000000ll;
-	hc_capture__set_now(c->cap, c->now_s);
 	return c;
 
 err_free:

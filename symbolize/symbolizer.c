@@ -1020,11 +1020,17 @@ int hc_symbolizer__normalize(struct hc_symbolizer *sym, uint32_t tgid, uint64_t 
  * that made its memory executable after the snapshot is met as a miss: the maps are read
  * again.
  */
+/* Where code may run: a file's mapping, or any executable one. */
+static bool is_code(const struct hc_mapping *m)
+{
+	return hc_mapping__is_file(m) || (m->perms & HC_MAP_X);
+}
+
 static const struct hc_mapping *find_code(const struct hc_procmaps *pm, uint64_t ip)
 {
 	const struct hc_mapping *m = hc_procmaps__find(pm, ip);
 
-	return m && (hc_mapping__is_file(m) || (m->perms & HC_MAP_X)) ? m : NULL;
+	return m && is_code(m) ? m : NULL;
 }
 
 /* find_code(), first trying the mapping found last for p (mappings do not overlap: an
@@ -1037,8 +1043,7 @@ static const struct hc_mapping *find_code_hinted(struct hc_sym_proc *p, uint64_t
 	if (pm && p->hint < pm->nr) {
 		m = &pm->maps[p->hint];
 		/* maps may have been read again since: checked as find_code() checks */
-		if (m->start <= ip && ip < m->end &&
-		    (hc_mapping__is_file(m) || (m->perms & HC_MAP_X)))
+		if (m->start <= ip && ip < m->end && is_code(m))
 			return m;
 	}
 	m = find_code(pm, ip);
@@ -1867,18 +1872,6 @@ int hc_symbolizer__modules(struct hc_symbolizer *sym, struct hc_sym_proc *p,
 				o->uelf = unwind_elf(o->fd);
 			}
 			elf = o->uelf;
-			if (!elf && o->segs) {
-				/* its CFI let go: the span from the segments kept */
-				for (size_t k = 0; k < *n && !dup; k++)
-					dup = out[k].obj == p->map_obj[i];
-				if (dup || segs_span(o->segs, o->n_segs, m, mod))
-					continue;
-				mod->obj = p->map_obj[i];
-				mod->module = o->module;
-				mod->elf = NULL;
-				(*n)++;
-				continue;
-			}
 		} else if (o->kind == OBJ_SPECIAL && !strcmp(o->module, MODULE_VDSO)) {
 			elf = vdso_uelf(sym);
 			if (elf && o->size != sym->vdso_size)
@@ -1886,12 +1879,13 @@ int hc_symbolizer__modules(struct hc_symbolizer *sym, struct hc_sym_proc *p,
 		} else {
 			continue;
 		}
-		if (!elf)
+		/* its CFI let go (hc_symbolizer__drop_cfi): the span from the segments kept */
+		if (!elf && !o->segs)
 			continue;
 		/* An object with two executable mappings is one module. */
 		for (size_t k = 0; k < *n && !dup; k++)
 			dup = out[k].obj == p->map_obj[i];
-		if (dup || module_span(elf, m, mod))
+		if (dup || (elf ? module_span(elf, m, mod) : segs_span(o->segs, o->n_segs, m, mod)))
 			continue;
 		mod->obj = p->map_obj[i];
 		mod->module = o->module;
